@@ -1,0 +1,39 @@
+/* expr: aggregation expressions ($add, $cond, "$field.path", $$NOW, ...),
+ * parsed once and evaluated per document. Used by $expr in queries, the
+ * aggregation stages and pipeline-style updates. */
+#ifndef ATOMDB_EXPR_H
+#define ATOMDB_EXPR_H
+
+#include <bson/bson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "util/dberr.h"
+
+typedef struct expr expr_t;
+
+/* What an expression is evaluated against. */
+typedef struct expr_ctx {
+    const bson_t *root;   /* $$ROOT and $$CURRENT */
+    int64_t now_ms;       /* $$NOW, milliseconds since the epoch */
+    const bson_t *vars;   /* user variables ($$name) from `let`, or NULL */
+} expr_ctx_t;
+
+/* Parses the expression under `spec` (any BSON value: a literal, a "$path",
+ * a "$$var", an operator document {$op: args} or a document of
+ * expressions). NULL with `err` set (InvalidPipelineOperator 168 for an
+ * unknown operator, as mongod) on failure. */
+expr_t *expr_new(const bson_iter_t *spec, dberr_t *err);
+
+/* Evaluates `e`. On success `out` holds an owned value (free it with
+ * bson_value_destroy); a missing result is BSON_TYPE_EOD. */
+bool expr_eval(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err);
+
+/* Frees `e` (accepts NULL). */
+void expr_destroy(expr_t *e);
+
+/* True when the value is "truthy" for $cond / $expr: not false, null,
+ * undefined, missing or numeric zero. */
+bool expr_truthy(const bson_value_t *v);
+
+#endif

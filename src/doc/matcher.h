@@ -1,0 +1,56 @@
+/* matcher: MongoDB query filters ({a: 1, b: {$gt: 2}, $or: [...]}),
+ * compiled once and run against documents. Also extracts what the planner
+ * and upserts need from a filter. */
+#ifndef ATOMDB_MATCHER_H
+#define ATOMDB_MATCHER_H
+
+#include <bson/bson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "util/dberr.h"
+
+typedef struct matcher matcher_t;
+
+/* Compiles `filter`. NULL with `err` set on a bad filter (BadValue 2 for an
+ * unknown operator "unknown operator: $foo", as mongod). The matcher keeps
+ * no pointer into `filter`. */
+matcher_t *matcher_new(const bson_t *filter, dberr_t *err);
+
+/* Frees `m` (accepts NULL). */
+void matcher_destroy(matcher_t *m);
+
+/* True when `doc` matches. When `array_pos` is not NULL it receives the index
+ * of the array element that satisfied the first array-traversing predicate
+ * (for the positional `$` operator), or -1. $expr sees $$NOW as the wall
+ * clock at the call. */
+bool matcher_matches(const matcher_t *m, const bson_t *doc, int *array_pos);
+
+/* True when the filter is empty (matches everything). */
+bool matcher_is_empty(const matcher_t *m);
+
+/* Bounds a filter puts on one top-level dotted path through its top-level
+ * AND (never through $or/$nor/$not). Values are owned by the matcher. */
+typedef struct matcher_bounds {
+    bool has_eq;          /* {path: v} or {path: {$eq: v}} (v not a regex) */
+    bson_value_t eq;
+    bool has_lower;       /* $gt / $gte */
+    bool lower_inclusive;
+    bson_value_t lower;
+    bool has_upper;       /* $lt / $lte */
+    bool upper_inclusive;
+    bson_value_t upper;
+} matcher_bounds_t;
+
+/* Fills `out` with the bounds on `path`; false when the filter constrains
+ * it in no way the planner can use. */
+bool matcher_bounds(const matcher_t *m, const char *path, matcher_bounds_t *out);
+
+/* Builds the document an upsert starts from: the filter's equality
+ * predicates (top level, under $and, {$eq: v}), dotted paths expanded into
+ * nested documents, `_id` first when present. Operators other than equality
+ * contribute nothing. Fails (NotSingleValueField 54 / ... as mongod) when two
+ * predicates set the same path. `out` must be initialised by the caller. */
+bool matcher_upsert_seed(const bson_t *filter, bson_t *out, dberr_t *err);
+
+#endif

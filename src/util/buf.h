@@ -1,0 +1,33 @@
+/* buf: a growable byte buffer (append-only, heap-owned), used for wire
+ * frames, index keys and log records. */
+#ifndef ATOMDB_BUF_H
+#define ATOMDB_BUF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* A byte buffer; `data` is heap-owned by the buffer, NULL while empty. */
+typedef struct buf {
+    uint8_t *data; /* bytes [0, len) are valid */
+    size_t len;    /* bytes in use */
+    size_t cap;    /* bytes allocated */
+} buf_t;
+
+/* Initialises an empty buffer in caller's storage. */
+void buf_init(buf_t *b);
+/* Frees the bytes (accepts NULL) and leaves the buffer empty. */
+void buf_destroy(buf_t *b);
+/* Makes room for `extra` more bytes; aborts on out-of-memory like libbson. */
+void buf_reserve(buf_t *b, size_t extra);
+/* Appends `n` bytes. */
+void buf_append(buf_t *b, const void *p, size_t n);
+/* Appends one byte. */
+void buf_push(buf_t *b, uint8_t byte);
+/* Appends little-endian integers. */
+void buf_append_i32le(buf_t *b, int32_t v);
+/* Drops the first `n` bytes, moving the rest to the front. */
+void buf_consume(buf_t *b, size_t n);
+/* Takes the bytes out of the buffer; the caller frees them with free(). */
+uint8_t *buf_steal(buf_t *b, size_t *len);
+
+#endif

@@ -1,0 +1,85 @@
+/* dberr: MongoDB-style error values and the code → codeName table. */
+#include "util/dberr.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static const struct {
+    int code;
+    const char *name;
+} dberr_names[] = {
+    {0, "OK"},
+    {1, "InternalError"},
+    {2, "BadValue"},
+    {4, "NoSuchKey"},
+    {8, "UnknownError"},
+    {9, "FailedToParse"},
+    {13, "Unauthorized"},
+    {14, "TypeMismatch"},
+    {15, "Overflow"},
+    {17, "ProtocolError"},
+    {20, "IllegalOperation"},
+    {22, "InvalidBSON"},
+    {26, "NamespaceNotFound"},
+    {27, "IndexNotFound"},
+    {28, "PathNotViable"},
+    {40, "ConflictingUpdateOperators"},
+    {43, "CursorNotFound"},
+    {48, "NamespaceExists"},
+    {50, "MaxTimeMSExpired"},
+    {52, "DollarPrefixedFieldName"},
+    {53, "InvalidIdField"},
+    {56, "EmptyFieldName"},
+    {57, "DottedFieldName"},
+    {59, "CommandNotFound"},
+    {66, "ImmutableField"},
+    {67, "CannotCreateIndex"},
+    {68, "IndexAlreadyExists"},
+    {72, "InvalidOptions"},
+    {73, "InvalidNamespace"},
+    {85, "IndexOptionsConflict"},
+    {86, "IndexKeySpecsConflict"},
+    {91, "ShutdownInProgress"},
+    {96, "OperationFailed"},
+    {112, "WriteConflict"},
+    {115, "CommandNotSupported"},
+    {125, "CommandFailed"},
+    {168, "InvalidPipelineOperator"},
+    {197, "InvalidIndexSpecificationOption"},
+    {206, "NoSuchSession"},
+    {225, "TransactionTooOld"},
+    {238, "NotImplemented"},
+    {251, "NoSuchTransaction"},
+    {11000, "DuplicateKey"},
+};
+
+bool dberr_set(dberr_t *err, int code, const char *fmt, ...)
+{
+    if (!err)
+        return false;
+    err->code = code;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    va_end(ap);
+    return false;
+}
+
+void dberr_clear(dberr_t *err)
+{
+    if (!err)
+        return;
+    err->code = 0;
+    err->msg[0] = '\0';
+}
+
+const char *dberr_codename(int code)
+{
+    static __thread char buf[32];
+    for (size_t i = 0; i < sizeof dberr_names / sizeof dberr_names[0]; i++)
+        if (dberr_names[i].code == code)
+            return dberr_names[i].name;
+    snprintf(buf, sizeof buf, "Location%d", code);
+    return buf;
+}

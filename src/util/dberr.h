@@ -1,0 +1,76 @@
+/* dberr: the error every fallible function fills, carrying MongoDB's numeric
+ * code, its codeName and a message (the way libbson fills bson_error_t).
+ * Command handlers turn one into {ok: 0, errmsg, code, codeName} in one place. */
+#ifndef ATOMDB_DBERR_H
+#define ATOMDB_DBERR_H
+
+#include <stdbool.h>
+
+/* MongoDB error codes used by atomdb (src/mongo/base/error_codes.yml). */
+enum {
+    DBERR_OK = 0,
+    DBERR_INTERNAL_ERROR = 1,
+    DBERR_BAD_VALUE = 2,
+    DBERR_NO_SUCH_KEY = 4,
+    DBERR_FAILED_TO_PARSE = 9,
+    DBERR_UNAUTHORIZED = 13,
+    DBERR_TYPE_MISMATCH = 14,
+    DBERR_OVERFLOW = 15,
+    DBERR_PROTOCOL_ERROR = 17,
+    DBERR_ILLEGAL_OPERATION = 20,
+    DBERR_INVALID_BSON = 22,
+    DBERR_NAMESPACE_NOT_FOUND = 26,
+    DBERR_INDEX_NOT_FOUND = 27,
+    DBERR_PATH_NOT_VIABLE = 28,
+    DBERR_CONFLICTING_UPDATE_OPERATORS = 40,
+    DBERR_CURSOR_NOT_FOUND = 43,
+    DBERR_NAMESPACE_EXISTS = 48,
+    DBERR_MAX_TIME_MS_EXPIRED = 50,
+    DBERR_DOLLAR_PREFIXED_FIELD_NAME = 52,
+    DBERR_INVALID_ID_FIELD = 53,
+    DBERR_EMPTY_FIELD_NAME = 56,
+    DBERR_DOTTED_FIELD_NAME = 57,
+    DBERR_COMMAND_NOT_FOUND = 59,
+    DBERR_IMMUTABLE_FIELD = 66,
+    DBERR_CANNOT_CREATE_INDEX = 67,
+    DBERR_INDEX_ALREADY_EXISTS = 68,
+    DBERR_INVALID_OPTIONS = 72,
+    DBERR_INVALID_NAMESPACE = 73,
+    DBERR_INDEX_OPTIONS_CONFLICT = 85,
+    DBERR_INDEX_KEY_SPECS_CONFLICT = 86,
+    DBERR_SHUTDOWN_IN_PROGRESS = 91,
+    DBERR_OPERATION_FAILED = 96,
+    DBERR_WRITE_CONFLICT = 112,
+    DBERR_COMMAND_NOT_SUPPORTED = 115,
+    DBERR_COMMAND_FAILED = 125,
+    DBERR_INVALID_PIPELINE_OPERATOR = 168,
+    DBERR_NO_SUCH_SESSION = 206,
+    DBERR_TRANSACTION_TOO_OLD = 225,
+    DBERR_NOT_IMPLEMENTED = 238,
+    DBERR_NO_SUCH_TRANSACTION = 251,
+    DBERR_INVALID_INDEX_SPECIFICATION_OPTION = 197,
+    DBERR_LOCATION_16554 = 16554, /* arithmetic on a non-number in $add etc. */
+    DBERR_DUPLICATE_KEY = 11000,
+    DBERR_UNKNOWN_ERROR = 8,
+};
+
+/* An error: code 0 means "no error". */
+typedef struct dberr {
+    int code;           /* MongoDB numeric code */
+    char msg[512];      /* human-readable errmsg */
+} dberr_t;
+
+/* Sets `err` (may be NULL) to `code` with a printf-style message and returns
+ * false, so a failing function can `return dberr_set(err, ...)`. */
+bool dberr_set(dberr_t *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Clears `err` to "no error". */
+void dberr_clear(dberr_t *err);
+
+/* The codeName mongod uses for `code` ("BadValue"); "Location<code>" for codes
+ * outside the named table, as mongod does. Returned pointer is static, or
+ * points into a thread-local buffer valid until the next call. */
+const char *dberr_codename(int code);
+
+#endif
