@@ -71,7 +71,9 @@ typedef struct wire_request {
     uint32_t flags;       /* OP_MSG flagBits (0 for OP_QUERY) */
     bson_t cmd;           /* the command document, owned: the OP_MSG body with
                            * each kind-1 sequence appended as an array field, or
-                           * the OP_QUERY query unwrapped from $query */
+                           * the OP_QUERY query unwrapped from $query, with
+                           * $readPreference and $db appended as mongod's
+                           * upconversion does */
     char db[128];         /* $db (OP_MSG) or the db of `<db>.$cmd` (OP_QUERY) */
     bool has_db;          /* false when OP_MSG carried no $db */
 } wire_request_t;
@@ -102,6 +104,20 @@ void wire_request_destroy(wire_request_t *req);
  * wrapped in OP_COMPRESSED with that compressor. */
 void wire_reply_append(buf_t *out, const wire_request_t *req, int32_t reply_id,
                        const bson_t *body, uint32_t msg_flags, int compressor);
+
+/* Appends the error reply for a request that wire_request_parse answered
+ * with WIRE_PARSE_REPLY_ERROR (or any `err`): {ok: 0, errmsg, code, codeName}
+ * as OP_MSG or OP_REPLY, except mongod 7's answer to an OP_QUERY not on
+ * `$cmd` (code 5739101), which is OP_REPLY {$err, code, ok: 0} with the
+ * QueryFailure flag. `compressor` as for wire_reply_append. */
+void wire_error_reply_append(buf_t *out, const wire_request_t *req, int32_t reply_id,
+                             const dberr_t *err, int compressor);
+
+/* False for commands whose requests and replies must never be compressed
+ * (hello, isMaster, saslStart, saslContinue, getnonce, authenticate,
+ * createUser, updateUser, copydb*), per the OP_COMPRESSED spec: answer those
+ * with compressor -1. Looks only at the first field of `cmd`. */
+bool wire_command_compressible(const bson_t *cmd);
 
 /* CRC-32C (Castagnoli) of `len` bytes, as OP_MSG checksums use. */
 uint32_t wire_crc32c(const uint8_t *data, size_t len);
