@@ -22,4 +22,23 @@ typedef bool (*path_visit_fn)(const bson_value_t *value, void *ctx);
  * visited (0 = missing). Values borrow from `doc`. */
 size_t path_visit(const bson_t *doc, const char *path, path_visit_fn fn, void *ctx);
 
+/* One value reached by path_walk(), with how it was reached. */
+typedef struct path_hit {
+    const bson_value_t *value; /* BSON_TYPE_EOD where the path is missing */
+    int array_pos;             /* index in the first array traversed, or -1 */
+    bool whole_leaf_array;     /* an array at the path's end, visited whole */
+} path_hit_t;
+
+/* Called by path_walk() for each hit; return false to stop early. */
+typedef bool (*path_hit_fn)(const path_hit_t *hit, void *ctx);
+
+/* The matcher's view of `path` (MongoDB's element iteration): like
+ * path_visit, but also reports "missing" hits (a document on the way lacks
+ * the next field, or a non-document sits where a field was expected
+ * outside an array; scalars inside traversed arrays are skipped), records
+ * array positions, and expands an array at the end into its elements only
+ * when `expand_leaf` (the whole array is always visited, before them).
+ * Returns false when `fn` stopped the walk. Values borrow from `doc`. */
+bool path_walk(const bson_t *doc, const char *path, bool expand_leaf, path_hit_fn fn, void *ctx);
+
 #endif

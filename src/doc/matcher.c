@@ -1,0 +1,1204 @@
+/* matcher: compiles a MongoDB query filter into a tree of predicates and runs
+ * it against documents with mongod's array traversal and type-bracketing
+ * rules; also extracts index bounds and the seed document of an upsert. */
+#include "doc/matcher.h"
+
+#include <math.h>
+#include <string.h>
+#include <time.h>
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
+#include "doc/compare.h"
+#include "doc/expr.h"
+#include "doc/path.h"
+
+#define MATCHER_MAX_DEPTH 100
+
+typedef enum {
+    MN_AND,
+    MN_OR,
+    MN_NOR,
+    MN_NOT,
+    MN_TRUE,
+    MN_FALSE,
+    MN_EXPR,
+    /* leaves: tested against the values a path reaches */
+    MN_EQ,
+    MN_GT,
+    MN_GTE,
+    MN_LT,
+    MN_LTE,
+    MN_IN,
+    MN_EXISTS,
+    MN_TYPE,
+    MN_MOD,
+    MN_REGEX,
+    MN_SIZE,
+    MN_ELEM_OBJ,
+    MN_ELEM_VAL,
+} mkind_t;
+
+/* A compiled regular expression and the BSON regex it came from. */
+typedef struct mregex {
+    pcre2_code *code;
+    pcre2_match_data *md; /* reused: matching runs on one thread */
+    char *pattern;
+    char *flags;
+} mregex_t;
+
+typedef struct mnode {
+    mkind_t kind;
+    char *path;            /* leaves; NULL inside a value-form $elemMatch */
+    struct mnode **kids;   /* AND/OR/NOR/NOT/ELEM_VAL */
+    size_t nkids;
+    bson_value_t arg;      /* EQ and comparisons: owned copy */
+    bool has_arg;
+    bson_value_t *list;    /* IN: owned copies */
+    mregex_t **list_re;    /* IN: compiled entry when the entry is a regex */
+    size_t nlist;
+    mregex_t *re;          /* REGEX */
+    uint64_t types;        /* TYPE: bit (type & 63); MinKey/MaxKey use bits 62/63 */
+    bool type_number;      /* TYPE: the "number" alias */
+    int64_t mod_div, mod_rem;
+    int64_t size;          /* SIZE: -1 matches nothing */
+    matcher_t *sub;        /* ELEM_OBJ */
+    expr_t *expr;          /* EXPR */
+} mnode_t;
+
+struct matcher {
+    mnode_t *root; /* an AND of the top-level predicates */
+};
+
+/* -- nodes -- */
+
+static mnode_t *node_new(mkind_t kind, const char *path)
+{
+    mnode_t *n = bson_malloc0(sizeof *n);
+    n->kind = kind;
+    n->path = path ? bson_strdup(path) : NULL;
+    return n;
+}
+
+static void regex_destroy(mregex_t *r)
+{
+    if (!r)
+        return;
+    pcre2_match_data_free(r->md);
+    pcre2_code_free(r->code);
+    bson_free(r->pattern);
+    bson_free(r->flags);
+    bson_free(r);
+}
+
+static void node_destroy(mnode_t *n)
+{
+    if (!n)
+        return;
+    for (size_t i = 0; i < n->nkids; i++)
+        node_destroy(n->kids[i]);
+    bson_free(n->kids);
+    if (n->has_arg)
+        bson_value_destroy(&n->arg);
+    for (size_t i = 0; i < n->nlist; i++) {
+        bson_value_destroy(&n->list[i]);
+        regex_destroy(n->list_re[i]);
+    }
+    bson_free(n->list);
+    bson_free(n->list_re);
+    regex_destroy(n->re);
+    matcher_destroy(n->sub);
+    expr_destroy(n->expr);
+    bson_free(n->path);
+    bson_free(n);
+}
+
+static void node_add(mnode_t *parent, mnode_t *kid)
+{
+    parent->kids = bson_realloc(parent->kids, (parent->nkids + 1) * sizeof *parent->kids);
+    parent->kids[parent->nkids++] = kid;
+}
+
+static void node_set_arg(mnode_t *n, const bson_value_t *v)
+{
+    bson_value_copy(v, &n->arg);
+    n->has_arg = true;
+}
+
+/* -- regular expressions -- */
+
+static mregex_t *regex_new(const char *pattern, size_t len, const char *flags, dberr_t *err)
+{
+    if (strlen(pattern) != len) {
+        dberr_set(err, 51109, "Regular expression cannot contain an embedded null byte");
+        return NULL;
+    }
+    uint32_t opts = PCRE2_UTF;
+    for (const char *f = flags; *f; f++) {
+        switch (*f) {
+        case 'i':
+            opts |= PCRE2_CASELESS;
+            break;
+        case 'm':
+            opts |= PCRE2_MULTILINE;
+            break;
+        case 's':
+            opts |= PCRE2_DOTALL;
+            break;
+        case 'x':
+            opts |= PCRE2_EXTENDED;
+            break;
+        case 'u':
+            break;
+        default:
+            dberr_set(err, 51108, "invalid flag in regex options: %c", *f);
+            return NULL;
+        }
+    }
+    int code;
+    PCRE2_SIZE off;
+    pcre2_code *re = pcre2_compile((PCRE2_SPTR)pattern, len, opts, &code, &off, NULL);
+    if (!re) {
+        PCRE2_UCHAR msg[256];
+        pcre2_get_error_message(code, msg, sizeof msg);
+        dberr_set(err, 51091, "Regular expression is invalid: %s", (const char *)msg);
+        return NULL;
+    }
+    mregex_t *r = bson_malloc0(sizeof *r);
+    r->code = re;
+    r->md = pcre2_match_data_create_from_pattern(re, NULL);
+    r->pattern = bson_strdup(pattern);
+    r->flags = bson_strdup(flags);
+    return r;
+}
+
+static mregex_t *regex_from_value(const bson_value_t *v, dberr_t *err)
+{
+    const char *p = v->value.v_regex.regex ? v->value.v_regex.regex : "";
+    const char *f = v->value.v_regex.options ? v->value.v_regex.options : "";
+    return regex_new(p, strlen(p), f, err);
+}
+
+/* A regex matches strings and symbols by pattern, and BSON regexes with the
+ * same pattern and flags. */
+static bool regex_test(const mregex_t *r, const bson_value_t *v)
+{
+    const char *s;
+    size_t len;
+    if (v->value_type == BSON_TYPE_UTF8) {
+        s = v->value.v_utf8.str, len = v->value.v_utf8.len;
+    } else if (v->value_type == BSON_TYPE_SYMBOL) {
+        s = v->value.v_symbol.symbol, len = v->value.v_symbol.len;
+    } else if (v->value_type == BSON_TYPE_REGEX) {
+        const char *p = v->value.v_regex.regex ? v->value.v_regex.regex : "";
+        const char *f = v->value.v_regex.options ? v->value.v_regex.options : "";
+        return strcmp(p, r->pattern) == 0 && strcmp(f, r->flags) == 0;
+    } else {
+        return false;
+    }
+    return pcre2_match(r->code, (PCRE2_SPTR)s, len, 0, 0, r->md, NULL) >= 0;
+}
+
+/* -- single-value tests -- */
+
+static bool is_nan_number(const bson_value_t *v)
+{
+    return compare_is_number(v) && v->value_type != BSON_TYPE_INT32 &&
+           v->value_type != BSON_TYPE_INT64 && isnan(compare_to_double(v));
+}
+
+/* {path: arg}: null also matches a missing value; otherwise equal in the
+ * comparison order within the same type bracket. */
+static bool eq_test(const bson_value_t *arg, const bson_value_t *v)
+{
+    if (arg->value_type == BSON_TYPE_NULL)
+        return v->value_type == BSON_TYPE_NULL || v->value_type == BSON_TYPE_EOD;
+    if (v->value_type == BSON_TYPE_EOD)
+        return false;
+    if (compare_type_rank(arg->value_type) != compare_type_rank(v->value_type))
+        return false;
+    return compare_values(v, arg) == 0;
+}
+
+/* $gt/$gte/$lt/$lte with type bracketing, NaN and MinKey/MaxKey rules. */
+static bool cmp_test(mkind_t kind, const bson_value_t *arg, const bson_value_t *v)
+{
+    bool inclusive = kind == MN_GTE || kind == MN_LTE;
+    if (v->value_type == BSON_TYPE_EOD)
+        return inclusive && arg->value_type == BSON_TYPE_NULL;
+    if (compare_type_rank(arg->value_type) != compare_type_rank(v->value_type)) {
+        if (arg->value_type == BSON_TYPE_MINKEY)
+            return kind == MN_GT || kind == MN_GTE;
+        if (arg->value_type == BSON_TYPE_MAXKEY)
+            return kind == MN_LT || kind == MN_LTE;
+        return false;
+    }
+    if (compare_is_number(arg) && (is_nan_number(arg) || is_nan_number(v)))
+        return inclusive && is_nan_number(arg) && is_nan_number(v);
+    int c = compare_values(v, arg);
+    switch (kind) {
+    case MN_GT:
+        return c > 0;
+    case MN_GTE:
+        return c >= 0;
+    case MN_LT:
+        return c < 0;
+    default:
+        return c <= 0;
+    }
+}
+
+static bool type_test(const mnode_t *n, const bson_value_t *v)
+{
+    bson_type_t t = v->value_type;
+    if (t == BSON_TYPE_EOD)
+        return false;
+    if (n->type_number && compare_is_number(v))
+        return true;
+    if (t == BSON_TYPE_MINKEY)
+        return (n->types >> 62) & 1;
+    if (t == BSON_TYPE_MAXKEY)
+        return (n->types >> 63) & 1;
+    return ((unsigned)t < 62) && ((n->types >> (unsigned)t) & 1);
+}
+
+/* mongod truncates doubles toward zero (saturating) for $mod. */
+static int64_t to_int64_trunc(const bson_value_t *v)
+{
+    if (v->value_type == BSON_TYPE_INT32)
+        return v->value.v_int32;
+    if (v->value_type == BSON_TYPE_INT64)
+        return v->value.v_int64;
+    double d = compare_to_double(v);
+    if (isnan(d))
+        return 0;
+    if (d >= 9223372036854775807.0)
+        return INT64_MAX;
+    if (d <= -9223372036854775808.0)
+        return INT64_MIN;
+    return (int64_t)d;
+}
+
+static bool mod_test(const mnode_t *n, const bson_value_t *v)
+{
+    if (!compare_is_number(v))
+        return false;
+    double d = compare_to_double(v);
+    if (isnan(d) || isinf(d))
+        return false;
+    int64_t x = to_int64_trunc(v);
+    int64_t r = n->mod_div == -1 ? 0 : x % n->mod_div;
+    return r == n->mod_rem;
+}
+
+static bool truthy(const bson_value_t *v)
+{
+    switch (v->value_type) {
+    case BSON_TYPE_EOD:
+    case BSON_TYPE_NULL:
+    case BSON_TYPE_UNDEFINED:
+        return false;
+    case BSON_TYPE_BOOL:
+        return v->value.v_bool;
+    case BSON_TYPE_INT32:
+    case BSON_TYPE_INT64:
+    case BSON_TYPE_DOUBLE:
+    case BSON_TYPE_DECIMAL128:
+        return compare_to_double(v) != 0;
+    default:
+        return true;
+    }
+}
+
+static bool eval(const mnode_t *n, const bson_t *doc, int *pos);
+static bool eval_value(const mnode_t *n, const bson_value_t *v);
+
+/* Runs the predicates of `m` on document `doc`. */
+static bool matcher_run(const matcher_t *m, const bson_t *doc, int *pos)
+{
+    return eval(m->root, doc, pos);
+}
+
+/* A leaf predicate against one value; `elem_pos` receives the element index
+ * for the $elemMatch forms. */
+static bool leaf_test(const mnode_t *n, const bson_value_t *v, int *elem_pos)
+{
+    switch (n->kind) {
+    case MN_EQ:
+        return eq_test(&n->arg, v);
+    case MN_GT:
+    case MN_GTE:
+    case MN_LT:
+    case MN_LTE:
+        return cmp_test(n->kind, &n->arg, v);
+    case MN_IN:
+        for (size_t i = 0; i < n->nlist; i++) {
+            if (n->list_re[i] ? regex_test(n->list_re[i], v) : eq_test(&n->list[i], v))
+                return true;
+        }
+        return false;
+    case MN_EXISTS:
+        return v->value_type != BSON_TYPE_EOD;
+    case MN_TYPE:
+        return type_test(n, v);
+    case MN_MOD:
+        return mod_test(n, v);
+    case MN_REGEX:
+        return regex_test(n->re, v);
+    case MN_SIZE: {
+        if (v->value_type != BSON_TYPE_ARRAY || n->size < 0)
+            return false;
+        bson_t arr;
+        if (!bson_init_static(&arr, v->value.v_doc.data, v->value.v_doc.data_len))
+            return false;
+        return (int64_t)bson_count_keys(&arr) == n->size;
+    }
+    case MN_ELEM_OBJ:
+    case MN_ELEM_VAL: {
+        if (v->value_type != BSON_TYPE_ARRAY)
+            return false;
+        bson_t arr;
+        bson_iter_t it;
+        if (!bson_init_static(&arr, v->value.v_doc.data, v->value.v_doc.data_len) ||
+            !bson_iter_init(&it, &arr))
+            return false;
+        int i = 0;
+        while (bson_iter_next(&it)) {
+            const bson_value_t *ev = bson_iter_value(&it);
+            bool ok = false;
+            if (n->kind == MN_ELEM_VAL) {
+                ok = eval_value(n->kids[0], ev);
+            } else if (ev->value_type == BSON_TYPE_DOCUMENT || ev->value_type == BSON_TYPE_ARRAY) {
+                bson_t sub;
+                if (bson_init_static(&sub, ev->value.v_doc.data, ev->value.v_doc.data_len))
+                    ok = matcher_run(n->sub, &sub, NULL);
+            }
+            if (ok) {
+                if (elem_pos)
+                    *elem_pos = i;
+                return true;
+            }
+            i++;
+        }
+        return false;
+    }
+    default:
+        return false;
+    }
+}
+
+/* Value-form evaluation inside {$elemMatch: {$gt: 1, ...}}. */
+static bool eval_value(const mnode_t *n, const bson_value_t *v)
+{
+    switch (n->kind) {
+    case MN_AND:
+        for (size_t i = 0; i < n->nkids; i++) {
+            if (!eval_value(n->kids[i], v))
+                return false;
+        }
+        return true;
+    case MN_NOT:
+        return !eval_value(n->kids[0], v);
+    case MN_TRUE:
+        return true;
+    case MN_FALSE:
+        return false;
+    default:
+        return leaf_test(n, v, NULL);
+    }
+}
+
+typedef struct leaf_run {
+    const mnode_t *node;
+    bool matched;
+    int pos;
+} leaf_run_t;
+
+static bool leaf_hit(const path_hit_t *hit, void *ctx)
+{
+    leaf_run_t *lr = ctx;
+    int elem_pos = -1;
+    if (!leaf_test(lr->node, hit->value, &elem_pos))
+        return true;
+    lr->matched = true;
+    lr->pos = hit->array_pos >= 0 ? hit->array_pos : elem_pos;
+    return false;
+}
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Evaluates `n` on `doc`; on a match `*pos` (when not NULL and still -1)
+ * receives the array position the predicate matched through. */
+static bool eval(const mnode_t *n, const bson_t *doc, int *pos)
+{
+    switch (n->kind) {
+    case MN_AND:
+        for (size_t i = 0; i < n->nkids; i++) {
+            if (!eval(n->kids[i], doc, pos))
+                return false;
+        }
+        return true;
+    case MN_OR:
+        for (size_t i = 0; i < n->nkids; i++) {
+            if (eval(n->kids[i], doc, pos))
+                return true;
+        }
+        return false;
+    case MN_NOR:
+        for (size_t i = 0; i < n->nkids; i++) {
+            if (eval(n->kids[i], doc, NULL))
+                return false;
+        }
+        return true;
+    case MN_NOT:
+        return !eval(n->kids[0], doc, NULL);
+    case MN_TRUE:
+        return true;
+    case MN_FALSE:
+        return false;
+    case MN_EXPR: {
+        expr_ctx_t ctx = {doc, now_ms(), NULL};
+        bson_value_t out;
+        dberr_t err;
+        if (!expr_eval(n->expr, &ctx, &out, &err))
+            return false;
+        bool t = expr_truthy(&out);
+        bson_value_destroy(&out);
+        return t;
+    }
+    default: {
+        bool expand = n->kind != MN_SIZE && n->kind != MN_ELEM_OBJ && n->kind != MN_ELEM_VAL;
+        leaf_run_t lr = {n, false, -1};
+        path_walk(doc, n->path, expand, leaf_hit, &lr);
+        if (lr.matched && pos && *pos < 0)
+            *pos = lr.pos;
+        return lr.matched;
+    }
+    }
+}
+
+/* -- parsing -- */
+
+static bool parse_filter(const bson_t *filter, mnode_t *and_node, int depth, dberr_t *err);
+
+static bool starts_dollar(const char *s)
+{
+    return s[0] == '$';
+}
+
+/* {$ref, $id, $db} documents are plain values, not operator documents. */
+static bool is_operator_doc(const bson_iter_t *it)
+{
+    if (bson_iter_type(it) != BSON_TYPE_DOCUMENT)
+        return false;
+    bson_iter_t child;
+    if (!bson_iter_recurse(it, &child) || !bson_iter_next(&child))
+        return false;
+    const char *k = bson_iter_key(&child);
+    if (!starts_dollar(k))
+        return false;
+    return strcmp(k, "$ref") != 0 && strcmp(k, "$id") != 0 && strcmp(k, "$db") != 0;
+}
+
+static bool is_unsupported_field_op(const char *op)
+{
+    static const char *const ops[] = {
+        "$near",   "$nearSphere",  "$geoWithin",   "$geoIntersects", "$within",
+        "$geometry", "$maxDistance", "$minDistance", "$box",         "$center",
+        "$centerSphere", "$polygon", "$bitsAllSet", "$bitsAllClear", "$bitsAnySet",
+        "$bitsAnyClear", "$where", "$text", "$jsonSchema", NULL};
+    for (int i = 0; ops[i]; i++) {
+        if (strcmp(op, ops[i]) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* Parses the $type argument (a code, an alias, or an array of either). */
+static bool parse_type_entry(mnode_t *n, const bson_value_t *v, dberr_t *err)
+{
+    static const struct {
+        const char *name;
+        int code;
+    } aliases[] = {
+        {"double", 1},     {"string", 2},     {"object", 3},     {"array", 4},
+        {"binData", 5},    {"undefined", 6},  {"objectId", 7},   {"bool", 8},
+        {"date", 9},       {"null", 10},      {"regex", 11},     {"dbPointer", 12},
+        {"javascript", 13}, {"symbol", 14},   {"javascriptWithScope", 15},
+        {"int", 16},       {"timestamp", 17}, {"long", 18},      {"decimal", 19},
+        {"minKey", -1},    {"maxKey", 127},
+    };
+    int code;
+    if (v->value_type == BSON_TYPE_UTF8) {
+        if (strcmp(v->value.v_utf8.str, "number") == 0) {
+            n->type_number = true;
+            return true;
+        }
+        size_t i;
+        for (i = 0; i < sizeof aliases / sizeof aliases[0]; i++) {
+            if (strcmp(v->value.v_utf8.str, aliases[i].name) == 0)
+                break;
+        }
+        if (i == sizeof aliases / sizeof aliases[0])
+            return dberr_set(err, DBERR_BAD_VALUE, "Unknown type name alias: %s",
+                             v->value.v_utf8.str);
+        code = aliases[i].code;
+    } else if (compare_is_number(v)) {
+        double d = compare_to_double(v);
+        if (d != floor(d) || !((d >= 1 && d <= 19) || d == -1 || d == 127))
+            return dberr_set(err, DBERR_BAD_VALUE, "Invalid numerical type code: %g", d);
+        code = (int)d;
+    } else {
+        return dberr_set(err, DBERR_TYPE_MISMATCH,
+                         "type must be represented as a number or a string");
+    }
+    if (code == -1)
+        n->types |= UINT64_C(1) << 62;
+    else if (code == 127)
+        n->types |= UINT64_C(1) << 63;
+    else
+        n->types |= UINT64_C(1) << code;
+    return true;
+}
+
+static bool parse_type(mnode_t *n, const bson_iter_t *it, dberr_t *err)
+{
+    if (bson_iter_type(it) != BSON_TYPE_ARRAY)
+        return parse_type_entry(n, bson_iter_value((bson_iter_t *)it), err);
+    bson_iter_t child;
+    if (!bson_iter_recurse(it, &child))
+        return dberr_set(err, DBERR_BAD_VALUE, "invalid $type array");
+    while (bson_iter_next(&child)) {
+        if (!parse_type_entry(n, bson_iter_value(&child), err))
+            return false;
+    }
+    return true;
+}
+
+static bool parse_mod(mnode_t *n, const bson_iter_t *it, dberr_t *err)
+{
+    if (bson_iter_type(it) != BSON_TYPE_ARRAY)
+        return dberr_set(err, DBERR_BAD_VALUE, "malformed mod, needs to be an array");
+    bson_iter_t child;
+    bson_value_t vals[2];
+    int count = 0;
+    if (!bson_iter_recurse(it, &child))
+        return dberr_set(err, DBERR_BAD_VALUE, "malformed mod, needs to be an array");
+    while (bson_iter_next(&child)) {
+        if (count == 2)
+            return dberr_set(err, DBERR_BAD_VALUE, "malformed mod, too many elements");
+        vals[count++] = *bson_iter_value(&child);
+    }
+    if (count < 2)
+        return dberr_set(err, DBERR_BAD_VALUE, "malformed mod, not enough elements");
+    if (!compare_is_number(&vals[0]))
+        return dberr_set(err, DBERR_BAD_VALUE, "malformed mod, divisor not a number");
+    if (!compare_is_number(&vals[1]))
+        return dberr_set(err, DBERR_BAD_VALUE, "malformed mod, remainder not a number");
+    double dd = compare_to_double(&vals[0]), dr = compare_to_double(&vals[1]);
+    if (isnan(dd) || isinf(dd))
+        return dberr_set(err, DBERR_BAD_VALUE, "malformed mod, divisor value is invalid");
+    if (isnan(dr) || isinf(dr))
+        return dberr_set(err, DBERR_BAD_VALUE, "malformed mod, remainder value is invalid");
+    n->mod_div = to_int64_trunc(&vals[0]);
+    n->mod_rem = to_int64_trunc(&vals[1]);
+    if (n->mod_div == 0)
+        return dberr_set(err, DBERR_BAD_VALUE, "divisor cannot be 0");
+    return true;
+}
+
+/* Builds the $in / $nin list; regex entries match by pattern. */
+static bool parse_in(mnode_t *n, const char *op, const bson_iter_t *it, dberr_t *err)
+{
+    if (bson_iter_type(it) != BSON_TYPE_ARRAY)
+        return dberr_set(err, DBERR_BAD_VALUE, "%s needs an array", op);
+    bson_iter_t child;
+    if (!bson_iter_recurse(it, &child))
+        return dberr_set(err, DBERR_BAD_VALUE, "%s needs an array", op);
+    while (bson_iter_next(&child)) {
+        if (is_operator_doc(&child))
+            return dberr_set(err, DBERR_BAD_VALUE, "cannot nest $ under %s", op);
+        n->list = bson_realloc(n->list, (n->nlist + 1) * sizeof *n->list);
+        n->list_re = bson_realloc(n->list_re, (n->nlist + 1) * sizeof *n->list_re);
+        const bson_value_t *v = bson_iter_value(&child);
+        n->list_re[n->nlist] = NULL;
+        bson_value_copy(v, &n->list[n->nlist]);
+        n->nlist++;
+        if (v->value_type == BSON_TYPE_REGEX) {
+            n->list_re[n->nlist - 1] = regex_from_value(v, err);
+            if (!n->list_re[n->nlist - 1])
+                return false;
+        }
+    }
+    return true;
+}
+
+static bool parse_ops(const char *path, const bson_iter_t *ops, mnode_t *and_node, int depth,
+                      dberr_t *err);
+
+/* {$elemMatch: {...}}: value form when the first key is an operator other
+ * than a logical one, object form otherwise. */
+static mnode_t *parse_elem_match(const char *path, const bson_iter_t *it, int depth,
+                                 dberr_t *err)
+{
+    if (bson_iter_type(it) != BSON_TYPE_DOCUMENT) {
+        dberr_set(err, DBERR_BAD_VALUE, "$elemMatch needs an Object");
+        return NULL;
+    }
+    bson_iter_t child;
+    bool value_form = false;
+    if (bson_iter_recurse(it, &child) && bson_iter_next(&child)) {
+        const char *k = bson_iter_key(&child);
+        value_form = starts_dollar(k) && strcmp(k, "$and") != 0 && strcmp(k, "$or") != 0 &&
+                     strcmp(k, "$nor") != 0 && strcmp(k, "$expr") != 0 &&
+                     strcmp(k, "$where") != 0 && strcmp(k, "$text") != 0 &&
+                     strcmp(k, "$comment") != 0 && strcmp(k, "$alwaysTrue") != 0 &&
+                     strcmp(k, "$alwaysFalse") != 0;
+    }
+    mnode_t *n = node_new(value_form ? MN_ELEM_VAL : MN_ELEM_OBJ, path);
+    if (value_form) {
+        mnode_t *and_node = node_new(MN_AND, NULL);
+        node_add(n, and_node);
+        if (!parse_ops(NULL, it, and_node, depth + 1, err))
+            goto cleanup;
+    } else {
+        uint32_t len;
+        const uint8_t *data;
+        bson_t sub;
+        bson_iter_document(it, &len, &data);
+        if (!bson_init_static(&sub, data, len)) {
+            dberr_set(err, DBERR_BAD_VALUE, "$elemMatch needs an Object");
+            goto cleanup;
+        }
+        n->sub = bson_malloc0(sizeof *n->sub);
+        n->sub->root = node_new(MN_AND, NULL);
+        if (!parse_filter(&sub, n->sub->root, depth + 1, err))
+            goto cleanup;
+    }
+    return n;
+cleanup: /* reached only on failure */
+    node_destroy(n);
+    return NULL;
+}
+
+/* {$all: [...]}: an AND of equalities (regexes match by pattern) or of
+ * $elemMatch predicates; an empty list matches nothing. */
+static bool parse_all(const char *path, const bson_iter_t *it, mnode_t *and_node, int depth,
+                      dberr_t *err)
+{
+    if (bson_iter_type(it) != BSON_TYPE_ARRAY)
+        return dberr_set(err, DBERR_BAD_VALUE, "$all needs an array");
+    bson_iter_t child;
+    if (!bson_iter_recurse(it, &child))
+        return dberr_set(err, DBERR_BAD_VALUE, "$all needs an array");
+    mnode_t *all = node_new(MN_AND, NULL);
+    node_add(and_node, all);
+    int count = 0, elem_matches = 0;
+    while (bson_iter_next(&child)) {
+        count++;
+        mnode_t *n = NULL;
+        if (is_operator_doc(&child)) {
+            bson_iter_t inner;
+            bson_iter_recurse(&child, &inner);
+            bson_iter_next(&inner);
+            if (strcmp(bson_iter_key(&inner), "$elemMatch") != 0)
+                return dberr_set(err, DBERR_BAD_VALUE, "no $ expressions in $all");
+            elem_matches++;
+            n = parse_elem_match(path, &inner, depth, err);
+            if (!n)
+                return false;
+        } else if (bson_iter_type(&child) == BSON_TYPE_REGEX) {
+            n = node_new(MN_REGEX, path);
+            n->re = regex_from_value(bson_iter_value(&child), err);
+            if (!n->re) {
+                node_destroy(n);
+                return false;
+            }
+        } else {
+            n = node_new(MN_EQ, path);
+            node_set_arg(n, bson_iter_value(&child));
+        }
+        node_add(all, n);
+    }
+    if (elem_matches && elem_matches != count)
+        return dberr_set(err, DBERR_BAD_VALUE, "$all/$elemMatch has to be consistent");
+    if (count == 0)
+        all->kind = MN_FALSE;
+    return true;
+}
+
+/* The operators of one path ({$gt: 1, $lt: 5}), added to `and_node`.
+ * `path` is NULL inside a value-form $elemMatch. */
+static bool parse_ops(const char *path, const bson_iter_t *ops, mnode_t *and_node, int depth,
+                      dberr_t *err)
+{
+    if (depth > MATCHER_MAX_DEPTH)
+        return dberr_set(err, DBERR_BAD_VALUE, "exceeded depth limit of %d when parsing",
+                         MATCHER_MAX_DEPTH);
+    bson_iter_t it;
+    if (!bson_iter_recurse(ops, &it))
+        return dberr_set(err, DBERR_BAD_VALUE, "invalid operator document");
+    const bson_value_t *regex_arg = NULL;
+    bson_value_t regex_copy;
+    const char *options = NULL;
+    bool have_options = false;
+    while (bson_iter_next(&it)) {
+        const char *op = bson_iter_key(&it);
+        const bson_value_t *v = bson_iter_value(&it);
+        mnode_t *n = NULL;
+        if (strcmp(op, "$eq") == 0 || strcmp(op, "$ne") == 0) {
+            if (op[1] == 'n' && v->value_type == BSON_TYPE_REGEX)
+                return dberr_set(err, DBERR_BAD_VALUE, "Can't have regex as arg to $ne.");
+            n = node_new(MN_EQ, path);
+            node_set_arg(n, v);
+            if (op[1] == 'n') {
+                mnode_t *not = node_new(MN_NOT, NULL);
+                node_add(not, n);
+                n = not;
+            }
+        } else if (strcmp(op, "$gt") == 0 || strcmp(op, "$gte") == 0 ||
+                   strcmp(op, "$lt") == 0 || strcmp(op, "$lte") == 0) {
+            mkind_t k = op[1] == 'g' ? (op[3] ? MN_GTE : MN_GT) : (op[3] ? MN_LTE : MN_LT);
+            if (v->value_type == BSON_TYPE_REGEX)
+                return dberr_set(err, DBERR_BAD_VALUE, "Can't have RegEx as arg to predicate over field '%s'.", path ? path : "");
+            n = node_new(k, path);
+            node_set_arg(n, v);
+        } else if (strcmp(op, "$in") == 0 || strcmp(op, "$nin") == 0) {
+            n = node_new(MN_IN, path);
+            if (!parse_in(n, op, &it, err)) {
+                node_destroy(n);
+                return false;
+            }
+            if (op[1] == 'n') {
+                mnode_t *not = node_new(MN_NOT, NULL);
+                node_add(not, n);
+                n = not;
+            }
+        } else if (strcmp(op, "$exists") == 0) {
+            n = node_new(MN_EXISTS, path);
+            if (!truthy(v)) {
+                mnode_t *not = node_new(MN_NOT, NULL);
+                node_add(not, n);
+                n = not;
+            }
+        } else if (strcmp(op, "$type") == 0) {
+            n = node_new(MN_TYPE, path);
+            if (!parse_type(n, &it, err)) {
+                node_destroy(n);
+                return false;
+            }
+        } else if (strcmp(op, "$mod") == 0) {
+            n = node_new(MN_MOD, path);
+            if (!parse_mod(n, &it, err)) {
+                node_destroy(n);
+                return false;
+            }
+        } else if (strcmp(op, "$regex") == 0) {
+            if (v->value_type != BSON_TYPE_UTF8 && v->value_type != BSON_TYPE_REGEX)
+                return dberr_set(err, DBERR_BAD_VALUE, "$regex has to be a string");
+            regex_copy = *v;
+            regex_arg = &regex_copy;
+            continue;
+        } else if (strcmp(op, "$options") == 0) {
+            if (v->value_type != BSON_TYPE_UTF8)
+                return dberr_set(err, DBERR_BAD_VALUE, "$options has to be a string");
+            options = v->value.v_utf8.str;
+            have_options = true;
+            continue;
+        } else if (strcmp(op, "$size") == 0) {
+            if (!compare_is_number(v))
+                return dberr_set(err, DBERR_BAD_VALUE, "$size needs a number");
+            double d = compare_to_double(v);
+            if (d < 0)
+                return dberr_set(err, DBERR_BAD_VALUE, "$size may not be negative");
+            n = node_new(MN_SIZE, path);
+            n->size = (d == floor(d) && d <= 2147483647.0) ? (int64_t)d : -1;
+        } else if (strcmp(op, "$elemMatch") == 0) {
+            n = parse_elem_match(path, &it, depth, err);
+            if (!n)
+                return false;
+        } else if (strcmp(op, "$all") == 0) {
+            if (!parse_all(path, &it, and_node, depth, err))
+                return false;
+            continue;
+        } else if (strcmp(op, "$not") == 0) {
+            mnode_t *not = node_new(MN_NOT, NULL);
+            node_add(and_node, not);
+            if (v->value_type == BSON_TYPE_REGEX) {
+                n = node_new(MN_REGEX, path);
+                node_add(not, n);
+                n->re = regex_from_value(v, err);
+                if (!n->re)
+                    return false;
+            } else if (v->value_type == BSON_TYPE_DOCUMENT) {
+                bson_iter_t probe;
+                if (!bson_iter_recurse(&it, &probe) || !bson_iter_next(&probe))
+                    return dberr_set(err, DBERR_BAD_VALUE, "$not cannot be empty");
+                mnode_t *inner = node_new(MN_AND, NULL);
+                node_add(not, inner);
+                if (!parse_ops(path, &it, inner, depth + 1, err))
+                    return false;
+            } else {
+                return dberr_set(err, DBERR_BAD_VALUE, "$not needs a regex or a document");
+            }
+            continue;
+        } else if (strcmp(op, "$comment") == 0) {
+            continue;
+        } else if (is_unsupported_field_op(op)) {
+            return dberr_set(err, DBERR_BAD_VALUE, "%s is not supported by atomdb", op);
+        } else {
+            return dberr_set(err, DBERR_BAD_VALUE, "unknown operator: %s", op);
+        }
+        node_add(and_node, n);
+    }
+    if (have_options && !regex_arg)
+        return dberr_set(err, DBERR_BAD_VALUE, "$options needs a $regex");
+    if (regex_arg) {
+        mregex_t *re;
+        if (regex_arg->value_type == BSON_TYPE_REGEX) {
+            const char *flags = regex_arg->value.v_regex.options;
+            if (have_options && flags && flags[0])
+                return dberr_set(err, 51074, "options set in both $regex and $options");
+            const char *p = regex_arg->value.v_regex.regex ? regex_arg->value.v_regex.regex : "";
+            re = regex_new(p, strlen(p), have_options ? options : (flags ? flags : ""), err);
+        } else {
+            re = regex_new(regex_arg->value.v_utf8.str, regex_arg->value.v_utf8.len,
+                           have_options ? options : "", err);
+        }
+        if (!re)
+            return false;
+        mnode_t *n = node_new(MN_REGEX, path);
+        n->re = re;
+        node_add(and_node, n);
+    }
+    return true;
+}
+
+/* $and / $or / $nor: a non-empty array of filter documents. */
+static bool parse_logical(const char *op, const bson_iter_t *it, mnode_t *and_node, int depth,
+                          dberr_t *err)
+{
+    if (bson_iter_type(it) != BSON_TYPE_ARRAY)
+        return dberr_set(err, DBERR_BAD_VALUE, "%s must be an array", op);
+    mkind_t kind = op[1] == 'a' ? MN_AND : op[1] == 'o' ? MN_OR : MN_NOR;
+    mnode_t *n = node_new(kind, NULL);
+    node_add(and_node, n);
+    bson_iter_t child;
+    if (!bson_iter_recurse(it, &child))
+        return dberr_set(err, DBERR_BAD_VALUE, "%s must be an array", op);
+    while (bson_iter_next(&child)) {
+        if (bson_iter_type(&child) != BSON_TYPE_DOCUMENT)
+            return dberr_set(err, DBERR_BAD_VALUE, "$or/$and/$nor entries need to be full objects");
+        uint32_t len;
+        const uint8_t *data;
+        bson_t sub;
+        bson_iter_document(&child, &len, &data);
+        if (!bson_init_static(&sub, data, len))
+            return dberr_set(err, DBERR_BAD_VALUE, "$or/$and/$nor entries need to be full objects");
+        mnode_t *clause = node_new(MN_AND, NULL);
+        node_add(n, clause);
+        if (!parse_filter(&sub, clause, depth + 1, err))
+            return false;
+    }
+    if (n->nkids == 0)
+        return dberr_set(err, DBERR_BAD_VALUE, "$and/$or/$nor must be a nonempty array");
+    return true;
+}
+
+/* A whole filter document, its predicates added to `and_node`. */
+static bool parse_filter(const bson_t *filter, mnode_t *and_node, int depth, dberr_t *err)
+{
+    if (depth > MATCHER_MAX_DEPTH)
+        return dberr_set(err, DBERR_BAD_VALUE, "exceeded depth limit of %d when parsing",
+                         MATCHER_MAX_DEPTH);
+    bson_iter_t it;
+    if (!bson_iter_init(&it, filter))
+        return dberr_set(err, DBERR_BAD_VALUE, "invalid filter document");
+    while (bson_iter_next(&it)) {
+        const char *key = bson_iter_key(&it);
+        if (starts_dollar(key)) {
+            if (strcmp(key, "$and") == 0 || strcmp(key, "$or") == 0 || strcmp(key, "$nor") == 0) {
+                if (!parse_logical(key, &it, and_node, depth, err))
+                    return false;
+            } else if (strcmp(key, "$expr") == 0) {
+                mnode_t *n = node_new(MN_EXPR, NULL);
+                node_add(and_node, n);
+                n->expr = expr_new(&it, err);
+                if (!n->expr)
+                    return false;
+            } else if (strcmp(key, "$comment") == 0) {
+                continue;
+            } else if (strcmp(key, "$alwaysTrue") == 0 || strcmp(key, "$alwaysFalse") == 0) {
+                node_add(and_node, node_new(key[7] == 'T' ? MN_TRUE : MN_FALSE, NULL));
+            } else if (is_unsupported_field_op(key)) {
+                return dberr_set(err, DBERR_BAD_VALUE, "%s is not supported by atomdb", key);
+            } else {
+                return dberr_set(err, DBERR_BAD_VALUE, "unknown top level operator: %s", key);
+            }
+            continue;
+        }
+        if (is_operator_doc(&it)) {
+            if (!parse_ops(key, &it, and_node, depth + 1, err))
+                return false;
+        } else if (bson_iter_type(&it) == BSON_TYPE_REGEX) {
+            mnode_t *n = node_new(MN_REGEX, key);
+            node_add(and_node, n);
+            n->re = regex_from_value(bson_iter_value(&it), err);
+            if (!n->re)
+                return false;
+        } else {
+            mnode_t *n = node_new(MN_EQ, key);
+            node_set_arg(n, bson_iter_value(&it));
+            node_add(and_node, n);
+        }
+    }
+    return true;
+}
+
+matcher_t *matcher_new(const bson_t *filter, dberr_t *err)
+{
+    matcher_t *m = bson_malloc0(sizeof *m);
+    m->root = node_new(MN_AND, NULL);
+    if (filter && !parse_filter(filter, m->root, 0, err)) {
+        matcher_destroy(m);
+        return NULL;
+    }
+    return m;
+}
+
+void matcher_destroy(matcher_t *m)
+{
+    if (!m)
+        return;
+    node_destroy(m->root);
+    bson_free(m);
+}
+
+bool matcher_matches(const matcher_t *m, const bson_t *doc, int *array_pos)
+{
+    int pos = -1;
+    bool ok = matcher_run(m, doc, &pos);
+    if (array_pos)
+        *array_pos = ok ? pos : -1;
+    return ok;
+}
+
+bool matcher_is_empty(const matcher_t *m)
+{
+    return m->root->nkids == 0;
+}
+
+/* -- bounds -- */
+
+static void bounds_collect(const mnode_t *n, const char *path, matcher_bounds_t *out)
+{
+    if (n->kind == MN_AND) {
+        for (size_t i = 0; i < n->nkids; i++)
+            bounds_collect(n->kids[i], path, out);
+        return;
+    }
+    if (!n->path || strcmp(n->path, path) != 0)
+        return;
+    switch (n->kind) {
+    case MN_EQ:
+        if (!out->has_eq) {
+            out->has_eq = true;
+            out->eq = n->arg;
+        }
+        break;
+    case MN_GT:
+    case MN_GTE: {
+        bool incl = n->kind == MN_GTE;
+        int c = out->has_lower ? compare_values(&n->arg, &out->lower) : 1;
+        if (c > 0 || (c == 0 && !incl)) {
+            out->has_lower = true;
+            out->lower = n->arg;
+            out->lower_inclusive = incl;
+        }
+        break;
+    }
+    case MN_LT:
+    case MN_LTE: {
+        bool incl = n->kind == MN_LTE;
+        int c = out->has_upper ? compare_values(&n->arg, &out->upper) : -1;
+        if (c < 0 || (c == 0 && !incl)) {
+            out->has_upper = true;
+            out->upper = n->arg;
+            out->upper_inclusive = incl;
+        }
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+bool matcher_bounds(const matcher_t *m, const char *path, matcher_bounds_t *out)
+{
+    memset(out, 0, sizeof *out);
+    bounds_collect(m->root, path, out);
+    return out->has_eq || out->has_lower || out->has_upper;
+}
+
+/* -- upsert seed -- */
+
+typedef struct seed_entry {
+    const char *path;   /* borrowed from the filter */
+    const char *rest;   /* the part still to place while building */
+    bson_value_t value; /* borrowed from the filter */
+} seed_entry_t;
+
+typedef struct seed {
+    seed_entry_t *v;
+    size_t n;
+} seed_t;
+
+/* True when `a` is `b` or a dotted prefix of it. */
+static bool path_prefix(const char *a, const char *b)
+{
+    size_t la = strlen(a);
+    return strncmp(a, b, la) == 0 && (b[la] == '\0' || b[la] == '.');
+}
+
+static bool seed_add(seed_t *s, const char *path, const bson_value_t *v, dberr_t *err)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        if (strcmp(s->v[i].path, path) == 0)
+            return dberr_set(err, 54, "cannot infer query fields to set, path '%s' is matched twice",
+                             path);
+        if (path_prefix(s->v[i].path, path) || path_prefix(path, s->v[i].path))
+            return dberr_set(err, 54,
+                             "cannot infer query fields to set, both paths '%s' and '%s' are matched",
+                             s->v[i].path, path);
+    }
+    s->v = bson_realloc(s->v, (s->n + 1) * sizeof *s->v);
+    s->v[s->n].path = path;
+    s->v[s->n].rest = path;
+    s->v[s->n].value = *v;
+    s->n++;
+    return true;
+}
+
+static bool seed_collect(seed_t *s, const bson_t *filter, int depth, dberr_t *err)
+{
+    if (depth > MATCHER_MAX_DEPTH)
+        return dberr_set(err, DBERR_BAD_VALUE, "exceeded depth limit of %d when parsing",
+                         MATCHER_MAX_DEPTH);
+    bson_iter_t it;
+    if (!bson_iter_init(&it, filter))
+        return dberr_set(err, DBERR_BAD_VALUE, "invalid filter document");
+    while (bson_iter_next(&it)) {
+        const char *key = bson_iter_key(&it);
+        if (starts_dollar(key)) {
+            bool is_and = strcmp(key, "$and") == 0;
+            bool is_or = strcmp(key, "$or") == 0;
+            if ((!is_and && !is_or) || bson_iter_type(&it) != BSON_TYPE_ARRAY)
+                continue;
+            bson_iter_t child;
+            bson_iter_recurse(&it, &child);
+            uint32_t count = 0;
+            bson_iter_t probe = child;
+            while (bson_iter_next(&probe))
+                count++;
+            if (is_or && count != 1)
+                continue; /* a real disjunction fixes no field */
+            while (bson_iter_next(&child)) {
+                if (bson_iter_type(&child) != BSON_TYPE_DOCUMENT)
+                    continue;
+                uint32_t len;
+                const uint8_t *data;
+                bson_t sub;
+                bson_iter_document(&child, &len, &data);
+                if (bson_init_static(&sub, data, len) && !seed_collect(s, &sub, depth + 1, err))
+                    return false;
+            }
+            continue;
+        }
+        if (is_operator_doc(&it)) {
+            bson_iter_t ops;
+            bson_iter_recurse(&it, &ops);
+            while (bson_iter_next(&ops)) {
+                if (strcmp(bson_iter_key(&ops), "$eq") == 0 &&
+                    !seed_add(s, key, bson_iter_value(&ops), err))
+                    return false;
+            }
+        } else if (bson_iter_type(&it) != BSON_TYPE_REGEX) {
+            if (!seed_add(s, key, bson_iter_value(&it), err))
+                return false;
+        }
+    }
+    return true;
+}
+
+static size_t first_comp_len(const char *p)
+{
+    const char *dot = strchr(p, '.');
+    return dot ? (size_t)(dot - p) : strlen(p);
+}
+
+/* Appends the entries whose index is in idx[0..n) to `out`, grouping those
+ * that share a first component into one nested document. */
+static void seed_build(bson_t *out, seed_entry_t *e, size_t *idx, size_t n)
+{
+    bool *done = bson_malloc0(n ? n : 1);
+    size_t *group = bson_malloc((n ? n : 1) * sizeof *group);
+    for (size_t i = 0; i < n; i++) {
+        if (done[i])
+            continue;
+        seed_entry_t *a = &e[idx[i]];
+        size_t la = first_comp_len(a->rest);
+        if (a->rest[la] == '\0') {
+            bson_append_value(out, a->rest, (int)la, &a->value);
+            done[i] = true;
+            continue;
+        }
+        size_t ng = 0;
+        for (size_t j = i; j < n; j++) {
+            seed_entry_t *b = &e[idx[j]];
+            if (!done[j] && first_comp_len(b->rest) == la && strncmp(a->rest, b->rest, la) == 0 &&
+                b->rest[la] == '.') {
+                group[ng++] = idx[j];
+                done[j] = true;
+            }
+        }
+        bson_t child;
+        bson_append_document_begin(out, a->rest, (int)la, &child);
+        for (size_t j = 0; j < ng; j++)
+            e[group[j]].rest += la + 1;
+        seed_build(&child, e, group, ng);
+        bson_append_document_end(out, &child);
+    }
+    bson_free(group);
+    bson_free(done);
+}
+
+bool matcher_upsert_seed(const bson_t *filter, bson_t *out, dberr_t *err)
+{
+    seed_t s = {NULL, 0};
+    size_t *idx = NULL;
+    bool ok = false;
+    if (!seed_collect(&s, filter, 0, err))
+        goto cleanup;
+    idx = bson_malloc((s.n ? s.n : 1) * sizeof *idx);
+    size_t k = 0;
+    for (size_t i = 0; i < s.n; i++) { /* _id first */
+        if (path_prefix("_id", s.v[i].path))
+            idx[k++] = i;
+    }
+    for (size_t i = 0; i < s.n; i++) {
+        if (!path_prefix("_id", s.v[i].path))
+            idx[k++] = i;
+    }
+    seed_build(out, s.v, idx, s.n);
+    ok = true;
+cleanup:
+    bson_free(idx);
+    bson_free(s.v);
+    return ok;
+}

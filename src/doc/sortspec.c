@@ -1,0 +1,195 @@
+/* sortspec: a compiled `sort` document and the document comparator it
+ * defines — missing sorts as null, an empty array below null, and an array
+ * by its smallest element ascending or its largest descending (as mongod). */
+#include "doc/sortspec.h"
+
+#include <string.h>
+
+#include "doc/compare.h"
+#include "doc/path.h"
+
+typedef struct sortkey {
+    char *path;
+    int direction; /* 1 or -1 */
+    bool meta;     /* {$meta: ...}: atomdb has no scores; all compare equal */
+} sortkey_t;
+
+struct sortspec {
+    sortkey_t *keys;
+    int nkeys;
+};
+
+sortspec_t *sortspec_new(const bson_t *spec, dberr_t *err)
+{
+    sortspec_t *s = bson_malloc0(sizeof *s);
+    bson_iter_t it;
+    if (!bson_iter_init(&it, spec)) {
+        dberr_set(err, DBERR_BAD_VALUE, "invalid sort specification");
+        goto cleanup;
+    }
+    while (bson_iter_next(&it)) {
+        const char *key = bson_iter_key(&it);
+        const bson_value_t *v = bson_iter_value(&it);
+        sortkey_t k = {NULL, 1, false};
+        if (key[0] == '\0') {
+            dberr_set(err, DBERR_BAD_VALUE, "FieldPath cannot be constructed with empty string");
+            goto cleanup;
+        }
+        if (v->value_type == BSON_TYPE_DOCUMENT) {
+            bson_iter_t m;
+            if (!bson_iter_recurse(&it, &m) || !bson_iter_next(&m) ||
+                strcmp(bson_iter_key(&m), "$meta") != 0 || !BSON_ITER_HOLDS_UTF8(&m)) {
+                dberr_set(err, DBERR_BAD_VALUE, "Illegal key in $sort specification: %s: %s",
+                          key, "expected {$meta: <string>}");
+                goto cleanup;
+            }
+            k.meta = true;
+            k.direction = -1;
+        } else if (compare_is_number(v)) {
+            double d = compare_to_double(v);
+            if (d != 1 && d != -1) {
+                dberr_set(err, DBERR_BAD_VALUE,
+                          "$sort key ordering must be 1 (for ascending) or -1 (for descending)");
+                goto cleanup;
+            }
+            k.direction = d > 0 ? 1 : -1;
+        } else {
+            dberr_set(err, DBERR_BAD_VALUE,
+                      "$sort key ordering must be 1 (for ascending) or -1 (for descending)");
+            goto cleanup;
+        }
+        for (int i = 0; i < s->nkeys; i++) {
+            if (strcmp(s->keys[i].path, key) == 0) {
+                dberr_set(err, DBERR_BAD_VALUE, "sort key '%s' appears twice", key);
+                goto cleanup;
+            }
+        }
+        k.path = bson_strdup(key);
+        s->keys = bson_realloc(s->keys, (size_t)(s->nkeys + 1) * sizeof *s->keys);
+        s->keys[s->nkeys++] = k;
+    }
+    return s;
+cleanup: /* reached only on failure */
+    sortspec_destroy(s);
+    return NULL;
+}
+
+void sortspec_destroy(sortspec_t *s)
+{
+    if (!s)
+        return;
+    for (int i = 0; i < s->nkeys; i++)
+        bson_free(s->keys[i].path);
+    bson_free(s->keys);
+    bson_free(s);
+}
+
+/* The sort key of one document for one path. */
+typedef struct keyval {
+    int direction;
+    bool have;
+    bool empty_array; /* sorts below null (above MinKey) */
+    bson_value_t v;   /* borrows from the document */
+} keyval_t;
+
+/* Orders two extracted keys ascending. */
+static int keyval_cmp(const keyval_t *a, const keyval_t *b)
+{
+    if (a->empty_array || b->empty_array) {
+        if (a->empty_array && b->empty_array)
+            return 0;
+        const keyval_t *other = a->empty_array ? b : a;
+        int sign = a->empty_array ? -1 : 1;
+        if (other->v.value_type == BSON_TYPE_MINKEY)
+            return -sign;
+        return sign;
+    }
+    return compare_values(&a->v, &b->v);
+}
+
+static void keyval_offer(keyval_t *k, const keyval_t *cand)
+{
+    int c = k->have ? keyval_cmp(cand, k) : 0;
+    if (!k->have || (k->direction > 0 && c < 0) || (k->direction < 0 && c > 0)) {
+        int dir = k->direction;
+        *k = *cand;
+        k->direction = dir;
+        k->have = true;
+    }
+}
+
+typedef struct keywalk {
+    keyval_t best;
+    bool saw_empty_array;
+    bool saw_value;
+} keywalk_t;
+
+static bool key_hit(const path_hit_t *hit, void *ctx)
+{
+    keywalk_t *kw = ctx;
+    keyval_t cand;
+    memset(&cand, 0, sizeof cand);
+    if (hit->whole_leaf_array) {
+        bson_t arr;
+        if (bson_init_static(&arr, hit->value->value.v_doc.data, hit->value->value.v_doc.data_len) &&
+            bson_empty(&arr))
+            kw->saw_empty_array = true;
+        return true;
+    }
+    kw->saw_value = true;
+    if (hit->value->value_type == BSON_TYPE_EOD)
+        cand.v.value_type = BSON_TYPE_NULL;
+    else
+        cand.v = *hit->value;
+    keyval_offer(&kw->best, &cand);
+    return true;
+}
+
+static void extract(const sortkey_t *k, const bson_t *doc, keyval_t *out)
+{
+    keywalk_t kw;
+    memset(&kw, 0, sizeof kw);
+    kw.best.direction = k->direction;
+    path_walk(doc, k->path, true, key_hit, &kw);
+    if (kw.saw_empty_array) {
+        keyval_t cand;
+        memset(&cand, 0, sizeof cand);
+        cand.empty_array = true;
+        keyval_offer(&kw.best, &cand);
+    }
+    if (!kw.best.have) {
+        kw.best.have = true;
+        kw.best.v.value_type = BSON_TYPE_NULL;
+    }
+    *out = kw.best;
+}
+
+int sortspec_compare(const sortspec_t *s, const bson_t *a, const bson_t *b)
+{
+    for (int i = 0; i < s->nkeys; i++) {
+        const sortkey_t *k = &s->keys[i];
+        if (k->meta)
+            continue;
+        keyval_t ka, kb;
+        extract(k, a, &ka);
+        extract(k, b, &kb);
+        int c = keyval_cmp(&ka, &kb);
+        if (c)
+            return c < 0 ? -k->direction : k->direction;
+    }
+    return 0;
+}
+
+int sortspec_nkeys(const sortspec_t *s)
+{
+    return s->nkeys;
+}
+
+const char *sortspec_key(const sortspec_t *s, int i, int *direction)
+{
+    if (i < 0 || i >= s->nkeys)
+        return NULL;
+    if (direction)
+        *direction = s->keys[i].direction;
+    return s->keys[i].path;
+}
