@@ -30,7 +30,7 @@ typedef enum pipeline_mode {
     PIPELINE_UPDATE,    /* only $addFields/$set, $project, $unset, $replaceRoot/$replaceWith */
 } pipeline_mode_t;
 
-/* Parses an array of stage documents (`stages` iterates the array).
+/* Parses an array of stage documents (`stages` points at the array field).
  * `let` holds user variables or NULL. NULL with `err` set: an unknown stage
  * is Location40324 "Unrecognized pipeline stage name: '$foo'", a stage not
  * allowed in `mode` InvalidOptions / Location, as mongod. */

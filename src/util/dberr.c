@@ -59,6 +59,7 @@ bool dberr_set(dberr_t *err, int code, const char *fmt, ...)
     if (!err)
         return false;
     err->code = code;
+    err->extra_len = 0;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(err->msg, sizeof err->msg, fmt, ap);
@@ -72,6 +73,19 @@ void dberr_clear(dberr_t *err)
         return;
     err->code = 0;
     err->msg[0] = '\0';
+    err->extra_len = 0;
+}
+
+void dberr_set_extra(dberr_t *err, const void *bson_data, unsigned len)
+{
+    if (!err)
+        return;
+    if (len > sizeof err->extra) {
+        err->extra_len = 0;
+        return;
+    }
+    memcpy(err->extra, bson_data, len);
+    err->extra_len = len;
 }
 
 const char *dberr_codename(int code)

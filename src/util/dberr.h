@@ -56,14 +56,21 @@ enum {
 
 /* An error: code 0 means "no error". */
 typedef struct dberr {
-    int code;           /* MongoDB numeric code */
-    char msg[512];      /* human-readable errmsg */
+    int code;              /* MongoDB numeric code */
+    char msg[512];         /* human-readable errmsg */
+    unsigned extra_len;    /* bytes of `extra` in use, 0 when none */
+    unsigned char extra[768]; /* a BSON document of extra reply fields
+                            * (keyPattern/keyValue for 11000), or empty */
 } dberr_t;
 
 /* Sets `err` (may be NULL) to `code` with a printf-style message and returns
  * false, so a failing function can `return dberr_set(err, ...)`. */
 bool dberr_set(dberr_t *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* Attaches the fields of `doc` to `err` as extra reply fields (dropped
+ * when they do not fit). */
+void dberr_set_extra(dberr_t *err, const void *bson_data, unsigned len);
 
 /* Clears `err` to "no error". */
 void dberr_clear(dberr_t *err);

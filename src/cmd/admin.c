@@ -1,0 +1,345 @@
+/* admin: server-level commands — ping, buildInfo, parameters, command-line
+ * options, logs, host and connection information, serverStatus, shutdown,
+ * session bookkeeping and listCommands. */
+#include "cmd/cmd-private.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "store/catalog.h"
+#include "store/cursor.h"
+#include "util/log.h"
+
+bool cmd_ping(cmd_ctx_t *ctx, dberr_t *err)
+{
+    return true;
+}
+
+bool cmd_build_info(cmd_ctx_t *ctx, dberr_t *err)
+{
+    bson_t arr, doc;
+    BSON_APPEND_UTF8(ctx->reply, "version", SERVER_MONGODB_VERSION);
+    BSON_APPEND_UTF8(ctx->reply, "gitVersion", "atomdb-" ATOMDB_VERSION);
+    bson_append_array_begin(ctx->reply, "versionArray", -1, &arr);
+    BSON_APPEND_INT32(&arr, "0", 7);
+    BSON_APPEND_INT32(&arr, "1", 0);
+    BSON_APPEND_INT32(&arr, "2", 0);
+    BSON_APPEND_INT32(&arr, "3", 0);
+    bson_append_array_end(ctx->reply, &arr);
+    BSON_APPEND_UTF8(ctx->reply, "atomdbVersion", ATOMDB_VERSION);
+    BSON_APPEND_UTF8(ctx->reply, "javascriptEngine", "none");
+    BSON_APPEND_UTF8(ctx->reply, "sysInfo", "deprecated");
+    BSON_APPEND_UTF8(ctx->reply, "allocator", "system");
+    bson_append_array_begin(ctx->reply, "storageEngines", -1, &arr);
+    BSON_APPEND_UTF8(&arr, "0", "atomdb");
+    bson_append_array_end(ctx->reply, &arr);
+    bson_append_array_begin(ctx->reply, "modules", -1, &arr);
+    bson_append_array_end(ctx->reply, &arr);
+    bson_append_document_begin(ctx->reply, "openssl", -1, &doc);
+    BSON_APPEND_UTF8(&doc, "running", "disabled");
+    bson_append_document_end(ctx->reply, &doc);
+    BSON_APPEND_INT32(ctx->reply, "bits", 64);
+    BSON_APPEND_BOOL(ctx->reply, "debug", false);
+    BSON_APPEND_INT32(ctx->reply, "maxBsonObjectSize", WIRE_MAX_BSON_OBJECT_SIZE);
+    return true;
+}
+
+/* ---- parameters ---- */
+
+static int64_t admin_cursor_timeout_ms = CURSOR_IDLE_TIMEOUT_MS;
+
+/* Appends parameter `name` to `out`; false when atomdb has no such one. */
+static bool admin_param_append(const char *name, bson_t *out)
+{
+    if (strcmp(name, "featureCompatibilityVersion") == 0) {
+        bson_t doc;
+        bson_append_document_begin(out, name, -1, &doc);
+        BSON_APPEND_UTF8(&doc, "version", "7.0");
+        bson_append_document_end(out, &doc);
+    } else if (strcmp(name, "maxTransactionLockRequestTimeoutMillis") == 0) {
+        BSON_APPEND_INT32(out, name, server.txn_lock_timeout_ms);
+    } else if (strcmp(name, "logLevel") == 0) {
+        BSON_APPEND_INT32(out, name, log_get_level() == LOG_DEBUG ? 1 : 0);
+    } else if (strcmp(name, "cursorTimeoutMillis") == 0) {
+        BSON_APPEND_INT64(out, name, admin_cursor_timeout_ms);
+    } else if (strcmp(name, "maxBSONDepth") == 0) {
+        BSON_APPEND_INT32(out, name, 200);
+    } else {
+        return false;
+    }
+    return true;
+}
+
+static const char *admin_params[] = {"featureCompatibilityVersion",
+                                     "maxTransactionLockRequestTimeoutMillis", "logLevel",
+                                     "cursorTimeoutMillis", "maxBSONDepth"};
+
+bool cmd_get_parameter(cmd_ctx_t *ctx, dberr_t *err)
+{
+    bool all = BSON_ITER_HOLDS_UTF8(&ctx->arg) && strcmp(bson_iter_utf8(&ctx->arg, NULL), "*") == 0;
+    if (all) {
+        for (size_t i = 0; i < sizeof admin_params / sizeof admin_params[0]; i++)
+            admin_param_append(admin_params[i], ctx->reply);
+        return true;
+    }
+    bson_iter_t it;
+    bson_iter_init(&it, ctx->cmd);
+    bson_iter_next(&it);
+    int found = 0;
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (k[0] == '$' || strcmp(k, "lsid") == 0 || strcmp(k, "comment") == 0)
+            continue;
+        if (!admin_param_append(k, ctx->reply))
+            continue;
+        found++;
+    }
+    if (!found)
+        return dberr_set(err, DBERR_INVALID_OPTIONS, "no option found to get");
+    return true;
+}
+
+bool cmd_set_parameter(cmd_ctx_t *ctx, dberr_t *err)
+{
+    bson_iter_t it;
+    bson_iter_init(&it, ctx->cmd);
+    bson_iter_next(&it);
+    int set = 0;
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (k[0] == '$' || strcmp(k, "lsid") == 0 || strcmp(k, "comment") == 0)
+            continue;
+        bson_t was = BSON_INITIALIZER;
+        admin_param_append(k, &was);
+        bson_iter_t w;
+        if (bson_iter_init(&w, &was) && bson_iter_next(&w))
+            bson_append_value(ctx->reply, "was", -1, bson_iter_value(&w));
+        bson_destroy(&was);
+        if (strcmp(k, "maxTransactionLockRequestTimeoutMillis") == 0) {
+            if (!BSON_ITER_HOLDS_NUMBER(&it))
+                return dberr_set(err, DBERR_BAD_VALUE, "%s must be a number", k);
+            server.txn_lock_timeout_ms = (int32_t)bson_iter_as_int64(&it);
+        } else if (strcmp(k, "logLevel") == 0) {
+            if (!BSON_ITER_HOLDS_NUMBER(&it))
+                return dberr_set(err, DBERR_BAD_VALUE, "logLevel must be a number");
+            log_set_level(bson_iter_as_int64(&it) > 0 ? LOG_DEBUG : LOG_INFO);
+        } else if (strcmp(k, "cursorTimeoutMillis") == 0) {
+            if (!BSON_ITER_HOLDS_NUMBER(&it) || bson_iter_as_int64(&it) <= 0)
+                return dberr_set(err, DBERR_BAD_VALUE, "cursorTimeoutMillis must be positive");
+            admin_cursor_timeout_ms = bson_iter_as_int64(&it);
+        } else {
+            return dberr_set(err, DBERR_INVALID_OPTIONS,
+                             "attempted to set unrecognized parameter [%s], use help:true to see "
+                             "options ",
+                             k);
+        }
+        set++;
+    }
+    if (!set)
+        return dberr_set(err, DBERR_INVALID_OPTIONS, "no option found to set, use help:true to "
+                                                     "see options ");
+    return true;
+}
+
+int64_t admin_cursor_timeout(void)
+{
+    return admin_cursor_timeout_ms;
+}
+
+bool cmd_get_cmd_line_opts(cmd_ctx_t *ctx, dberr_t *err)
+{
+    BSON_APPEND_ARRAY(ctx->reply, "argv", &server.config.argv);
+    BSON_APPEND_DOCUMENT(ctx->reply, "parsed", &server.config.parsed);
+    return true;
+}
+
+bool cmd_get_log(cmd_ctx_t *ctx, dberr_t *err)
+{
+    if (!BSON_ITER_HOLDS_UTF8(&ctx->arg))
+        return dberr_set(err, DBERR_TYPE_MISMATCH, "Argument to getLog must be of type String; "
+                                                   "found %s",
+                         cmd_type_name(bson_iter_type(&ctx->arg)));
+    const char *which = bson_iter_utf8(&ctx->arg, NULL);
+    bson_t arr;
+    if (strcmp(which, "*") == 0) {
+        bson_append_array_begin(ctx->reply, "names", -1, &arr);
+        BSON_APPEND_UTF8(&arr, "0", "global");
+        BSON_APPEND_UTF8(&arr, "1", "startupWarnings");
+        bson_append_array_end(ctx->reply, &arr);
+        return true;
+    }
+    bool startup = strcmp(which, "startupWarnings") == 0;
+    if (!startup && strcmp(which, "global") != 0)
+        return dberr_set(err, DBERR_INVALID_OPTIONS, "No log named '%s'", which);
+    bson_t lines = BSON_INITIALIZER;
+    int n = log_append_recent(&lines, startup);
+    BSON_APPEND_INT32(ctx->reply, "totalLinesWritten", n);
+    BSON_APPEND_ARRAY(ctx->reply, "log", &lines);
+    bson_destroy(&lines);
+    return true;
+}
+
+bool cmd_host_info(cmd_ctx_t *ctx, dberr_t *err)
+{
+    char host[256] = "localhost";
+    gethostname(host, sizeof host - 1);
+    struct utsname u;
+    uname(&u);
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    bson_t doc;
+    bson_append_document_begin(ctx->reply, "system", -1, &doc);
+    BSON_APPEND_DATE_TIME(&doc, "currentTime", server_now_ms());
+    BSON_APPEND_UTF8(&doc, "hostname", host);
+    BSON_APPEND_INT32(&doc, "cpuAddrSize", 64);
+    BSON_APPEND_INT64(&doc, "memSizeMB", (int64_t)pages * page / (1024 * 1024));
+    BSON_APPEND_INT64(&doc, "memLimitMB", (int64_t)pages * page / (1024 * 1024));
+    BSON_APPEND_INT32(&doc, "numCores", (int32_t)sysconf(_SC_NPROCESSORS_ONLN));
+    BSON_APPEND_UTF8(&doc, "cpuArch", u.machine);
+    BSON_APPEND_BOOL(&doc, "numaEnabled", false);
+    bson_append_document_end(ctx->reply, &doc);
+    bson_append_document_begin(ctx->reply, "os", -1, &doc);
+    BSON_APPEND_UTF8(&doc, "type", u.sysname);
+    BSON_APPEND_UTF8(&doc, "name", u.sysname);
+    BSON_APPEND_UTF8(&doc, "version", u.release);
+    bson_append_document_end(ctx->reply, &doc);
+    bson_append_document_begin(ctx->reply, "extra", -1, &doc);
+    BSON_APPEND_UTF8(&doc, "versionString", u.version);
+    BSON_APPEND_INT64(&doc, "pageSize", page);
+    bson_append_document_end(ctx->reply, &doc);
+    return true;
+}
+
+bool cmd_whatsmyuri(cmd_ctx_t *ctx, dberr_t *err)
+{
+    BSON_APPEND_UTF8(ctx->reply, "you", ctx->client->remote);
+    return true;
+}
+
+bool cmd_connection_status(cmd_ctx_t *ctx, dberr_t *err)
+{
+    bson_t doc, arr;
+    bson_append_document_begin(ctx->reply, "authInfo", -1, &doc);
+    bson_append_array_begin(&doc, "authenticatedUsers", -1, &arr);
+    bson_append_array_end(&doc, &arr);
+    bson_append_array_begin(&doc, "authenticatedUserRoles", -1, &arr);
+    bson_append_array_end(&doc, &arr);
+    bson_append_document_end(ctx->reply, &doc);
+    return true;
+}
+
+/* Resident and virtual memory of this process in MiB. */
+static void admin_mem(int64_t *resident_mb, int64_t *virtual_mb)
+{
+    *resident_mb = *virtual_mb = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f)
+        return;
+    long vm = 0, rss = 0;
+    if (fscanf(f, "%ld %ld", &vm, &rss) == 2) {
+        long page = sysconf(_SC_PAGE_SIZE);
+        *resident_mb = (int64_t)rss * page / (1024 * 1024);
+        *virtual_mb = (int64_t)vm * page / (1024 * 1024);
+    }
+    fclose(f);
+}
+
+bool cmd_server_status(cmd_ctx_t *ctx, dberr_t *err)
+{
+    char host[256] = "localhost";
+    gethostname(host, sizeof host - 1);
+    int64_t now = server_now_ms();
+    uint64_t up_ms = (uv_hrtime() - server.start_hr) / 1000000;
+    bson_t doc, arr;
+    BSON_APPEND_UTF8(ctx->reply, "host", host);
+    BSON_APPEND_UTF8(ctx->reply, "version", SERVER_MONGODB_VERSION);
+    BSON_APPEND_UTF8(ctx->reply, "atomdbVersion", ATOMDB_VERSION);
+    BSON_APPEND_UTF8(ctx->reply, "process", "atomdb");
+    BSON_APPEND_INT64(ctx->reply, "pid", (int64_t)getpid());
+    BSON_APPEND_DOUBLE(ctx->reply, "uptime", (double)(up_ms / 1000));
+    BSON_APPEND_INT64(ctx->reply, "uptimeMillis", (int64_t)up_ms);
+    BSON_APPEND_INT64(ctx->reply, "uptimeEstimate", (int64_t)(up_ms / 1000));
+    BSON_APPEND_DATE_TIME(ctx->reply, "localTime", now);
+    bson_append_document_begin(ctx->reply, "connections", -1, &doc);
+    BSON_APPEND_INT32(&doc, "current", (int32_t)server.connections_current);
+    int64_t avail = (server.config.max_conns > 0 ? server.config.max_conns : 1000000) -
+                    server.connections_current;
+    BSON_APPEND_INT32(&doc, "available", (int32_t)(avail > 0 ? avail : 0));
+    BSON_APPEND_INT32(&doc, "totalCreated", (int32_t)server.connections_total);
+    BSON_APPEND_INT32(&doc, "active", 1);
+    bson_append_document_end(ctx->reply, &doc);
+    bson_append_document_begin(ctx->reply, "opcounters", -1, &doc);
+    BSON_APPEND_INT64(&doc, "insert", server.ops.insert);
+    BSON_APPEND_INT64(&doc, "query", server.ops.query);
+    BSON_APPEND_INT64(&doc, "update", server.ops.update);
+    BSON_APPEND_INT64(&doc, "delete", server.ops.delete_);
+    BSON_APPEND_INT64(&doc, "getmore", server.ops.getmore);
+    BSON_APPEND_INT64(&doc, "command", server.ops.command);
+    bson_append_document_end(ctx->reply, &doc);
+    int64_t res, virt;
+    admin_mem(&res, &virt);
+    bson_append_document_begin(ctx->reply, "mem", -1, &doc);
+    BSON_APPEND_INT32(&doc, "bits", 64);
+    BSON_APPEND_INT64(&doc, "resident", res);
+    BSON_APPEND_INT64(&doc, "virtual", virt);
+    BSON_APPEND_BOOL(&doc, "supported", true);
+    bson_append_document_end(ctx->reply, &doc);
+    bson_append_document_begin(ctx->reply, "repl", -1, &doc);
+    BSON_APPEND_UTF8(&doc, "setName", server.config.replset);
+    BSON_APPEND_BOOL(&doc, "isWritablePrimary", true);
+    BSON_APPEND_BOOL(&doc, "secondary", false);
+    bson_append_array_begin(&doc, "hosts", -1, &arr);
+    BSON_APPEND_UTF8(&arr, "0", server.config.advertise);
+    bson_append_array_end(&doc, &arr);
+    BSON_APPEND_UTF8(&doc, "primary", server.config.advertise);
+    BSON_APPEND_UTF8(&doc, "me", server.config.advertise);
+    bson_append_document_end(ctx->reply, &doc);
+    bson_append_document_begin(ctx->reply, "storageEngine", -1, &doc);
+    BSON_APPEND_UTF8(&doc, "name", "atomdb");
+    BSON_APPEND_BOOL(&doc, "supportsCommittedReads", true);
+    BSON_APPEND_BOOL(&doc, "persistent", false);
+    bson_append_document_end(ctx->reply, &doc);
+    bson_t metrics, cur, open;
+    bson_append_document_begin(ctx->reply, "metrics", -1, &metrics);
+    bson_append_document_begin(&metrics, "cursor", -1, &cur);
+    bson_append_document_begin(&cur, "open", -1, &open);
+    BSON_APPEND_INT64(&open, "total", (int64_t)cursors_count(server.cursors));
+    bson_append_document_end(&cur, &open);
+    bson_append_document_end(&metrics, &cur);
+    bson_append_document_end(ctx->reply, &metrics);
+    return true;
+}
+
+bool cmd_shutdown(cmd_ctx_t *ctx, dberr_t *err)
+{
+    if (!ctx->client->is_local)
+        return dberr_set(err, DBERR_UNAUTHORIZED,
+                         "shutdown must run from localhost when running db without auth");
+    log_info("CONTROL", "shutdown command received from connection %lld",
+             (long long)ctx->client->id);
+    server.stopping = true;
+    if (server.request_stop)
+        server.request_stop();
+    ctx->close = true;
+    return true;
+}
+
+bool cmd_end_sessions(cmd_ctx_t *ctx, dberr_t *err)
+{
+    if (!BSON_ITER_HOLDS_ARRAY(&ctx->arg))
+        return dberr_set(err, DBERR_TYPE_MISMATCH,
+                         "BSON field 'endSessions' is the wrong type '%s', expected type 'array'",
+                         cmd_type_name(bson_iter_type(&ctx->arg)));
+    return true; /* sessions hold no server state yet */
+}
+
+bool cmd_list_commands(cmd_ctx_t *ctx, dberr_t *err)
+{
+    bson_t commands;
+    bson_append_document_begin(ctx->reply, "commands", -1, &commands);
+    cmd_append_command_names(&commands);
+    bson_append_document_end(ctx->reply, &commands);
+    return true;
+}

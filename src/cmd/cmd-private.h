@@ -1,0 +1,124 @@
+/* cmd-private: what the command handlers share — the per-request context,
+ * the handler signature, argument helpers and the handlers themselves
+ * (one file per family: hello.c, admin.c, dbcmds.c, crud.c). */
+#ifndef ATOMDB_CMD_PRIVATE_H
+#define ATOMDB_CMD_PRIVATE_H
+
+#include <bson/bson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cmd/cmd.h"
+#include "cmd/server.h"
+#include "util/dberr.h"
+
+/* One request as a handler sees it. */
+typedef struct cmd_ctx {
+    cmd_client_t *client;
+    const wire_request_t *req;
+    const bson_t *cmd;    /* the whole command document */
+    const char *name;     /* the command name (first key) */
+    const char *db;       /* $db */
+    bson_iter_t arg;      /* the first element: the command's own value */
+    int64_t max_time_ms;  /* 0 when none */
+    bson_t *reply;        /* handlers append their fields; ok is added after */
+    bool parked;          /* set by a handler that will answer later */
+    bool close;           /* set by shutdown: close without a reply */
+} cmd_ctx_t;
+
+/* A command handler: appends its reply fields, or fails with `err`. */
+typedef bool (*cmd_fn)(cmd_ctx_t *ctx, dberr_t *err);
+
+/* Borrows the document or array under `it` into `out` (no copy). False
+ * when `it` holds neither. */
+bool cmd_iter_doc(const bson_iter_t *it, bson_t *out);
+
+/* Finds `key` in the command; false when absent. */
+bool cmd_find(const cmd_ctx_t *ctx, const char *key, bson_iter_t *out);
+
+/* The collection name the command's first element names. Fails with
+ * InvalidNamespace 73 when it is not a string, as mongod. */
+bool cmd_collection_name(const cmd_ctx_t *ctx, const char **out, dberr_t *err);
+
+/* Optional typed arguments: false with TypeMismatch 14 ("BSON field
+ * 'find.limit' is the wrong type 'string', expected types '[long, int,
+ * decimal, double']") when present with the wrong type; *out keeps its
+ * default when absent. */
+bool cmd_opt_int64(const cmd_ctx_t *ctx, const char *key, int64_t *out, dberr_t *err);
+bool cmd_opt_bool(const cmd_ctx_t *ctx, const char *key, bool *out, dberr_t *err);
+bool cmd_opt_doc(const cmd_ctx_t *ctx, const char *key, bson_t *out, bool *present, dberr_t *err);
+
+/* Appends the array index key for `i` ("0", "1", ...) and returns it. */
+const char *cmd_index_key(uint32_t i, char *buf, size_t size);
+
+/* The name MongoDB gives a BSON type in messages ("string", "int", ...). */
+const char *cmd_type_name(bson_type_t t);
+
+struct recvec;
+struct projection;
+struct matcher;
+
+/* Answers with a cursor over `recs` (taken over; emptied): the first batch
+ * in reply.cursor.firstBatch, the rest kept for getMore unless the result
+ * fits or `single_batch`. `projection` and `matcher` (for positional
+ * projection) are taken over too; either may be NULL. batch_size < 0 means
+ * the default (101 documents). */
+bool cmd_reply_cursor(cmd_ctx_t *ctx, const char *ns, struct recvec *recs,
+                      struct projection *projection, struct matcher *matcher, int64_t batch_size,
+                      bool single_batch, dberr_t *err);
+
+/* Generates an ObjectId _id when `doc` has none and moves _id first,
+ * writing the result to `out` (initialised by the caller). Fails with
+ * BadValue 2 for an array or regex _id, as mongod. */
+bool cmd_prepare_insert_doc(const bson_t *doc, bson_t *out, dberr_t *err);
+
+/* Handlers, grouped by file. */
+/* hello.c */
+bool cmd_hello(cmd_ctx_t *ctx, dberr_t *err);
+/* admin.c */
+bool cmd_ping(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_build_info(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_get_parameter(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_set_parameter(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_get_cmd_line_opts(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_get_log(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_host_info(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_whatsmyuri(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_connection_status(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_server_status(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_shutdown(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_end_sessions(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_list_commands(cmd_ctx_t *ctx, dberr_t *err);
+/* dbcmds.c */
+bool cmd_list_databases(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_list_collections(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_create(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_drop(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_drop_database(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_db_stats(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_coll_stats(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_create_indexes(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_list_indexes(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_drop_indexes(cmd_ctx_t *ctx, dberr_t *err);
+/* cursor.c (command side of cursors) */
+bool cmd_get_more(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_kill_cursors(cmd_ctx_t *ctx, dberr_t *err);
+/* crud.c */
+bool cmd_insert(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_update(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_delete(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_find_and_modify(cmd_ctx_t *ctx, dberr_t *err);
+/* query.c */
+bool cmd_find_cmd(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_count(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_distinct(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_aggregate(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_explain(cmd_ctx_t *ctx, dberr_t *err);
+
+/* The idle timeout in force for cursors (setParameter cursorTimeoutMillis). */
+int64_t admin_cursor_timeout(void);
+
+/* The names of every command atomdb knows, for listCommands. */
+void cmd_append_command_names(bson_t *commands);
+
+#endif

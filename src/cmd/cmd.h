@@ -1,0 +1,52 @@
+/* cmd: runs one command request — dispatch by name through one table,
+ * common argument checks, and the one place an error becomes
+ * {ok: 0, errmsg, code, codeName}. The network layer hands requests in and
+ * sends what comes out. */
+#ifndef ATOMDB_CMD_H
+#define ATOMDB_CMD_H
+
+#include <bson/bson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "util/dberr.h"
+#include "wire/wire.h"
+
+typedef struct cmd_client cmd_client_t;
+
+/* What the command layer knows about the connection a request came on. The
+ * network layer owns it and fills the first group. */
+struct cmd_client {
+    /* -- set by the network layer -- */
+    int64_t id;                  /* connectionId */
+    char remote[64];             /* "ip:port" of the peer */
+    char local[64];              /* "ip:port" of our end */
+    bool is_local;               /* the peer is on loopback */
+    /* Sends a reply for the request that was parked (see CMD_PARKED). */
+    void (*send_parked_reply)(cmd_client_t *client, const bson_t *body);
+    /* -- command layer -- */
+    int compressors[4];          /* negotiated compressor ids, in preference order */
+    int ncompressors;
+    bson_t *metadata;            /* `client` document from the first hello, or NULL */
+    uv_timer_t *park_timer;      /* running while an awaitable hello waits */
+};
+
+/* What cmd_run did with a request. */
+typedef enum cmd_status {
+    CMD_REPLIED, /* `reply` holds the answer */
+    CMD_PARKED,  /* the answer comes later through send_parked_reply */
+    CMD_CLOSE,   /* close the connection without a reply (shutdown) */
+} cmd_status_t;
+
+/* Runs `req` for `client`. On CMD_REPLIED `reply` (initialised by the
+ * caller) holds the reply body, ok: 1 or ok: 0. */
+cmd_status_t cmd_run(cmd_client_t *client, const wire_request_t *req, bson_t *reply);
+
+/* Builds the error reply for `err` into `reply` (initialised, empty). */
+void cmd_error_reply(bson_t *reply, const dberr_t *err);
+
+/* Releases what the command layer attached to `client` (call on close). */
+void cmd_client_closed(cmd_client_t *client);
+
+#endif

@@ -1,0 +1,716 @@
+/* crud: the write commands — insert, update (with upsert), delete and
+ * findAndModify. Each statement runs to completion on the loop thread, so
+ * a conditional update is a compare-and-set and $inc never loses an
+ * increment; per-statement failures become writeErrors as in mongod. */
+#include "cmd/cmd-private.h"
+
+#include <string.h>
+
+#include "doc/matcher.h"
+#include "doc/projection.h"
+#include "doc/sortspec.h"
+#include "doc/updater.h"
+#include "store/catalog.h"
+
+/* The results a write command accumulates. */
+typedef struct crud_result {
+    int64_t n;
+    int64_t n_modified;
+    bson_t upserted;       /* [{index, _id}] */
+    uint32_t n_upserted;
+    bson_t write_errors;   /* [{index, code, errmsg, ...}] */
+    uint32_t n_errors;
+} crud_result_t;
+
+static void crud_result_init(crud_result_t *r)
+{
+    memset(r, 0, sizeof *r);
+    bson_init(&r->upserted);
+    bson_init(&r->write_errors);
+}
+
+static void crud_result_destroy(crud_result_t *r)
+{
+    bson_destroy(&r->upserted);
+    bson_destroy(&r->write_errors);
+}
+
+static void crud_add_error(crud_result_t *r, uint32_t index, const dberr_t *err)
+{
+    char key[16];
+    bson_t e;
+    bson_append_document_begin(&r->write_errors, cmd_index_key(r->n_errors++, key, sizeof key),
+                               -1, &e);
+    BSON_APPEND_INT32(&e, "index", (int32_t)index);
+    BSON_APPEND_INT32(&e, "code", err->code);
+    if (err->extra_len) {
+        bson_t extra;
+        bson_iter_t it;
+        if (bson_init_static(&extra, err->extra, err->extra_len) && bson_iter_init(&it, &extra))
+            while (bson_iter_next(&it))
+                bson_append_value(&e, bson_iter_key(&it), -1, bson_iter_value(&it));
+    }
+    BSON_APPEND_UTF8(&e, "errmsg", err->msg);
+    bson_append_document_end(&r->write_errors, &e);
+}
+
+static void crud_add_upserted(crud_result_t *r, uint32_t index, const bson_value_t *id)
+{
+    char key[16];
+    bson_t u;
+    bson_append_document_begin(&r->upserted, cmd_index_key(r->n_upserted++, key, sizeof key), -1,
+                               &u);
+    BSON_APPEND_INT32(&u, "index", (int32_t)index);
+    bson_append_value(&u, "_id", -1, id);
+    bson_append_document_end(&r->upserted, &u);
+}
+
+/* Checks the writeConcern argument (single node: any w >= 1 or "majority"
+ * is satisfied once the write is applied). */
+static bool crud_check_write_concern(cmd_ctx_t *ctx, dberr_t *err)
+{
+    bson_iter_t it, w;
+    bson_t wc;
+    if (!cmd_find(ctx, "writeConcern", &it))
+        return true;
+    if (!cmd_iter_doc(&it, &wc) || !BSON_ITER_HOLDS_DOCUMENT(&it))
+        return dberr_set(err, DBERR_FAILED_TO_PARSE, "writeConcern must be an object");
+    if (bson_iter_init_find(&w, &wc, "w")) {
+        if (BSON_ITER_HOLDS_NUMBER(&w)) {
+            int64_t n = bson_iter_as_int64(&w);
+            if (n < 0)
+                return dberr_set(err, DBERR_FAILED_TO_PARSE, "w has to be a non-negative number");
+            if (n > 1)
+                return dberr_set(err, 100, "Not enough data-bearing nodes");
+        } else if (!BSON_ITER_HOLDS_UTF8(&w)) {
+            return dberr_set(err, DBERR_FAILED_TO_PARSE, "w has to be a number or a string");
+        } else if (strcmp(bson_iter_utf8(&w, NULL), "majority") != 0) {
+            return dberr_set(err, 79, "No write concern mode named '%s' found in replica set "
+                                      "configuration",
+                             bson_iter_utf8(&w, NULL));
+        }
+    }
+    return true;
+}
+
+/* Appends n / nModified / upserted / writeErrors to the reply. */
+static void crud_reply(cmd_ctx_t *ctx, crud_result_t *r, bool is_update)
+{
+    BSON_APPEND_INT32(ctx->reply, "n", (int32_t)r->n);
+    if (is_update) {
+        if (r->n_upserted)
+            BSON_APPEND_ARRAY(ctx->reply, "upserted", &r->upserted);
+        BSON_APPEND_INT32(ctx->reply, "nModified", (int32_t)r->n_modified);
+    }
+    if (r->n_errors)
+        BSON_APPEND_ARRAY(ctx->reply, "writeErrors", &r->write_errors);
+}
+
+/* The array argument `key` (insert.documents, update.updates, ...), checked
+ * against maxWriteBatchSize. */
+static bool crud_batch(cmd_ctx_t *ctx, const char *key, bson_iter_t *items, bool *ordered,
+                       dberr_t *err)
+{
+    bson_iter_t it;
+    if (!cmd_find(ctx, key, &it))
+        return dberr_set(err, DBERR_FAILED_TO_PARSE,
+                         "BSON field '%s.%s' is missing but a required field", ctx->name, key);
+    if (!BSON_ITER_HOLDS_ARRAY(&it))
+        return dberr_set(err, DBERR_TYPE_MISMATCH,
+                         "BSON field '%s.%s' is the wrong type '%s', expected type 'array'",
+                         ctx->name, key, cmd_type_name(bson_iter_type(&it)));
+    bson_t arr;
+    cmd_iter_doc(&it, &arr);
+    uint32_t n = bson_count_keys(&arr);
+    if (n == 0 || n > WIRE_MAX_WRITE_BATCH_SIZE)
+        return dberr_set(err, 16, "Write batch sizes must be between 1 and %d. Got %u operations.",
+                         WIRE_MAX_WRITE_BATCH_SIZE, n);
+    *ordered = true;
+    if (!cmd_opt_bool(ctx, "ordered", ordered, err) || !crud_check_write_concern(ctx, err))
+        return false;
+    bson_iter_recurse(&it, items);
+    return true;
+}
+
+static bool crud_collection(cmd_ctx_t *ctx, collection_t **out, dberr_t *err)
+{
+    const char *coll;
+    if (!cmd_collection_name(ctx, &coll, err))
+        return false;
+    *out = catalog_get_or_create(server.catalog, ctx->db, coll, err);
+    return *out != NULL;
+}
+
+bool cmd_prepare_insert_doc(const bson_t *doc, bson_t *out, dberr_t *err)
+{
+    bson_iter_t it;
+    bool has_id = false;
+    if (!bson_iter_init(&it, doc))
+        return dberr_set(err, DBERR_INVALID_BSON, "invalid document");
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "_id") == 0) {
+            if (has_id)
+                return dberr_set(err, DBERR_BAD_VALUE, "can't have multiple _id fields in one "
+                                                       "document");
+            has_id = true;
+            if (BSON_ITER_HOLDS_ARRAY(&it))
+                return dberr_set(err, DBERR_BAD_VALUE, "can't use an array for _id");
+            if (BSON_ITER_HOLDS_REGEX(&it))
+                return dberr_set(err, DBERR_BAD_VALUE, "can't use a regex for _id");
+            if (BSON_ITER_HOLDS_UNDEFINED(&it))
+                return dberr_set(err, DBERR_BAD_VALUE, "can't use a undefined for _id");
+        } else if (k[0] == '$') {
+            return dberr_set(err, DBERR_BAD_VALUE, "Document can't have $ prefixed field names: %s",
+                             k);
+        }
+    }
+    if (has_id) {
+        bson_iter_init_find(&it, doc, "_id");
+        bson_append_value(out, "_id", 3, bson_iter_value(&it));
+    } else {
+        bson_oid_t oid;
+        bson_oid_init(&oid, NULL);
+        BSON_APPEND_OID(out, "_id", &oid);
+    }
+    bson_iter_init(&it, doc);
+    while (bson_iter_next(&it))
+        if (strcmp(bson_iter_key(&it), "_id") != 0)
+            bson_append_value(out, bson_iter_key(&it), -1, bson_iter_value(&it));
+    if (out->len > WIRE_MAX_BSON_OBJECT_SIZE)
+        return dberr_set(err, DBERR_BAD_VALUE, "object to insert too large. size in bytes: %u, "
+                                               "max size: %d",
+                         out->len, WIRE_MAX_BSON_OBJECT_SIZE);
+    return true;
+}
+
+bool cmd_insert(cmd_ctx_t *ctx, dberr_t *err)
+{
+    collection_t *c;
+    bson_iter_t items;
+    bool ordered;
+    if (!crud_batch(ctx, "documents", &items, &ordered, err) || !crud_collection(ctx, &c, err))
+        return false;
+    crud_result_t r;
+    crud_result_init(&r);
+    uint32_t index = 0;
+    while (bson_iter_next(&items)) {
+        dberr_t e;
+        dberr_clear(&e);
+        bson_t doc, prepared = BSON_INITIALIZER;
+        server.ops.insert++;
+        bool ok = false;
+        if (!BSON_ITER_HOLDS_DOCUMENT(&items) || !cmd_iter_doc(&items, &doc))
+            dberr_set(&e, DBERR_TYPE_MISMATCH, "documents to insert must be objects");
+        else if (cmd_prepare_insert_doc(&doc, &prepared, &e) && collection_insert(c, &prepared, &e))
+            ok = true;
+        bson_destroy(&prepared);
+        if (ok) {
+            r.n++;
+        } else {
+            crud_add_error(&r, index, &e);
+            if (ordered)
+                break;
+        }
+        index++;
+    }
+    crud_reply(ctx, &r, false);
+    crud_result_destroy(&r);
+    return true;
+}
+
+/* One parsed update statement. */
+typedef struct crud_update_stmt {
+    bson_t q;
+    bson_iter_t u;
+    bool upsert, multi;
+    bson_t array_filters;
+    bool has_array_filters;
+    bson_t hint;
+    bool has_hint;
+    const char *hint_name;
+    bson_t sort;
+    bool has_sort;
+} crud_update_stmt_t;
+
+/* Builds the document an upsert inserts, into `out` (initialised). */
+static bool crud_upsert_doc(const bson_t *filter, const updater_t *u, bson_t *out, dberr_t *err)
+{
+    bson_t seed = BSON_INITIALIZER, applied = BSON_INITIALIZER;
+    bool ok = false;
+    if (!matcher_upsert_seed(filter, &seed, err))
+        goto cleanup;
+    if (updater_kind(u) == UPDATER_REPLACEMENT) {
+        /* the replacement, with the filter's _id when it names none */
+        bson_t empty = BSON_INITIALIZER;
+        bool changed;
+        if (!updater_apply(u, &empty, true, -1, &applied, &changed, err))
+            goto cleanup;
+        bson_iter_t it;
+        bson_t merged = BSON_INITIALIZER;
+        if (!bson_iter_init_find(&it, &applied, "_id") && bson_iter_init_find(&it, &seed, "_id"))
+            bson_append_value(&merged, "_id", 3, bson_iter_value(&it));
+        bson_concat(&merged, &applied);
+        bson_reinit(&applied);
+        bson_concat(&applied, &merged);
+        bson_destroy(&merged);
+    } else {
+        bool changed;
+        if (!updater_apply(u, &seed, true, -1, &applied, &changed, err))
+            goto cleanup;
+    }
+    ok = cmd_prepare_insert_doc(&applied, out, err);
+cleanup:
+    bson_destroy(&seed);
+    bson_destroy(&applied);
+    return ok;
+}
+
+/* Applies `u` to `old` in `c`. *modified tells whether the document changed. */
+static bool crud_apply_one(collection_t *c, record_t *old, const matcher_t *m, const updater_t *u,
+                           bool *modified, bson_t *new_doc, dberr_t *err)
+{
+    bson_t doc;
+    int pos = -1;
+    record_view(old, &doc);
+    matcher_matches(m, &doc, &pos);
+    bool changed = false;
+    if (!updater_apply(u, &doc, false, pos, new_doc, &changed, err))
+        return false;
+    *modified = changed;
+    if (!changed)
+        return true;
+    if (new_doc->len > WIRE_MAX_BSON_OBJECT_SIZE)
+        return dberr_set(err, 17419, "Resulting document after update is larger than %d",
+                         WIRE_MAX_BSON_OBJECT_SIZE);
+    return collection_replace(c, old, new_doc, err);
+}
+
+static bool crud_parse_update_stmt(const bson_t *stmt, crud_update_stmt_t *s, dberr_t *err)
+{
+    bson_iter_t it;
+    bool has_q = false, has_u = false;
+    memset(s, 0, sizeof *s);
+    if (!bson_iter_init(&it, stmt))
+        return dberr_set(err, DBERR_INVALID_BSON, "invalid update statement");
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "q") == 0) {
+            if (!BSON_ITER_HOLDS_DOCUMENT(&it) || !cmd_iter_doc(&it, &s->q))
+                return dberr_set(err, DBERR_TYPE_MISMATCH,
+                                 "BSON field 'update.updates.q' is the wrong type '%s', expected "
+                                 "type 'object'",
+                                 cmd_type_name(bson_iter_type(&it)));
+            has_q = true;
+        } else if (strcmp(k, "u") == 0) {
+            if (!BSON_ITER_HOLDS_DOCUMENT(&it) && !BSON_ITER_HOLDS_ARRAY(&it))
+                return dberr_set(err, DBERR_FAILED_TO_PARSE,
+                                 "Update argument must be either an object or an array");
+            s->u = it;
+            has_u = true;
+        } else if (strcmp(k, "upsert") == 0) {
+            s->upsert = bson_iter_as_bool(&it);
+        } else if (strcmp(k, "multi") == 0) {
+            s->multi = bson_iter_as_bool(&it);
+        } else if (strcmp(k, "arrayFilters") == 0) {
+            if (!BSON_ITER_HOLDS_ARRAY(&it) || !cmd_iter_doc(&it, &s->array_filters))
+                return dberr_set(err, DBERR_TYPE_MISMATCH, "arrayFilters must be an array");
+            s->has_array_filters = true;
+        } else if (strcmp(k, "hint") == 0) {
+            if (BSON_ITER_HOLDS_UTF8(&it))
+                s->hint_name = bson_iter_utf8(&it, NULL);
+            else if (cmd_iter_doc(&it, &s->hint))
+                s->has_hint = !bson_empty(&s->hint);
+        } else if (strcmp(k, "sort") == 0) {
+            if (!BSON_ITER_HOLDS_DOCUMENT(&it) || !cmd_iter_doc(&it, &s->sort))
+                return dberr_set(err, DBERR_TYPE_MISMATCH, "sort must be an object");
+            s->has_sort = true;
+        } else if (strcmp(k, "collation") == 0) {
+            return dberr_set(err, DBERR_NOT_IMPLEMENTED, "atomdb does not support collation yet");
+        } else if (strcmp(k, "c") == 0 || strcmp(k, "upsertSupplied") == 0) {
+            /* accepted */
+        } else {
+            return dberr_set(err, 40415, "BSON field 'update.updates.%s' is an unknown field.", k);
+        }
+    }
+    if (!has_q)
+        return dberr_set(err, DBERR_FAILED_TO_PARSE,
+                         "BSON field 'update.updates.q' is missing but a required field");
+    if (!has_u)
+        return dberr_set(err, DBERR_FAILED_TO_PARSE,
+                         "BSON field 'update.updates.u' is missing but a required field");
+    return true;
+}
+
+/* Runs one update statement; counts into `r`. */
+static bool crud_update_one(collection_t *c, uint32_t index, const crud_update_stmt_t *s,
+                            crud_result_t *r, dberr_t *err)
+{
+    matcher_t *m = NULL;
+    updater_t *u = NULL;
+    sortspec_t *sort = NULL;
+    recvec_t recs;
+    bool ok = false;
+    recvec_init(&recs);
+    m = matcher_new(&s->q, err);
+    if (!m)
+        goto cleanup;
+    u = updater_new(&s->u, s->has_array_filters ? &s->array_filters : NULL, err);
+    if (!u)
+        goto cleanup;
+    if (s->multi && updater_kind(u) == UPDATER_REPLACEMENT) {
+        dberr_set(err, DBERR_FAILED_TO_PARSE, "multi update is not supported for "
+                                              "replacement-style update");
+        goto cleanup;
+    }
+    if (s->has_sort && !(sort = sortspec_new(&s->sort, err)))
+        goto cleanup;
+    collection_query_opts_t o = {0};
+    o.matcher = m;
+    o.sort = sort;
+    o.limit = s->multi ? 0 : 1;
+    o.hint = s->has_hint ? &s->hint : NULL;
+    o.hint_name = s->hint_name;
+    if (!collection_query(c, &o, &recs, NULL, err))
+        goto cleanup;
+    if (recs.len == 0 && s->upsert) {
+        bson_t doc = BSON_INITIALIZER;
+        bson_iter_t id;
+        if (crud_upsert_doc(&s->q, u, &doc, err) && collection_insert(c, &doc, err)) {
+            bson_iter_init_find(&id, &doc, "_id");
+            crud_add_upserted(r, index, bson_iter_value(&id));
+            r->n++;
+            ok = true;
+        }
+        bson_destroy(&doc);
+        goto cleanup;
+    }
+    for (size_t i = 0; i < recs.len; i++) {
+        bool modified = false;
+        bson_t new_doc = BSON_INITIALIZER;
+        bool one = crud_apply_one(c, recs.items[i], m, u, &modified, &new_doc, err);
+        bson_destroy(&new_doc);
+        if (!one)
+            goto cleanup;
+        r->n++;
+        if (modified)
+            r->n_modified++;
+    }
+    ok = true;
+cleanup:
+    recvec_destroy(&recs);
+    matcher_destroy(m);
+    updater_destroy(u);
+    sortspec_destroy(sort);
+    return ok;
+}
+
+bool cmd_update(cmd_ctx_t *ctx, dberr_t *err)
+{
+    collection_t *c;
+    bson_iter_t items;
+    bool ordered;
+    if (!crud_batch(ctx, "updates", &items, &ordered, err) || !crud_collection(ctx, &c, err))
+        return false;
+    crud_result_t r;
+    crud_result_init(&r);
+    uint32_t index = 0;
+    while (bson_iter_next(&items)) {
+        dberr_t e;
+        dberr_clear(&e);
+        bson_t stmt;
+        crud_update_stmt_t s;
+        server.ops.update++;
+        bool ok;
+        if (!BSON_ITER_HOLDS_DOCUMENT(&items) || !cmd_iter_doc(&items, &stmt))
+            ok = dberr_set(&e, DBERR_TYPE_MISMATCH, "update statements must be objects");
+        else
+            ok = crud_parse_update_stmt(&stmt, &s, &e) && crud_update_one(c, index, &s, &r, &e);
+        if (!ok) {
+            crud_add_error(&r, index, &e);
+            if (ordered)
+                break;
+        }
+        index++;
+    }
+    crud_reply(ctx, &r, true);
+    crud_result_destroy(&r);
+    return true;
+}
+
+/* Runs one delete statement {q, limit}. */
+static bool crud_delete_one(collection_t *c, const bson_t *stmt, crud_result_t *r, dberr_t *err)
+{
+    bson_iter_t it;
+    bson_t q, hint;
+    bool has_q = false, has_limit = false, has_hint = false;
+    const char *hint_name = NULL;
+    int64_t limit = 0;
+    bson_iter_init(&it, stmt);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "q") == 0) {
+            if (!BSON_ITER_HOLDS_DOCUMENT(&it) || !cmd_iter_doc(&it, &q))
+                return dberr_set(err, DBERR_TYPE_MISMATCH,
+                                 "BSON field 'delete.deletes.q' is the wrong type '%s', expected "
+                                 "type 'object'",
+                                 cmd_type_name(bson_iter_type(&it)));
+            has_q = true;
+        } else if (strcmp(k, "limit") == 0) {
+            if (!BSON_ITER_HOLDS_NUMBER(&it))
+                return dberr_set(err, DBERR_TYPE_MISMATCH,
+                                 "BSON field 'delete.deletes.limit' is the wrong type '%s', "
+                                 "expected types '[long, int, decimal, double]'",
+                                 cmd_type_name(bson_iter_type(&it)));
+            limit = bson_iter_as_int64(&it);
+            has_limit = true;
+        } else if (strcmp(k, "hint") == 0) {
+            if (BSON_ITER_HOLDS_UTF8(&it))
+                hint_name = bson_iter_utf8(&it, NULL);
+            else if (cmd_iter_doc(&it, &hint))
+                has_hint = !bson_empty(&hint);
+        } else if (strcmp(k, "collation") == 0) {
+            return dberr_set(err, DBERR_NOT_IMPLEMENTED, "atomdb does not support collation yet");
+        }
+    }
+    if (!has_q)
+        return dberr_set(err, DBERR_FAILED_TO_PARSE,
+                         "BSON field 'delete.deletes.q' is missing but a required field");
+    if (!has_limit)
+        return dberr_set(err, DBERR_FAILED_TO_PARSE,
+                         "BSON field 'delete.deletes.limit' is missing but a required field");
+    if (limit != 0 && limit != 1)
+        return dberr_set(err, DBERR_FAILED_TO_PARSE,
+                         "The limit field in delete objects must be 0 or 1. Got %lld",
+                         (long long)limit);
+    matcher_t *m = matcher_new(&q, err);
+    if (!m)
+        return false;
+    recvec_t recs;
+    recvec_init(&recs);
+    collection_query_opts_t o = {0};
+    o.matcher = m;
+    o.limit = limit;
+    o.hint = has_hint ? &hint : NULL;
+    o.hint_name = hint_name;
+    bool ok = collection_query(c, &o, &recs, NULL, err);
+    for (size_t i = 0; ok && i < recs.len; i++) {
+        collection_remove(c, recs.items[i]);
+        r->n++;
+    }
+    recvec_destroy(&recs);
+    matcher_destroy(m);
+    return ok;
+}
+
+bool cmd_delete(cmd_ctx_t *ctx, dberr_t *err)
+{
+    bson_iter_t items;
+    bool ordered;
+    const char *coll;
+    if (!crud_batch(ctx, "deletes", &items, &ordered, err) ||
+        !cmd_collection_name(ctx, &coll, err))
+        return false;
+    if (!catalog_valid_coll_name(ctx->db, coll, err))
+        return false;
+    collection_t *c = catalog_get(server.catalog, ctx->db, coll);
+    crud_result_t r;
+    crud_result_init(&r);
+    uint32_t index = 0;
+    while (bson_iter_next(&items)) {
+        dberr_t e;
+        dberr_clear(&e);
+        bson_t stmt;
+        server.ops.delete_++;
+        bool ok;
+        if (!BSON_ITER_HOLDS_DOCUMENT(&items) || !cmd_iter_doc(&items, &stmt))
+            ok = dberr_set(&e, DBERR_TYPE_MISMATCH, "delete statements must be objects");
+        else if (!c)
+            ok = true; /* nothing to delete in a collection that does not exist */
+        else
+            ok = crud_delete_one(c, &stmt, &r, &e);
+        if (!ok) {
+            crud_add_error(&r, index, &e);
+            if (ordered)
+                break;
+        }
+        index++;
+    }
+    crud_reply(ctx, &r, false);
+    crud_result_destroy(&r);
+    return true;
+}
+
+/* findAndModify's arguments. */
+typedef struct crud_fam {
+    bson_t query, sort, fields, array_filters, hint;
+    bool has_sort, has_fields, has_array_filters, has_hint;
+    const char *hint_name;
+    bool remove, want_new, upsert, has_update;
+    bson_iter_t update;
+} crud_fam_t;
+
+static bool crud_parse_fam(cmd_ctx_t *ctx, crud_fam_t *f, dberr_t *err)
+{
+    bool present;
+    memset(f, 0, sizeof *f);
+    if (!cmd_opt_doc(ctx, "query", &f->query, &present, err))
+        return false;
+    if (!present)
+        bson_init(&f->query);
+    if (!cmd_opt_doc(ctx, "sort", &f->sort, &f->has_sort, err))
+        return false;
+    if (!cmd_opt_doc(ctx, "fields", &f->fields, &f->has_fields, err))
+        return false;
+    if (!f->has_fields && !cmd_opt_doc(ctx, "projection", &f->fields, &f->has_fields, err))
+        return false;
+    if (!cmd_opt_bool(ctx, "remove", &f->remove, err) ||
+        !cmd_opt_bool(ctx, "new", &f->want_new, err) ||
+        !cmd_opt_bool(ctx, "upsert", &f->upsert, err))
+        return false;
+    bson_iter_t it;
+    if (cmd_find(ctx, "update", &it) && !BSON_ITER_HOLDS_NULL(&it)) {
+        if (!BSON_ITER_HOLDS_DOCUMENT(&it) && !BSON_ITER_HOLDS_ARRAY(&it))
+            return dberr_set(err, DBERR_FAILED_TO_PARSE,
+                             "Update argument must be either an object or an array");
+        f->update = it;
+        f->has_update = true;
+    }
+    if (cmd_find(ctx, "arrayFilters", &it)) {
+        if (!BSON_ITER_HOLDS_ARRAY(&it) || !cmd_iter_doc(&it, &f->array_filters))
+            return dberr_set(err, DBERR_TYPE_MISMATCH, "arrayFilters must be an array");
+        f->has_array_filters = true;
+    }
+    if (cmd_find(ctx, "hint", &it)) {
+        if (BSON_ITER_HOLDS_UTF8(&it))
+            f->hint_name = bson_iter_utf8(&it, NULL);
+        else if (cmd_iter_doc(&it, &f->hint))
+            f->has_hint = !bson_empty(&f->hint);
+    }
+    if (cmd_find(ctx, "collation", &it))
+        return dberr_set(err, DBERR_NOT_IMPLEMENTED, "atomdb does not support collation yet");
+    if (f->remove && f->has_update)
+        return dberr_set(err, DBERR_FAILED_TO_PARSE, "Cannot specify both an update and "
+                                                     "remove=true");
+    if (!f->remove && !f->has_update)
+        return dberr_set(err, DBERR_FAILED_TO_PARSE,
+                         "Either an update or remove=true must be specified");
+    if (f->remove && f->upsert)
+        return dberr_set(err, DBERR_FAILED_TO_PARSE, "Cannot specify both upsert=true and "
+                                                     "remove=true");
+    if (f->remove && f->want_new)
+        return dberr_set(err, DBERR_FAILED_TO_PARSE,
+                         "Cannot specify both new=true and remove=true; 'remove' always returns "
+                         "the deleted document");
+    if (f->has_array_filters && f->remove)
+        return dberr_set(err, DBERR_FAILED_TO_PARSE, "Cannot specify arrayFilters and "
+                                                     "remove=true");
+    return crud_check_write_concern(ctx, err);
+}
+
+/* Appends `doc` (projected by `p` when set) as `value`. */
+static bool crud_append_value(cmd_ctx_t *ctx, const bson_t *doc, projection_t *p,
+                              const matcher_t *m, dberr_t *err)
+{
+    if (!doc) {
+        BSON_APPEND_NULL(ctx->reply, "value");
+        return true;
+    }
+    if (!p) {
+        BSON_APPEND_DOCUMENT(ctx->reply, "value", doc);
+        return true;
+    }
+    int pos = -1;
+    if (projection_is_positional(p))
+        matcher_matches(m, doc, &pos);
+    bson_t out = BSON_INITIALIZER;
+    bool ok = projection_apply(p, doc, pos, &out, err);
+    if (ok)
+        BSON_APPEND_DOCUMENT(ctx->reply, "value", &out);
+    bson_destroy(&out);
+    return ok;
+}
+
+bool cmd_find_and_modify(cmd_ctx_t *ctx, dberr_t *err)
+{
+    collection_t *c;
+    crud_fam_t f;
+    matcher_t *m = NULL;
+    sortspec_t *sort = NULL;
+    updater_t *u = NULL;
+    projection_t *p = NULL;
+    recvec_t recs;
+    bson_t new_doc = BSON_INITIALIZER;
+    bool ok = false;
+    recvec_init(&recs);
+    if (!crud_parse_fam(ctx, &f, err) || !crud_collection(ctx, &c, err))
+        goto cleanup;
+    if (!(m = matcher_new(&f.query, err)))
+        goto cleanup;
+    if (f.has_sort && !(sort = sortspec_new(&f.sort, err)))
+        goto cleanup;
+    if (f.has_fields && !bson_empty(&f.fields) && !(p = projection_new(&f.fields, err)))
+        goto cleanup;
+    if (f.has_update &&
+        !(u = updater_new(&f.update, f.has_array_filters ? &f.array_filters : NULL, err)))
+        goto cleanup;
+    collection_query_opts_t o = {0};
+    o.matcher = m;
+    o.sort = sort;
+    o.limit = 1;
+    o.hint = f.has_hint ? &f.hint : NULL;
+    o.hint_name = f.hint_name;
+    if (!collection_query(c, &o, &recs, NULL, err))
+        goto cleanup;
+    bson_t le;
+    if (recs.len == 0) {
+        if (f.upsert) {
+            bson_iter_t id;
+            if (!crud_upsert_doc(&f.query, u, &new_doc, err) ||
+                !collection_insert(c, &new_doc, err))
+                goto cleanup;
+            bson_iter_init_find(&id, &new_doc, "_id");
+            bson_append_document_begin(ctx->reply, "lastErrorObject", -1, &le);
+            BSON_APPEND_INT32(&le, "n", 1);
+            BSON_APPEND_BOOL(&le, "updatedExisting", false);
+            bson_append_value(&le, "upserted", -1, bson_iter_value(&id));
+            bson_append_document_end(ctx->reply, &le);
+            ok = crud_append_value(ctx, f.want_new ? &new_doc : NULL, p, m, err);
+        } else {
+            bson_append_document_begin(ctx->reply, "lastErrorObject", -1, &le);
+            BSON_APPEND_INT32(&le, "n", 0);
+            if (!f.remove)
+                BSON_APPEND_BOOL(&le, "updatedExisting", false);
+            bson_append_document_end(ctx->reply, &le);
+            ok = crud_append_value(ctx, NULL, p, m, err);
+        }
+        goto cleanup;
+    }
+    record_t *old = recs.items[0]; /* recs keeps the old version alive */
+    bson_t old_doc;
+    record_view(old, &old_doc);
+    if (f.remove) {
+        collection_remove(c, old);
+        bson_append_document_begin(ctx->reply, "lastErrorObject", -1, &le);
+        BSON_APPEND_INT32(&le, "n", 1);
+        bson_append_document_end(ctx->reply, &le);
+        ok = crud_append_value(ctx, &old_doc, p, m, err);
+        goto cleanup;
+    }
+    bool modified;
+    if (!crud_apply_one(c, old, m, u, &modified, &new_doc, err))
+        goto cleanup;
+    bson_append_document_begin(ctx->reply, "lastErrorObject", -1, &le);
+    BSON_APPEND_INT32(&le, "n", 1);
+    BSON_APPEND_BOOL(&le, "updatedExisting", true);
+    bson_append_document_end(ctx->reply, &le);
+    ok = crud_append_value(ctx, f.want_new && modified ? &new_doc : &old_doc, p, m, err);
+cleanup:
+    bson_destroy(&new_doc);
+    recvec_destroy(&recs);
+    matcher_destroy(m);
+    sortspec_destroy(sort);
+    updater_destroy(u);
+    projection_destroy(p);
+    return ok;
+}

@@ -1,0 +1,373 @@
+/* dbcmds: database and collection management — listDatabases,
+ * listCollections, create, drop, dropDatabase, dbStats, collStats and the
+ * index commands createIndexes, listIndexes and dropIndexes. */
+#include "cmd/cmd-private.h"
+
+#include <string.h>
+
+#include "doc/matcher.h"
+#include "store/catalog.h"
+#include "store/cursor.h"
+
+/* ---- listDatabases ---- */
+
+typedef struct dbcmds_dbsize {
+    int64_t bytes;
+    int64_t colls;
+} dbcmds_dbsize_t;
+
+static void dbcmds_add_size(collection_t *c, void *ctx)
+{
+    dbcmds_dbsize_t *s = ctx;
+    s->bytes += (int64_t)collection_data_size(c);
+    s->colls++;
+}
+
+typedef struct dbcmds_listdb {
+    bson_t arr;
+    uint32_t n;
+    int64_t total;
+    bool name_only;
+    matcher_t *filter;
+} dbcmds_listdb_t;
+
+static void dbcmds_list_one_db(const char *db, void *ctx)
+{
+    dbcmds_listdb_t *l = ctx;
+    dbcmds_dbsize_t size = {0};
+    catalog_foreach_coll(server.catalog, db, dbcmds_add_size, &size);
+    bson_t entry = BSON_INITIALIZER;
+    BSON_APPEND_UTF8(&entry, "name", db);
+    if (!l->name_only) {
+        BSON_APPEND_INT64(&entry, "sizeOnDisk", size.bytes);
+        BSON_APPEND_BOOL(&entry, "empty", size.bytes == 0);
+    }
+    if (!l->filter || matcher_matches(l->filter, &entry, NULL)) {
+        char key[16];
+        bson_append_document(&l->arr, cmd_index_key(l->n++, key, sizeof key), -1, &entry);
+        l->total += size.bytes;
+    }
+    bson_destroy(&entry);
+}
+
+bool cmd_list_databases(cmd_ctx_t *ctx, dberr_t *err)
+{
+    dbcmds_listdb_t l = {0};
+    bson_t filter;
+    bool has_filter;
+    if (!cmd_opt_bool(ctx, "nameOnly", &l.name_only, err) ||
+        !cmd_opt_doc(ctx, "filter", &filter, &has_filter, err))
+        return false;
+    if (has_filter && !(l.filter = matcher_new(&filter, err)))
+        return false;
+    bson_append_array_begin(ctx->reply, "databases", -1, &l.arr);
+    catalog_foreach_db(server.catalog, dbcmds_list_one_db, &l);
+    bson_append_array_end(ctx->reply, &l.arr);
+    if (!l.name_only) {
+        BSON_APPEND_INT64(ctx->reply, "totalSize", l.total);
+        BSON_APPEND_INT64(ctx->reply, "totalSizeMb", l.total / (1024 * 1024));
+    }
+    matcher_destroy(l.filter);
+    return true;
+}
+
+/* ---- listCollections ---- */
+
+typedef struct dbcmds_listcoll {
+    recvec_t recs;
+    bool name_only;
+    matcher_t *filter;
+} dbcmds_listcoll_t;
+
+static void dbcmds_list_one_coll(collection_t *c, void *ctx)
+{
+    dbcmds_listcoll_t *l = ctx;
+    bson_t entry = BSON_INITIALIZER, info, idx, key;
+    BSON_APPEND_UTF8(&entry, "name", collection_name(c));
+    BSON_APPEND_UTF8(&entry, "type", "collection");
+    if (!l->name_only) {
+        BSON_APPEND_DOCUMENT(&entry, "options", collection_options(c));
+        bson_append_document_begin(&entry, "info", -1, &info);
+        BSON_APPEND_BOOL(&info, "readOnly", false);
+        bson_append_binary(&info, "uuid", -1, BSON_SUBTYPE_UUID, collection_uuid(c), 16);
+        bson_append_document_end(&entry, &info);
+        bson_append_document_begin(&entry, "idIndex", -1, &idx);
+        BSON_APPEND_INT32(&idx, "v", 2);
+        bson_append_document_begin(&idx, "key", -1, &key);
+        BSON_APPEND_INT32(&key, "_id", 1);
+        bson_append_document_end(&idx, &key);
+        BSON_APPEND_UTF8(&idx, "name", "_id_");
+        bson_append_document_end(&entry, &idx);
+    }
+    if (!l->filter || matcher_matches(l->filter, &entry, NULL)) {
+        record_t *r = record_new(&entry);
+        recvec_push_ref(&l->recs, r);
+        record_unref(r);
+    }
+    bson_destroy(&entry);
+}
+
+bool cmd_list_collections(cmd_ctx_t *ctx, dberr_t *err)
+{
+    dbcmds_listcoll_t l = {0};
+    bson_t filter;
+    bool has_filter;
+    int64_t batch_size = -1;
+    recvec_init(&l.recs);
+    if (!cmd_opt_bool(ctx, "nameOnly", &l.name_only, err) ||
+        !cmd_opt_doc(ctx, "filter", &filter, &has_filter, err))
+        return false;
+    bson_iter_t it;
+    bson_t cur;
+    if (cmd_find(ctx, "cursor", &it) && cmd_iter_doc(&it, &cur)) {
+        bson_iter_t bs;
+        if (bson_iter_init_find(&bs, &cur, "batchSize") && BSON_ITER_HOLDS_NUMBER(&bs))
+            batch_size = bson_iter_as_int64(&bs);
+    }
+    if (has_filter && !(l.filter = matcher_new(&filter, err)))
+        return false;
+    catalog_foreach_coll(server.catalog, ctx->db, dbcmds_list_one_coll, &l);
+    matcher_destroy(l.filter);
+    char ns[256];
+    snprintf(ns, sizeof ns, "%s.$cmd.listCollections", ctx->db);
+    return cmd_reply_cursor(ctx, ns, &l.recs, NULL, NULL, batch_size, false, err);
+}
+
+/* ---- create / drop ---- */
+
+bool cmd_create(cmd_ctx_t *ctx, dberr_t *err)
+{
+    const char *coll;
+    if (!cmd_collection_name(ctx, &coll, err))
+        return false;
+    bson_t options = BSON_INITIALIZER;
+    bson_iter_t it;
+    bson_iter_init(&it, ctx->cmd);
+    bson_iter_next(&it);
+    bool ok = true;
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (k[0] == '$' || !strcmp(k, "lsid") || !strcmp(k, "txnNumber") ||
+            !strcmp(k, "writeConcern") || !strcmp(k, "comment") || !strcmp(k, "maxTimeMS") ||
+            !strcmp(k, "autocommit") || !strcmp(k, "startTransaction") ||
+            !strcmp(k, "apiVersion") || !strcmp(k, "apiStrict") ||
+            !strcmp(k, "apiDeprecationErrors"))
+            continue;
+        if ((!strcmp(k, "capped") && bson_iter_as_bool(&it)) || !strcmp(k, "viewOn") ||
+            !strcmp(k, "pipeline") || !strcmp(k, "timeseries") || !strcmp(k, "clusteredIndex") ||
+            !strcmp(k, "encryptedFields") || !strcmp(k, "validator") ||
+            !strcmp(k, "collation")) {
+            ok = dberr_set(err, DBERR_NOT_IMPLEMENTED,
+                           "atomdb does not support the create option '%s' yet", k);
+            break;
+        }
+        bson_append_value(&options, k, -1, bson_iter_value(&it));
+    }
+    if (ok && !catalog_create(server.catalog, ctx->db, coll, &options, err))
+        ok = false;
+    bson_destroy(&options);
+    return ok;
+}
+
+bool cmd_drop(cmd_ctx_t *ctx, dberr_t *err)
+{
+    const char *coll;
+    if (!cmd_collection_name(ctx, &coll, err))
+        return false;
+    if (!catalog_valid_coll_name(ctx->db, coll, err))
+        return false;
+    collection_t *c = catalog_get(server.catalog, ctx->db, coll);
+    if (c)
+        BSON_APPEND_INT32(ctx->reply, "nIndexesWas", collection_nindexes(c));
+    char ns[512];
+    snprintf(ns, sizeof ns, "%s.%s", ctx->db, coll);
+    catalog_drop(server.catalog, ctx->db, coll);
+    BSON_APPEND_UTF8(ctx->reply, "ns", ns);
+    return true;
+}
+
+bool cmd_drop_database(cmd_ctx_t *ctx, dberr_t *err)
+{
+    if (!catalog_valid_db_name(ctx->db, err))
+        return false;
+    catalog_drop_db(server.catalog, ctx->db);
+    return true;
+}
+
+/* ---- statistics ---- */
+
+typedef struct dbcmds_stats {
+    int64_t colls, objects, data, indexes;
+} dbcmds_stats_t;
+
+static void dbcmds_stat_one(collection_t *c, void *ctx)
+{
+    dbcmds_stats_t *s = ctx;
+    s->colls++;
+    s->objects += (int64_t)collection_count(c);
+    s->data += (int64_t)collection_data_size(c);
+    s->indexes += collection_nindexes(c);
+}
+
+bool cmd_db_stats(cmd_ctx_t *ctx, dberr_t *err)
+{
+    if (!catalog_valid_db_name(ctx->db, err))
+        return false;
+    dbcmds_stats_t s = {0};
+    catalog_foreach_coll(server.catalog, ctx->db, dbcmds_stat_one, &s);
+    BSON_APPEND_UTF8(ctx->reply, "db", ctx->db);
+    BSON_APPEND_INT64(ctx->reply, "collections", s.colls);
+    BSON_APPEND_INT64(ctx->reply, "views", 0);
+    BSON_APPEND_INT64(ctx->reply, "objects", s.objects);
+    BSON_APPEND_DOUBLE(ctx->reply, "avgObjSize", s.objects ? (double)s.data / s.objects : 0.0);
+    BSON_APPEND_DOUBLE(ctx->reply, "dataSize", (double)s.data);
+    BSON_APPEND_DOUBLE(ctx->reply, "storageSize", (double)s.data);
+    BSON_APPEND_INT64(ctx->reply, "indexes", s.indexes);
+    BSON_APPEND_DOUBLE(ctx->reply, "indexSize", 0.0);
+    BSON_APPEND_DOUBLE(ctx->reply, "totalSize", (double)s.data);
+    BSON_APPEND_INT32(ctx->reply, "scaleFactor", 1);
+    return true;
+}
+
+bool cmd_coll_stats(cmd_ctx_t *ctx, dberr_t *err)
+{
+    const char *coll;
+    if (!cmd_collection_name(ctx, &coll, err))
+        return false;
+    collection_t *c = catalog_get(server.catalog, ctx->db, coll);
+    char ns[512];
+    snprintf(ns, sizeof ns, "%s.%s", ctx->db, coll);
+    if (!c)
+        return dberr_set(err, DBERR_NAMESPACE_NOT_FOUND, "Collection [%s] not found.", ns);
+    int64_t count = (int64_t)collection_count(c), size = (int64_t)collection_data_size(c);
+    BSON_APPEND_UTF8(ctx->reply, "ns", ns);
+    BSON_APPEND_INT64(ctx->reply, "size", size);
+    BSON_APPEND_INT64(ctx->reply, "count", count);
+    if (count)
+        BSON_APPEND_INT64(ctx->reply, "avgObjSize", size / count);
+    BSON_APPEND_INT64(ctx->reply, "storageSize", size);
+    BSON_APPEND_INT32(ctx->reply, "nindexes", collection_nindexes(c));
+    BSON_APPEND_INT64(ctx->reply, "totalIndexSize", 0);
+    bson_t sizes;
+    bson_append_document_begin(ctx->reply, "indexSizes", -1, &sizes);
+    for (int i = 0; i < collection_nindexes(c); i++)
+        BSON_APPEND_INT64(&sizes, collection_index(c, i)->name, 0);
+    bson_append_document_end(ctx->reply, &sizes);
+    BSON_APPEND_INT32(ctx->reply, "scaleFactor", 1);
+    BSON_APPEND_BOOL(ctx->reply, "capped", false);
+    return true;
+}
+
+/* ---- indexes ---- */
+
+bool cmd_create_indexes(cmd_ctx_t *ctx, dberr_t *err)
+{
+    const char *coll;
+    if (!cmd_collection_name(ctx, &coll, err))
+        return false;
+    bson_iter_t it, el;
+    if (!cmd_find(ctx, "indexes", &it))
+        return dberr_set(err, DBERR_FAILED_TO_PARSE,
+                         "BSON field 'createIndexes.indexes' is missing but a required field");
+    if (!BSON_ITER_HOLDS_ARRAY(&it))
+        return dberr_set(err, DBERR_TYPE_MISMATCH,
+                         "BSON field 'createIndexes.indexes' is the wrong type '%s', expected "
+                         "type 'array'",
+                         cmd_type_name(bson_iter_type(&it)));
+    bool existed = catalog_get(server.catalog, ctx->db, coll) != NULL;
+    collection_t *c = catalog_get_or_create(server.catalog, ctx->db, coll, err);
+    if (!c)
+        return false;
+    int before = collection_nindexes(c);
+    bson_iter_recurse(&it, &el);
+    int specs = 0;
+    while (bson_iter_next(&el)) {
+        bson_t spec;
+        if (!BSON_ITER_HOLDS_DOCUMENT(&el) || !cmd_iter_doc(&el, &spec))
+            return dberr_set(err, DBERR_TYPE_MISMATCH, "index specification must be an object");
+        bool created;
+        if (!collection_create_index(c, &spec, &created, err))
+            return false;
+        specs++;
+    }
+    if (specs == 0)
+        return dberr_set(err, DBERR_BAD_VALUE, "Must specify at least one index to create");
+    BSON_APPEND_INT32(ctx->reply, "numIndexesBefore", before);
+    BSON_APPEND_INT32(ctx->reply, "numIndexesAfter", collection_nindexes(c));
+    if (before == collection_nindexes(c))
+        BSON_APPEND_UTF8(ctx->reply, "note", "all indexes already exist");
+    BSON_APPEND_BOOL(ctx->reply, "createdCollectionAutomatically", !existed);
+    return true;
+}
+
+bool cmd_list_indexes(cmd_ctx_t *ctx, dberr_t *err)
+{
+    const char *coll;
+    if (!cmd_collection_name(ctx, &coll, err))
+        return false;
+    collection_t *c = catalog_get(server.catalog, ctx->db, coll);
+    char ns[512];
+    snprintf(ns, sizeof ns, "%s.%s", ctx->db, coll);
+    if (!c)
+        return dberr_set(err, DBERR_NAMESPACE_NOT_FOUND, "ns does not exist: %s", ns);
+    recvec_t recs;
+    recvec_init(&recs);
+    for (int i = 0; i < collection_nindexes(c); i++) {
+        record_t *r = record_new(&collection_index(c, i)->spec);
+        recvec_push_ref(&recs, r);
+        record_unref(r);
+    }
+    int64_t batch_size = -1;
+    bson_iter_t it;
+    bson_t cur;
+    if (cmd_find(ctx, "cursor", &it) && cmd_iter_doc(&it, &cur)) {
+        bson_iter_t bs;
+        if (bson_iter_init_find(&bs, &cur, "batchSize") && BSON_ITER_HOLDS_NUMBER(&bs))
+            batch_size = bson_iter_as_int64(&bs);
+    }
+    return cmd_reply_cursor(ctx, ns, &recs, NULL, NULL, batch_size, false, err);
+}
+
+bool cmd_drop_indexes(cmd_ctx_t *ctx, dberr_t *err)
+{
+    const char *coll;
+    if (!cmd_collection_name(ctx, &coll, err))
+        return false;
+    collection_t *c = catalog_get(server.catalog, ctx->db, coll);
+    char ns[512];
+    snprintf(ns, sizeof ns, "%s.%s", ctx->db, coll);
+    if (!c)
+        return dberr_set(err, DBERR_NAMESPACE_NOT_FOUND, "ns not found %s", ns);
+    bson_iter_t it;
+    if (!cmd_find(ctx, "index", &it))
+        return dberr_set(err, DBERR_FAILED_TO_PARSE,
+                         "BSON field 'dropIndexes.index' is missing but a required field");
+    int was = collection_nindexes(c);
+    if (BSON_ITER_HOLDS_UTF8(&it)) {
+        const char *name = bson_iter_utf8(&it, NULL);
+        if (strcmp(name, "*") == 0)
+            collection_drop_all_indexes(c);
+        else if (!collection_drop_index(c, name, err))
+            return false;
+    } else if (BSON_ITER_HOLDS_ARRAY(&it)) {
+        bson_iter_t el;
+        bson_iter_recurse(&it, &el);
+        while (bson_iter_next(&el)) /* mongod checks all names first; close enough */
+            if (!BSON_ITER_HOLDS_UTF8(&el) ||
+                !collection_drop_index(c, bson_iter_utf8(&el, NULL), err))
+                return err->code ? false
+                                 : dberr_set(err, DBERR_TYPE_MISMATCH, "index names must be "
+                                                                       "strings");
+    } else if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
+        bson_t key;
+        cmd_iter_doc(&it, &key);
+        if (!collection_drop_index_by_key(c, &key, err))
+            return false;
+    } else {
+        return dberr_set(err, DBERR_TYPE_MISMATCH,
+                         "BSON field 'dropIndexes.index' is the wrong type '%s'",
+                         cmd_type_name(bson_iter_type(&it)));
+    }
+    BSON_APPEND_INT32(ctx->reply, "nIndexesWas", was);
+    return true;
+}

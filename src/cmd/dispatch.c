@@ -1,0 +1,309 @@
+/* dispatch: the command table, the checks every command shares ($db,
+ * maxTimeMS, read preference), opcounters, and the one place an error
+ * becomes {ok: 0, errmsg, code, codeName}. */
+#include "cmd/cmd-private.h"
+
+#include <string.h>
+
+#include "util/log.h"
+
+/* Counts toward opcounters.query etc. instead of .command. */
+typedef enum cmd_counter {
+    CMD_COUNT_COMMAND,
+    CMD_COUNT_QUERY,
+    CMD_COUNT_GETMORE,
+    CMD_COUNT_NONE, /* counted by the handler (insert/update/delete) */
+} cmd_counter_t;
+
+typedef struct cmd_def {
+    const char *name;
+    cmd_fn fn;
+    cmd_counter_t counter;
+    bool admin_only; /* must run against the admin database */
+} cmd_def_t;
+
+static const cmd_def_t cmd_table[] = {
+    {"hello", cmd_hello, CMD_COUNT_COMMAND, false},
+    {"isMaster", cmd_hello, CMD_COUNT_COMMAND, false},
+    {"ismaster", cmd_hello, CMD_COUNT_COMMAND, false},
+    {"ping", cmd_ping, CMD_COUNT_COMMAND, false},
+    {"buildInfo", cmd_build_info, CMD_COUNT_COMMAND, false},
+    {"buildinfo", cmd_build_info, CMD_COUNT_COMMAND, false},
+    {"getParameter", cmd_get_parameter, CMD_COUNT_COMMAND, true},
+    {"setParameter", cmd_set_parameter, CMD_COUNT_COMMAND, true},
+    {"getCmdLineOpts", cmd_get_cmd_line_opts, CMD_COUNT_COMMAND, true},
+    {"getLog", cmd_get_log, CMD_COUNT_COMMAND, true},
+    {"hostInfo", cmd_host_info, CMD_COUNT_COMMAND, false},
+    {"whatsmyuri", cmd_whatsmyuri, CMD_COUNT_COMMAND, false},
+    {"connectionStatus", cmd_connection_status, CMD_COUNT_COMMAND, false},
+    {"serverStatus", cmd_server_status, CMD_COUNT_COMMAND, false},
+    {"shutdown", cmd_shutdown, CMD_COUNT_COMMAND, true},
+    {"endSessions", cmd_end_sessions, CMD_COUNT_COMMAND, false},
+    {"listCommands", cmd_list_commands, CMD_COUNT_COMMAND, false},
+    {"listDatabases", cmd_list_databases, CMD_COUNT_COMMAND, true},
+    {"listCollections", cmd_list_collections, CMD_COUNT_COMMAND, false},
+    {"create", cmd_create, CMD_COUNT_COMMAND, false},
+    {"drop", cmd_drop, CMD_COUNT_COMMAND, false},
+    {"dropDatabase", cmd_drop_database, CMD_COUNT_COMMAND, false},
+    {"dbStats", cmd_db_stats, CMD_COUNT_COMMAND, false},
+    {"dbstats", cmd_db_stats, CMD_COUNT_COMMAND, false},
+    {"collStats", cmd_coll_stats, CMD_COUNT_COMMAND, false},
+    {"collstats", cmd_coll_stats, CMD_COUNT_COMMAND, false},
+    {"createIndexes", cmd_create_indexes, CMD_COUNT_COMMAND, false},
+    {"listIndexes", cmd_list_indexes, CMD_COUNT_COMMAND, false},
+    {"dropIndexes", cmd_drop_indexes, CMD_COUNT_COMMAND, false},
+    {"deleteIndexes", cmd_drop_indexes, CMD_COUNT_COMMAND, false},
+    {"getMore", cmd_get_more, CMD_COUNT_GETMORE, false},
+    {"killCursors", cmd_kill_cursors, CMD_COUNT_COMMAND, false},
+    {"insert", cmd_insert, CMD_COUNT_NONE, false},
+    {"update", cmd_update, CMD_COUNT_NONE, false},
+    {"delete", cmd_delete, CMD_COUNT_NONE, false},
+    {"findAndModify", cmd_find_and_modify, CMD_COUNT_COMMAND, false},
+    {"findandmodify", cmd_find_and_modify, CMD_COUNT_COMMAND, false},
+    {"find", cmd_find_cmd, CMD_COUNT_QUERY, false},
+    {"count", cmd_count, CMD_COUNT_COMMAND, false},
+    {"distinct", cmd_distinct, CMD_COUNT_COMMAND, false},
+    {"aggregate", cmd_aggregate, CMD_COUNT_COMMAND, false},
+    {"explain", cmd_explain, CMD_COUNT_COMMAND, false},
+};
+
+void cmd_append_command_names(bson_t *commands)
+{
+    for (size_t i = 0; i < sizeof cmd_table / sizeof cmd_table[0]; i++) {
+        bson_t one;
+        bson_append_document_begin(commands, cmd_table[i].name, -1, &one);
+        BSON_APPEND_BOOL(&one, "adminOnly", cmd_table[i].admin_only);
+        bson_append_document_end(commands, &one);
+    }
+}
+
+static const cmd_def_t *cmd_lookup(const char *name)
+{
+    for (size_t i = 0; i < sizeof cmd_table / sizeof cmd_table[0]; i++)
+        if (strcmp(cmd_table[i].name, name) == 0)
+            return &cmd_table[i];
+    return NULL;
+}
+
+void cmd_error_reply(bson_t *reply, const dberr_t *err)
+{
+    bson_reinit(reply);
+    BSON_APPEND_DOUBLE(reply, "ok", 0.0);
+    BSON_APPEND_UTF8(reply, "errmsg", err->msg);
+    BSON_APPEND_INT32(reply, "code", err->code);
+    BSON_APPEND_UTF8(reply, "codeName", dberr_codename(err->code));
+    if (err->extra_len) {
+        bson_t extra;
+        bson_iter_t it;
+        if (bson_init_static(&extra, err->extra, err->extra_len) && bson_iter_init(&it, &extra))
+            while (bson_iter_next(&it))
+                bson_append_value(reply, bson_iter_key(&it), -1, bson_iter_value(&it));
+    }
+}
+
+void cmd_client_closed(cmd_client_t *client)
+{
+    if (client->park_timer) {
+        uv_timer_stop(client->park_timer);
+        uv_close((uv_handle_t *)client->park_timer, (uv_close_cb)bson_free);
+        client->park_timer = NULL;
+    }
+    if (client->metadata) {
+        bson_destroy(client->metadata);
+        client->metadata = NULL;
+    }
+}
+
+/* Checks the arguments every command may carry. */
+static bool cmd_check_generic(cmd_ctx_t *ctx, dberr_t *err)
+{
+    bson_iter_t it;
+    if (cmd_find(ctx, "maxTimeMS", &it)) {
+        if (!BSON_ITER_HOLDS_NUMBER(&it))
+            return dberr_set(err, DBERR_BAD_VALUE, "maxTimeMS must be a number");
+        double v = bson_iter_as_double(&it);
+        if (v < 0 || v > 2147483647.0)
+            return dberr_set(err, DBERR_BAD_VALUE,
+                             "%g value for maxTimeMS is out of range [0, 2147483647]", v);
+        ctx->max_time_ms = (int64_t)v;
+    }
+    if (cmd_find(ctx, "$readPreference", &it)) {
+        bson_t rp;
+        bson_iter_t mode;
+        if (!cmd_iter_doc(&it, &rp))
+            return dberr_set(err, DBERR_TYPE_MISMATCH, "$readPreference must be an object");
+        if (bson_iter_init_find(&mode, &rp, "mode") && BSON_ITER_HOLDS_UTF8(&mode)) {
+            const char *m = bson_iter_utf8(&mode, NULL);
+            if (strcmp(m, "primary") && strcmp(m, "primaryPreferred") && strcmp(m, "nearest") &&
+                strcmp(m, "secondaryPreferred") && strcmp(m, "secondary"))
+                return dberr_set(err, DBERR_FAILED_TO_PARSE,
+                                 "Could not parse $readPreference mode '%s'", m);
+        }
+    }
+    return true;
+}
+
+cmd_status_t cmd_run(cmd_client_t *client, const wire_request_t *req, bson_t *reply)
+{
+    dberr_t err;
+    dberr_clear(&err);
+    cmd_ctx_t ctx = {0};
+    ctx.client = client;
+    ctx.req = req;
+    ctx.cmd = &req->cmd;
+    ctx.reply = reply;
+    ctx.db = req->db;
+    const cmd_def_t *def = NULL;
+
+    if (!bson_iter_init(&ctx.arg, &req->cmd) || !bson_iter_next(&ctx.arg)) {
+        dberr_set(&err, DBERR_FAILED_TO_PARSE, "no command name given");
+        goto fail;
+    }
+    ctx.name = bson_iter_key(&ctx.arg);
+    def = cmd_lookup(ctx.name);
+    if (!def) {
+        server.ops.command++;
+        dberr_set(&err, DBERR_COMMAND_NOT_FOUND, "no such command: '%s'", ctx.name);
+        goto fail;
+    }
+    switch (def->counter) {
+    case CMD_COUNT_COMMAND:
+        server.ops.command++;
+        break;
+    case CMD_COUNT_QUERY:
+        server.ops.query++;
+        break;
+    case CMD_COUNT_GETMORE:
+        server.ops.getmore++;
+        break;
+    case CMD_COUNT_NONE:
+        break;
+    }
+    if (req->opcode == WIRE_OP_MSG && !req->has_db) {
+        dberr_set(&err, 40571, "OP_MSG requests require a $db argument");
+        goto fail;
+    }
+    if (def->admin_only && strcmp(ctx.db, "admin") != 0) {
+        dberr_set(&err, DBERR_UNAUTHORIZED, "%s may only be run against the admin database.",
+                  ctx.name);
+        goto fail;
+    }
+    if (!cmd_check_generic(&ctx, &err))
+        goto fail;
+    if (!def->fn(&ctx, &err))
+        goto fail;
+    if (ctx.close)
+        return CMD_CLOSE;
+    if (ctx.parked)
+        return CMD_PARKED;
+    BSON_APPEND_DOUBLE(reply, "ok", 1.0);
+    return CMD_REPLIED;
+fail:
+    log_debug("COMMAND", "%s failed: %s (%d)", ctx.name ? ctx.name : "?", err.msg, err.code);
+    cmd_error_reply(reply, &err);
+    return CMD_REPLIED;
+}
+
+/* ---- helpers shared by the handlers ---- */
+
+bool cmd_iter_doc(const bson_iter_t *it, bson_t *out)
+{
+    uint32_t len;
+    const uint8_t *data;
+    if (BSON_ITER_HOLDS_DOCUMENT(it))
+        bson_iter_document(it, &len, &data);
+    else if (BSON_ITER_HOLDS_ARRAY(it))
+        bson_iter_array(it, &len, &data);
+    else
+        return false;
+    return bson_init_static(out, data, len);
+}
+
+bool cmd_find(const cmd_ctx_t *ctx, const char *key, bson_iter_t *out)
+{
+    return bson_iter_init_find(out, ctx->cmd, key);
+}
+
+bool cmd_collection_name(const cmd_ctx_t *ctx, const char **out, dberr_t *err)
+{
+    if (!BSON_ITER_HOLDS_UTF8(&ctx->arg))
+        return dberr_set(err, DBERR_INVALID_NAMESPACE, "collection name has invalid type %s",
+                         cmd_type_name(bson_iter_type(&ctx->arg)));
+    *out = bson_iter_utf8(&ctx->arg, NULL);
+    return true;
+}
+
+const char *cmd_type_name(bson_type_t t)
+{
+    switch (t) {
+    case BSON_TYPE_DOUBLE: return "double";
+    case BSON_TYPE_UTF8: return "string";
+    case BSON_TYPE_DOCUMENT: return "object";
+    case BSON_TYPE_ARRAY: return "array";
+    case BSON_TYPE_BINARY: return "binData";
+    case BSON_TYPE_UNDEFINED: return "undefined";
+    case BSON_TYPE_OID: return "objectId";
+    case BSON_TYPE_BOOL: return "bool";
+    case BSON_TYPE_DATE_TIME: return "date";
+    case BSON_TYPE_NULL: return "null";
+    case BSON_TYPE_REGEX: return "regex";
+    case BSON_TYPE_CODE: return "javascript";
+    case BSON_TYPE_SYMBOL: return "symbol";
+    case BSON_TYPE_INT32: return "int";
+    case BSON_TYPE_TIMESTAMP: return "timestamp";
+    case BSON_TYPE_INT64: return "long";
+    case BSON_TYPE_DECIMAL128: return "decimal";
+    case BSON_TYPE_MINKEY: return "minKey";
+    case BSON_TYPE_MAXKEY: return "maxKey";
+    default: return "unknown";
+    }
+}
+
+bool cmd_opt_int64(const cmd_ctx_t *ctx, const char *key, int64_t *out, dberr_t *err)
+{
+    bson_iter_t it;
+    if (!cmd_find(ctx, key, &it) || BSON_ITER_HOLDS_NULL(&it))
+        return true;
+    if (!BSON_ITER_HOLDS_NUMBER(&it))
+        return dberr_set(err, DBERR_TYPE_MISMATCH,
+                         "BSON field '%s.%s' is the wrong type '%s', expected types '[long, int, "
+                         "decimal, double]'",
+                         ctx->name, key, cmd_type_name(bson_iter_type(&it)));
+    *out = bson_iter_as_int64(&it);
+    return true;
+}
+
+bool cmd_opt_bool(const cmd_ctx_t *ctx, const char *key, bool *out, dberr_t *err)
+{
+    bson_iter_t it;
+    if (!cmd_find(ctx, key, &it) || BSON_ITER_HOLDS_NULL(&it))
+        return true;
+    if (!BSON_ITER_HOLDS_BOOL(&it) && !BSON_ITER_HOLDS_NUMBER(&it))
+        return dberr_set(err, DBERR_TYPE_MISMATCH,
+                         "BSON field '%s.%s' is the wrong type '%s', expected types '[bool, long, "
+                         "int, decimal, double]'",
+                         ctx->name, key, cmd_type_name(bson_iter_type(&it)));
+    *out = bson_iter_as_bool(&it);
+    return true;
+}
+
+bool cmd_opt_doc(const cmd_ctx_t *ctx, const char *key, bson_t *out, bool *present, dberr_t *err)
+{
+    bson_iter_t it;
+    *present = false;
+    if (!cmd_find(ctx, key, &it) || BSON_ITER_HOLDS_NULL(&it))
+        return true;
+    if (!BSON_ITER_HOLDS_DOCUMENT(&it))
+        return dberr_set(err, DBERR_TYPE_MISMATCH,
+                         "BSON field '%s.%s' is the wrong type '%s', expected type 'object'",
+                         ctx->name, key, cmd_type_name(bson_iter_type(&it)));
+    *present = cmd_iter_doc(&it, out);
+    return true;
+}
+
+const char *cmd_index_key(uint32_t i, char *buf, size_t size)
+{
+    const char *key;
+    bson_uint32_to_string(i, &key, buf, size);
+    return key;
+}

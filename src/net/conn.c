@@ -1,0 +1,264 @@
+/* conn: one client connection — reads bytes into a growing buffer, cuts
+ * them into frames, runs each request through the command layer and queues
+ * the reply. A malformed frame closes only this connection. */
+#include "net/net-private.h"
+
+#include <string.h>
+
+#include "cmd/cmd.h"
+#include "cmd/server.h"
+#include "util/log.h"
+#include "wire/wire.h"
+
+/* Stop reading from a client whose unsent replies pass this many bytes. */
+#define CONN_WRITE_HIGH_WATER (64u * 1024 * 1024)
+#define CONN_READ_CHUNK (64 * 1024)
+
+/* A queued write: the frame bytes and libuv's request. */
+typedef struct conn_write {
+    uv_write_t req;
+    conn_t *conn;
+    uint8_t *data;
+    size_t len;
+} conn_write_t;
+
+static void conn_process(conn_t *c);
+
+static void conn_on_closed(uv_handle_t *h)
+{
+    conn_t *c = h->data;
+    buf_destroy(&c->in);
+    bson_free(c);
+}
+
+void conn_close(conn_t *c, const char *why)
+{
+    if (c->closing)
+        return;
+    c->closing = true;
+    if (why)
+        log_info("NETWORK", "connection %lld from %s closed: %s", (long long)c->client.id,
+                 c->client.remote, why);
+    else
+        log_debug("NETWORK", "connection %lld from %s closed", (long long)c->client.id,
+                  c->client.remote);
+    if (c->has_pending) {
+        wire_request_destroy(&c->pending);
+        c->has_pending = false;
+    }
+    cmd_client_closed(&c->client);
+    conn_list_remove(c);
+    server.connections_current--;
+    uv_close((uv_handle_t *)&c->tcp, conn_on_closed);
+}
+
+static void conn_on_written(uv_write_t *req, int status)
+{
+    conn_write_t *w = (conn_write_t *)req;
+    conn_t *c = w->conn;
+    c->write_queued -= w->len;
+    bson_free(w->data);
+    bson_free(w);
+    if (status < 0) {
+        conn_close(c, uv_strerror(status));
+        return;
+    }
+    if (c->read_paused && !c->closing && c->write_queued < CONN_WRITE_HIGH_WATER / 2) {
+        c->read_paused = false;
+        conn_start_reading(c);
+    }
+}
+
+/* Queues the frame bytes in `frame` (taken over). */
+static void conn_send(conn_t *c, buf_t *frame)
+{
+    if (c->closing) {
+        buf_destroy(frame);
+        return;
+    }
+    conn_write_t *w = bson_malloc(sizeof *w);
+    w->conn = c;
+    w->data = buf_steal(frame, &w->len);
+    uv_buf_t b = uv_buf_init((char *)w->data, (unsigned)w->len);
+    c->write_queued += w->len;
+    int rc = uv_write(&w->req, (uv_stream_t *)&c->tcp, &b, 1, conn_on_written);
+    if (rc < 0) {
+        c->write_queued -= w->len;
+        bson_free(w->data);
+        bson_free(w);
+        conn_close(c, uv_strerror(rc));
+        return;
+    }
+    if (c->write_queued > CONN_WRITE_HIGH_WATER && !c->read_paused) {
+        c->read_paused = true;
+        uv_read_stop((uv_stream_t *)&c->tcp);
+    }
+}
+
+/* Sends `body` as the reply to `req` unless the client asked for none. */
+static void conn_reply(conn_t *c, const wire_request_t *req, const bson_t *body)
+{
+    if (req->opcode == WIRE_OP_MSG && (req->flags & WIRE_MSG_MORE_TO_COME))
+        return; /* w: 0 / fire-and-forget: no reply at all */
+    buf_t frame;
+    buf_init(&frame);
+    int compressor = wire_command_compressible(&req->cmd) ? req->compressor : -1;
+    wire_reply_append(&frame, req, ++c->last_reply_id, body, 0, compressor);
+    conn_send(c, &frame);
+}
+
+/* The command layer's callback for a parked request. */
+static void conn_send_parked_reply(cmd_client_t *client, const bson_t *body)
+{
+    conn_t *c = (conn_t *)((char *)client - offsetof(conn_t, client));
+    if (!c->has_pending)
+        return;
+    conn_reply(c, &c->pending, body);
+    wire_request_destroy(&c->pending);
+    c->has_pending = false;
+    if (!c->closing)
+        conn_process(c);
+}
+
+/* Runs the request parsed into c->pending. False when the connection must
+ * close. The request stays in c->pending while parked (a bson_t must not be
+ * moved once built). */
+static bool conn_run(conn_t *c)
+{
+    bson_t reply = BSON_INITIALIZER;
+    c->has_pending = true;
+    cmd_status_t st = cmd_run(&c->client, &c->pending, &reply);
+    switch (st) {
+    case CMD_REPLIED:
+        conn_reply(c, &c->pending, &reply);
+        wire_request_destroy(&c->pending);
+        c->has_pending = false;
+        break;
+    case CMD_PARKED:
+        break;
+    case CMD_CLOSE:
+        wire_request_destroy(&c->pending);
+        c->has_pending = false;
+        bson_destroy(&reply);
+        return false;
+    }
+    bson_destroy(&reply);
+    return true;
+}
+
+/* Cuts and runs every whole frame buffered, until one parks. */
+static void conn_process(conn_t *c)
+{
+    size_t off = 0;
+    while (!c->closing && !c->has_pending) {
+        dberr_t err = {0};
+        int32_t len = 0;
+        wire_frame_status_t fs = wire_frame_peek(c->in.data + off, c->in.len - off, &len, &err);
+        if (fs == WIRE_FRAME_NEED_MORE)
+            break;
+        if (fs == WIRE_FRAME_BAD) {
+            conn_close(c, err.msg);
+            return;
+        }
+        wire_request_t *req = &c->pending;
+        wire_parse_status_t ps = wire_request_parse(c->in.data + off, (size_t)len, req, &err);
+        off += (size_t)len;
+        if (ps == WIRE_PARSE_CLOSE) {
+            wire_request_destroy(req);
+            conn_close(c, err.msg);
+            return;
+        }
+        if (ps == WIRE_PARSE_REPLY_ERROR) {
+            log_info("NETWORK", "connection %lld: bad request: %s", (long long)c->client.id,
+                     err.msg);
+            if (!(req->opcode == WIRE_OP_MSG && (req->flags & WIRE_MSG_MORE_TO_COME))) {
+                buf_t frame;
+                buf_init(&frame);
+                wire_error_reply_append(&frame, req, ++c->last_reply_id, &err, req->compressor);
+                conn_send(c, &frame);
+            }
+            wire_request_destroy(req);
+            continue;
+        }
+        if (!conn_run(c)) {
+            conn_close(c, NULL);
+            return;
+        }
+    }
+    if (!c->closing)
+        buf_consume(&c->in, off);
+}
+
+static void conn_on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *out)
+{
+    conn_t *c = h->data;
+    buf_reserve(&c->in, CONN_READ_CHUNK);
+    *out = uv_buf_init((char *)c->in.data + c->in.len, (unsigned)(c->in.cap - c->in.len));
+}
+
+static void conn_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
+{
+    conn_t *c = s->data;
+    if (nread < 0) {
+        conn_close(c, nread == UV_EOF ? NULL : uv_strerror((int)nread));
+        return;
+    }
+    c->in.len += (size_t)nread;
+    conn_process(c);
+}
+
+void conn_start_reading(conn_t *c)
+{
+    uv_read_start((uv_stream_t *)&c->tcp, conn_on_alloc, conn_on_read);
+}
+
+static void conn_format_addr(const struct sockaddr_storage *sa, char *out, size_t size,
+                             bool *is_local)
+{
+    char host[INET6_ADDRSTRLEN] = "?";
+    int port = 0;
+    bool local = false;
+    if (sa->ss_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+        uv_ip4_name(in, host, sizeof host);
+        port = ntohs(in->sin_port);
+        local = (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+    } else if (sa->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+        uv_ip6_name(in6, host, sizeof host);
+        port = ntohs(in6->sin6_port);
+        local = strcmp(host, "::1") == 0 || strncmp(host, "::ffff:127.", 11) == 0;
+    }
+    snprintf(out, size, "%s:%d", host, port);
+    if (is_local)
+        *is_local = local;
+}
+
+conn_t *conn_accept(uv_stream_t *listener)
+{
+    conn_t *c = bson_malloc0(sizeof *c);
+    uv_tcp_init(listener->loop, &c->tcp);
+    c->tcp.data = c;
+    buf_init(&c->in);
+    if (uv_accept(listener, (uv_stream_t *)&c->tcp) != 0) {
+        uv_close((uv_handle_t *)&c->tcp, conn_on_closed);
+        return NULL;
+    }
+    uv_tcp_nodelay(&c->tcp, 1);
+    struct sockaddr_storage sa;
+    int salen = sizeof sa;
+    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&sa, &salen) == 0)
+        conn_format_addr(&sa, c->client.remote, sizeof c->client.remote, &c->client.is_local);
+    salen = sizeof sa;
+    if (uv_tcp_getsockname(&c->tcp, (struct sockaddr *)&sa, &salen) == 0)
+        conn_format_addr(&sa, c->client.local, sizeof c->client.local, NULL);
+    c->client.id = ++server.next_connection_id;
+    c->client.send_parked_reply = conn_send_parked_reply;
+    server.connections_current++;
+    server.connections_total++;
+    conn_list_add(c);
+    log_debug("NETWORK", "connection %lld accepted from %s", (long long)c->client.id,
+              c->client.remote);
+    conn_start_reading(c);
+    return c;
+}

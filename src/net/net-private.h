@@ -1,0 +1,38 @@
+/* net-private: what the listener and the connections share inside net. */
+#ifndef ATOMDB_NET_PRIVATE_H
+#define ATOMDB_NET_PRIVATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <uv.h>
+
+#include "cmd/cmd.h"
+#include "net/net.h"
+#include "util/buf.h"
+#include "wire/wire.h"
+
+/* One client connection (loop thread only). */
+typedef struct conn {
+    uv_tcp_t tcp;             /* must stay first: handle data points back here */
+    cmd_client_t client;      /* what the command layer sees */
+    buf_t in;                 /* bytes read and not yet consumed */
+    size_t write_queued;      /* reply bytes handed to libuv, not yet written */
+    bool read_paused;         /* reading stopped until replies drain */
+    bool closing;             /* uv_close called; no more work */
+    bool has_pending;         /* a parked request waits for its reply */
+    wire_request_t pending;   /* the parked request */
+    int32_t last_reply_id;    /* requestID of our last reply */
+    struct conn *prev, *next; /* list of open connections */
+} conn_t;
+
+/* Accepts a pending connection on `listener`; NULL when accept failed. */
+conn_t *conn_accept(uv_stream_t *listener);
+/* Closes `c` (idempotent); `why` is logged at info level when not NULL. */
+void conn_close(conn_t *c, const char *why);
+/* (Re)starts reading. */
+void conn_start_reading(conn_t *c);
+/* The open-connection list, kept by the listener. */
+void conn_list_add(conn_t *c);
+void conn_list_remove(conn_t *c);
+
+#endif

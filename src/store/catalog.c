@@ -1,0 +1,182 @@
+/* catalog: databases → collections, both in ordered maps, plus name rules. */
+#include "store/catalog.h"
+
+#include <string.h>
+
+#include "util/omap.h"
+
+/* One database: its collections by name. */
+typedef struct catalog_db {
+    char *name;
+    omap_t *colls; /* name → collection_t* (owned) */
+} catalog_db_t;
+
+struct catalog {
+    omap_t *dbs; /* name → catalog_db_t* (owned) */
+};
+
+static void catalog_free_coll(void *c)
+{
+    collection_destroy(c);
+}
+
+static void catalog_free_db(void *p)
+{
+    catalog_db_t *db = p;
+    omap_destroy(db->colls, catalog_free_coll);
+    bson_free(db->name);
+    bson_free(db);
+}
+
+catalog_t *catalog_new(void)
+{
+    catalog_t *cat = bson_malloc0(sizeof *cat);
+    cat->dbs = omap_new();
+    return cat;
+}
+
+void catalog_destroy(catalog_t *cat)
+{
+    if (!cat)
+        return;
+    omap_destroy(cat->dbs, catalog_free_db);
+    bson_free(cat);
+}
+
+bool catalog_valid_db_name(const char *db, dberr_t *err)
+{
+    size_t n = strlen(db);
+    if (n == 0)
+        return dberr_set(err, DBERR_INVALID_NAMESPACE, "Invalid empty database name");
+    if (n >= 64)
+        return dberr_set(err, DBERR_INVALID_NAMESPACE, "db name is too long: '%s'", db);
+    for (const char *p = db; *p; p++)
+        if (strchr("/\\. \"$*<>:|?", *p))
+            return dberr_set(err, DBERR_INVALID_NAMESPACE, "Invalid database name: '%s'", db);
+    return true;
+}
+
+bool catalog_valid_coll_name(const char *db, const char *coll, dberr_t *err)
+{
+    if (!catalog_valid_db_name(db, err))
+        return false;
+    size_t n = strlen(coll);
+    if (n == 0)
+        return dberr_set(err, DBERR_INVALID_NAMESPACE, "Invalid namespace specified '%s.'", db);
+    if (strchr(coll, '$'))
+        return dberr_set(err, DBERR_INVALID_NAMESPACE, "Invalid collection name: %s", coll);
+    if (coll[0] == '.')
+        return dberr_set(err, DBERR_INVALID_NAMESPACE, "Invalid collection name: %s", coll);
+    if (strlen(db) + 1 + n > 255)
+        return dberr_set(err, DBERR_INVALID_NAMESPACE,
+                         "Fully qualified namespace is too long. Namespace: %s.%s Max: 255", db,
+                         coll);
+    if (strncmp(coll, "system.", 7) == 0 && strcmp(coll, "system.js") != 0 &&
+        strcmp(coll, "system.views") != 0)
+        return dberr_set(err, DBERR_INVALID_NAMESPACE, "Invalid system namespace: %s.%s", db,
+                         coll);
+    return true;
+}
+
+static catalog_db_t *catalog_db(const catalog_t *cat, const char *db)
+{
+    return omap_get(cat->dbs, db, strlen(db));
+}
+
+collection_t *catalog_get(const catalog_t *cat, const char *db, const char *coll)
+{
+    catalog_db_t *d = catalog_db(cat, db);
+    return d ? omap_get(d->colls, coll, strlen(coll)) : NULL;
+}
+
+static collection_t *catalog_add(catalog_t *cat, const char *db, const char *coll,
+                                 const bson_t *options)
+{
+    catalog_db_t *d = catalog_db(cat, db);
+    if (!d) {
+        d = bson_malloc0(sizeof *d);
+        d->name = bson_strdup(db);
+        d->colls = omap_new();
+        omap_insert(cat->dbs, db, strlen(db), d);
+    }
+    collection_t *c = collection_new(db, coll, options);
+    omap_insert(d->colls, coll, strlen(coll), c);
+    return c;
+}
+
+collection_t *catalog_get_or_create(catalog_t *cat, const char *db, const char *coll,
+                                    dberr_t *err)
+{
+    collection_t *c = catalog_get(cat, db, coll);
+    if (c)
+        return c;
+    if (!catalog_valid_coll_name(db, coll, err))
+        return NULL;
+    return catalog_add(cat, db, coll, NULL);
+}
+
+collection_t *catalog_create(catalog_t *cat, const char *db, const char *coll,
+                             const bson_t *options, dberr_t *err)
+{
+    if (!catalog_valid_coll_name(db, coll, err))
+        return NULL;
+    if (catalog_get(cat, db, coll)) {
+        dberr_set(err, DBERR_NAMESPACE_EXISTS, "Collection %s.%s already exists.", db, coll);
+        return NULL;
+    }
+    return catalog_add(cat, db, coll, options);
+}
+
+bool catalog_drop(catalog_t *cat, const char *db, const char *coll)
+{
+    catalog_db_t *d = catalog_db(cat, db);
+    if (!d)
+        return false;
+    collection_t *c = omap_remove(d->colls, coll, strlen(coll));
+    if (!c)
+        return false;
+    collection_destroy(c);
+    if (omap_count(d->colls) == 0)
+        catalog_free_db(omap_remove(cat->dbs, db, strlen(db)));
+    return true;
+}
+
+bool catalog_drop_db(catalog_t *cat, const char *db)
+{
+    catalog_db_t *d = omap_remove(cat->dbs, db, strlen(db));
+    if (!d)
+        return false;
+    catalog_free_db(d);
+    return true;
+}
+
+void catalog_foreach_db(const catalog_t *cat, void (*fn)(const char *db, void *ctx), void *ctx)
+{
+    for (omap_node_t *n = omap_seek(cat->dbs, NULL, 0); n; n = omap_next(n)) {
+        catalog_db_t *d = omap_node_value(n);
+        fn(d->name, ctx);
+    }
+}
+
+void catalog_foreach_coll(const catalog_t *cat, const char *db,
+                          void (*fn)(collection_t *c, void *ctx), void *ctx)
+{
+    catalog_db_t *d = catalog_db(cat, db);
+    if (!d)
+        return;
+    omap_node_t *n = omap_seek(d->colls, NULL, 0);
+    while (n) {
+        omap_node_t *next = omap_next(n); /* fn may not drop, but be safe */
+        fn(omap_node_value(n), ctx);
+        n = next;
+    }
+}
+
+void catalog_foreach_all(const catalog_t *cat, void (*fn)(collection_t *c, void *ctx), void *ctx)
+{
+    for (omap_node_t *n = omap_seek(cat->dbs, NULL, 0); n; n = omap_next(n)) {
+        catalog_db_t *d = omap_node_value(n);
+        for (omap_node_t *m = omap_seek(d->colls, NULL, 0); m; m = omap_next(m))
+            fn(omap_node_value(m), ctx);
+    }
+}

@@ -1,0 +1,738 @@
+/* collection: records plus indexes kept in step, and the query planner
+ * (point lookup by _id, an index range on an equality prefix, an index that
+ * already gives the sort order, or a full scan in _id order). */
+#include "store/collection.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "doc/keystring.h"
+
+#define COLLECTION_MAX_INDEXES 64
+
+struct collection {
+    char *db;
+    char *name;
+    char *ns;
+    bson_t options;
+    uint8_t uuid[16];
+    index_t *indexes[COLLECTION_MAX_INDEXES]; /* [0] is _id_, which owns the records */
+    int nindexes;
+    size_t count;
+    size_t data_size;
+};
+
+collection_t *collection_new(const char *db, const char *name, const bson_t *options)
+{
+    collection_t *c = bson_malloc0(sizeof *c);
+    c->db = bson_strdup(db);
+    c->name = bson_strdup(name);
+    c->ns = bson_strdup_printf("%s.%s", db, name);
+    if (options)
+        bson_copy_to(options, &c->options);
+    else
+        bson_init(&c->options);
+    for (int i = 0; i < 16; i++)
+        c->uuid[i] = (uint8_t)(rand() & 0xff);
+    c->uuid[6] = (c->uuid[6] & 0x0f) | 0x40; /* version 4 */
+    c->uuid[8] = (c->uuid[8] & 0x3f) | 0x80;
+    c->indexes[0] = index_new_id();
+    c->nindexes = 1;
+    return c;
+}
+
+static void collection_unref_value(void *r)
+{
+    record_unref(r);
+}
+
+void collection_destroy(collection_t *c)
+{
+    if (!c)
+        return;
+    omap_destroy(c->indexes[0]->map, collection_unref_value);
+    c->indexes[0]->map = NULL;
+    for (int i = 0; i < c->nindexes; i++)
+        index_destroy(c->indexes[i]);
+    bson_destroy(&c->options);
+    bson_free(c->db);
+    bson_free(c->name);
+    bson_free(c->ns);
+    bson_free(c);
+}
+
+const char *collection_ns(const collection_t *c)
+{
+    return c->ns;
+}
+
+const char *collection_name(const collection_t *c)
+{
+    return c->name;
+}
+
+const bson_t *collection_options(const collection_t *c)
+{
+    return &c->options;
+}
+
+const uint8_t *collection_uuid(const collection_t *c)
+{
+    return c->uuid;
+}
+
+size_t collection_count(const collection_t *c)
+{
+    return c->count;
+}
+
+size_t collection_data_size(const collection_t *c)
+{
+    return c->data_size;
+}
+
+int collection_nindexes(const collection_t *c)
+{
+    return c->nindexes;
+}
+
+index_t *collection_index(const collection_t *c, int i)
+{
+    return i >= 0 && i < c->nindexes ? c->indexes[i] : NULL;
+}
+
+/* The _id of `doc`; false when it has none. */
+static bool collection_doc_id(const bson_t *doc, bson_value_t *id)
+{
+    bson_iter_t it;
+    if (!bson_iter_init_find(&it, doc, "_id"))
+        return false;
+    *id = *bson_iter_value(&it);
+    return true;
+}
+
+record_t *collection_find_id(const collection_t *c, const bson_value_t *id)
+{
+    buf_t key;
+    buf_init(&key);
+    keystring_append(&key, id, false);
+    record_t *r = omap_get(c->indexes[0]->map, key.data, key.len);
+    buf_destroy(&key);
+    return r;
+}
+
+/* Index keys of one document for every index. */
+typedef struct collection_keys {
+    index_keys_t per[COLLECTION_MAX_INDEXES];
+    int n;
+} collection_keys_t;
+
+static void collection_keys_destroy(collection_keys_t *k)
+{
+    for (int i = 0; i < k->n; i++)
+        index_keys_destroy(&k->per[i]);
+    k->n = 0;
+}
+
+static bool collection_keys_of(collection_t *c, const bson_t *doc, collection_keys_t *out,
+                               dberr_t *err)
+{
+    out->n = 0;
+    for (int i = 0; i < c->nindexes; i++) {
+        index_keys_init(&out->per[i]);
+        out->n++;
+        if (!index_keys_of(c->indexes[i], doc, &out->per[i], err))
+            return false;
+    }
+    return true;
+}
+
+/* Checks every unique index for a key held by a record other than `self`. */
+static bool collection_check_unique(collection_t *c, const bson_t *doc,
+                                    const collection_keys_t *keys, const record_t *self,
+                                    dberr_t *err)
+{
+    for (int i = 0; i < c->nindexes; i++) {
+        index_t *ix = c->indexes[i];
+        if (!ix->unique || keys->per[i].skip)
+            continue;
+        for (size_t k = 0; k < keys->per[i].len; k++)
+            if (index_unique_conflict(ix, &keys->per[i].keys[k], self))
+                return index_dup_error(ix, c->ns, doc, err);
+    }
+    return true;
+}
+
+static void collection_index_add(index_t *ix, const index_keys_t *keys, const bson_value_t *id,
+                                 record_t *r)
+{
+    if (keys->skip)
+        return;
+    buf_t mk;
+    buf_init(&mk);
+    for (size_t k = 0; k < keys->len; k++) {
+        index_map_key(ix, &keys->keys[k], id, &mk);
+        omap_insert(ix->map, mk.data, mk.len, r);
+    }
+    buf_destroy(&mk);
+}
+
+static void collection_index_del(index_t *ix, const index_keys_t *keys, const bson_value_t *id)
+{
+    if (keys->skip)
+        return;
+    buf_t mk;
+    buf_init(&mk);
+    for (size_t k = 0; k < keys->len; k++) {
+        index_map_key(ix, &keys->keys[k], id, &mk);
+        omap_remove(ix->map, mk.data, mk.len);
+    }
+    buf_destroy(&mk);
+}
+
+bool collection_insert(collection_t *c, const bson_t *doc, dberr_t *err)
+{
+    bson_value_t id;
+    bool ok = false;
+    collection_keys_t keys = {0};
+    if (!collection_doc_id(doc, &id))
+        return dberr_set(err, DBERR_INTERNAL_ERROR, "document to insert has no _id");
+    if (!collection_keys_of(c, doc, &keys, err))
+        goto cleanup;
+    if (!collection_check_unique(c, doc, &keys, NULL, err))
+        goto cleanup;
+    record_t *r = record_new(doc);
+    for (int i = 0; i < c->nindexes; i++)
+        collection_index_add(c->indexes[i], &keys.per[i], &id, r);
+    c->count++;
+    c->data_size += doc->len;
+    ok = true;
+cleanup:
+    collection_keys_destroy(&keys);
+    return ok;
+}
+
+static bool collection_same_keys(const index_keys_t *a, const index_keys_t *b)
+{
+    if (a->skip != b->skip || a->len != b->len)
+        return false;
+    for (size_t i = 0; i < a->len; i++)
+        if (a->keys[i].len != b->keys[i].len ||
+            memcmp(a->keys[i].data, b->keys[i].data, a->keys[i].len) != 0)
+            return false;
+    return true;
+}
+
+bool collection_replace(collection_t *c, record_t *old, const bson_t *doc, dberr_t *err)
+{
+    bson_t old_doc;
+    bson_value_t id;
+    bool ok = false;
+    collection_keys_t old_keys = {0}, new_keys = {0};
+    record_view(old, &old_doc);
+    if (!collection_doc_id(&old_doc, &id))
+        return dberr_set(err, DBERR_INTERNAL_ERROR, "stored document has no _id");
+    if (!collection_keys_of(c, &old_doc, &old_keys, err) ||
+        !collection_keys_of(c, doc, &new_keys, err))
+        goto cleanup;
+    if (!collection_check_unique(c, doc, &new_keys, old, err))
+        goto cleanup;
+    record_t *r = record_new(doc);
+    buf_t mk;
+    buf_init(&mk);
+    for (int i = 0; i < c->nindexes; i++) {
+        index_t *ix = c->indexes[i];
+        if (collection_same_keys(&old_keys.per[i], &new_keys.per[i])) {
+            if (old_keys.per[i].skip)
+                continue;
+            for (size_t k = 0; k < new_keys.per[i].len; k++) {
+                index_map_key(ix, &new_keys.per[i].keys[k], &id, &mk);
+                omap_node_t *n = omap_find(ix->map, mk.data, mk.len);
+                if (n)
+                    omap_node_set_value(n, r);
+            }
+        } else {
+            collection_index_del(ix, &old_keys.per[i], &id);
+            collection_index_add(ix, &new_keys.per[i], &id, r);
+        }
+    }
+    buf_destroy(&mk);
+    c->data_size += doc->len;
+    c->data_size -= old->len;
+    record_unref(old); /* the collection's reference */
+    ok = true;
+cleanup:
+    collection_keys_destroy(&old_keys);
+    collection_keys_destroy(&new_keys);
+    return ok;
+}
+
+void collection_remove(collection_t *c, record_t *old)
+{
+    bson_t old_doc;
+    bson_value_t id;
+    collection_keys_t keys = {0};
+    record_view(old, &old_doc);
+    if (!collection_doc_id(&old_doc, &id))
+        return;
+    dberr_t err;
+    if (collection_keys_of(c, &old_doc, &keys, &err)) {
+        for (int i = 0; i < c->nindexes; i++)
+            collection_index_del(c->indexes[i], &keys.per[i], &id);
+    } else {
+        /* keys could always be generated when the record went in */
+        buf_t key;
+        buf_init(&key);
+        keystring_append(&key, &id, false);
+        omap_remove(c->indexes[0]->map, key.data, key.len);
+        buf_destroy(&key);
+    }
+    collection_keys_destroy(&keys);
+    c->count--;
+    c->data_size -= old->len;
+    record_unref(old);
+}
+
+/* ---- planner ---- */
+
+/* A pointer set, to return each record once from a multikey scan. */
+typedef struct ptrset {
+    const void **slots;
+    size_t cap;
+    size_t len;
+} ptrset_t;
+
+static bool ptrset_add(ptrset_t *s, const void *p)
+{
+    if (s->len * 2 >= s->cap) {
+        size_t ncap = s->cap ? s->cap * 2 : 64;
+        const void **ns = bson_malloc0(ncap * sizeof *ns);
+        for (size_t i = 0; i < s->cap; i++) {
+            if (!s->slots[i])
+                continue;
+            size_t h = ((uintptr_t)s->slots[i] >> 4) * 0x9E3779B97F4A7C15ull % ncap;
+            while (ns[h])
+                h = (h + 1) % ncap;
+            ns[h] = s->slots[i];
+        }
+        bson_free(s->slots);
+        s->slots = ns;
+        s->cap = ncap;
+    }
+    size_t h = ((uintptr_t)p >> 4) * 0x9E3779B97F4A7C15ull % s->cap;
+    while (s->slots[h]) {
+        if (s->slots[h] == p)
+            return false;
+        h = (h + 1) % s->cap;
+    }
+    s->slots[h] = p;
+    s->len++;
+    return true;
+}
+
+/* A planned index scan: keys from `lo` while they start with `prefix` and
+ * (when has_hi) their first hi.len bytes are <= hi. */
+typedef struct scan_plan {
+    index_t *ix;
+    buf_t lo;
+    buf_t prefix;
+    buf_t hi;
+    bool has_hi;
+    int score;
+} scan_plan_t;
+
+static void scan_plan_destroy(scan_plan_t *p)
+{
+    buf_destroy(&p->lo);
+    buf_destroy(&p->prefix);
+    buf_destroy(&p->hi);
+}
+
+static bool collection_value_indexable(const bson_value_t *v)
+{
+    return v->value_type != BSON_TYPE_ARRAY && v->value_type != BSON_TYPE_REGEX;
+}
+
+/* Works out the bounds `m` allows on `ix`; returns the plan's score (0 =
+ * the index narrows nothing). */
+static int collection_plan_index(index_t *ix, const matcher_t *m, scan_plan_t *p)
+{
+    buf_init(&p->lo);
+    buf_init(&p->prefix);
+    buf_init(&p->hi);
+    p->ix = ix;
+    p->has_hi = false;
+    int score = 0;
+    for (int f = 0; f < ix->nfields; f++) {
+        matcher_bounds_t b;
+        if (!matcher_bounds(m, ix->paths[f], &b))
+            break;
+        bool desc = ix->dirs[f] < 0;
+        if (b.has_eq && collection_value_indexable(&b.eq)) {
+            keystring_append(&p->prefix, &b.eq, desc);
+            score += 2;
+            continue;
+        }
+        /* a range on this field ends the usable prefix */
+        const bson_value_t *low = b.has_lower ? &b.lower : NULL;
+        const bson_value_t *high = b.has_upper ? &b.upper : NULL;
+        if (desc) {
+            const bson_value_t *t = low;
+            low = high;
+            high = t;
+        }
+        if (ix->multikey && high && low) /* bounds may be met by different elements */
+            high = NULL;
+        if (low || high) {
+            buf_append(&p->lo, p->prefix.data, p->prefix.len);
+            if (low)
+                keystring_append(&p->lo, low, desc);
+            if (high) {
+                buf_append(&p->hi, p->prefix.data, p->prefix.len);
+                keystring_append(&p->hi, high, desc);
+                p->has_hi = true;
+            }
+            score += 1;
+            p->score = score;
+            return score;
+        }
+        break;
+    }
+    buf_append(&p->lo, p->prefix.data, p->prefix.len);
+    p->score = score;
+    return score;
+}
+
+/* True when `ix` delivers documents in `sort` order (forward or, with
+ * *reverse, backward). */
+static bool collection_index_sorts(const index_t *ix, const sortspec_t *sort, bool *reverse)
+{
+    int n = sortspec_nkeys(sort);
+    if (n == 0 || n > ix->nfields || ix->multikey || ix->sparse || ix->partial)
+        return false;
+    int flip = 0;
+    for (int i = 0; i < n; i++) {
+        int dir;
+        const char *path = sortspec_key(sort, i, &dir);
+        if (!path || strcmp(path, ix->paths[i]) != 0)
+            return false;
+        int f = dir == ix->dirs[i] ? 1 : -1;
+        if (flip == 0)
+            flip = f;
+        else if (flip != f)
+            return false;
+    }
+    *reverse = flip < 0;
+    return true;
+}
+
+static int collection_sort_cmp(const void *a, const void *b, void *ctx)
+{
+    const record_t *x = *(record_t *const *)a, *y = *(record_t *const *)b;
+    bson_t dx, dy;
+    record_view(x, &dx);
+    record_view(y, &dy);
+    return sortspec_compare(ctx, &dx, &dy);
+}
+
+/* Visits records of an index scan in key order, matching each. */
+static void collection_run_scan(const scan_plan_t *p, const collection_query_opts_t *o,
+                                bool stop_early, int64_t want, recvec_t *out,
+                                collection_plan_t *plan)
+{
+    ptrset_t seen = {0};
+    omap_node_t *n = omap_seek(p->ix->map, p->lo.len ? p->lo.data : NULL, p->lo.len);
+    for (; n; n = omap_next(n)) {
+        size_t klen;
+        const uint8_t *key = omap_node_key(n, &klen);
+        if (p->prefix.len &&
+            (klen < p->prefix.len || memcmp(key, p->prefix.data, p->prefix.len) != 0))
+            break;
+        if (p->has_hi) {
+            size_t cmpn = klen < p->hi.len ? klen : p->hi.len;
+            if (memcmp(key, p->hi.data, cmpn) > 0)
+                break;
+        }
+        plan->keys_examined++;
+        record_t *r = omap_node_value(n);
+        if (p->ix->multikey && !ptrset_add(&seen, r))
+            continue;
+        plan->docs_examined++;
+        bson_t doc;
+        record_view(r, &doc);
+        if (!matcher_matches(o->matcher, &doc, NULL))
+            continue;
+        recvec_push_ref(out, r);
+        if (stop_early && want > 0 && (int64_t)out->len >= want)
+            break;
+    }
+    bson_free(seen.slots);
+}
+
+static index_t *collection_hinted(collection_t *c, const collection_query_opts_t *o, dberr_t *err)
+{
+    for (int i = 0; i < c->nindexes; i++) {
+        if (o->hint_name && strcmp(c->indexes[i]->name, o->hint_name) == 0)
+            return c->indexes[i];
+        if (o->hint && index_key_equals(c->indexes[i], o->hint))
+            return c->indexes[i];
+    }
+    dberr_set(err, DBERR_BAD_VALUE, "hint provided does not correspond to an existing index");
+    return NULL;
+}
+
+bool collection_query(collection_t *c, const collection_query_opts_t *o, recvec_t *out,
+                      collection_plan_t *plan, dberr_t *err)
+{
+    collection_plan_t local;
+    if (!plan)
+        plan = &local;
+    memset(plan, 0, sizeof *plan);
+    plan->direction = 1;
+    size_t first = out->len;
+    bool need_sort = o->sort && sortspec_nkeys(o->sort) > 0;
+    int64_t want = o->limit > 0 ? o->skip + o->limit : 0;
+
+    /* choose */
+    scan_plan_t best = {0};
+    bool have_best = false;
+    bool reverse = false;
+    bool use_hint = o->hint_name || (o->hint && !bson_empty(o->hint));
+    if (use_hint) {
+        index_t *ix = collection_hinted(c, o, err);
+        if (!ix)
+            return false;
+        collection_plan_index(ix, o->matcher, &best);
+        have_best = true;
+    } else {
+        for (int i = 0; i < c->nindexes; i++) {
+            index_t *ix = c->indexes[i];
+            if (ix->sparse || ix->partial)
+                continue;
+            scan_plan_t p;
+            int score = collection_plan_index(ix, o->matcher, &p);
+            bool better = score > 0 && (!have_best || score > best.score ||
+                                        (score == best.score && ix->nfields < best.ix->nfields));
+            if (better) {
+                if (have_best)
+                    scan_plan_destroy(&best);
+                best = p;
+                have_best = true;
+            } else {
+                scan_plan_destroy(&p);
+            }
+        }
+        if (!have_best && need_sort) {
+            for (int i = 0; i < c->nindexes; i++) {
+                if (collection_index_sorts(c->indexes[i], o->sort, &reverse)) {
+                    collection_plan_index(c->indexes[i], o->matcher, &best);
+                    have_best = true;
+                    break;
+                }
+            }
+        }
+    }
+    if (!have_best) {
+        collection_plan_index(c->indexes[0], o->matcher, &best); /* full _id scan */
+        strcpy(plan->stage, "COLLSCAN");
+    } else if (best.ix->is_id && best.score == 2 && !use_hint) {
+        strcpy(plan->stage, "IDHACK");
+        plan->index = best.ix;
+    } else {
+        strcpy(plan->stage, "IXSCAN");
+        plan->index = best.ix;
+    }
+    /* with no equality prefix the scan runs in the index's own order */
+    bool sorted = need_sort && best.prefix.len == 0 &&
+                  collection_index_sorts(best.ix, o->sort, &reverse);
+    plan->sorted_by_index = sorted;
+    plan->direction = sorted && reverse ? -1 : 1;
+    bool stop_early = (!need_sort || sorted) && !reverse;
+    collection_run_scan(&best, o, stop_early, want, out, plan);
+    scan_plan_destroy(&best);
+
+    record_t **items = out->items + first;
+    size_t n = out->len - first;
+    if (sorted && reverse) {
+        for (size_t i = 0; i < n / 2; i++) {
+            record_t *t = items[i];
+            items[i] = items[n - 1 - i];
+            items[n - 1 - i] = t;
+        }
+    } else if (need_sort && !sorted && n > 1) {
+        qsort_r(items, n, sizeof *items, collection_sort_cmp, (void *)o->sort);
+    }
+    /* skip and limit */
+    size_t skip = o->skip > 0 ? (size_t)o->skip : 0;
+    if (skip > n)
+        skip = n;
+    size_t keep = n - skip;
+    if (o->limit > 0 && (size_t)o->limit < keep)
+        keep = (size_t)o->limit;
+    for (size_t i = 0; i < skip; i++)
+        record_unref(items[i]);
+    for (size_t i = skip + keep; i < n; i++)
+        record_unref(items[i]);
+    memmove(items, items + skip, keep * sizeof *items);
+    out->len = first + keep;
+    return true;
+}
+
+bool collection_create_index(collection_t *c, const bson_t *spec, bool *created, dberr_t *err)
+{
+    *created = false;
+    index_t *ix = index_new(spec, err);
+    if (!ix)
+        return false;
+    for (int i = 0; i < c->nindexes; i++) {
+        index_t *old = c->indexes[i];
+        bool same_key = bson_equal(&old->key, &ix->key);
+        bool same_name = strcmp(old->name, ix->name) == 0;
+        if (same_key && same_name) {
+            bool same_opts = old->unique == ix->unique && old->sparse == ix->sparse &&
+                             old->expire_after_s == ix->expire_after_s &&
+                             !old->partial == !ix->partial;
+            index_destroy(ix);
+            if (!same_opts && !old->is_id)
+                return dberr_set(err, DBERR_INDEX_OPTIONS_CONFLICT,
+                                 "An existing index has the same name as the requested index. "
+                                 "When index names are not specified, they are auto generated "
+                                 "and can cause conflicts. Please refer to our documentation. "
+                                 "Requested index: %s, existing index: %s",
+                                 old->name, old->name);
+            return true;
+        }
+        if (same_name)  {
+            dberr_set(err, DBERR_INDEX_KEY_SPECS_CONFLICT,
+                      "An existing index has the same name as the requested index. When index "
+                      "names are not specified, they are auto generated and can cause conflicts. "
+                      "Please refer to our documentation. Requested index: %s, existing index: %s",
+                      ix->name, old->name);
+            index_destroy(ix);
+            return false;
+        }
+        if (same_key && !old->partial && !ix->partial) {
+            dberr_set(err, DBERR_INDEX_OPTIONS_CONFLICT,
+                      "Index already exists with a different name: %s", old->name);
+            index_destroy(ix);
+            return false;
+        }
+    }
+    if (c->nindexes == COLLECTION_MAX_INDEXES) {
+        index_destroy(ix);
+        return dberr_set(err, DBERR_CANNOT_CREATE_INDEX,
+                         "add index fails, too many indexes for %s key:%s", c->ns, "...");
+    }
+    /* build from the existing documents */
+    buf_t mk;
+    buf_init(&mk);
+    for (omap_node_t *n = omap_seek(c->indexes[0]->map, NULL, 0); n; n = omap_next(n)) {
+        record_t *r = omap_node_value(n);
+        bson_t doc;
+        bson_value_t id;
+        record_view(r, &doc);
+        collection_doc_id(&doc, &id);
+        index_keys_t keys;
+        index_keys_init(&keys);
+        if (!index_keys_of(ix, &doc, &keys, err)) {
+            index_keys_destroy(&keys);
+            goto fail;
+        }
+        if (ix->unique && !keys.skip)
+            for (size_t k = 0; k < keys.len; k++)
+                if (index_unique_conflict(ix, &keys.keys[k], r)) {
+                    index_dup_error(ix, c->ns, &doc, err);
+                    index_keys_destroy(&keys);
+                    goto fail;
+                }
+        collection_index_add(ix, &keys, &id, r);
+        index_keys_destroy(&keys);
+    }
+    buf_destroy(&mk);
+    c->indexes[c->nindexes++] = ix;
+    *created = true;
+    return true;
+fail:
+    buf_destroy(&mk);
+    index_destroy(ix);
+    return false;
+}
+
+static void collection_drop_at(collection_t *c, int i)
+{
+    index_destroy(c->indexes[i]);
+    memmove(&c->indexes[i], &c->indexes[i + 1], (size_t)(c->nindexes - i - 1) * sizeof(index_t *));
+    c->nindexes--;
+}
+
+bool collection_drop_index(collection_t *c, const char *name, dberr_t *err)
+{
+    if (strcmp(name, "_id_") == 0)
+        return dberr_set(err, DBERR_INVALID_OPTIONS, "cannot drop _id index");
+    for (int i = 1; i < c->nindexes; i++) {
+        if (strcmp(c->indexes[i]->name, name) == 0) {
+            collection_drop_at(c, i);
+            return true;
+        }
+    }
+    return dberr_set(err, DBERR_INDEX_NOT_FOUND, "index not found with name [%s]", name);
+}
+
+bool collection_drop_index_by_key(collection_t *c, const bson_t *key, dberr_t *err)
+{
+    for (int i = 0; i < c->nindexes; i++) {
+        if (index_key_equals(c->indexes[i], key)) {
+            if (i == 0)
+                return dberr_set(err, DBERR_INVALID_OPTIONS, "cannot drop _id index");
+            collection_drop_at(c, i);
+            return true;
+        }
+    }
+    return dberr_set(err, DBERR_INDEX_NOT_FOUND, "can't find index with key: %s", "{...}");
+}
+
+void collection_drop_all_indexes(collection_t *c)
+{
+    while (c->nindexes > 1)
+        collection_drop_at(c, c->nindexes - 1);
+}
+
+size_t collection_ttl_reap(collection_t *c, int64_t now_ms)
+{
+    size_t deleted = 0;
+    for (int i = 1; i < c->nindexes; i++) {
+        index_t *ix = c->indexes[i];
+        if (ix->expire_after_s < 0 || ix->nfields != 1)
+            continue;
+        recvec_t doomed;
+        recvec_init(&doomed);
+        int64_t cutoff = now_ms - ix->expire_after_s * 1000;
+        for (omap_node_t *n = omap_seek(c->indexes[0]->map, NULL, 0); n; n = omap_next(n)) {
+            record_t *r = omap_node_value(n);
+            bson_t doc;
+            bson_iter_t it, found;
+            record_view(r, &doc);
+            if (!bson_iter_init(&it, &doc) ||
+                !bson_iter_find_descendant(&it, ix->paths[0], &found))
+                continue;
+            bool expired = false;
+            if (BSON_ITER_HOLDS_DATE_TIME(&found)) {
+                expired = bson_iter_date_time(&found) <= cutoff;
+            } else if (BSON_ITER_HOLDS_ARRAY(&found)) {
+                bson_iter_t el;
+                if (bson_iter_recurse(&found, &el))
+                    while (bson_iter_next(&el))
+                        if (BSON_ITER_HOLDS_DATE_TIME(&el) && bson_iter_date_time(&el) <= cutoff)
+                            expired = true;
+            }
+            if (expired)
+                recvec_push_ref(&doomed, r);
+        }
+        for (size_t k = 0; k < doomed.len; k++) {
+            collection_remove(c, doomed.items[k]);
+            deleted++;
+        }
+        recvec_destroy(&doomed);
+    }
+    return deleted;
+}

@@ -1,0 +1,97 @@
+/* collection: the documents of one namespace and their indexes. Every
+ * change goes through here so each index stays in step with the records;
+ * a write that would break a unique index changes nothing. Also the query
+ * planner: picks an index for a filter and sort, and says which plan ran. */
+#ifndef ATOMDB_COLLECTION_H
+#define ATOMDB_COLLECTION_H
+
+#include <bson/bson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "doc/matcher.h"
+#include "doc/sortspec.h"
+#include "store/index.h"
+#include "store/record.h"
+#include "util/dberr.h"
+
+typedef struct collection collection_t;
+
+/* Creates an empty collection `db`.`name` with its _id index. `options` is
+ * what `create` was given (kept for listCollections), or NULL. */
+collection_t *collection_new(const char *db, const char *name, const bson_t *options);
+/* Frees the collection and drops its references to records (accepts NULL). */
+void collection_destroy(collection_t *c);
+
+/* "db.name", the collection name, its creation options and uuid. */
+const char *collection_ns(const collection_t *c);
+const char *collection_name(const collection_t *c);
+const bson_t *collection_options(const collection_t *c);
+const uint8_t *collection_uuid(const collection_t *c);
+
+/* Number of documents and their total BSON bytes. */
+size_t collection_count(const collection_t *c);
+size_t collection_data_size(const collection_t *c);
+
+/* The document with this _id (borrowed until the next write), or NULL. */
+record_t *collection_find_id(const collection_t *c, const bson_value_t *id);
+
+/* Inserts `doc` (which must carry _id). Fails with DuplicateKey 11000
+ * (keyPattern/keyValue in err's extra fields) and nothing changed. */
+bool collection_insert(collection_t *c, const bson_t *doc, dberr_t *err);
+
+/* Replaces `old` (a record of this collection) by `doc`, same _id. On a
+ * unique-index violation nothing changes. */
+bool collection_replace(collection_t *c, record_t *old, const bson_t *doc, dberr_t *err);
+
+/* Removes `old` from the collection and every index. */
+void collection_remove(collection_t *c, record_t *old);
+
+/* How a query ran, for explain. */
+typedef struct collection_plan {
+    char stage[16];        /* "IDHACK", "IXSCAN" or "COLLSCAN" */
+    const index_t *index;  /* for IXSCAN */
+    int direction;         /* 1 forward, -1 backward */
+    bool sorted_by_index;  /* the sort needed no in-memory sort */
+    size_t keys_examined;
+    size_t docs_examined;
+} collection_plan_t;
+
+/* What to fetch. */
+typedef struct collection_query_opts {
+    const matcher_t *matcher;   /* required */
+    const sortspec_t *sort;     /* or NULL */
+    const bson_t *hint;         /* {key pattern}, {$hint: "name"}, or NULL */
+    const char *hint_name;      /* index name hint, or NULL */
+    int64_t skip;               /* >= 0 */
+    int64_t limit;              /* 0 = no limit */
+} collection_query_opts_t;
+
+/* Appends references to the matching records to `out`, sorted, skipped
+ * and limited. False with BadValue 2 for a hint naming no index. */
+bool collection_query(collection_t *c, const collection_query_opts_t *opts, recvec_t *out,
+                      collection_plan_t *plan, dberr_t *err);
+
+/* Builds and adds an index from `spec`. *created is false when an
+ * identical index already exists. Fails with IndexOptionsConflict 85 /
+ * IndexKeySpecsConflict 86 / DuplicateKey 11000 when existing documents
+ * break a new unique index. */
+bool collection_create_index(collection_t *c, const bson_t *spec, bool *created, dberr_t *err);
+
+/* Drops the index named `name` (IndexNotFound 27; _id_ is InvalidOptions 72). */
+bool collection_drop_index(collection_t *c, const char *name, dberr_t *err);
+/* Drops the index with key pattern `key`. */
+bool collection_drop_index_by_key(collection_t *c, const bson_t *key, dberr_t *err);
+/* Drops every index but _id_. */
+void collection_drop_all_indexes(collection_t *c);
+
+/* Number of indexes and the i-th (0 is _id_). Borrowed. */
+int collection_nindexes(const collection_t *c);
+index_t *collection_index(const collection_t *c, int i);
+
+/* Deletes documents whose TTL index date is older than `now_ms` minus the
+ * index's expireAfterSeconds. Returns how many were deleted. */
+size_t collection_ttl_reap(collection_t *c, int64_t now_ms);
+
+#endif

@@ -1,0 +1,418 @@
+/* index: key generation (compound, multikey, sparse, partial), the ordered
+ * map of keys, unique checks and mongod's duplicate-key error. */
+#include "store/index.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "doc/keystring.h"
+#include "util/shellfmt.h"
+
+void index_keys_init(index_keys_t *k)
+{
+    k->keys = NULL;
+    k->len = k->cap = 0;
+    k->skip = false;
+}
+
+void index_keys_destroy(index_keys_t *k)
+{
+    for (size_t i = 0; i < k->len; i++)
+        buf_destroy(&k->keys[i]);
+    bson_free(k->keys);
+    index_keys_init(k);
+}
+
+static buf_t *index_keys_add(index_keys_t *k)
+{
+    if (k->len == k->cap) {
+        k->cap = k->cap ? k->cap * 2 : 4;
+        k->keys = bson_realloc(k->keys, k->cap * sizeof *k->keys);
+    }
+    buf_init(&k->keys[k->len]);
+    return &k->keys[k->len++];
+}
+
+/* Values one indexed path yields for a document. */
+typedef struct index_vals {
+    bson_value_t v[64]; /* borrowed from the document */
+    int n;
+    bool overflow;      /* more than fit: treated as an error */
+} index_vals_t;
+
+static void index_vals_push(index_vals_t *vals, const bson_value_t *v)
+{
+    if (vals->n == (int)(sizeof vals->v / sizeof vals->v[0])) {
+        vals->overflow = true;
+        return;
+    }
+    vals->v[vals->n++] = *v;
+}
+
+static bool index_is_digits(const char *s, size_t n)
+{
+    if (n == 0)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+    return true;
+}
+
+/* Collects the values `path` reaches in the container `it` iterates:
+ * arrays met on the way are expanded, as mongod's multikey indexes do. */
+static void index_collect(bson_iter_t *container, const char *path, bool is_array,
+                          index_vals_t *vals, bool *array_seen)
+{
+    const char *dot = strchr(path, '.');
+    size_t clen = dot ? (size_t)(dot - path) : strlen(path);
+    bson_iter_t it = *container;
+    if (is_array) {
+        /* each document element continues the path; a numeric component
+         * also indexes the array */
+        bool numeric = index_is_digits(path, clen);
+        while (bson_iter_next(&it)) {
+            if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
+                bson_iter_t child;
+                if (bson_iter_recurse(&it, &child)) {
+                    bson_iter_t again = child;
+                    (void)again;
+                    index_collect(&child, path, false, vals, array_seen);
+                }
+            }
+            if (numeric && strlen(bson_iter_key(&it)) == clen &&
+                memcmp(bson_iter_key(&it), path, clen) == 0) {
+                bson_iter_t one = it;
+                if (!dot) {
+                    index_vals_push(vals, bson_iter_value(&one));
+                } else if (BSON_ITER_HOLDS_DOCUMENT(&one) || BSON_ITER_HOLDS_ARRAY(&one)) {
+                    bson_iter_t child;
+                    if (bson_iter_recurse(&one, &child))
+                        index_collect(&child, dot + 1, BSON_ITER_HOLDS_ARRAY(&one), vals,
+                                      array_seen);
+                }
+            }
+        }
+        return;
+    }
+    while (bson_iter_next(&it)) {
+        const char *key = bson_iter_key(&it);
+        if (strlen(key) != clen || memcmp(key, path, clen) != 0)
+            continue;
+        if (!dot) {
+            if (BSON_ITER_HOLDS_ARRAY(&it)) {
+                *array_seen = true;
+                bson_iter_t child;
+                int before = vals->n;
+                if (bson_iter_recurse(&it, &child))
+                    while (bson_iter_next(&child))
+                        index_vals_push(vals, bson_iter_value(&child));
+                if (vals->n == before) {
+                    bson_value_t undef = {.value_type = BSON_TYPE_UNDEFINED};
+                    index_vals_push(vals, &undef);
+                }
+            } else {
+                index_vals_push(vals, bson_iter_value(&it));
+            }
+        } else if (BSON_ITER_HOLDS_DOCUMENT(&it) || BSON_ITER_HOLDS_ARRAY(&it)) {
+            bool arr = BSON_ITER_HOLDS_ARRAY(&it);
+            if (arr)
+                *array_seen = true;
+            bson_iter_t child;
+            if (bson_iter_recurse(&it, &child))
+                index_collect(&child, dot + 1, arr, vals, array_seen);
+        }
+        return;
+    }
+}
+
+static int index_buf_cmp(const void *a, const void *b)
+{
+    const buf_t *x = a, *y = b;
+    size_t n = x->len < y->len ? x->len : y->len;
+    int c = n ? memcmp(x->data, y->data, n) : 0;
+    return c ? c : (x->len < y->len ? -1 : x->len > y->len);
+}
+
+bool index_keys_of(index_t *ix, const bson_t *doc, index_keys_t *out, dberr_t *err)
+{
+    static __thread index_vals_t vals[INDEX_MAX_FIELDS];
+    int multi_field = -1;
+    bool any_present = false;
+    if (ix->partial && !matcher_matches(ix->partial, doc, NULL)) {
+        out->skip = true;
+        return true;
+    }
+    for (int f = 0; f < ix->nfields; f++) {
+        vals[f].n = 0;
+        vals[f].overflow = false;
+        bool array_seen = false;
+        bson_iter_t it;
+        if (bson_iter_init(&it, doc))
+            index_collect(&it, ix->paths[f], false, &vals[f], &array_seen);
+        if (vals[f].overflow)
+            return dberr_set(err, DBERR_CANNOT_CREATE_INDEX,
+                             "atomdb indexes at most 64 array elements per field; field '%s' "
+                             "has more",
+                             ix->paths[f]);
+        if (vals[f].n > 0)
+            any_present = true;
+        if (vals[f].n == 0) {
+            bson_value_t null = {.value_type = BSON_TYPE_NULL};
+            index_vals_push(&vals[f], &null);
+        }
+        if (vals[f].n > 1 || array_seen) {
+            if (multi_field >= 0 && vals[f].n > 1 && vals[multi_field].n > 1)
+                return dberr_set(err, 171, "cannot index parallel arrays [%s] [%s]",
+                                 ix->paths[f], ix->paths[multi_field]);
+            if (vals[f].n > 1 || multi_field < 0)
+                multi_field = f;
+            ix->multikey = true;
+        }
+    }
+    if (ix->sparse && !any_present) {
+        out->skip = true;
+        return true;
+    }
+    int n = multi_field >= 0 ? vals[multi_field].n : 1;
+    for (int i = 0; i < n; i++) {
+        buf_t *key = index_keys_add(out);
+        for (int f = 0; f < ix->nfields; f++) {
+            const bson_value_t *v = f == multi_field ? &vals[f].v[i] : &vals[f].v[0];
+            keystring_append(key, v, ix->dirs[f] < 0);
+        }
+    }
+    if (out->len > 1) { /* one entry per distinct key */
+        qsort(out->keys, out->len, sizeof *out->keys, index_buf_cmp);
+        size_t w = 1;
+        for (size_t r = 1; r < out->len; r++) {
+            if (index_buf_cmp(&out->keys[r], &out->keys[w - 1]) == 0)
+                buf_destroy(&out->keys[r]);
+            else
+                out->keys[w++] = out->keys[r];
+        }
+        out->len = w;
+    }
+    return true;
+}
+
+void index_map_key(const index_t *ix, const buf_t *key, const bson_value_t *id, buf_t *out)
+{
+    out->len = 0;
+    buf_append(out, key->data, key->len);
+    if (!ix->unique)
+        keystring_append(out, id, false);
+}
+
+record_t *index_unique_conflict(const index_t *ix, const buf_t *key, const record_t *self)
+{
+    record_t *r = omap_get(ix->map, key->data, key->len);
+    return r == self ? NULL : r;
+}
+
+static void index_key_value(const index_t *ix, const bson_t *doc, bson_t *out)
+{
+    for (int f = 0; f < ix->nfields; f++) {
+        bson_iter_t it;
+        bson_iter_t found;
+        if (bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, ix->paths[f], &found))
+            bson_append_value(out, ix->paths[f], -1, bson_iter_value(&found));
+        else
+            bson_append_null(out, ix->paths[f], -1);
+    }
+}
+
+void index_dup_info(const index_t *ix, const bson_t *doc, bson_t *out)
+{
+    bson_t kv;
+    bson_append_document(out, "keyPattern", -1, &ix->key);
+    bson_append_document_begin(out, "keyValue", -1, &kv);
+    index_key_value(ix, doc, &kv);
+    bson_append_document_end(out, &kv);
+}
+
+bool index_dup_error(const index_t *ix, const char *ns, const bson_t *doc, dberr_t *err)
+{
+    bson_t kv = BSON_INITIALIZER;
+    index_key_value(ix, doc, &kv);
+    char *shown = shellfmt_doc(&kv);
+    dberr_set(err, DBERR_DUPLICATE_KEY, "E11000 duplicate key error collection: %s index: %s dup key: %s",
+              ns, ix->name, shown);
+    bson_free(shown);
+    bson_destroy(&kv);
+    bson_t extra = BSON_INITIALIZER;
+    index_dup_info(ix, doc, &extra);
+    dberr_set_extra(err, bson_get_data(&extra), extra.len);
+    bson_destroy(&extra);
+    return false;
+}
+
+bool index_key_equals(const index_t *ix, const bson_t *key)
+{
+    return bson_equal(&ix->key, key);
+}
+
+static index_t *index_alloc(void)
+{
+    index_t *ix = bson_malloc0(sizeof *ix);
+    bson_init(&ix->key);
+    bson_init(&ix->spec);
+    ix->expire_after_s = -1;
+    ix->map = omap_new();
+    return ix;
+}
+
+index_t *index_new_id(void)
+{
+    index_t *ix = index_alloc();
+    ix->name = bson_strdup("_id_");
+    BSON_APPEND_INT32(&ix->key, "_id", 1);
+    ix->nfields = 1;
+    ix->paths[0] = bson_strdup("_id");
+    ix->dirs[0] = 1;
+    ix->is_id = true;
+    ix->unique = true;
+    BSON_APPEND_INT32(&ix->spec, "v", 2);
+    BSON_APPEND_DOCUMENT(&ix->spec, "key", &ix->key);
+    BSON_APPEND_UTF8(&ix->spec, "name", "_id_");
+    return ix;
+}
+
+index_t *index_new(const bson_t *spec, dberr_t *err)
+{
+    index_t *ix = index_alloc();
+    bson_iter_t it;
+    bool have_key = false;
+    char generated[512] = "";
+    if (!bson_iter_init(&it, spec))
+        goto bad;
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "key") == 0) {
+            if (!BSON_ITER_HOLDS_DOCUMENT(&it)) {
+                dberr_set(err, DBERR_TYPE_MISMATCH, "The 'key' field must be an object");
+                goto fail;
+            }
+            uint32_t len;
+            const uint8_t *data;
+            bson_iter_document(&it, &len, &data);
+            bson_t key;
+            bson_init_static(&key, data, len);
+            bson_iter_t kit;
+            bson_iter_init(&kit, &key);
+            while (bson_iter_next(&kit)) {
+                if (ix->nfields == INDEX_MAX_FIELDS) {
+                    dberr_set(err, DBERR_CANNOT_CREATE_INDEX,
+                              "Index key pattern has more than 32 fields");
+                    goto fail;
+                }
+                const char *path = bson_iter_key(&kit);
+                double d = 0;
+                if (BSON_ITER_HOLDS_NUMBER(&kit))
+                    d = bson_iter_as_double(&kit);
+                if (BSON_ITER_HOLDS_UTF8(&kit)) {
+                    dberr_set(err, DBERR_CANNOT_CREATE_INDEX,
+                              "atomdb does not support '%s' indexes yet",
+                              bson_iter_utf8(&kit, NULL));
+                    goto fail;
+                }
+                if (d == 0 || path[0] == '\0' || path[0] == '$') {
+                    dberr_set(err, DBERR_CANNOT_CREATE_INDEX,
+                              "Error in specification %s :: caused by :: Values in the index key "
+                              "pattern must be non-zero numbers",
+                              "key");
+                    goto fail;
+                }
+                ix->paths[ix->nfields] = bson_strdup(path);
+                ix->dirs[ix->nfields] = d > 0 ? 1 : -1;
+                ix->nfields++;
+                size_t glen = strlen(generated);
+                snprintf(generated + glen, sizeof generated - glen, "%s%s_%d", glen ? "_" : "",
+                         path, d > 0 ? 1 : -1);
+            }
+            bson_copy_to(&key, &ix->key) ;
+            have_key = ix->nfields > 0;
+        } else if (strcmp(k, "name") == 0) {
+            if (!BSON_ITER_HOLDS_UTF8(&it)) {
+                dberr_set(err, DBERR_TYPE_MISMATCH, "The field 'name' must be a string");
+                goto fail;
+            }
+            ix->name = bson_strdup(bson_iter_utf8(&it, NULL));
+        } else if (strcmp(k, "unique") == 0) {
+            ix->unique = bson_iter_as_bool(&it);
+        } else if (strcmp(k, "sparse") == 0) {
+            ix->sparse = bson_iter_as_bool(&it);
+        } else if (strcmp(k, "expireAfterSeconds") == 0) {
+            if (!BSON_ITER_HOLDS_NUMBER(&it) || bson_iter_as_int64(&it) < 0) {
+                dberr_set(err, DBERR_CANNOT_CREATE_INDEX,
+                          "TTL index 'expireAfterSeconds' option must be a non-negative number");
+                goto fail;
+            }
+            ix->expire_after_s = bson_iter_as_int64(&it);
+        } else if (strcmp(k, "partialFilterExpression") == 0) {
+            if (!BSON_ITER_HOLDS_DOCUMENT(&it)) {
+                dberr_set(err, DBERR_TYPE_MISMATCH,
+                          "The field 'partialFilterExpression' must be an object");
+                goto fail;
+            }
+            uint32_t len;
+            const uint8_t *data;
+            bson_iter_document(&it, &len, &data);
+            bson_t pf;
+            bson_init_static(&pf, data, len);
+            ix->partial = matcher_new(&pf, err);
+            if (!ix->partial)
+                goto fail;
+        } else if (strcmp(k, "v") == 0 || strcmp(k, "background") == 0 || strcmp(k, "ns") == 0 ||
+                   strcmp(k, "hidden") == 0 || strcmp(k, "collation") == 0) {
+            /* accepted and kept in the spec */
+        } else {
+            dberr_set(err, DBERR_INVALID_INDEX_SPECIFICATION_OPTION,
+                      "The field '%s' is not valid for an index specification. Specification: %s",
+                      k, "index spec");
+            goto fail;
+        }
+    }
+    if (!have_key) {
+        dberr_set(err, DBERR_FAILED_TO_PARSE,
+                  "Error in specification { name: ... } :: caused by :: The 'key' field is a "
+                  "required property of an index specification");
+        goto fail;
+    }
+    if (!ix->name)
+        ix->name = bson_strdup(generated);
+    if (ix->nfields == 1 && strcmp(ix->paths[0], "_id") == 0 && !ix->partial && !ix->sparse) {
+        ix->is_id = true;
+        ix->unique = true;
+    }
+    BSON_APPEND_INT32(&ix->spec, "v", 2);
+    BSON_APPEND_DOCUMENT(&ix->spec, "key", &ix->key);
+    BSON_APPEND_UTF8(&ix->spec, "name", ix->name);
+    bson_iter_init(&it, spec);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "v") && strcmp(k, "key") && strcmp(k, "name") && strcmp(k, "ns") &&
+            strcmp(k, "background"))
+            bson_append_value(&ix->spec, k, -1, bson_iter_value(&it));
+    }
+    return ix;
+bad:
+    dberr_set(err, DBERR_INVALID_BSON, "invalid index spec");
+fail:
+    index_destroy(ix);
+    return NULL;
+}
+
+void index_destroy(index_t *ix)
+{
+    if (!ix)
+        return;
+    bson_free(ix->name);
+    bson_destroy(&ix->key);
+    bson_destroy(&ix->spec);
+    for (int i = 0; i < ix->nfields; i++)
+        bson_free(ix->paths[i]);
+    matcher_destroy(ix->partial);
+    omap_destroy(ix->map, NULL);
+    bson_free(ix);
+}

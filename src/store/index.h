@@ -1,0 +1,76 @@
+/* index: one index of a collection — an ordered map from key strings
+ * (keystring encoding of the indexed fields, so memcmp order is MongoDB's
+ * order) to records. Handles compound and multikey keys, unique, sparse and
+ * partial indexes, and TTL options. */
+#ifndef ATOMDB_INDEX_H
+#define ATOMDB_INDEX_H
+
+#include <bson/bson.h>
+#include <stdbool.h>
+
+#include "doc/matcher.h"
+#include "store/record.h"
+#include "util/buf.h"
+#include "util/dberr.h"
+#include "util/omap.h"
+
+#define INDEX_MAX_FIELDS 32
+
+/* Index keys generated for one document. */
+typedef struct index_keys {
+    buf_t *keys;  /* each an encoded key (without the _id suffix) */
+    size_t len;
+    size_t cap;
+    bool skip;    /* sparse / partial: the document is not in the index */
+} index_keys_t;
+
+typedef struct index {
+    char *name;                  /* "_id_", "a_1_b_-1", ... */
+    bson_t key;                  /* key pattern, e.g. {a: 1, b: -1} */
+    bson_t spec;                 /* the spec listIndexes returns */
+    int nfields;
+    char *paths[INDEX_MAX_FIELDS];
+    int dirs[INDEX_MAX_FIELDS];  /* 1 or -1 */
+    bool is_id;                  /* the _id index */
+    bool unique;
+    bool sparse;
+    matcher_t *partial;          /* partialFilterExpression, or NULL */
+    int64_t expire_after_s;      /* TTL seconds, or -1 */
+    bool multikey;               /* some document gave more than one key */
+    omap_t *map;                 /* key (+ _id key unless unique) → record_t* (borrowed) */
+} index_t;
+
+/* Builds an index from a createIndexes spec ({key, name, unique, ...}).
+ * NULL with err (CannotCreateIndex 67, BadValue 2, InvalidIndexSpecificationOption 197). */
+index_t *index_new(const bson_t *spec, dberr_t *err);
+/* The _id index. */
+index_t *index_new_id(void);
+/* Frees the index (accepts NULL); records are not touched. */
+void index_destroy(index_t *ix);
+
+/* Generates the keys of `doc` for `ix` into `out` (initialised by
+ * index_keys_init). False with CannotIndexParallelArrays 171 when two
+ * indexed fields are arrays. */
+bool index_keys_of(index_t *ix, const bson_t *doc, index_keys_t *out, dberr_t *err);
+void index_keys_init(index_keys_t *k);
+void index_keys_destroy(index_keys_t *k);
+
+/* The full map key for `key` of the document whose _id is `id`. */
+void index_map_key(const index_t *ix, const buf_t *key, const bson_value_t *id, buf_t *out);
+
+/* The record that already holds `key` in a unique index, other than
+ * `self`; NULL when none. */
+record_t *index_unique_conflict(const index_t *ix, const buf_t *key, const record_t *self);
+
+/* Fills err with mongod's duplicate-key error for `key` of `doc` in `ix`:
+ * "E11000 duplicate key error collection: <ns> index: <name> dup key: { ... }"
+ * with keyPattern/keyValue available through index_dup_info. */
+bool index_dup_error(const index_t *ix, const char *ns, const bson_t *doc, dberr_t *err);
+
+/* Appends keyPattern and keyValue for a duplicate of `doc` in `ix` to `out`. */
+void index_dup_info(const index_t *ix, const bson_t *doc, bson_t *out);
+
+/* True when the spec's key pattern equals `key`. */
+bool index_key_equals(const index_t *ix, const bson_t *key);
+
+#endif

@@ -1,0 +1,48 @@
+/* record: reference-counted immutable documents and arrays of them. */
+#include "store/record.h"
+
+#include <string.h>
+
+record_t *record_new(const bson_t *doc)
+{
+    record_t *r = bson_malloc(sizeof *r + doc->len);
+    r->refs = 1;
+    r->len = doc->len;
+    memcpy(r->data, bson_get_data(doc), doc->len);
+    return r;
+}
+
+record_t *record_ref(record_t *r)
+{
+    r->refs++;
+    return r;
+}
+
+void record_unref(record_t *r)
+{
+    if (r && --r->refs == 0)
+        bson_free(r);
+}
+
+void recvec_init(recvec_t *v)
+{
+    v->items = NULL;
+    v->len = v->cap = 0;
+}
+
+void recvec_push_ref(recvec_t *v, record_t *r)
+{
+    if (v->len == v->cap) {
+        v->cap = v->cap ? v->cap * 2 : 16;
+        v->items = bson_realloc(v->items, v->cap * sizeof *v->items);
+    }
+    v->items[v->len++] = record_ref(r);
+}
+
+void recvec_destroy(recvec_t *v)
+{
+    for (size_t i = 0; i < v->len; i++)
+        record_unref(v->items[i]);
+    bson_free(v->items);
+    recvec_init(v);
+}

@@ -1,0 +1,43 @@
+/* record: a stored document — immutable BSON bytes with a reference count.
+ * An update builds a new record and swaps it in; cursors and result lists
+ * holding the old one keep it alive until they let go. */
+#ifndef ATOMDB_RECORD_H
+#define ATOMDB_RECORD_H
+
+#include <bson/bson.h>
+#include <stdint.h>
+
+/* One document; `data` holds `len` bytes of BSON. 8 bytes of overhead. */
+typedef struct record {
+    uint32_t refs;   /* owners: the collection, cursors, result lists */
+    uint32_t len;    /* BSON size */
+    uint8_t data[];  /* the document */
+} record_t;
+
+/* A new record holding a copy of `doc`, with one reference. */
+record_t *record_new(const bson_t *doc);
+/* Adds a reference; returns `r`. */
+record_t *record_ref(record_t *r);
+/* Drops a reference (accepts NULL); frees at zero. */
+void record_unref(record_t *r);
+
+/* A read-only bson_t view of `r`, valid while a reference is held. */
+static inline void record_view(const record_t *r, bson_t *out)
+{
+    bson_init_static(out, r->data, r->len);
+}
+
+/* A growable array of record references. */
+typedef struct recvec {
+    record_t **items; /* each holds one reference */
+    size_t len;
+    size_t cap;
+} recvec_t;
+
+void recvec_init(recvec_t *v);
+/* Appends `r` taking a new reference. */
+void recvec_push_ref(recvec_t *v, record_t *r);
+/* Drops every reference and frees the array. */
+void recvec_destroy(recvec_t *v);
+
+#endif

@@ -1,0 +1,116 @@
+/* shellfmt: mongod-style rendering of BSON values for error messages. */
+#include "util/shellfmt.h"
+
+#include <inttypes.h>
+
+static void shellfmt_append(bson_string_t *s, const bson_value_t *v, int depth);
+
+static void shellfmt_container(bson_string_t *s, const uint8_t *data, uint32_t len, bool array,
+                               int depth)
+{
+    bson_t doc;
+    bson_iter_t it;
+    if (depth > 20 || !bson_init_static(&doc, data, len) || !bson_iter_init(&it, &doc)) {
+        bson_string_append(s, array ? "[...]" : "{...}");
+        return;
+    }
+    bool first = true;
+    bson_string_append(s, array ? "[ " : "{ ");
+    while (bson_iter_next(&it)) {
+        if (!first)
+            bson_string_append(s, ", ");
+        first = false;
+        if (!array) {
+            bson_string_append(s, bson_iter_key(&it));
+            bson_string_append(s, ": ");
+        }
+        shellfmt_append(s, bson_iter_value(&it), depth + 1);
+    }
+    if (first) {
+        bson_string_truncate(s, s->len - 1);
+        bson_string_append(s, array ? "]" : "}");
+    } else {
+        bson_string_append(s, array ? " ]" : " }");
+    }
+}
+
+static void shellfmt_append(bson_string_t *s, const bson_value_t *v, int depth)
+{
+    char oid[25];
+    switch (v->value_type) {
+    case BSON_TYPE_INT32:
+        bson_string_append_printf(s, "%d", v->value.v_int32);
+        break;
+    case BSON_TYPE_INT64:
+        bson_string_append_printf(s, "%" PRId64, v->value.v_int64);
+        break;
+    case BSON_TYPE_DOUBLE:
+        bson_string_append_printf(s, "%.17g", v->value.v_double);
+        break;
+    case BSON_TYPE_DECIMAL128: {
+        char str[BSON_DECIMAL128_STRING];
+        bson_decimal128_to_string(&v->value.v_decimal128, str);
+        bson_string_append_printf(s, "%s", str);
+        break;
+    }
+    case BSON_TYPE_UTF8:
+        bson_string_append_printf(s, "\"%.*s\"", (int)v->value.v_utf8.len, v->value.v_utf8.str);
+        break;
+    case BSON_TYPE_BOOL:
+        bson_string_append(s, v->value.v_bool ? "true" : "false");
+        break;
+    case BSON_TYPE_NULL:
+        bson_string_append(s, "null");
+        break;
+    case BSON_TYPE_UNDEFINED:
+        bson_string_append(s, "undefined");
+        break;
+    case BSON_TYPE_OID:
+        bson_oid_to_string(&v->value.v_oid, oid);
+        bson_string_append_printf(s, "ObjectId('%s')", oid);
+        break;
+    case BSON_TYPE_DATE_TIME:
+        bson_string_append_printf(s, "new Date(%" PRId64 ")", v->value.v_datetime);
+        break;
+    case BSON_TYPE_DOCUMENT:
+        shellfmt_container(s, v->value.v_doc.data, v->value.v_doc.data_len, false, depth);
+        break;
+    case BSON_TYPE_ARRAY:
+        shellfmt_container(s, v->value.v_doc.data, v->value.v_doc.data_len, true, depth);
+        break;
+    case BSON_TYPE_MINKEY:
+        bson_string_append(s, "MinKey");
+        break;
+    case BSON_TYPE_MAXKEY:
+        bson_string_append(s, "MaxKey");
+        break;
+    case BSON_TYPE_TIMESTAMP:
+        bson_string_append_printf(s, "Timestamp(%u, %u)", v->value.v_timestamp.timestamp,
+                                  v->value.v_timestamp.increment);
+        break;
+    case BSON_TYPE_REGEX:
+        bson_string_append_printf(s, "/%s/%s", v->value.v_regex.regex,
+                                  v->value.v_regex.options ? v->value.v_regex.options : "");
+        break;
+    case BSON_TYPE_BINARY:
+        bson_string_append_printf(s, "BinData(%d, ...)", (int)v->value.v_binary.subtype);
+        break;
+    default:
+        bson_string_append(s, "?");
+        break;
+    }
+}
+
+char *shellfmt_value(const bson_value_t *v)
+{
+    bson_string_t *s = bson_string_new(NULL);
+    shellfmt_append(s, v, 0);
+    return bson_string_free(s, false);
+}
+
+char *shellfmt_doc(const bson_t *doc)
+{
+    bson_string_t *s = bson_string_new(NULL);
+    shellfmt_container(s, bson_get_data(doc), doc->len, false, 0);
+    return bson_string_free(s, false);
+}
