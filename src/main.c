@@ -13,6 +13,7 @@
 
 #include "cmd/cmd-private.h"
 #include "cmd/server.h"
+#include "journal/journal.h"
 #include "net/net.h"
 #include "store/catalog.h"
 #include "store/cursor.h"
@@ -33,6 +34,10 @@ static void main_usage(FILE *out)
             "  --advertise H:P      address given to drivers in hosts/me (default bind:port)\n"
             "  --max-conns N        refuse connections beyond N (default unlimited)\n"
             "  --log-level LEVEL    debug, info, warn or error (default info)\n"
+            "  --journal MODE       fsync, write or none (default write; see docs/durability.md)\n"
+            "  --snapshot-interval S  take a snapshot every S seconds of writes (default 300, 0 off)\n"
+            "  --snapshot-wal-mb N  take a snapshot when the log grows by N MiB (default 256)\n"
+            "  --repair             truncate a damaged log after keeping a copy of the files\n"
             "  --version            print the version and exit\n"
             "  --help               print this help and exit\n");
 }
@@ -78,6 +83,7 @@ static void main_stop(void)
     log_info("CONTROL", "shutting down");
     net_stop();
     uv_timer_stop(&main_tick);
+    journal_close();
     uv_walk(server.loop, main_on_closed_handle, NULL);
 }
 
@@ -114,6 +120,8 @@ int main(int argc, char **argv)
         {"replSet", required_argument, NULL, 'r'},   {"advertise", required_argument, NULL, 'a'},
         {"max-conns", required_argument, NULL, 'm'}, {"log-level", required_argument, NULL, 'l'},
         {"version", no_argument, NULL, 'V'},         {"help", no_argument, NULL, 'h'},
+        {"journal", required_argument, NULL, 'j'},   {"snapshot-interval", required_argument, NULL, 'i'},
+        {"snapshot-wal-mb", required_argument, NULL, 'w'}, {"repair", no_argument, NULL, 'R'},
         {NULL, 0, NULL, 0}};
     server_config_t *cfg = &server.config;
     cfg->bind = "127.0.0.1";
@@ -122,6 +130,9 @@ int main(int argc, char **argv)
     cfg->replset = "rs0";
     cfg->max_conns = 0;
     const char *advertise = NULL;
+    journal_options_t jopts = {.mode = JOURNAL_WRITE,
+                               .snapshot_interval_s = 300,
+                               .snapshot_wal_bytes = 256ll * 1024 * 1024};
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         char *end = NULL;
@@ -161,6 +172,29 @@ int main(int argc, char **argv)
             log_set_level(level);
             break;
         }
+        case 'j':
+            if (!journal_parse_mode(optarg, &jopts.mode)) {
+                fprintf(stderr, "atomdb: --journal must be fsync, write or none\n");
+                return 2;
+            }
+            break;
+        case 'i':
+            jopts.snapshot_interval_s = strtoll(optarg, &end, 10);
+            if (*end || jopts.snapshot_interval_s < 0) {
+                fprintf(stderr, "atomdb: --snapshot-interval must be a number of seconds\n");
+                return 2;
+            }
+            break;
+        case 'w':
+            jopts.snapshot_wal_bytes = strtoll(optarg, &end, 10) * 1024 * 1024;
+            if (*end || jopts.snapshot_wal_bytes < 0) {
+                fprintf(stderr, "atomdb: --snapshot-wal-mb must be a number of MiB\n");
+                return 2;
+            }
+            break;
+        case 'R':
+            jopts.repair = true;
+            break;
         case 'V':
             printf("atomdb %s (MongoDB wire protocol %s, maxWireVersion %d)\n", ATOMDB_VERSION,
                    SERVER_MONGODB_VERSION, SERVER_MAX_WIRE_VERSION);
@@ -200,6 +234,13 @@ int main(int argc, char **argv)
     bson_append_document_end(&cfg->parsed, &sub);
     bson_append_document_begin(&cfg->parsed, "storage", -1, &sub);
     BSON_APPEND_UTF8(&sub, "dbPath", cfg->dbpath);
+    bson_t jdoc;
+    bson_append_document_begin(&sub, "journal", -1, &jdoc);
+    BSON_APPEND_UTF8(&jdoc, "mode", jopts.mode == JOURNAL_NONE    ? "none"
+                                    : jopts.mode == JOURNAL_FSYNC ? "fsync"
+                                                                  : "write");
+    BSON_APPEND_BOOL(&jdoc, "enabled", jopts.mode != JOURNAL_NONE);
+    bson_append_document_end(&sub, &jdoc);
     bson_append_document_end(&cfg->parsed, &sub);
 
     signal(SIGPIPE, SIG_IGN);
@@ -218,8 +259,9 @@ int main(int argc, char **argv)
         log_error("STORAGE", "cannot use --dbpath %s: %s", cfg->dbpath, strerror(errno));
         return 1;
     }
-    log_startup_warning("Data is kept in memory only in this version of atomdb: it is lost when "
-                        "the server stops");
+    if (jopts.mode == JOURNAL_NONE)
+        log_startup_warning("--journal none: data is kept in memory only and is lost when the "
+                            "server stops");
     if (strcmp(cfg->bind, "127.0.0.1") != 0 && strcmp(cfg->bind, "::1") != 0 &&
         strcmp(cfg->bind, "localhost") != 0)
         log_startup_warning("atomdb has no access control: anyone who can reach %s may read "
@@ -229,6 +271,11 @@ int main(int argc, char **argv)
     server.catalog = catalog_new();
     server.cursors = cursors_new();
     dberr_t err = {0};
+    jopts.dbpath = cfg->dbpath;
+    if (!journal_open(server.loop, &jopts, server.catalog, &err)) {
+        log_error("STORAGE", "%s", err.msg);
+        return err.code == 98 ? 100 : 1;
+    }
     if (!net_listen(server.loop, cfg->bind, cfg->port, cfg->max_conns, &err)) {
         log_error("NETWORK", "%s", err.msg);
         return 1;

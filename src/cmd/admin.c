@@ -9,6 +9,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "journal/journal.h"
 #include "store/catalog.h"
 #include "store/cursor.h"
 #include "util/log.h"
@@ -342,4 +343,27 @@ bool cmd_list_commands(cmd_ctx_t *ctx, dberr_t *err)
     cmd_append_command_names(&commands);
     bson_append_document_end(ctx->reply, &commands);
     return true;
+}
+
+bool cmd_fsync(cmd_ctx_t *ctx, dberr_t *err)
+{
+    bson_iter_t it;
+    if (cmd_find(ctx, "lock", &it) && bson_iter_as_bool(&it))
+        return dberr_set(err, DBERR_COMMAND_NOT_SUPPORTED,
+                         "atomdb does not support fsync with lock: true");
+    if (!journal_snapshot_now(err))
+        return false;
+    ctx->wait_sync = true;
+    BSON_APPEND_INT32(ctx->reply, "numFiles", 1);
+    return true;
+}
+
+bool cmd_atomdb_fault(cmd_ctx_t *ctx, dberr_t *err)
+{
+    if (!BSON_ITER_HOLDS_UTF8(&ctx->arg))
+        return dberr_set(err, DBERR_TYPE_MISMATCH, "atomdbFault takes the fault point's name");
+    int64_t times = 1;
+    if (!cmd_opt_int64(ctx, "times", &times, err))
+        return false;
+    return journal_inject_fault(bson_iter_utf8(&ctx->arg, NULL), (int)times, err);
 }

@@ -24,6 +24,7 @@ typedef struct cmd_ctx {
     bson_t *reply;        /* handlers append their fields; ok is added after */
     bool parked;          /* set by a handler that will answer later */
     bool close;           /* set by shutdown: close without a reply */
+    bool wait_sync;       /* writeConcern asks for fdatasync (j: true, w: majority) */
 } cmd_ctx_t;
 
 /* A command handler: appends its reply fields, or fails with `err`. */
@@ -89,6 +90,8 @@ bool cmd_server_status(cmd_ctx_t *ctx, dberr_t *err);
 bool cmd_shutdown(cmd_ctx_t *ctx, dberr_t *err);
 bool cmd_end_sessions(cmd_ctx_t *ctx, dberr_t *err);
 bool cmd_list_commands(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_fsync(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_atomdb_fault(cmd_ctx_t *ctx, dberr_t *err);
 /* dbcmds.c */
 bool cmd_list_databases(cmd_ctx_t *ctx, dberr_t *err);
 bool cmd_list_collections(cmd_ctx_t *ctx, dberr_t *err);

@@ -30,6 +30,9 @@ struct cmd_client {
     int ncompressors;
     bson_t *metadata;            /* `client` document from the first hello, or NULL */
     uv_timer_t *park_timer;      /* running while an awaitable hello waits */
+    /* -- set by cmd_run for the network layer -- */
+    uint64_t wait_lsn;           /* the reply waits until this log record is durable */
+    bool wait_sync;              /* ... fdatasync'ed (fsync mode, j: true, w: majority) */
 };
 
 /* What cmd_run did with a request. */

@@ -5,6 +5,7 @@
 
 #include <string.h>
 
+#include "journal/journal.h"
 #include "util/log.h"
 
 /* Counts toward opcounters.query etc. instead of .command. */
@@ -20,6 +21,7 @@ typedef struct cmd_def {
     cmd_fn fn;
     cmd_counter_t counter;
     bool admin_only; /* must run against the admin database */
+    bool is_write;   /* changes data: refused while the log cannot be written */
 } cmd_def_t;
 
 static const cmd_def_t cmd_table[] = {
@@ -42,29 +44,33 @@ static const cmd_def_t cmd_table[] = {
     {"listCommands", cmd_list_commands, CMD_COUNT_COMMAND, false},
     {"listDatabases", cmd_list_databases, CMD_COUNT_COMMAND, true},
     {"listCollections", cmd_list_collections, CMD_COUNT_COMMAND, false},
-    {"create", cmd_create, CMD_COUNT_COMMAND, false},
-    {"drop", cmd_drop, CMD_COUNT_COMMAND, false},
-    {"dropDatabase", cmd_drop_database, CMD_COUNT_COMMAND, false},
+    {"create", cmd_create, CMD_COUNT_COMMAND, false, true},
+    {"drop", cmd_drop, CMD_COUNT_COMMAND, false, true},
+    {"dropDatabase", cmd_drop_database, CMD_COUNT_COMMAND, false, true},
     {"dbStats", cmd_db_stats, CMD_COUNT_COMMAND, false},
     {"dbstats", cmd_db_stats, CMD_COUNT_COMMAND, false},
     {"collStats", cmd_coll_stats, CMD_COUNT_COMMAND, false},
     {"collstats", cmd_coll_stats, CMD_COUNT_COMMAND, false},
-    {"createIndexes", cmd_create_indexes, CMD_COUNT_COMMAND, false},
+    {"createIndexes", cmd_create_indexes, CMD_COUNT_COMMAND, false, true},
     {"listIndexes", cmd_list_indexes, CMD_COUNT_COMMAND, false},
-    {"dropIndexes", cmd_drop_indexes, CMD_COUNT_COMMAND, false},
-    {"deleteIndexes", cmd_drop_indexes, CMD_COUNT_COMMAND, false},
+    {"dropIndexes", cmd_drop_indexes, CMD_COUNT_COMMAND, false, true},
+    {"deleteIndexes", cmd_drop_indexes, CMD_COUNT_COMMAND, false, true},
     {"getMore", cmd_get_more, CMD_COUNT_GETMORE, false},
     {"killCursors", cmd_kill_cursors, CMD_COUNT_COMMAND, false},
-    {"insert", cmd_insert, CMD_COUNT_NONE, false},
-    {"update", cmd_update, CMD_COUNT_NONE, false},
-    {"delete", cmd_delete, CMD_COUNT_NONE, false},
-    {"findAndModify", cmd_find_and_modify, CMD_COUNT_COMMAND, false},
-    {"findandmodify", cmd_find_and_modify, CMD_COUNT_COMMAND, false},
+    {"insert", cmd_insert, CMD_COUNT_NONE, false, true},
+    {"update", cmd_update, CMD_COUNT_NONE, false, true},
+    {"delete", cmd_delete, CMD_COUNT_NONE, false, true},
+    {"findAndModify", cmd_find_and_modify, CMD_COUNT_COMMAND, false, true},
+    {"findandmodify", cmd_find_and_modify, CMD_COUNT_COMMAND, false, true},
     {"find", cmd_find_cmd, CMD_COUNT_QUERY, false},
     {"count", cmd_count, CMD_COUNT_COMMAND, false},
     {"distinct", cmd_distinct, CMD_COUNT_COMMAND, false},
     {"aggregate", cmd_aggregate, CMD_COUNT_COMMAND, false},
     {"explain", cmd_explain, CMD_COUNT_COMMAND, false},
+    {"fsync", cmd_fsync, CMD_COUNT_COMMAND, true},
+#ifdef ATOMDB_FAULT_INJECTION
+    {"atomdbFault", cmd_atomdb_fault, CMD_COUNT_COMMAND, true},
+#endif
 };
 
 void cmd_append_command_names(bson_t *commands)
@@ -127,6 +133,19 @@ static bool cmd_check_generic(cmd_ctx_t *ctx, dberr_t *err)
                              "%g value for maxTimeMS is out of range [0, 2147483647]", v);
         ctx->max_time_ms = (int64_t)v;
     }
+    if (cmd_find(ctx, "writeConcern", &it)) {
+        bson_t wc;
+        bson_iter_t f;
+        if (!cmd_iter_doc(&it, &wc) || !BSON_ITER_HOLDS_DOCUMENT(&it))
+            return dberr_set(err, DBERR_FAILED_TO_PARSE, "writeConcern must be an object");
+        if (bson_iter_init_find(&f, &wc, "j") && bson_iter_as_bool(&f))
+            ctx->wait_sync = true;
+        if (bson_iter_init_find(&f, &wc, "w") && BSON_ITER_HOLDS_UTF8(&f) &&
+            strcmp(bson_iter_utf8(&f, NULL), "majority") == 0)
+            ctx->wait_sync = true;
+        if (bson_iter_init_find(&f, &wc, "fsync") && bson_iter_as_bool(&f))
+            ctx->wait_sync = true;
+    }
     if (cmd_find(ctx, "$readPreference", &it)) {
         bson_t rp;
         bson_iter_t mode;
@@ -145,6 +164,8 @@ static bool cmd_check_generic(cmd_ctx_t *ctx, dberr_t *err)
 
 cmd_status_t cmd_run(cmd_client_t *client, const wire_request_t *req, bson_t *reply)
 {
+    client->wait_lsn = 0;
+    client->wait_sync = false;
     dberr_t err;
     dberr_clear(&err);
     cmd_ctx_t ctx = {0};
@@ -190,7 +211,14 @@ cmd_status_t cmd_run(cmd_client_t *client, const wire_request_t *req, bson_t *re
     }
     if (!cmd_check_generic(&ctx, &err))
         goto fail;
-    if (!def->fn(&ctx, &err))
+    if (def->is_write && !journal_writable(&err))
+        goto fail;
+    bool ok = def->fn(&ctx, &err);
+    /* whatever the command changed, even when it failed part-way, is one
+     * log record; the reply waits until that record is durable */
+    client->wait_lsn = journal_seal();
+    client->wait_sync = journal_mode() == JOURNAL_FSYNC || ctx.wait_sync;
+    if (!ok)
         goto fail;
     if (ctx.close)
         return CMD_CLOSE;

@@ -42,6 +42,11 @@ void conn_close(conn_t *c, const char *why)
     else
         log_debug("NETWORK", "connection %lld from %s closed", (long long)c->client.id,
                   c->client.remote);
+    journal_cancel(&c->waiter);
+    if (c->held_reply) {
+        bson_destroy(c->held_reply);
+        c->held_reply = NULL;
+    }
     if (c->has_pending) {
         wire_request_destroy(&c->pending);
         c->has_pending = false;
@@ -120,6 +125,29 @@ static void conn_send_parked_reply(cmd_client_t *client, const bson_t *body)
         conn_process(c);
 }
 
+/* The held reply's log record is durable (or failed): answer and go on. */
+static void conn_on_durable(journal_waiter_t *w, bool ok, const char *errmsg)
+{
+    conn_t *c = (conn_t *)((char *)w - offsetof(conn_t, waiter));
+    bson_t *reply = c->held_reply;
+    c->held_reply = NULL;
+    if (ok) {
+        conn_reply(c, &c->pending, reply);
+    } else {
+        dberr_t err;
+        dberr_set(&err, 42, "the write was applied but could not be made durable: %s", errmsg);
+        bson_t body = BSON_INITIALIZER;
+        cmd_error_reply(&body, &err);
+        conn_reply(c, &c->pending, &body);
+        bson_destroy(&body);
+    }
+    bson_destroy(reply);
+    wire_request_destroy(&c->pending);
+    c->has_pending = false;
+    if (!c->closing)
+        conn_process(c);
+}
+
 /* Runs the request parsed into c->pending. False when the connection must
  * close. The request stays in c->pending while parked (a bson_t must not be
  * moved once built). */
@@ -130,6 +158,18 @@ static bool conn_run(conn_t *c)
     cmd_status_t st = cmd_run(&c->client, &c->pending, &reply);
     switch (st) {
     case CMD_REPLIED:
+        if (c->client.wait_lsn && !journal_is_durable(c->client.wait_lsn, c->client.wait_sync) &&
+            !(c->pending.opcode == WIRE_OP_MSG && (c->pending.flags & WIRE_MSG_MORE_TO_COME))) {
+            /* hold the reply (and this connection's next requests) until
+             * the log record is durable */
+            c->held_reply = bson_copy(&reply);
+            c->waiter.lsn = c->client.wait_lsn;
+            c->waiter.sync = c->client.wait_sync;
+            c->waiter.done = conn_on_durable;
+            journal_wait(&c->waiter);
+            bson_destroy(&reply);
+            return true;
+        }
         conn_reply(c, &c->pending, &reply);
         wire_request_destroy(&c->pending);
         c->has_pending = false;

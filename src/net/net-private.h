@@ -7,6 +7,7 @@
 #include <uv.h>
 
 #include "cmd/cmd.h"
+#include "journal/journal.h"
 #include "net/net.h"
 #include "util/buf.h"
 #include "wire/wire.h"
@@ -22,6 +23,8 @@ typedef struct conn {
     bool has_pending;         /* a parked request waits for its reply */
     wire_request_t pending;   /* the parked request */
     int32_t last_reply_id;    /* requestID of our last reply */
+    journal_waiter_t waiter;  /* linked while a reply waits for its log record */
+    bson_t *held_reply;       /* that reply, sent once the record is durable */
     struct conn *prev, *next; /* list of open connections */
 } conn_t;
 

@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "store/observer.h"
 #include "util/omap.h"
 
 /* One database: its collections by name. */
@@ -41,6 +42,12 @@ void catalog_destroy(catalog_t *cat)
         return;
     omap_destroy(cat->dbs, catalog_free_db);
     bson_free(cat);
+}
+
+void catalog_clear(catalog_t *cat)
+{
+    omap_destroy(cat->dbs, catalog_free_db);
+    cat->dbs = omap_new();
 }
 
 bool catalog_valid_db_name(const char *db, dberr_t *err)
@@ -101,7 +108,30 @@ static collection_t *catalog_add(catalog_t *cat, const char *db, const char *col
     }
     collection_t *c = collection_new(db, coll, options);
     omap_insert(d->colls, coll, strlen(coll), c);
+    const store_observer_t *obs = store_observer_get();
+    if (obs && obs->ddl) {
+        bson_t op = BSON_INITIALIZER;
+        BSON_APPEND_UTF8(&op, "create", coll);
+        BSON_APPEND_DOCUMENT(&op, "options", collection_options(c));
+        obs->ddl(db, &op, obs->ctx);
+        bson_destroy(&op);
+    }
     return c;
+}
+
+/* Reports {key: value-or-1} on `db` to the observer. */
+static void catalog_emit(const char *db, const char *key, const char *coll)
+{
+    const store_observer_t *obs = store_observer_get();
+    if (!obs || !obs->ddl)
+        return;
+    bson_t op = BSON_INITIALIZER;
+    if (coll)
+        BSON_APPEND_UTF8(&op, key, coll);
+    else
+        BSON_APPEND_INT32(&op, key, 1);
+    obs->ddl(db, &op, obs->ctx);
+    bson_destroy(&op);
 }
 
 collection_t *catalog_get_or_create(catalog_t *cat, const char *db, const char *coll,
@@ -135,6 +165,7 @@ bool catalog_drop(catalog_t *cat, const char *db, const char *coll)
     collection_t *c = omap_remove(d->colls, coll, strlen(coll));
     if (!c)
         return false;
+    catalog_emit(db, "drop", coll);
     collection_destroy(c);
     if (omap_count(d->colls) == 0)
         catalog_free_db(omap_remove(cat->dbs, db, strlen(db)));
@@ -146,6 +177,7 @@ bool catalog_drop_db(catalog_t *cat, const char *db)
     catalog_db_t *d = omap_remove(cat->dbs, db, strlen(db));
     if (!d)
         return false;
+    catalog_emit(db, "dropDatabase", NULL);
     catalog_free_db(d);
     return true;
 }

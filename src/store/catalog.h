@@ -17,6 +17,9 @@ catalog_t *catalog_new(void);
 /* Frees every database and collection (accepts NULL). */
 void catalog_destroy(catalog_t *cat);
 
+/* Drops every database (no observer events: used to start recovery over). */
+void catalog_clear(catalog_t *cat);
+
 /* Checks a database name as mongod does (InvalidNamespace 73). */
 bool catalog_valid_db_name(const char *db, dberr_t *err);
 /* Checks a collection name within `db` (InvalidNamespace 73). */

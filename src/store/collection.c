@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "doc/keystring.h"
+#include "store/observer.h"
 
 #define COLLECTION_MAX_INDEXES 64
 
@@ -59,6 +60,22 @@ void collection_destroy(collection_t *c)
     bson_free(c->name);
     bson_free(c->ns);
     bson_free(c);
+}
+
+void collection_foreach(const collection_t *c, bool (*fn)(const bson_t *doc, void *ctx),
+                        void *ctx)
+{
+    for (omap_node_t *n = omap_seek(c->indexes[0]->map, NULL, 0); n; n = omap_next(n)) {
+        bson_t doc;
+        record_view(omap_node_value(n), &doc);
+        if (!fn(&doc, ctx))
+            return;
+    }
+}
+
+const char *collection_db(const collection_t *c)
+{
+    return c->db;
 }
 
 const char *collection_ns(const collection_t *c)
@@ -206,6 +223,9 @@ bool collection_insert(collection_t *c, const bson_t *doc, dberr_t *err)
         collection_index_add(c->indexes[i], &keys.per[i], &id, r);
     c->count++;
     c->data_size += doc->len;
+    const store_observer_t *obs = store_observer_get();
+    if (obs && obs->insert)
+        obs->insert(c->db, c->name, doc, obs->ctx);
     ok = true;
 cleanup:
     collection_keys_destroy(&keys);
@@ -259,6 +279,9 @@ bool collection_replace(collection_t *c, record_t *old, const bson_t *doc, dberr
     buf_destroy(&mk);
     c->data_size += doc->len;
     c->data_size -= old->len;
+    const store_observer_t *obs = store_observer_get();
+    if (obs && obs->update)
+        obs->update(c->db, c->name, &old_doc, doc, obs->ctx);
     record_unref(old); /* the collection's reference */
     ok = true;
 cleanup:
@@ -290,7 +313,27 @@ void collection_remove(collection_t *c, record_t *old)
     collection_keys_destroy(&keys);
     c->count--;
     c->data_size -= old->len;
+    const store_observer_t *obs = store_observer_get();
+    if (obs && obs->remove)
+        obs->remove(c->db, c->name, &old_doc, obs->ctx);
     record_unref(old);
+}
+
+/* Reports an index change {op: coll, spec|name} to the observer. */
+static void collection_emit_ddl(const collection_t *c, const char *op, const bson_t *spec,
+                                const char *name)
+{
+    const store_observer_t *obs = store_observer_get();
+    if (!obs || !obs->ddl)
+        return;
+    bson_t doc = BSON_INITIALIZER;
+    BSON_APPEND_UTF8(&doc, op, c->name);
+    if (spec)
+        BSON_APPEND_DOCUMENT(&doc, "spec", spec);
+    if (name)
+        BSON_APPEND_UTF8(&doc, "name", name);
+    obs->ddl(c->db, &doc, obs->ctx);
+    bson_destroy(&doc);
 }
 
 /* ---- planner ---- */
@@ -651,6 +694,7 @@ bool collection_create_index(collection_t *c, const bson_t *spec, bool *created,
     buf_destroy(&mk);
     c->indexes[c->nindexes++] = ix;
     *created = true;
+    collection_emit_ddl(c, "createIndex", &ix->spec, NULL);
     return true;
 fail:
     buf_destroy(&mk);
@@ -660,6 +704,7 @@ fail:
 
 static void collection_drop_at(collection_t *c, int i)
 {
+    collection_emit_ddl(c, "dropIndex", NULL, c->indexes[i]->name);
     index_destroy(c->indexes[i]);
     memmove(&c->indexes[i], &c->indexes[i + 1], (size_t)(c->nindexes - i - 1) * sizeof(index_t *));
     c->nindexes--;

@@ -24,6 +24,14 @@ collection_t *collection_new(const char *db, const char *name, const bson_t *opt
 /* Frees the collection and drops its references to records (accepts NULL). */
 void collection_destroy(collection_t *c);
 
+/* Calls `fn` for every document in _id order (borrowed for the call);
+ * `fn` must not change the collection. Stops when it returns false. */
+void collection_foreach(const collection_t *c, bool (*fn)(const bson_t *doc, void *ctx),
+                        void *ctx);
+
+/* The database the collection belongs to. */
+const char *collection_db(const collection_t *c);
+
 /* "db.name", the collection name, its creation options and uuid. */
 const char *collection_ns(const collection_t *c);
 const char *collection_name(const collection_t *c);

@@ -1,0 +1,63 @@
+/* journal-private: what the journal's files share — the log writer
+ * (wal.c), snapshots (snapshot.c) and recovery/orchestration (journal.c). */
+#ifndef ATOMDB_JOURNAL_PRIVATE_H
+#define ATOMDB_JOURNAL_PRIVATE_H
+
+#include <bson/bson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "journal/journal.h"
+#include "store/catalog.h"
+#include "util/buf.h"
+
+/* Log segment: 16-byte header, then records. */
+#define WAL_MAGIC "ATOMDBW1"
+#define WAL_HEADER_SIZE 16
+/* Record: [u32 payload length][u32 crc32c of lsn+payload][u64 lsn][payload]. */
+#define WAL_RECORD_HEADER 16
+#define WAL_MAX_RECORD (64u * 1024 * 1024)
+
+/* Snapshot file: magic, u64 lsn, tagged entries, u32 crc32c of all before. */
+#define SNAPSHOT_MAGIC "ATOMDBS1"
+
+/* ---- wal.c (log writer thread) ---- */
+
+/* Starts the writer on `dir`, appending to a new segment whose first record
+ * will be `next_lsn`. */
+bool wal_start(uv_loop_t *loop, const char *dir, journal_mode_t mode, uint64_t next_lsn,
+               dberr_t *err);
+/* Writes what is queued, syncs, stops the thread, closes the segment. */
+void wal_stop(void);
+/* Appends one record with the next LSN; returns the LSN. */
+uint64_t wal_append(const bson_t *payload);
+/* The last LSN handed out. */
+uint64_t wal_last_lsn(void);
+/* Bytes appended since the last call to wal_reset_growth(). */
+uint64_t wal_growth(void);
+void wal_reset_growth(void);
+/* Hands everything appended so far to the writer and asks it to start a
+ * new segment after record `lsn` (all records up to it are queued). */
+void wal_rotate_after(uint64_t lsn);
+/* Waiters and faults (see journal.h). */
+bool wal_is_durable(uint64_t lsn, bool sync);
+void wal_wait(journal_waiter_t *w);
+void wal_cancel(journal_waiter_t *w);
+bool wal_failing(char *why, size_t size);
+bool wal_inject_fault(const char *point, int times, dberr_t *err);
+
+/* Segment file name for the segment starting at `lsn`. */
+void wal_segment_name(char *out, size_t size, const char *dir, uint64_t lsn);
+
+/* ---- snapshot.c ---- */
+
+/* Writes `cat` as snapshot `lsn` in `dir` (temporary file, fsync, rename,
+ * fsync of the directory). Safe to call in a forked child: no logging, no
+ * locks. False on any I/O error. */
+bool snapshot_write(const catalog_t *cat, const char *dir, uint64_t lsn);
+/* Loads the snapshot file `path` into `cat` (empty). *lsn gets its LSN.
+ * False with err when the file is damaged. */
+bool snapshot_load(const char *path, catalog_t *cat, uint64_t *lsn, dberr_t *err);
+
+#endif

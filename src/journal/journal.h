@@ -1,0 +1,84 @@
+/* journal: durability — a write-ahead log of committed changes written by
+ * its own thread with group commit, snapshots written by a forked child,
+ * and recovery at start-up (newest valid snapshot, then the log after it).
+ * See docs/durability.md for the modes, guarantees and file formats. */
+#ifndef ATOMDB_JOURNAL_H
+#define ATOMDB_JOURNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "store/catalog.h"
+#include "util/dberr.h"
+
+/* --journal modes. */
+typedef enum journal_mode {
+    JOURNAL_NONE,  /* no files: in memory only */
+    JOURNAL_WRITE, /* ack once the record reached the OS; fdatasync every 100 ms */
+    JOURNAL_FSYNC, /* ack once the record is fdatasync'ed */
+} journal_mode_t;
+
+/* Start-up options. */
+typedef struct journal_options {
+    const char *dbpath;
+    journal_mode_t mode;
+    bool repair;                   /* truncate at damage after keeping a copy */
+    int64_t snapshot_interval_s;   /* 0 = no timed snapshots */
+    int64_t snapshot_wal_bytes;    /* snapshot when the log since the last passes this */
+} journal_options_t;
+
+/* Parses "none"/"write"/"fsync". */
+bool journal_parse_mode(const char *name, journal_mode_t *out);
+
+/* Takes the lock file, recovers `cat` from the files in dbpath, starts the
+ * log thread and the change observer. False with err (the caller logs it
+ * and exits) when the dbpath is locked or the files are damaged. */
+bool journal_open(uv_loop_t *loop, const journal_options_t *opts, catalog_t *cat, dberr_t *err);
+
+/* Writes a final snapshot (when journaling), stops the thread, releases
+ * the lock. */
+void journal_close(void);
+
+/* The journal mode in force. */
+journal_mode_t journal_mode(void);
+
+/* Seals the changes made since the last call into one log record and
+ * returns its LSN, or 0 when nothing changed (or the mode is none). */
+uint64_t journal_seal(void);
+
+/* False with LogWriteFailed (42) while the log cannot be written (disk
+ * full, I/O error): writes are refused until it recovers. */
+bool journal_writable(dberr_t *err);
+
+/* A reply waiting for its record to be durable. Embedded in the waiter's
+ * owner; the journal links it until done() is called. */
+typedef struct journal_waiter {
+    struct journal_waiter *prev, *next;
+    uint64_t lsn;
+    bool sync;           /* wait for fdatasync, not only write */
+    bool linked;
+    /* Called on the loop thread; `ok` false when the record could not be
+     * written (errmsg says why). */
+    void (*done)(struct journal_waiter *w, bool ok, const char *errmsg);
+} journal_waiter_t;
+
+/* True when the record `lsn` is already as durable as asked. */
+bool journal_is_durable(uint64_t lsn, bool sync);
+
+/* Queues `w` until record w->lsn is written (or synced when w->sync). */
+void journal_wait(journal_waiter_t *w);
+
+/* Unlinks `w` without calling it (its owner is going away). */
+void journal_cancel(journal_waiter_t *w);
+
+/* Starts a snapshot now (the fsync command); false with err when one
+ * cannot be started. A snapshot already running is not an error. */
+bool journal_snapshot_now(dberr_t *err);
+
+/* Fault injection (builds with FAULT_INJECTION): makes the next `times`
+ * log writes fail as `point` says ("wal_short_write", "wal_fsync_error",
+ * "wal_enospc"). */
+bool journal_inject_fault(const char *point, int times, dberr_t *err);
+
+#endif

@@ -1,0 +1,241 @@
+/* snapshot: the whole catalog in one file — written by a forked child (or
+ * at shutdown) to a temporary file, fsynced, renamed; loaded at start-up.
+ * Entries are [u8 tag][u32 length][u32 crc32c][BSON]: 'C' a collection
+ * (db, name, options, index specs), 'D' one of its documents, 'E' the end
+ * (lsn and counts). A file without a valid 'E' entry is not a snapshot. */
+#include "journal/journal-private.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "wire/wire.h"
+
+#define SNAPSHOT_FLUSH (1u << 20)
+
+/* Writer state (child-safe: plain write(2), no logging). */
+typedef struct snapshot_writer {
+    int fd;
+    buf_t buf;
+    bool ok;
+    int64_t docs;
+    int64_t colls;
+} snapshot_writer_t;
+
+static void snapshot_flush(snapshot_writer_t *w)
+{
+    size_t off = 0;
+    while (w->ok && off < w->buf.len) {
+        ssize_t n = write(w->fd, w->buf.data + off, w->buf.len - off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            w->ok = false;
+        else
+            off += (size_t)n;
+    }
+    w->buf.len = 0;
+}
+
+static void snapshot_entry(snapshot_writer_t *w, char tag, const bson_t *doc)
+{
+    uint32_t crc = wire_crc32c(bson_get_data(doc), doc->len);
+    buf_push(&w->buf, (uint8_t)tag);
+    buf_append_i32le(&w->buf, (int32_t)doc->len);
+    buf_append_i32le(&w->buf, (int32_t)crc);
+    buf_append(&w->buf, bson_get_data(doc), doc->len);
+    if (w->buf.len >= SNAPSHOT_FLUSH)
+        snapshot_flush(w);
+}
+
+static bool snapshot_write_doc(const bson_t *doc, void *ctx)
+{
+    snapshot_writer_t *w = ctx;
+    snapshot_entry(w, 'D', doc);
+    w->docs++;
+    return w->ok;
+}
+
+static void snapshot_write_coll(collection_t *c, void *ctx)
+{
+    snapshot_writer_t *w = ctx;
+    bson_t head = BSON_INITIALIZER, arr;
+    char key[16];
+    const char *k;
+    BSON_APPEND_UTF8(&head, "db", collection_db(c));
+    BSON_APPEND_UTF8(&head, "name", collection_name(c));
+    BSON_APPEND_DOCUMENT(&head, "options", collection_options(c));
+    bson_append_array_begin(&head, "indexes", -1, &arr);
+    for (int i = 1; i < collection_nindexes(c); i++) {
+        bson_uint32_to_string((uint32_t)(i - 1), &k, key, sizeof key);
+        bson_append_document(&arr, k, -1, &collection_index(c, i)->spec);
+    }
+    bson_append_array_end(&head, &arr);
+    BSON_APPEND_INT64(&head, "count", (int64_t)collection_count(c));
+    snapshot_entry(w, 'C', &head);
+    bson_destroy(&head);
+    w->colls++;
+    collection_foreach(c, snapshot_write_doc, w);
+}
+
+bool snapshot_write(const catalog_t *cat, const char *dir, uint64_t lsn)
+{
+    char tmp[4200], path[4200];
+    snprintf(path, sizeof path, "%s/snapshot-%016" PRIx64 ".adb", dir, lsn);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    snapshot_writer_t w = {0};
+    w.ok = true;
+    buf_init(&w.buf);
+    w.fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (w.fd < 0)
+        return false;
+    uint8_t header[16];
+    memcpy(header, SNAPSHOT_MAGIC, 8);
+    for (int i = 0; i < 8; i++)
+        header[8 + i] = (uint8_t)(lsn >> (8 * i));
+    buf_append(&w.buf, header, sizeof header);
+    catalog_foreach_all(cat, snapshot_write_coll, &w);
+    bson_t end = BSON_INITIALIZER;
+    BSON_APPEND_INT64(&end, "lsn", (int64_t)lsn);
+    BSON_APPEND_INT64(&end, "collections", w.colls);
+    BSON_APPEND_INT64(&end, "documents", w.docs);
+    snapshot_entry(&w, 'E', &end);
+    bson_destroy(&end);
+    snapshot_flush(&w);
+    buf_destroy(&w.buf);
+    if (w.ok && fsync(w.fd) != 0)
+        w.ok = false;
+    close(w.fd);
+    if (!w.ok || rename(tmp, path) != 0) {
+        unlink(tmp);
+        return false;
+    }
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        fsync(dfd);
+        close(dfd);
+    }
+    return true;
+}
+
+static uint32_t snapshot_le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+bool snapshot_load(const char *path, catalog_t *cat, uint64_t *lsn, dberr_t *err)
+{
+    bool ok = false;
+    uint8_t *map = MAP_FAILED;
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return dberr_set(err, DBERR_INTERNAL_ERROR, "cannot open %s: %s", path, strerror(errno));
+    if (fstat(fd, &st) != 0 || st.st_size < 16) {
+        dberr_set(err, DBERR_INTERNAL_ERROR, "%s is not a snapshot (too short)", path);
+        goto cleanup;
+    }
+    size_t size = (size_t)st.st_size;
+    map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (map == MAP_FAILED) {
+        dberr_set(err, DBERR_INTERNAL_ERROR, "cannot map %s: %s", path, strerror(errno));
+        goto cleanup;
+    }
+    if (memcmp(map, SNAPSHOT_MAGIC, 8) != 0) {
+        dberr_set(err, DBERR_INTERNAL_ERROR, "%s is not a snapshot (bad magic)", path);
+        goto cleanup;
+    }
+    uint64_t file_lsn = 0;
+    for (int i = 0; i < 8; i++)
+        file_lsn |= (uint64_t)map[8 + i] << (8 * i);
+    size_t off = 16;
+    collection_t *cur = NULL;
+    bool ended = false;
+    while (off < size && !ended) {
+        if (size - off < 9) {
+            dberr_set(err, DBERR_INTERNAL_ERROR, "%s: truncated entry at offset %zu", path, off);
+            goto cleanup;
+        }
+        char tag = (char)map[off];
+        uint32_t len = snapshot_le32(map + off + 1), crc = snapshot_le32(map + off + 5);
+        if (len < 5 || len > size - off - 9) {
+            dberr_set(err, DBERR_INTERNAL_ERROR, "%s: bad entry length at offset %zu", path, off);
+            goto cleanup;
+        }
+        const uint8_t *data = map + off + 9;
+        bson_t doc;
+        if (wire_crc32c(data, len) != crc || !bson_init_static(&doc, data, len)) {
+            dberr_set(err, DBERR_INTERNAL_ERROR, "%s: checksum mismatch at offset %zu", path, off);
+            goto cleanup;
+        }
+        bson_iter_t it;
+        if (tag == 'C') {
+            const char *db = NULL, *name = NULL;
+            bson_t options = BSON_INITIALIZER, idx;
+            if (bson_iter_init_find(&it, &doc, "db") && BSON_ITER_HOLDS_UTF8(&it))
+                db = bson_iter_utf8(&it, NULL);
+            if (bson_iter_init_find(&it, &doc, "name") && BSON_ITER_HOLDS_UTF8(&it))
+                name = bson_iter_utf8(&it, NULL);
+            if (bson_iter_init_find(&it, &doc, "options") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+                uint32_t olen;
+                const uint8_t *odata;
+                bson_iter_document(&it, &olen, &odata);
+                bson_destroy(&options);
+                bson_init_static(&options, odata, olen);
+            }
+            if (!db || !name || !(cur = catalog_create(cat, db, name, &options, err))) {
+                dberr_set(err, DBERR_INTERNAL_ERROR, "%s: bad collection entry at offset %zu",
+                          path, off);
+                goto cleanup;
+            }
+            if (bson_iter_init_find(&it, &doc, "indexes") && BSON_ITER_HOLDS_ARRAY(&it)) {
+                bson_iter_t el;
+                bson_iter_recurse(&it, &el);
+                while (bson_iter_next(&el)) {
+                    uint32_t ilen;
+                    const uint8_t *idata;
+                    bool created;
+                    if (!BSON_ITER_HOLDS_DOCUMENT(&el))
+                        continue;
+                    bson_iter_document(&el, &ilen, &idata);
+                    bson_init_static(&idx, idata, ilen);
+                    if (!collection_create_index(cur, &idx, &created, err))
+                        goto cleanup;
+                }
+            }
+        } else if (tag == 'D') {
+            if (!cur || !collection_insert(cur, &doc, err)) {
+                if (cur)
+                    dberr_set(err, DBERR_INTERNAL_ERROR, "%s: cannot load document at offset "
+                                                         "%zu: %s",
+                              path, off, err->msg);
+                else
+                    dberr_set(err, DBERR_INTERNAL_ERROR, "%s: document before any collection",
+                              path);
+                goto cleanup;
+            }
+        } else if (tag == 'E') {
+            ended = true;
+        } else {
+            dberr_set(err, DBERR_INTERNAL_ERROR, "%s: unknown entry at offset %zu", path, off);
+            goto cleanup;
+        }
+        off += 9 + len;
+    }
+    if (!ended) {
+        dberr_set(err, DBERR_INTERNAL_ERROR, "%s has no end entry (incomplete snapshot)", path);
+        goto cleanup;
+    }
+    *lsn = file_lsn;
+    ok = true;
+cleanup:
+    if (map != MAP_FAILED)
+        munmap(map, (size_t)st.st_size);
+    close(fd);
+    return ok;
+}
