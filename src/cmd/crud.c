@@ -160,10 +160,16 @@ bool cmd_prepare_insert_doc(const bson_t *doc, bson_t *out, dberr_t *err)
                 return dberr_set(err, DBERR_BAD_VALUE, "can't use a regex for _id");
             if (BSON_ITER_HOLDS_UNDEFINED(&it))
                 return dberr_set(err, DBERR_BAD_VALUE, "can't use a undefined for _id");
-        } else if (k[0] == '$') {
-            return dberr_set(err, DBERR_BAD_VALUE, "Document can't have $ prefixed field names: %s",
-                             k);
+            bson_iter_t sub;
+            if (BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &sub))
+                while (bson_iter_next(&sub))
+                    if (bson_iter_key(&sub)[0] == '$')
+                        return dberr_set(err, DBERR_DOLLAR_PREFIXED_FIELD_NAME,
+                                         "_id fields may not contain '$'-prefixed fields: %s is "
+                                         "not valid for storage.",
+                                         bson_iter_key(&sub));
         }
+        /* since MongoDB 5.0 other field names may start with '$' or hold '.' */
     }
     if (has_id) {
         bson_iter_init_find(&it, doc, "_id");
