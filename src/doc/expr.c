@@ -27,6 +27,8 @@ typedef enum op_parse {
     OPP_COND,    /* [if, then, else] or {if, then, else} */
     OPP_LET,     /* {vars: {...}, in: expr} */
     OPP_NAMED,   /* a document of named parameters (see op_def.params) */
+    OPP_FIELD,   /* $getField/$setField/$unsetField: {field, input, value} */
+    OPP_NOARGS,  /* {} (or []): no arguments, as $rand */
 } op_parse_t;
 
 typedef struct op_def op_def_t;
@@ -2212,6 +2214,120 @@ static bool op_arraytoobject(const expr_t *e, const expr_ctx_t *ctx, bson_value_
     return ok;
 }
 
+/* ------------------------------------------- $getField $setField $unsetField */
+
+/* args[0] is `input` (NULL for $$CURRENT), args[1] `value` ($setField only);
+ * cval holds the constant field name, taken literally (dots and dollars are
+ * part of the name). */
+
+static bool field_input(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+{
+    if (e->args[0])
+        return eval(e->args[0], ctx, out, err);
+    val_missing(out);
+    if (!ctx->root)
+        return true;
+    out->value_type = BSON_TYPE_DOCUMENT;
+    out->value.v_doc.data_len = ctx->root->len;
+    out->value.v_doc.data = bson_malloc(ctx->root->len);
+    memcpy(out->value.v_doc.data, bson_get_data(ctx->root), ctx->root->len);
+    return true;
+}
+
+/* $getField: null for a nullish input, missing for a non-document one. */
+static bool op_getfield(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+{
+    bson_value_t in;
+    if (!field_input(e, ctx, &in, err))
+        return false;
+    if (is_nullish(&in)) {
+        val_null(out);
+    } else if (in.value_type == BSON_TYPE_DOCUMENT) {
+        bson_t b;
+        bson_iter_t it;
+        bson_of(&in, &b);
+        if (bson_iter_init_find(&it, &b, e->cval.value.v_utf8.str))
+            bson_value_copy(bson_iter_value(&it), out);
+    }
+    val_free(&in);
+    return true;
+}
+
+/* $setField / $unsetField: a copy of `input` with the field replaced in
+ * place, appended, or removed when the value is missing ($$REMOVE). */
+static bool op_setfield(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+{
+    bson_value_t in, v;
+    bool ok = true;
+    val_missing(&v);
+    if (!field_input(e, ctx, &in, err))
+        return false;
+    if (is_nullish(&in)) {
+        val_null(out);
+        goto cleanup;
+    }
+    if (in.value_type != BSON_TYPE_DOCUMENT) {
+        ok = dberr_set(err, 4161105, "%s requires 'input' to evaluate to type Object",
+                       e->op->name);
+        goto cleanup;
+    }
+    if (e->nargs > 1 && e->args[1] && !eval(e->args[1], ctx, &v, err)) {
+        ok = false;
+        goto cleanup;
+    }
+    {
+        const char *name = e->cval.value.v_utf8.str;
+        bool placed = false;
+        bson_t b, res;
+        bson_iter_t it;
+        bson_of(&in, &b);
+        bson_init(&res);
+        if (bson_iter_init(&it, &b))
+            while (bson_iter_next(&it)) {
+                if (strcmp(bson_iter_key(&it), name) != 0) {
+                    bson_append_value(&res, bson_iter_key(&it), -1, bson_iter_value(&it));
+                } else if (!placed && v.value_type != BSON_TYPE_EOD) {
+                    bson_append_value(&res, name, -1, &v);
+                    placed = true;
+                }
+            }
+        if (!placed && v.value_type != BSON_TYPE_EOD)
+            bson_append_value(&res, name, -1, &v);
+        val_from_bson(out, &res, BSON_TYPE_DOCUMENT);
+    }
+cleanup:
+    val_free(&in);
+    val_free(&v);
+    return ok;
+}
+
+static bool op_unsetfield(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+{
+    return op_setfield(e, ctx, out, err);
+}
+
+/* $rand: a double in [0, 1). */
+static bool op_rand(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+{
+    static uint64_t state;
+    (void)e;
+    (void)ctx;
+    (void)err;
+    if (state == 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        state = ((uint64_t)ts.tv_sec * 1000000007u) ^ (uint64_t)ts.tv_nsec ^
+                (uint64_t)(uintptr_t)&state;
+        if (state == 0)
+            state = 88172645463325252ULL;
+    }
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    val_double(out, (double)(state >> 11) / 9007199254740992.0);
+    return true;
+}
+
 /* ------------------------------------------------------------- op table */
 
 static const op_def_t ops[] = {
@@ -2232,6 +2348,7 @@ static const op_def_t ops[] = {
     {"$filter", op_filter, OPP_NAMED, 0, 0, {"!input", "as", "!cond", "limit", NULL}},
     {"$first", op_first_last, OPP_ARGS, 1, 1, {0}},
     {"$floor", op_floor, OPP_ARGS, 1, 1, {0}},
+    {"$getField", op_getfield, OPP_FIELD, 0, 0, {0}},
     {"$gt", compare_op, OPP_ARGS, 2, 2, {0}},
     {"$gte", compare_op, OPP_ARGS, 2, 2, {0}},
     {"$ifNull", op_ifnull, OPP_ARGS, 2, -1, {0}},
@@ -2257,10 +2374,12 @@ static const op_def_t ops[] = {
     {"$objectToArray", op_objecttoarray, OPP_ARGS, 1, 1, {0}},
     {"$or", op_and_or, OPP_ARGS, 0, -1, {0}},
     {"$pow", op_pow, OPP_ARGS, 2, 2, {0}},
+    {"$rand", op_rand, OPP_NOARGS, 0, 0, {0}},
     {"$range", op_range, OPP_ARGS, 2, 3, {0}},
     {"$reduce", op_reduce, OPP_NAMED, 0, 0, {"!input", "!initialValue", "!in", NULL}},
     {"$reverseArray", op_reversearray, OPP_ARGS, 1, 1, {0}},
     {"$round", op_round, OPP_ARGS, 1, 2, {0}},
+    {"$setField", op_setfield, OPP_FIELD, 0, 0, {0}},
     {"$size", op_size, OPP_ARGS, 1, 1, {0}},
     {"$slice", op_slice, OPP_ARGS, 2, 3, {0}},
     {"$split", op_split, OPP_ARGS, 2, 2, {0}},
@@ -2281,6 +2400,7 @@ static const op_def_t ops[] = {
     {"$toUpper", op_toupper, OPP_ARGS, 1, 1, {0}},
     {"$trunc", op_trunc, OPP_ARGS, 1, 2, {0}},
     {"$type", op_type, OPP_ARGS, 1, 1, {0}},
+    {"$unsetField", op_unsetfield, OPP_FIELD, 0, 0, {0}},
 };
 
 static const op_def_t *find_op(const char *name)
@@ -2404,6 +2524,105 @@ static expr_t *parse_path(const char *s, dberr_t *err)
 fail:
     expr_destroy(e);
     return NULL;
+}
+
+/* Reads the `field` argument of $getField/$setField/$unsetField into
+ * e->cval: a string constant, or {$literal: "..."} / {$const: "..."}. */
+static bool parse_field_name(expr_t *e, const bson_iter_t *f, dberr_t *err)
+{
+    bool get = strcmp(e->op->name, "$getField") == 0;
+    bson_iter_t self = *f, child; /* `v` points into one of them */
+    const bson_value_t *v = bson_iter_value(&self);
+    if (v->value_type == BSON_TYPE_DOCUMENT) {
+        bson_iter_recurse(f, &child);
+        const char *k = bson_iter_next(&child) ? bson_iter_key(&child) : "";
+        bson_iter_t rest = child;
+        if ((strcmp(k, "$literal") == 0 || strcmp(k, "$const") == 0) && !bson_iter_next(&rest)) {
+            v = bson_iter_value(&child);
+        } else {
+            return dberr_set(err, get ? 5654601 : 4161106,
+                             "%s requires 'field' to evaluate to a constant, but got a "
+                             "non-constant argument",
+                             e->op->name);
+        }
+    } else if (v->value_type == BSON_TYPE_ARRAY) {
+        return dberr_set(err, get ? 5654601 : 4161106,
+                         "%s requires 'field' to evaluate to a constant, but got a non-constant "
+                         "argument",
+                         e->op->name);
+    } else if (v->value_type == BSON_TYPE_UTF8 && v->value.v_utf8.str[0] == '$') {
+        return dberr_set(err, get ? 5654600 : 4161108,
+                         "'%s' is a field path reference which is not allowed in this context. "
+                         "Did you mean {$literal: '%s'}?",
+                         v->value.v_utf8.str, v->value.v_utf8.str);
+    }
+    if (v->value_type != BSON_TYPE_UTF8)
+        return dberr_set(err, get ? 5654602 : 4161107,
+                         "%s requires 'field' to evaluate to type String, but got %s",
+                         e->op->name, type_name(v->value_type));
+    if (strlen(v->value.v_utf8.str) != v->value.v_utf8.len)
+        return dberr_set(err, get ? 5654602 : 4161107,
+                         "%s requires 'field' to be a string without null bytes", e->op->name);
+    val_free(&e->cval);
+    bson_value_copy(v, &e->cval);
+    return true;
+}
+
+/* {$getField: {field, input}} (or the shorthand {$getField: "name"}),
+ * {$setField: {field, input, value}}, {$unsetField: {field, input}}. */
+static bool parse_field_op(expr_t *e, bson_iter_t *arg, dberr_t *err)
+{
+    const char *name = e->op->name;
+    bool get = strcmp(name, "$getField") == 0, set = strcmp(name, "$setField") == 0;
+    bson_iter_t field, input, value;
+    bool have_field = false, have_input = false, have_value = false;
+    bool shorthand = !BSON_ITER_HOLDS_DOCUMENT(arg);
+    if (!shorthand) {
+        bson_iter_t probe;
+        bson_iter_recurse(arg, &probe);
+        shorthand = bson_iter_next(&probe) && bson_iter_key(&probe)[0] == '$';
+    }
+    e->args = bson_malloc0(2 * sizeof *e->args);
+    e->nargs = 2;
+    if (shorthand) {
+        if (!get)
+            return dberr_set(err, 4161100, "%s only supports an object as its argument", name);
+        field = *arg;
+        have_field = true;
+    } else {
+        bson_iter_t child;
+        bson_iter_recurse(arg, &child);
+        while (bson_iter_next(&child)) {
+            const char *k = bson_iter_key(&child);
+            if (strcmp(k, "field") == 0) {
+                field = child;
+                have_field = true;
+            } else if (strcmp(k, "input") == 0) {
+                input = child;
+                have_input = true;
+            } else if (set && strcmp(k, "value") == 0) {
+                value = child;
+                have_value = true;
+            } else {
+                return dberr_set(err, get ? 3041701 : 4161101, "%s found an unknown argument: %s",
+                                 name, k);
+            }
+        }
+        if (!have_field)
+            return dberr_set(err, get ? 3041702 : 4161102, "%s requires 'field' to be specified",
+                             name);
+        if (set && !have_value)
+            return dberr_set(err, 4161103, "$setField requires 'value' to be specified");
+        if (!have_input && !get)
+            return dberr_set(err, 4161109, "%s requires 'input' to be specified", name);
+    }
+    if (!parse_field_name(e, &field, err))
+        return false;
+    if (have_input && !(e->args[0] = parse(&input, err)))
+        return false;
+    if (have_value && !(e->args[1] = parse(&value, err)))
+        return false;
+    return true;
 }
 
 /* Parses an operator's argument per its definition. */
@@ -2582,6 +2801,19 @@ static expr_t *parse_op(const op_def_t *op, bson_iter_t *arg, dberr_t *err)
             }
         return e;
     }
+    case OPP_FIELD:
+        if (!parse_field_op(e, arg, err))
+            goto fail;
+        return e;
+    case OPP_NOARGS: {
+        bson_iter_t child;
+        if ((!BSON_ITER_HOLDS_DOCUMENT(arg) && !BSON_ITER_HOLDS_ARRAY(arg)) ||
+            (bson_iter_recurse(arg, &child) && bson_iter_next(&child))) {
+            dberr_set(err, 10065, "%s does not take any arguments", op->name);
+            goto fail;
+        }
+        return e;
+    }
     }
 fail:
     expr_destroy(e);
@@ -2681,4 +2913,123 @@ expr_t *expr_new(const bson_iter_t *spec, dberr_t *err)
     bson_iter_t it = *spec;
     dberr_clear(err);
     return parse(&it, err);
+}
+
+/* ------------------------------------------------------------ variables */
+
+/* A chain of names bound by enclosing $let/$map/$filter/$reduce. */
+typedef struct var_scope {
+    const char *name;
+    const struct var_scope *up;
+} var_scope_t;
+
+static bool scope_has(const var_scope_t *s, const char *name)
+{
+    for (; s; s = s->up)
+        if (strcmp(s->name, name) == 0)
+            return true;
+    return false;
+}
+
+static bool check_vars(const expr_t *e, const var_scope_t *scope, const bson_t *vars,
+                       dberr_t *err)
+{
+    if (!e)
+        return true;
+    switch (e->kind) {
+    case EK_CONST: return true;
+    case EK_PATH:
+        if (!e->var || strcmp(e->var, "ROOT") == 0 || strcmp(e->var, "CURRENT") == 0 ||
+            strcmp(e->var, "REMOVE") == 0 || strcmp(e->var, "NOW") == 0 ||
+            scope_has(scope, e->var) || (vars && bson_has_field(vars, e->var)))
+            return true;
+        return dberr_set(err, 17276, "Use of undefined variable: %s", e->var);
+    case EK_DOC:
+    case EK_ARRAY: break;
+    case EK_OP:
+        if (e->op->fn == op_let) {
+            /* vars are read in the outer scope, the body sees them all */
+            size_t nvars = e->nargs - 1;
+            var_scope_t *chain = bson_malloc((nvars ? nvars : 1) * sizeof *chain);
+            const var_scope_t *inner = scope;
+            bool ok = true;
+            for (size_t i = 0; i < nvars && ok; i++) {
+                ok = check_vars(e->args[i], scope, vars, err);
+                chain[i].name = e->names[i];
+                chain[i].up = inner;
+                inner = &chain[i];
+            }
+            ok = ok && check_vars(e->args[nvars], inner, vars, err);
+            bson_free(chain);
+            return ok;
+        }
+        if (e->op->fn == op_map || e->op->fn == op_filter) {
+            /* args: input, as, in/cond, limit */
+            var_scope_t as = {"this", scope};
+            const expr_t *asx = e->args[1];
+            if (asx && asx->kind == EK_CONST && asx->cval.value_type == BSON_TYPE_UTF8)
+                as.name = asx->cval.value.v_utf8.str;
+            for (size_t i = 0; i < e->nargs; i++)
+                if (!check_vars(e->args[i], i == 2 ? &as : scope, vars, err))
+                    return false;
+            return true;
+        }
+        if (e->op->fn == op_reduce) {
+            var_scope_t this_s = {"this", scope}, value_s = {"value", &this_s};
+            for (size_t i = 0; i < e->nargs; i++)
+                if (!check_vars(e->args[i], i == 2 ? &value_s : scope, vars, err))
+                    return false;
+            return true;
+        }
+        break;
+    }
+    for (size_t i = 0; i < e->nargs; i++)
+        if (!check_vars(e->args[i], scope, vars, err))
+            return false;
+    return true;
+}
+
+bool expr_check_vars(const expr_t *e, const bson_t *vars, dberr_t *err)
+{
+    return check_vars(e, NULL, vars, err);
+}
+
+bool expr_eval_let(const bson_t *let, int64_t now_ms, bson_t *out, dberr_t *err)
+{
+    bson_iter_t it;
+    bson_t empty = BSON_INITIALIZER;
+    if (!let)
+        return true;
+    if (!bson_iter_init(&it, let))
+        return dberr_set(err, DBERR_BAD_VALUE, "invalid let document");
+    while (bson_iter_next(&it)) {
+        const char *name = bson_iter_key(&it);
+        if (!valid_var_name(name))
+            return dberr_set(err, 16867,
+                             "'%s' starts with an invalid character for a user variable name",
+                             name);
+        expr_t *e = parse(&it, err);
+        if (!e)
+            return false;
+        expr_ctx_t ctx = {.root = &empty, .now_ms = now_ms, .vars = out};
+        bson_value_t v;
+        bool ok = check_vars(e, NULL, out, err) && expr_eval(e, &ctx, &v, err);
+        expr_destroy(e);
+        if (!ok)
+            return false;
+        if (bson_has_field(out, name)) {
+            bson_t tmp;
+            bson_init(&tmp);
+            bson_copy_to_excluding_noinit(out, &tmp, name, NULL);
+            bson_reinit(out);
+            bson_concat(out, &tmp);
+            bson_destroy(&tmp);
+        }
+        if (v.value_type == BSON_TYPE_EOD)
+            bson_append_undefined(out, name, -1);
+        else
+            bson_append_value(out, name, -1, &v);
+        val_free(&v);
+    }
+    return true;
 }

@@ -32,6 +32,21 @@ bool expr_eval(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_
 /* Frees `e` (accepts NULL). */
 void expr_destroy(expr_t *e);
 
+/* Checks that every user variable `e` reads ($$name) is defined: by a field
+ * of `vars` (NULL: none) or by an enclosing $let, $map, $filter or $reduce.
+ * $$ROOT, $$CURRENT, $$REMOVE and $$NOW are always defined. False with
+ * Location17276 "Use of undefined variable: name" otherwise, as mongod
+ * answers when it parses. */
+bool expr_check_vars(const expr_t *e, const bson_t *vars, dberr_t *err);
+
+/* Evaluates a command's `let` document: each field's value is an expression
+ * evaluated once against an empty $$ROOT (with $$NOW = `now_ms`), in order,
+ * so a value may read the variables before it; {x: {$add: [1, 2]}} gives
+ * {x: 3}. Appends the results to `out` (initialised by the caller; a missing
+ * result is stored as undefined). `let` may be NULL. False with `err` set
+ * on a bad variable name (Location16867), a parse or an evaluation error. */
+bool expr_eval_let(const bson_t *let, int64_t now_ms, bson_t *out, dberr_t *err);
+
 /* True when the value is "truthy" for $cond / $expr: not false, null,
  * undefined, missing or numeric zero. */
 bool expr_truthy(const bson_value_t *v);

@@ -67,8 +67,18 @@ typedef struct mnode {
     expr_t *expr;          /* EXPR */
 } mnode_t;
 
+/* What matching leaves behind for matcher_take_error; written by
+ * matcher_matches, so it lives behind a pointer of the const matcher. */
+typedef struct matcher_state {
+    bool has_error;
+    dberr_t error; /* the first error since the last take */
+} matcher_state_t;
+
 struct matcher {
-    mnode_t *root; /* an AND of the top-level predicates */
+    mnode_t *root;         /* an AND of the top-level predicates */
+    bson_t *let;           /* evaluated let variables, or NULL */
+    bool has_expr;         /* the filter holds $expr */
+    matcher_state_t *st;   /* sticky error */
 };
 
 /* -- nodes -- */
@@ -311,13 +321,22 @@ static bool truthy(const bson_value_t *v)
     }
 }
 
-static bool eval(const mnode_t *n, const bson_t *doc, int *pos);
+static bool eval(const matcher_t *m, const mnode_t *n, const bson_t *doc, int *pos);
 static bool eval_value(const mnode_t *n, const bson_value_t *v);
 
 /* Runs the predicates of `m` on document `doc`. */
 static bool matcher_run(const matcher_t *m, const bson_t *doc, int *pos)
 {
-    return eval(m->root, doc, pos);
+    return eval(m, m->root, doc, pos);
+}
+
+/* Records `err` as the matcher's error unless one is already pending. */
+static void matcher_note_error(const matcher_t *m, const dberr_t *err)
+{
+    if (m->st->has_error)
+        return;
+    m->st->has_error = true;
+    m->st->error = *err;
 }
 
 /* A leaf predicate against one value; `elem_pos` receives the element index
@@ -435,39 +454,41 @@ static int64_t now_ms(void)
 
 /* Evaluates `n` on `doc`; on a match `*pos` (when not NULL and still -1)
  * receives the array position the predicate matched through. */
-static bool eval(const mnode_t *n, const bson_t *doc, int *pos)
+static bool eval(const matcher_t *m, const mnode_t *n, const bson_t *doc, int *pos)
 {
     switch (n->kind) {
     case MN_AND:
         for (size_t i = 0; i < n->nkids; i++) {
-            if (!eval(n->kids[i], doc, pos))
+            if (!eval(m, n->kids[i], doc, pos))
                 return false;
         }
         return true;
     case MN_OR:
         for (size_t i = 0; i < n->nkids; i++) {
-            if (eval(n->kids[i], doc, pos))
+            if (eval(m, n->kids[i], doc, pos))
                 return true;
         }
         return false;
     case MN_NOR:
         for (size_t i = 0; i < n->nkids; i++) {
-            if (eval(n->kids[i], doc, NULL))
+            if (eval(m, n->kids[i], doc, NULL))
                 return false;
         }
         return true;
     case MN_NOT:
-        return !eval(n->kids[0], doc, NULL);
+        return !eval(m, n->kids[0], doc, NULL);
     case MN_TRUE:
         return true;
     case MN_FALSE:
         return false;
     case MN_EXPR: {
-        expr_ctx_t ctx = {doc, now_ms(), NULL};
+        expr_ctx_t ctx = {doc, now_ms(), m->let};
         bson_value_t out;
         dberr_t err;
-        if (!expr_eval(n->expr, &ctx, &out, &err))
+        if (!expr_eval(n->expr, &ctx, &out, &err)) {
+            matcher_note_error(m, &err);
             return false;
+        }
         bool t = expr_truthy(&out);
         bson_value_destroy(&out);
         return t;
@@ -485,7 +506,10 @@ static bool eval(const mnode_t *n, const bson_t *doc, int *pos)
 
 /* -- parsing -- */
 
-static bool parse_filter(const bson_t *filter, mnode_t *and_node, int depth, dberr_t *err);
+/* `top`: the filter applies to the whole document (not inside $elemMatch),
+ * where $expr is allowed. */
+static bool parse_filter(const bson_t *filter, mnode_t *and_node, int depth, bool top,
+                         dberr_t *err);
 
 static bool starts_dollar(const char *s)
 {
@@ -677,8 +701,9 @@ static mnode_t *parse_elem_match(const char *path, const bson_iter_t *it, int de
             goto cleanup;
         }
         n->sub = bson_malloc0(sizeof *n->sub);
+        n->sub->st = bson_malloc0(sizeof *n->sub->st);
         n->sub->root = node_new(MN_AND, NULL);
-        if (!parse_filter(&sub, n->sub->root, depth + 1, err))
+        if (!parse_filter(&sub, n->sub->root, depth + 1, false, err))
             goto cleanup;
     }
     return n;
@@ -882,7 +907,7 @@ static bool parse_ops(const char *path, const bson_iter_t *ops, mnode_t *and_nod
 
 /* $and / $or / $nor: a non-empty array of filter documents. */
 static bool parse_logical(const char *op, const bson_iter_t *it, mnode_t *and_node, int depth,
-                          dberr_t *err)
+                          bool top, dberr_t *err)
 {
     if (bson_iter_type(it) != BSON_TYPE_ARRAY)
         return dberr_set(err, DBERR_BAD_VALUE, "%s must be an array", op);
@@ -903,7 +928,7 @@ static bool parse_logical(const char *op, const bson_iter_t *it, mnode_t *and_no
             return dberr_set(err, DBERR_BAD_VALUE, "$or/$and/$nor entries need to be full objects");
         mnode_t *clause = node_new(MN_AND, NULL);
         node_add(n, clause);
-        if (!parse_filter(&sub, clause, depth + 1, err))
+        if (!parse_filter(&sub, clause, depth + 1, top, err))
             return false;
     }
     if (n->nkids == 0)
@@ -912,7 +937,8 @@ static bool parse_logical(const char *op, const bson_iter_t *it, mnode_t *and_no
 }
 
 /* A whole filter document, its predicates added to `and_node`. */
-static bool parse_filter(const bson_t *filter, mnode_t *and_node, int depth, dberr_t *err)
+static bool parse_filter(const bson_t *filter, mnode_t *and_node, int depth, bool top,
+                         dberr_t *err)
 {
     if (depth > MATCHER_MAX_DEPTH)
         return dberr_set(err, DBERR_BAD_VALUE, "exceeded depth limit of %d when parsing",
@@ -924,9 +950,12 @@ static bool parse_filter(const bson_t *filter, mnode_t *and_node, int depth, dbe
         const char *key = bson_iter_key(&it);
         if (starts_dollar(key)) {
             if (strcmp(key, "$and") == 0 || strcmp(key, "$or") == 0 || strcmp(key, "$nor") == 0) {
-                if (!parse_logical(key, &it, and_node, depth, err))
+                if (!parse_logical(key, &it, and_node, depth, top, err))
                     return false;
             } else if (strcmp(key, "$expr") == 0) {
+                if (!top)
+                    return dberr_set(err, DBERR_BAD_VALUE,
+                                     "$expr can only be applied to the top-level document");
                 mnode_t *n = node_new(MN_EXPR, NULL);
                 node_add(and_node, n);
                 n->expr = expr_new(&it, err);
@@ -961,15 +990,95 @@ static bool parse_filter(const bson_t *filter, mnode_t *and_node, int depth, dbe
     return true;
 }
 
+/* Checks the variables of every top-level $expr against the let names. */
+static bool check_expr_vars(const mnode_t *n, const bson_t *let, dberr_t *err)
+{
+    if (n->kind == MN_EXPR)
+        return expr_check_vars(n->expr, let, err);
+    if (n->kind != MN_AND && n->kind != MN_OR && n->kind != MN_NOR && n->kind != MN_NOT)
+        return true;
+    for (size_t i = 0; i < n->nkids; i++)
+        if (!check_expr_vars(n->kids[i], let, err))
+            return false;
+    return true;
+}
+
+static bool has_expr(const mnode_t *n)
+{
+    if (n->kind == MN_EXPR)
+        return true;
+    for (size_t i = 0; i < n->nkids; i++)
+        if (has_expr(n->kids[i]))
+            return true;
+    return false;
+}
+
+/* Re-validates the $expr variables against the current let, leaving any
+ * failure as the pending error. */
+static void matcher_validate(matcher_t *m)
+{
+    dberr_t err;
+    dberr_clear(&err);
+    if (m->has_expr && !check_expr_vars(m->root, m->let, &err))
+        matcher_note_error(m, &err);
+}
+
 matcher_t *matcher_new(const bson_t *filter, dberr_t *err)
 {
     matcher_t *m = bson_malloc0(sizeof *m);
     m->root = node_new(MN_AND, NULL);
-    if (filter && !parse_filter(filter, m->root, 0, err)) {
+    m->st = bson_malloc0(sizeof *m->st);
+    if (filter && !parse_filter(filter, m->root, 0, true, err)) {
         matcher_destroy(m);
         return NULL;
     }
+    m->has_expr = has_expr(m->root);
+    matcher_validate(m);
     return m;
+}
+
+/* Drops the let variables and any pending error. */
+static void matcher_reset_vars(matcher_t *m)
+{
+    if (m->let)
+        bson_destroy(m->let);
+    m->let = NULL;
+    m->st->has_error = false;
+    dberr_clear(&m->st->error);
+}
+
+void matcher_set_let(matcher_t *m, const bson_t *let)
+{
+    dberr_t err;
+    matcher_reset_vars(m);
+    if (let && !bson_empty(let)) {
+        m->let = bson_new();
+        dberr_clear(&err);
+        if (!expr_eval_let(let, now_ms(), m->let, &err)) {
+            matcher_note_error(m, &err);
+            return;
+        }
+    }
+    matcher_validate(m);
+}
+
+void matcher_set_vars(matcher_t *m, const bson_t *vars)
+{
+    matcher_reset_vars(m);
+    if (vars && !bson_empty(vars))
+        m->let = bson_copy(vars);
+    matcher_validate(m);
+}
+
+bool matcher_take_error(matcher_t *m, dberr_t *err)
+{
+    if (!m || !m->st->has_error)
+        return false;
+    if (err)
+        *err = m->st->error;
+    m->st->has_error = false;
+    dberr_clear(&m->st->error);
+    return true;
 }
 
 void matcher_destroy(matcher_t *m)
@@ -977,13 +1086,23 @@ void matcher_destroy(matcher_t *m)
     if (!m)
         return;
     node_destroy(m->root);
+    if (m->let)
+        bson_destroy(m->let);
+    bson_free(m->st);
     bson_free(m);
 }
 
 bool matcher_matches(const matcher_t *m, const bson_t *doc, int *array_pos)
 {
     int pos = -1;
-    bool ok = matcher_run(m, doc, &pos);
+    bool ok = false;
+    /* a pending error fails the operation: match nothing until it is taken */
+    if (!(m->has_expr && m->st->has_error)) {
+        ok = matcher_run(m, doc, &pos);
+        /* an error inside $not/$nor must not turn into a match */
+        if (ok && m->has_expr && m->st->has_error)
+            ok = false;
+    }
     if (array_pos)
         *array_pos = ok ? pos : -1;
     return ok;

@@ -20,11 +20,35 @@ matcher_t *matcher_new(const bson_t *filter, dberr_t *err);
 /* Frees `m` (accepts NULL). */
 void matcher_destroy(matcher_t *m);
 
+/* Gives $expr the user variables of a command's `let` (NULL: none): each
+ * value is evaluated once, now, as an expression against an empty document
+ * ({x: {$add: [1, 2]}} binds $$x to 3); the matcher keeps its own copy.
+ * Clears any pending error, then re-checks the filter's $$variables against
+ * the new names. A bad let (invalid name, evaluation error) or a variable
+ * still undefined (Location17276 "Use of undefined variable: id") becomes the
+ * pending error that matcher_take_error reports. */
+void matcher_set_let(matcher_t *m, const bson_t *let);
+
+/* Like matcher_set_let, for variables whose values are already evaluated
+ * (pipeline_new passes its evaluated let to each $match this way): the
+ * values of `vars` are bound as they are. */
+void matcher_set_vars(matcher_t *m, const bson_t *vars);
+
 /* True when `doc` matches. When `array_pos` is not NULL it receives the index
  * of the array element that satisfied the first array-traversing predicate
  * (for the positional `$` operator), or -1. $expr sees $$NOW as the wall
- * clock at the call. */
+ * clock at the call. A $expr evaluation error counts as no match and is kept
+ * for matcher_take_error; while an error is pending every document fails to
+ * match (the operation is going to fail anyway). */
 bool matcher_matches(const matcher_t *m, const bson_t *doc, int *array_pos);
+
+/* The first error raised since the last take: an undefined $$variable
+ * (found when the filter is compiled, and again by matcher_set_let, so it is
+ * reported even when no document was tested), a bad let, or a $expr
+ * evaluation error in matcher_matches ({$divide: [1, 0]}). True with `err`
+ * (may be NULL) filled, and the error cleared; false when there is none.
+ * Call it after scanning and fail the command with `err`. */
+bool matcher_take_error(matcher_t *m, dberr_t *err);
 
 /* True when the filter is empty (matches everything). */
 bool matcher_is_empty(const matcher_t *m);

@@ -1,6 +1,7 @@
 /* pipeline: aggregation pipelines over an in-memory list of documents — each
  * stage is parsed once into a tagged struct and run as a transformation from
- * one doclist to the next. Also runs pipeline-style updates (PIPELINE_UPDATE). */
+ * one doclist to the next. A terminal $out/$merge is parsed for the caller to
+ * perform. Also runs pipeline-style updates (PIPELINE_UPDATE). */
 #include "doc/pipeline.h"
 
 #include <string.h>
@@ -53,7 +54,20 @@ typedef enum stage_kind {
     ST_UNWIND,
     ST_COUNT,
     ST_REPLACE,   /* $replaceRoot / $replaceWith */
+    ST_DOCUMENTS, /* $documents: replaces the input */
+    ST_OUTPUT,    /* $out / $merge: passes documents through for the caller */
 } stage_kind_t;
+
+/* A parsed $out/$merge: the public part first, so pipeline_merge_vars can
+ * get back to the rest. */
+typedef struct output_stage {
+    pipeline_output_t pub;
+    bson_t *spec;            /* pub.merge_spec */
+    char **let_names;        /* $merge let (whenMatched pipeline only) */
+    expr_t **let_exprs;
+    size_t nlet;
+    const bson_t *outer_let; /* the pipeline's evaluated let (borrowed), or NULL */
+} output_stage_t;
 
 typedef enum acc_op {
     ACC_SUM,
@@ -88,16 +102,36 @@ typedef struct stage {
     size_t nindex;
     bool preserve;        /* ST_UNWIND: preserveNullAndEmptyArrays */
     char *field;          /* ST_COUNT */
-    expr_t *expr;         /* ST_REPLACE: newRoot; ST_GROUP: _id */
+    expr_t *expr;         /* ST_REPLACE: newRoot; ST_GROUP: _id; ST_DOCUMENTS */
     accum_t *accs;        /* ST_GROUP */
     size_t naccs;
+    output_stage_t *output; /* ST_OUTPUT */
 } stage_t;
 
 struct pipeline {
     stage_t *stages;
     size_t n;
-    bson_t *let; /* user variables, or NULL */
+    bson_t *let; /* user variables, already evaluated, or NULL */
 };
+
+static void output_free(output_stage_t *o)
+{
+    if (!o)
+        return;
+    if (o->spec)
+        bson_destroy(o->spec);
+    for (size_t i = 0; i < o->pub.non; i++)
+        bson_free(o->pub.on[i]);
+    bson_free(o->pub.on);
+    pipeline_destroy(o->pub.when_matched_pipeline);
+    for (size_t i = 0; i < o->nlet; i++) {
+        bson_free(o->let_names[i]);
+        expr_destroy(o->let_exprs[i]);
+    }
+    bson_free(o->let_names);
+    bson_free(o->let_exprs);
+    bson_free(o);
+}
 
 static void stage_free(stage_t *s)
 {
@@ -119,6 +153,7 @@ static void stage_free(stage_t *s)
         expr_destroy(s->accs[i].arg);
     }
     bson_free(s->accs);
+    output_free(s->output);
 }
 
 void pipeline_destroy(pipeline_t *p)
@@ -355,15 +390,332 @@ cleanup:
 
 /* Stages atomdb knows of but does not run. */
 static const char *const unsupported[] = {
-    "$lookup", "$out", "$merge", "$facet", "$bucket", "$bucketAuto", "$graphLookup",
+    "$lookup", "$facet", "$bucket", "$bucketAuto", "$graphLookup",
     "$geoNear", "$sample", "$collStats", "$indexStats", "$currentOp", "$listSessions",
     "$listLocalSessions", "$redact", "$sortByCount", "$unionWith", "$densify", "$fill",
-    "$setWindowFields", "$documents", "$changeStream", "$search", "$searchMeta",
+    "$setWindowFields", "$changeStream", "$search", "$searchMeta",
     "$planCacheStats", "$listSearchIndexes", "$shardedDataDistribution", NULL,
 };
 
-/* Parses one stage document `doc` into `s`. */
-static bool parse_stage(stage_t *s, const bson_t *doc, pipeline_mode_t mode, dberr_t *err)
+static pipeline_t *pipeline_build(const bson_iter_t *stages, pipeline_mode_t mode, bson_t *let,
+                                  dberr_t *err);
+
+/* Copies a namespace part into `dst` (`cap` bytes); false when empty, too
+ * long or holding a character mongod refuses there. */
+static bool copy_ns_part(char *dst, size_t cap, const char *src, uint32_t len, bool is_db)
+{
+    if (len == 0 || len >= cap || strlen(src) != len)
+        return false;
+    if (strpbrk(src, is_db ? "/\\. \"$" : "$"))
+        return false;
+    memcpy(dst, src, len + 1);
+    return true;
+}
+
+/* The `{db, coll}` form of $out and of $merge's `into`. */
+static bool parse_ns_doc(output_stage_t *o, bson_iter_t *it, const char *field, dberr_t *err)
+{
+    bson_iter_t f;
+    bool have_db = false, have_coll = false;
+    bson_iter_recurse(it, &f);
+    while (bson_iter_next(&f)) {
+        const char *k = bson_iter_key(&f);
+        bool is_db = strcmp(k, "db") == 0;
+        if (!is_db && strcmp(k, "coll") != 0) {
+            if (!o->pub.is_merge && strcmp(k, "timeseries") == 0)
+                return dberr_set(err, DBERR_NOT_IMPLEMENTED,
+                                 "atomdb does not support $out to a time-series collection");
+            return dberr_set(err, 40415, "BSON field '%s.%s' is an unknown field.", field, k);
+        }
+        if (!BSON_ITER_HOLDS_UTF8(&f))
+            return dberr_set(err, DBERR_TYPE_MISMATCH,
+                             "BSON field '%s.%s' is the wrong type '%s', expected type 'string'",
+                             field, k, type_name(bson_iter_type(&f)));
+        uint32_t len;
+        const char *v = bson_iter_utf8(&f, &len);
+        if (is_db) {
+            if (!copy_ns_part(o->pub.db, sizeof o->pub.db, v, len, true))
+                return dberr_set(err, DBERR_INVALID_NAMESPACE, "Invalid %s target database: '%s'",
+                                 o->pub.is_merge ? "$merge" : "$out", v);
+            have_db = true;
+        } else {
+            if (len == 0 && o->pub.is_merge)
+                return dberr_set(err, 5786801, "$merge 'into' field must specify a 'coll' that "
+                                               "is not empty, null or undefined");
+            if (!copy_ns_part(o->pub.coll, sizeof o->pub.coll, v, len, false))
+                return dberr_set(err, DBERR_INVALID_NAMESPACE,
+                                 "Invalid %s target namespace: '%s'",
+                                 o->pub.is_merge ? "$merge" : "$out", v);
+            have_coll = true;
+        }
+    }
+    if (!have_coll)
+        return o->pub.is_merge
+                   ? dberr_set(err, 5786801, "$merge 'into' field must specify a 'coll' that is "
+                                             "not empty, null or undefined")
+                   : dberr_set(err, 40414, "BSON field '$out.coll' is missing but a required field");
+    if (!have_db && !o->pub.is_merge)
+        return dberr_set(err, 40414, "BSON field '$out.db' is missing but a required field");
+    return true;
+}
+
+/* $out: "coll" or {db, coll}. */
+static bool parse_out(output_stage_t *o, bson_iter_t *it, dberr_t *err)
+{
+    if (BSON_ITER_HOLDS_UTF8(it)) {
+        uint32_t len;
+        const char *v = bson_iter_utf8(it, &len);
+        if (!copy_ns_part(o->pub.coll, sizeof o->pub.coll, v, len, false))
+            return dberr_set(err, DBERR_INVALID_NAMESPACE, "Invalid $out target namespace: '%s'",
+                             v);
+        return true;
+    }
+    if (BSON_ITER_HOLDS_DOCUMENT(it))
+        return parse_ns_doc(o, it, "$out", err);
+    return dberr_set(err, 16990, "$out only supports a string or object argument, but found %s",
+                     type_name(bson_iter_type(it)));
+}
+
+static void add_on_field(output_stage_t *o, const char *f)
+{
+    o->pub.on = bson_realloc(o->pub.on, (o->pub.non + 1) * sizeof *o->pub.on);
+    o->pub.on[o->pub.non++] = bson_strdup(f);
+}
+
+/* $merge `let`: each variable an expression evaluated per output document
+ * (default {new: "$$ROOT"}); `new`, when given, must be "$$ROOT". */
+static bool parse_merge_let(output_stage_t *o, const bson_iter_t *let_it, dberr_t *err)
+{
+    bool have_new = false;
+    if (let_it) {
+        bson_iter_t f;
+        bson_iter_recurse(let_it, &f);
+        while (bson_iter_next(&f)) {
+            const char *k = bson_iter_key(&f);
+            if (strcmp(k, "new") == 0) {
+                if (!BSON_ITER_HOLDS_UTF8(&f) || strcmp(bson_iter_utf8(&f, NULL), "$$ROOT") != 0)
+                    return dberr_set(err, 51273, "'let' may not define a value for the reserved "
+                                                 "'new' variable other than '$$ROOT'");
+                have_new = true;
+            }
+            expr_t *e = expr_new(&f, err);
+            if (!e)
+                return false;
+            o->let_names = bson_realloc(o->let_names, (o->nlet + 1) * sizeof *o->let_names);
+            o->let_exprs = bson_realloc(o->let_exprs, (o->nlet + 1) * sizeof *o->let_exprs);
+            o->let_names[o->nlet] = bson_strdup(k);
+            o->let_exprs[o->nlet++] = e;
+            if (!expr_check_vars(e, o->outer_let, err))
+                return false;
+        }
+    }
+    if (!have_new) {
+        bson_t *d = BCON_NEW("new", BCON_UTF8("$$ROOT"));
+        bson_iter_t f;
+        bson_iter_init(&f, d);
+        bson_iter_next(&f);
+        expr_t *e = expr_new(&f, err);
+        bson_destroy(d);
+        if (!e)
+            return false;
+        o->let_names = bson_realloc(o->let_names, (o->nlet + 1) * sizeof *o->let_names);
+        o->let_exprs = bson_realloc(o->let_exprs, (o->nlet + 1) * sizeof *o->let_exprs);
+        o->let_names[o->nlet] = bson_strdup("new");
+        o->let_exprs[o->nlet++] = e;
+    }
+    return true;
+}
+
+static const char *when_matched_name(pipeline_when_matched_t m)
+{
+    switch (m) {
+    case PIPELINE_WHEN_MATCHED_MERGE: return "merge";
+    case PIPELINE_WHEN_MATCHED_REPLACE: return "replace";
+    case PIPELINE_WHEN_MATCHED_KEEP_EXISTING: return "keepExisting";
+    case PIPELINE_WHEN_MATCHED_FAIL: return "fail";
+    case PIPELINE_WHEN_MATCHED_PIPELINE: return "pipeline";
+    }
+    return "?";
+}
+
+static const char *when_not_matched_name(pipeline_when_not_matched_t m)
+{
+    switch (m) {
+    case PIPELINE_WHEN_NOT_MATCHED_INSERT: return "insert";
+    case PIPELINE_WHEN_NOT_MATCHED_DISCARD: return "discard";
+    case PIPELINE_WHEN_NOT_MATCHED_FAIL: return "fail";
+    }
+    return "?";
+}
+
+/* $merge: "coll" or {into, on, whenMatched, whenNotMatched, let}. */
+static bool parse_merge(output_stage_t *o, bson_iter_t *it, dberr_t *err)
+{
+    bson_iter_t f, wm_pipeline, let_it;
+    bool have_into = false, have_let = false;
+    o->pub.is_merge = true;
+    if (BSON_ITER_HOLDS_UTF8(it)) {
+        o->spec = BCON_NEW("into", BCON_UTF8(bson_iter_utf8(it, NULL)));
+    } else if (BSON_ITER_HOLDS_DOCUMENT(it)) {
+        bson_t d;
+        borrow_doc(it, &d);
+        o->spec = bson_copy(&d);
+    } else {
+        return dberr_set(err, 51182, "$merge only supports a string or object argument, not %s",
+                         type_name(bson_iter_type(it)));
+    }
+    o->pub.merge_spec = o->spec;
+    bson_iter_init(&f, o->spec);
+    while (bson_iter_next(&f)) {
+        const char *k = bson_iter_key(&f);
+        if (strcmp(k, "into") == 0) {
+            have_into = true;
+            if (BSON_ITER_HOLDS_UTF8(&f)) {
+                uint32_t len;
+                const char *v = bson_iter_utf8(&f, &len);
+                if (len == 0)
+                    return dberr_set(err, 5786800, "$merge 'into' field cannot be an empty string");
+                if (!copy_ns_part(o->pub.coll, sizeof o->pub.coll, v, len, false))
+                    return dberr_set(err, DBERR_INVALID_NAMESPACE,
+                                     "Invalid $merge target namespace: '%s'", v);
+            } else if (BSON_ITER_HOLDS_DOCUMENT(&f)) {
+                if (!parse_ns_doc(o, &f, "$merge.into", err))
+                    return false;
+            } else {
+                return dberr_set(err, 51178, "$merge 'into' field  must be either a string or an "
+                                             "object, but found %s",
+                                 type_name(bson_iter_type(&f)));
+            }
+        } else if (strcmp(k, "on") == 0) {
+            for (size_t i = 0; i < o->pub.non; i++)
+                bson_free(o->pub.on[i]);
+            o->pub.non = 0;
+            o->pub.on_given = true;
+            if (BSON_ITER_HOLDS_UTF8(&f)) {
+                add_on_field(o, bson_iter_utf8(&f, NULL));
+            } else if (BSON_ITER_HOLDS_ARRAY(&f)) {
+                bson_iter_t a;
+                bson_iter_recurse(&f, &a);
+                while (bson_iter_next(&a)) {
+                    if (!BSON_ITER_HOLDS_UTF8(&a))
+                        return dberr_set(err, 51134, "$merge 'on' array elements must be strings, "
+                                                     "but found %s",
+                                         type_name(bson_iter_type(&a)));
+                    add_on_field(o, bson_iter_utf8(&a, NULL));
+                }
+                if (o->pub.non == 0)
+                    return dberr_set(err, 51187, "If explicitly specifying $merge 'on', must "
+                                                 "include at least one field");
+            } else {
+                return dberr_set(err, 51186, "$merge 'on' field  must be either a string or an "
+                                             "array of strings, but found %s",
+                                 type_name(bson_iter_type(&f)));
+            }
+        } else if (strcmp(k, "whenMatched") == 0) {
+            if (BSON_ITER_HOLDS_ARRAY(&f)) {
+                o->pub.when_matched = PIPELINE_WHEN_MATCHED_PIPELINE;
+                wm_pipeline = f;
+            } else if (BSON_ITER_HOLDS_UTF8(&f)) {
+                const char *v = bson_iter_utf8(&f, NULL);
+                if (strcmp(v, "merge") == 0)
+                    o->pub.when_matched = PIPELINE_WHEN_MATCHED_MERGE;
+                else if (strcmp(v, "replace") == 0)
+                    o->pub.when_matched = PIPELINE_WHEN_MATCHED_REPLACE;
+                else if (strcmp(v, "keepExisting") == 0)
+                    o->pub.when_matched = PIPELINE_WHEN_MATCHED_KEEP_EXISTING;
+                else if (strcmp(v, "fail") == 0)
+                    o->pub.when_matched = PIPELINE_WHEN_MATCHED_FAIL;
+                else
+                    return dberr_set(err, DBERR_BAD_VALUE, "Enumeration value '%s' for field "
+                                                           "'whenMatched' is not a valid value.",
+                                     v);
+            } else {
+                return dberr_set(err, 51191, "$merge 'whenMatched' field  must be either a string "
+                                             "or an array, but found %s",
+                                 type_name(bson_iter_type(&f)));
+            }
+        } else if (strcmp(k, "whenNotMatched") == 0) {
+            if (!BSON_ITER_HOLDS_UTF8(&f))
+                return dberr_set(err, DBERR_TYPE_MISMATCH, "BSON field '$merge.whenNotMatched' is "
+                                                           "the wrong type '%s', expected type "
+                                                           "'string'",
+                                 type_name(bson_iter_type(&f)));
+            const char *v = bson_iter_utf8(&f, NULL);
+            if (strcmp(v, "insert") == 0)
+                o->pub.when_not_matched = PIPELINE_WHEN_NOT_MATCHED_INSERT;
+            else if (strcmp(v, "discard") == 0)
+                o->pub.when_not_matched = PIPELINE_WHEN_NOT_MATCHED_DISCARD;
+            else if (strcmp(v, "fail") == 0)
+                o->pub.when_not_matched = PIPELINE_WHEN_NOT_MATCHED_FAIL;
+            else
+                return dberr_set(err, DBERR_BAD_VALUE, "Enumeration value '%s' for field "
+                                                       "'whenNotMatched' is not a valid value.",
+                                 v);
+        } else if (strcmp(k, "let") == 0) {
+            if (!BSON_ITER_HOLDS_DOCUMENT(&f))
+                return dberr_set(err, DBERR_TYPE_MISMATCH, "BSON field '$merge.let' is the wrong "
+                                                           "type '%s', expected type 'object'",
+                                 type_name(bson_iter_type(&f)));
+            have_let = true;
+            let_it = f;
+        } else {
+            return dberr_set(err, 40415, "BSON field '$merge.%s' is an unknown field.", k);
+        }
+    }
+    if (!have_into)
+        return dberr_set(err, 40414, "BSON field '$merge.into' is missing but a required field");
+    if (o->pub.non == 0)
+        add_on_field(o, "_id");
+    pipeline_when_matched_t wm = o->pub.when_matched;
+    pipeline_when_not_matched_t wnm = o->pub.when_not_matched;
+    if ((wm == PIPELINE_WHEN_MATCHED_KEEP_EXISTING || wm == PIPELINE_WHEN_MATCHED_FAIL) &&
+        wnm != PIPELINE_WHEN_NOT_MATCHED_INSERT)
+        return dberr_set(err, 51189, "Combination of $merge modes 'whenMatched: %s' and "
+                                     "'whenNotMatched: %s' is not supported",
+                         when_matched_name(wm), when_not_matched_name(wnm));
+    if (wm != PIPELINE_WHEN_MATCHED_PIPELINE) {
+        if (have_let)
+            return dberr_set(err, 51199, "Cannot use 'let' variables with 'whenMatched: %s' mode",
+                             when_matched_name(wm));
+        return true;
+    }
+    if (!parse_merge_let(o, have_let ? &let_it : NULL, err))
+        return false;
+    /* the whenMatched pipeline sees the command's let and $merge's own */
+    bson_t *names = o->outer_let ? bson_copy(o->outer_let) : bson_new();
+    for (size_t i = 0; i < o->nlet; i++)
+        if (!bson_has_field(names, o->let_names[i]))
+            bson_append_null(names, o->let_names[i], -1);
+    o->pub.when_matched_pipeline = pipeline_build(&wm_pipeline, PIPELINE_UPDATE, names, err);
+    return o->pub.when_matched_pipeline != NULL;
+}
+
+/* Checks the $$variables of a parsed stage against the pipeline's let; a
+ * $match gets the let values. */
+static bool stage_check_vars(stage_t *s, const bson_t *let, dberr_t *err)
+{
+    switch (s->kind) {
+    case ST_MATCH:
+        if (let)
+            matcher_set_vars(s->matcher, let);
+        return !matcher_take_error(s->matcher, err);
+    case ST_REPLACE:
+    case ST_DOCUMENTS: return expr_check_vars(s->expr, let, err);
+    case ST_GROUP:
+        if (!expr_check_vars(s->expr, let, err))
+            return false;
+        for (size_t i = 0; i < s->naccs; i++)
+            if (!expr_check_vars(s->accs[i].arg, let, err))
+                return false;
+        return true;
+    default: return true;
+    }
+}
+
+/* Parses one stage document `doc` into `s`; `let` holds the pipeline's
+ * evaluated variables (NULL: none). */
+static bool parse_stage(stage_t *s, const bson_t *doc, pipeline_mode_t mode, const bson_t *let,
+                        dberr_t *err)
 {
     bson_iter_t it;
     if (bson_count_keys(doc) != 1 || !bson_iter_init(&it, doc) || !bson_iter_next(&it))
@@ -372,7 +724,7 @@ static bool parse_stage(stage_t *s, const bson_t *doc, pipeline_mode_t mode, dbe
     static const char *const known[] = {"$match", "$group", "$sort", "$skip", "$limit",
                                         "$project", "$addFields", "$set", "$unset",
                                         "$unwind", "$count", "$replaceRoot", "$replaceWith",
-                                        NULL};
+                                        "$documents", "$out", "$merge", NULL};
     const char *canon = NULL;
     for (int i = 0; known[i]; i++)
         if (strcmp(known[i], name) == 0)
@@ -400,6 +752,19 @@ static bool parse_stage(stage_t *s, const bson_t *doc, pipeline_mode_t mode, dbe
         s->filter = bson_copy(&f);
         s->matcher = matcher_new(&f, err);
         return s->matcher != NULL;
+    }
+    if (strcmp(name, "$documents") == 0) {
+        s->kind = ST_DOCUMENTS;
+        s->expr = expr_new(&it, err);
+        return s->expr != NULL;
+    }
+    if (strcmp(name, "$out") == 0 || strcmp(name, "$merge") == 0) {
+        s->kind = ST_OUTPUT;
+        s->output = bson_malloc0(sizeof *s->output);
+        s->output->outer_let = let;
+        if (name[1] == 'o')
+            return parse_out(s->output, &it, err);
+        return parse_merge(s->output, &it, err);
     }
     if (strcmp(name, "$group") == 0) {
         s->kind = ST_GROUP;
@@ -497,14 +862,36 @@ static bool parse_stage(stage_t *s, const bson_t *doc, pipeline_mode_t mode, dbe
     return s->expr != NULL;
 }
 
+static int64_t wall_ms(void)
+{
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+}
+
 pipeline_t *pipeline_new(const bson_iter_t *stages, pipeline_mode_t mode, const bson_t *let,
                          dberr_t *err)
 {
+    bson_t *vars = NULL;
+    dberr_clear(err);
+    if (let) {
+        vars = bson_new();
+        if (!expr_eval_let(let, wall_ms(), vars, err)) {
+            bson_destroy(vars);
+            return NULL;
+        }
+    }
+    return pipeline_build(stages, mode, vars, err);
+}
+
+/* pipeline_new with an evaluated `let` (owned by the result, also on
+ * failure; NULL for none). */
+static pipeline_t *pipeline_build(const bson_iter_t *stages, pipeline_mode_t mode, bson_t *let,
+                                  dberr_t *err)
+{
     pipeline_t *p = bson_malloc0(sizeof *p);
     bson_iter_t it;
-    dberr_clear(err);
-    if (let)
-        p->let = bson_copy(let);
+    p->let = let;
     if (!BSON_ITER_HOLDS_ARRAY(stages)) {
         dberr_set(err, DBERR_TYPE_MISMATCH, "'pipeline' option must be specified as an array");
         goto fail;
@@ -517,16 +904,57 @@ pipeline_t *pipeline_new(const bson_iter_t *stages, pipeline_mode_t mode, const 
             goto fail;
         }
         borrow_doc(&it, &doc);
+        if (p->n > 0 && p->stages[p->n - 1].kind == ST_OUTPUT) {
+            dberr_set(err, 40601, "%s can only be the final stage in the pipeline",
+                      p->stages[p->n - 1].output->pub.is_merge ? "$merge" : "$out");
+            goto fail;
+        }
         p->stages = bson_realloc(p->stages, (p->n + 1) * sizeof *p->stages);
         memset(&p->stages[p->n], 0, sizeof p->stages[p->n]);
         p->n++;
-        if (!parse_stage(&p->stages[p->n - 1], &doc, mode, err))
+        stage_t *s = &p->stages[p->n - 1];
+        if (!parse_stage(s, &doc, mode, p->let, err) || !stage_check_vars(s, p->let, err))
             goto fail;
+        if (s->kind == ST_DOCUMENTS && p->n > 1) {
+            dberr_set(err, 40602, "$documents is only valid as the first stage in a pipeline");
+            goto fail;
+        }
     }
     return p;
 fail:
     pipeline_destroy(p);
     return NULL;
+}
+
+const pipeline_output_t *pipeline_output(const pipeline_t *p)
+{
+    if (!p || p->n == 0 || p->stages[p->n - 1].kind != ST_OUTPUT)
+        return NULL;
+    return &p->stages[p->n - 1].output->pub;
+}
+
+bool pipeline_is_collectionless(const pipeline_t *p)
+{
+    return p && p->n > 0 && p->stages[0].kind == ST_DOCUMENTS;
+}
+
+bool pipeline_merge_vars(const pipeline_output_t *o, const bson_t *new_doc, bson_t *vars,
+                         dberr_t *err)
+{
+    const output_stage_t *os = (const output_stage_t *)o; /* pub is the first member */
+    expr_ctx_t ctx = {.root = new_doc, .now_ms = wall_ms(), .vars = os->outer_let};
+    for (size_t i = 0; i < os->nlet; i++) {
+        bson_value_t v;
+        if (!expr_eval(os->let_exprs[i], &ctx, &v, err))
+            return false;
+        if (v.value_type == BSON_TYPE_EOD) {
+            bson_append_undefined(vars, os->let_names[i], -1);
+        } else {
+            bson_append_value(vars, os->let_names[i], -1, &v);
+            bson_value_destroy(&v);
+        }
+    }
+    return true;
 }
 
 const bson_t *pipeline_leading_match(const pipeline_t *p)
@@ -935,6 +1363,51 @@ static void merge_sort(bson_t **a, bson_t **tmp, size_t n, const sortspec_t *s)
     memcpy(a, tmp, n * sizeof *a);
 }
 
+/* Appends `v` to `out` as a document; Location40228 when it is not one. */
+static bool push_new_root(bson_value_t *v, doclist_t *out, dberr_t *err)
+{
+    if (v->value_type != BSON_TYPE_DOCUMENT)
+        return dberr_set(err, 40228,
+                         "'newRoot' expression must evaluate to an object, but resulting value "
+                         "was of type: %s",
+                         type_name(v->value_type));
+    bson_t *d = bson_new_from_data(v->value.v_doc.data, v->value.v_doc.data_len);
+    if (!d)
+        return dberr_set(err, DBERR_INVALID_BSON, "invalid document from newRoot");
+    doclist_push(out, d);
+    return true;
+}
+
+/* $documents: the expression, evaluated against an empty document, unwound
+ * (null or missing gives nothing) into documents, as mongod's desugaring
+ * into $project/$unwind/$replaceRoot does. */
+static bool run_documents(const stage_t *s, const expr_ctx_t *ctx, doclist_t *out, dberr_t *err)
+{
+    bson_t empty = BSON_INITIALIZER;
+    expr_ctx_t c = *ctx;
+    bson_value_t v;
+    bool ok = true;
+    c.root = &empty;
+    if (!expr_eval(s->expr, &c, &v, err))
+        return false;
+    if (v.value_type == BSON_TYPE_ARRAY) {
+        bson_t arr;
+        bson_iter_t it;
+        if (bson_init_static(&arr, v.value.v_doc.data, v.value.v_doc.data_len) &&
+            bson_iter_init(&it, &arr))
+            while (ok && bson_iter_next(&it)) {
+                bson_value_t ev = *bson_iter_value(&it);
+                ok = push_new_root(&ev, out, err);
+            }
+    } else if (v.value_type != BSON_TYPE_EOD && v.value_type != BSON_TYPE_NULL &&
+               v.value_type != BSON_TYPE_UNDEFINED) {
+        ok = push_new_root(&v, out, err);
+    }
+    if (v.value_type != BSON_TYPE_EOD)
+        bson_value_destroy(&v);
+    return ok;
+}
+
 /* Runs one stage from `in` (consumed: its documents end up freed or moved)
  * into `out`. */
 static bool run_stage(const stage_t *s, const expr_ctx_t *ctx, doclist_t *in, doclist_t *out,
@@ -948,7 +1421,14 @@ static bool run_stage(const stage_t *s, const expr_ctx_t *ctx, doclist_t *in, do
                 in->docs[i] = NULL;
             }
         }
+        return !matcher_take_error(s->matcher, err);
+    case ST_OUTPUT:
+        for (size_t i = 0; i < in->len; i++) {
+            doclist_push(out, in->docs[i]);
+            in->docs[i] = NULL;
+        }
         return true;
+    case ST_DOCUMENTS: return run_documents(s, ctx, out, err);
     case ST_SORT: {
         bson_t **tmp = bson_malloc((in->len ? in->len : 1) * sizeof *tmp);
         merge_sort(in->docs, tmp, in->len, s->sort);
@@ -1017,14 +1497,37 @@ static bool run_stage(const stage_t *s, const expr_ctx_t *ctx, doclist_t *in, do
     return dberr_set(err, DBERR_INTERNAL_ERROR, "unknown stage");
 }
 
+static bool run_stages(const pipeline_t *p, const expr_ctx_t *c, doclist_t *docs, dberr_t *err);
+
 bool pipeline_run(const pipeline_t *p, doclist_t *docs, dberr_t *err)
 {
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
-    expr_ctx_t ctx = {.root = NULL,
-                      .now_ms = (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000,
-                      .vars = p->let};
+    return pipeline_run_vars(p, NULL, docs, err);
+}
+
+bool pipeline_run_vars(const pipeline_t *p, const bson_t *vars, doclist_t *docs, dberr_t *err)
+{
+    bson_t merged = BSON_INITIALIZER;
+    bool ok = true;
+    expr_ctx_t ctx = {.root = NULL, .now_ms = wall_ms(), .vars = p->let};
     dberr_clear(err);
+    if (vars && !bson_empty(vars)) {
+        bson_iter_t it;
+        if (p->let && bson_iter_init(&it, p->let))
+            while (bson_iter_next(&it))
+                if (!bson_has_field(vars, bson_iter_key(&it)))
+                    bson_append_value(&merged, bson_iter_key(&it), -1, bson_iter_value(&it));
+        bson_concat(&merged, vars);
+        ctx.vars = &merged;
+    }
+    ok = run_stages(p, &ctx, docs, err);
+    bson_destroy(&merged);
+    return ok;
+}
+
+/* Runs the stages of `p` over `docs` under `ctx`. */
+static bool run_stages(const pipeline_t *p, const expr_ctx_t *c, doclist_t *docs, dberr_t *err)
+{
+    expr_ctx_t ctx = *c;
     for (size_t i = 0; i < p->n; i++) {
         doclist_t next;
         doclist_init(&next);

@@ -1,6 +1,7 @@
-/* pipeline: aggregation pipelines — $match $group $sort $skip $limit
- * $project $addFields/$set $unset $unwind $count $replaceRoot $replaceWith —
- * run over a list of documents. Also used for pipeline-style updates. */
+/* pipeline: aggregation pipelines — $documents $match $group $sort $skip
+ * $limit $project $addFields/$set $unset $unwind $count $replaceRoot
+ * $replaceWith, and a terminal $out/$merge that the caller performs — run
+ * over a list of documents. Also used for pipeline-style updates. */
 #ifndef ATOMDB_PIPELINE_H
 #define ATOMDB_PIPELINE_H
 
@@ -31,17 +32,87 @@ typedef enum pipeline_mode {
 } pipeline_mode_t;
 
 /* Parses an array of stage documents (`stages` points at the array field).
- * `let` holds user variables or NULL. NULL with `err` set: an unknown stage
- * is Location40324 "Unrecognized pipeline stage name: '$foo'", a stage not
- * allowed in `mode` InvalidOptions / Location, as mongod. */
+ * `let` holds the command's user variables or NULL: each value is evaluated
+ * once, here, as an expression against an empty document (see
+ * expr_eval_let) and then visible as $$name to every stage, $match's $expr
+ * included. NULL with `err` set: an unknown stage is Location40324
+ * "Unrecognized pipeline stage name: '$foo'", a stage not allowed in `mode`
+ * InvalidOptions, $out/$merge not last Location40601 "$out can only be the
+ * final stage in the pipeline", $documents not first Location40602, an
+ * undefined $$variable in $match/$group/$replaceRoot/$documents
+ * Location17276, as mongod. */
 pipeline_t *pipeline_new(const bson_iter_t *stages, pipeline_mode_t mode, const bson_t *let,
                          dberr_t *err);
 
 /* Frees `p` (accepts NULL). */
 void pipeline_destroy(pipeline_t *p);
 
-/* Runs `p` over `docs` in place: on success `docs` holds the output. */
+/* Runs `p` over `docs` in place: on success `docs` holds the output. A
+ * leading $documents replaces whatever `docs` held. A terminal $out/$merge
+ * is not performed: `docs` then holds the documents to write (see
+ * pipeline_output). Errors from $expr inside $match fail the run. */
 bool pipeline_run(const pipeline_t *p, doclist_t *docs, dberr_t *err);
+
+/* Like pipeline_run with extra variables: the fields of `vars` (values,
+ * not expressions; NULL for none) are bound on top of the pipeline's let.
+ * Used to run a $merge whenMatched pipeline with $$new (see
+ * pipeline_merge_vars). */
+bool pipeline_run_vars(const pipeline_t *p, const bson_t *vars, doclist_t *docs, dberr_t *err);
+
+/* $merge whenMatched: what to do with an output document whose `on` fields
+ * match a document of the target collection. */
+typedef enum pipeline_when_matched {
+    PIPELINE_WHEN_MATCHED_MERGE,         /* "merge" (default): set the new document's
+                                          * top-level fields on the existing one */
+    PIPELINE_WHEN_MATCHED_REPLACE,       /* "replace": replace the existing document */
+    PIPELINE_WHEN_MATCHED_KEEP_EXISTING, /* "keepExisting": leave the existing one */
+    PIPELINE_WHEN_MATCHED_FAIL,          /* "fail": fail with DuplicateKey 11000 */
+    PIPELINE_WHEN_MATCHED_PIPELINE,      /* an update pipeline: when_matched_pipeline */
+} pipeline_when_matched_t;
+
+/* $merge whenNotMatched: what to do with an output document matching none. */
+typedef enum pipeline_when_not_matched {
+    PIPELINE_WHEN_NOT_MATCHED_INSERT,  /* "insert" (default) */
+    PIPELINE_WHEN_NOT_MATCHED_DISCARD, /* "discard" */
+    PIPELINE_WHEN_NOT_MATCHED_FAIL,    /* "fail": mongod answers Location13113 "$merge could
+                                        * not find a matching document in the target
+                                        * collection for at least one document in the
+                                        * source collection" */
+} pipeline_when_not_matched_t;
+
+/* A terminal $out or $merge stage, parsed. Owned by its pipeline. */
+typedef struct pipeline_output {
+    bool is_merge;           /* $merge; false for $out */
+    char db[128];            /* target database; "" when not given (the aggregate's own) */
+    char coll[256];          /* target collection, never empty */
+    const bson_t *merge_spec; /* $merge: its argument as a document (the string form
+                              * becomes {into: "coll"}); NULL for $out */
+    /* -- $merge only -- */
+    char **on;               /* fields identifying the target document (dotted paths) */
+    size_t non;              /* entries in `on`; {"_id"} when not given */
+    bool on_given;           /* `on` was explicit: mongod then requires a unique index
+                              * on exactly those fields (Location51183 otherwise) */
+    pipeline_when_matched_t when_matched;
+    pipeline_t *when_matched_pipeline; /* PIPELINE_WHEN_MATCHED_PIPELINE: an update-mode
+                                        * pipeline; run it on the matched target document
+                                        * with pipeline_run_vars and pipeline_merge_vars */
+    pipeline_when_not_matched_t when_not_matched;
+} pipeline_output_t;
+
+/* The terminal $out/$merge of `p` (borrowed from `p`), or NULL. pipeline_run
+ * never performs it: it leaves the documents to write in `docs`. */
+const pipeline_output_t *pipeline_output(const pipeline_t *p);
+
+/* The variables a $merge whenMatched pipeline sees for one output document
+ * `new_doc`: its `let` (default {new: "$$ROOT"}) evaluated against
+ * `new_doc`, appended to `vars` (initialised by the caller). Pass them to
+ * pipeline_run_vars(o->when_matched_pipeline, vars, {the target doc}). */
+bool pipeline_merge_vars(const pipeline_output_t *o, const bson_t *new_doc, bson_t *vars,
+                         dberr_t *err);
+
+/* True when the first stage is $documents: the pipeline makes its own input
+ * (the caller runs it with an empty list, as for {aggregate: 1}). */
+bool pipeline_is_collectionless(const pipeline_t *p);
 
 /* The filter of a leading $match stage (borrowed from `p`), or NULL; the
  * caller may use it to pick an index, the stage still runs. */

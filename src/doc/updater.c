@@ -1914,6 +1914,12 @@ static bool check_replacement(const bson_t *doc, dberr_t *err)
 
 updater_t *updater_new(const bson_iter_t *spec, const bson_t *array_filters, dberr_t *err)
 {
+    return updater_new_let(spec, array_filters, NULL, err);
+}
+
+updater_t *updater_new_let(const bson_iter_t *spec, const bson_t *array_filters, const bson_t *let,
+                           dberr_t *err)
+{
     updater_t *u = bson_malloc0(sizeof *u);
     bson_t doc;
     uint32_t len;
@@ -1926,7 +1932,7 @@ updater_t *updater_new(const bson_iter_t *spec, const bson_t *array_filters, dbe
                       "arrayFilters may not be specified for pipeline-syle updates");
             goto fail;
         }
-        u->pipeline = pipeline_new(spec, PIPELINE_UPDATE, NULL, err);
+        u->pipeline = pipeline_new(spec, PIPELINE_UPDATE, let, err);
         if (!u->pipeline) {
             goto fail;
         }
@@ -3000,7 +3006,17 @@ static bool depth_exceeds(const uint8_t *data, uint32_t len, int level, int limi
     return false;
 }
 
+/* Checks a stored document's top level: nesting depth, `_id` type, and —
+ * unless `allow_dollar` (pipeline updates, which may create $-prefixed
+ * fields with $setField as mongod 5.0+ allows) — $-prefixed names. */
+static bool check_new_doc_opts(const bson_t *doc, bool allow_dollar, dberr_t *err);
+
 static bool check_new_doc(const bson_t *doc, dberr_t *err)
+{
+    return check_new_doc_opts(doc, false, err);
+}
+
+static bool check_new_doc_opts(const bson_t *doc, bool allow_dollar, dberr_t *err)
 {
     if (depth_exceeds(bson_get_data(doc), doc->len, 1, UPD_MAX_STORED_DEPTH)) {
         return dberr_set(err, DBERR_OVERFLOW, "Document exceeds maximum nesting depth of %d",
@@ -3010,7 +3026,7 @@ static bool check_new_doc(const bson_t *doc, dberr_t *err)
     bson_iter_init(&it, doc);
     while (bson_iter_next(&it)) {
         const char *k = bson_iter_key(&it);
-        if (k[0] == '$') {
+        if (k[0] == '$' && !allow_dollar) {
             return dberr_set(
                 err, DBERR_DOLLAR_PREFIXED_FIELD_NAME,
                 "The dollar ($) prefixed field '%s' in '%s' is not allowed in the context of "
@@ -3092,8 +3108,8 @@ cleanup:
 
 /* Stores `repl` in place of `old_doc`, keeping the old `_id` first
  * (ObjectReplaceExecutor). */
-static bool apply_replacement_doc(const bson_t *old_doc, const bson_t *repl, bson_t *out,
-                                  dberr_t *err)
+static bool apply_replacement_doc(const bson_t *old_doc, const bson_t *repl, bool allow_dollar,
+                                  bson_t *out, dberr_t *err)
 {
     bson_value_t old_id, new_id;
     bool has_old = id_value(old_doc, &old_id);
@@ -3118,7 +3134,7 @@ static bool apply_replacement_doc(const bson_t *old_doc, const bson_t *repl, bso
             bson_append_value(out, bson_iter_key(&it), -1, bson_iter_value(&it));
         }
     }
-    return check_new_doc(out, err);
+    return check_new_doc_opts(out, allow_dollar, err);
 }
 
 static bool apply_pipeline(const updater_t *u, const bson_t *old_doc, bson_t *out, dberr_t *err)
@@ -3135,7 +3151,7 @@ static bool apply_pipeline(const updater_t *u, const bson_t *old_doc, bson_t *ou
                   "pipeline-style update must produce exactly one document, got %zu", docs.len);
         goto cleanup;
     }
-    ok = apply_replacement_doc(old_doc, docs.docs[0], out, err);
+    ok = apply_replacement_doc(old_doc, docs.docs[0], true, out, err);
 
 cleanup:
     doclist_destroy(&docs);
@@ -3155,7 +3171,7 @@ bool updater_apply(const updater_t *u, const bson_t *old_doc, bool is_insert, in
         ok = apply_operators(u, old_doc, is_insert, positional, out, err);
         break;
     case UPDATER_REPLACEMENT:
-        ok = apply_replacement_doc(old_doc, u->replacement, out, err);
+        ok = apply_replacement_doc(old_doc, u->replacement, false, out, err);
         break;
     case UPDATER_PIPELINE:
         ok = apply_pipeline(u, old_doc, out, err);

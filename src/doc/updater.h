@@ -27,6 +27,11 @@ typedef enum updater_kind {
  * FailedToParse 9 for bad arrayFilters. */
 updater_t *updater_new(const bson_iter_t *spec, const bson_t *array_filters, dberr_t *err);
 
+/* Like updater_new, with the command's `let` variables (or NULL) for a
+ * pipeline-style update. */
+updater_t *updater_new_let(const bson_iter_t *spec, const bson_t *array_filters, const bson_t *let,
+                           dberr_t *err);
+
 /* Frees `u` (accepts NULL). */
 void updater_destroy(updater_t *u);
 

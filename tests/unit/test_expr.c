@@ -173,8 +173,126 @@ static void test_destroy_accepts_null(void)
     CHECK(1, "no crash");
 }
 
+
+/* Parses the value of field "e" in `spec`. */
+static expr_t *parse_e(const bson_t *spec, dberr_t *err)
+{
+    bson_iter_t it;
+    if (!bson_iter_init_find(&it, spec, "e"))
+        return NULL;
+    return expr_new(&it, err);
+}
+
+static void test_check_vars_finds_undefined_variables(void)
+{
+    dberr_t err;
+    bson_t *spec = BCON_NEW("e", "{", "$eq", "[", "$_id", "$$id", "]", "}");
+    bson_t *let = BCON_NEW("id", BCON_INT32(1));
+    expr_t *e = parse_e(spec, &err);
+    CHECK(e != NULL, "{$eq: [$_id, $$id]} parses without let");
+    dberr_clear(&err);
+    CHECK(e && !expr_check_vars(e, NULL, &err) && err.code == 17276 &&
+              strcmp(err.msg, "Use of undefined variable: id") == 0,
+          "$$id undefined without let: code %d '%s'", err.code, err.msg);
+    CHECK(e && expr_check_vars(e, let, &err), "$$id defined by let");
+    expr_destroy(e);
+    bson_destroy(spec);
+
+    /* variables bound inside the expression are in scope only there */
+    spec = BCON_NEW("e", "{", "$let", "{", "vars", "{", "x", BCON_INT32(1), "}", "in", "[",
+                    "$$x", "$$NOW", "$$ROOT", "$$CURRENT", "$$REMOVE", "]", "}", "}");
+    e = parse_e(spec, &err);
+    CHECK(e && expr_check_vars(e, NULL, &err), "$let binds x for its body; system variables");
+    expr_destroy(e);
+    bson_destroy(spec);
+    spec = BCON_NEW("e", "{", "$let", "{", "vars", "{", "x", "$$x", "}", "in", "$$x", "}", "}");
+    e = parse_e(spec, &err);
+    CHECK(e && !expr_check_vars(e, NULL, &err) && err.code == 17276,
+          "a $let variable is not visible in its own definition");
+    expr_destroy(e);
+    bson_destroy(spec);
+    spec = BCON_NEW("e", "{", "$reduce", "{", "input", "[", BCON_INT32(1), "]", "initialValue",
+                    BCON_INT32(0), "in", "{", "$add", "[", "$$value", "$$this", "]", "}", "}",
+                    "}");
+    e = parse_e(spec, &err);
+    CHECK(e && expr_check_vars(e, NULL, &err), "$reduce binds $$value and $$this");
+    expr_destroy(e);
+    bson_destroy(spec);
+    spec = BCON_NEW("e", "{", "$filter", "{", "input", "$$this", "cond", BCON_BOOL(true), "}", "}");
+    e = parse_e(spec, &err);
+    CHECK(e && !expr_check_vars(e, NULL, &err), "$filter's input does not see $$this");
+    expr_destroy(e);
+    bson_destroy(spec);
+    bson_destroy(let);
+}
+
+static void test_eval_let_evaluates_each_value_once_in_order(void)
+{
+    dberr_t err;
+    bson_t *let = BCON_NEW("x", "{", "$add", "[", BCON_INT32(1), BCON_INT32(2), "]", "}", "y",
+                           "{", "$literal", "$bar", "}", "z", "{", "$multiply", "[", "$$x",
+                           BCON_INT32(2), "]", "}", "t", "$$NOW");
+    bson_t out = BSON_INITIALIZER;
+    bson_iter_t it;
+    CHECK(expr_eval_let(let, 1234, &out, &err), "let evaluates: %s", err.msg);
+    CHECK(bson_iter_init_find(&it, &out, "x") && BSON_ITER_HOLDS_INT32(&it) &&
+              bson_iter_int32(&it) == 3,
+          "x is {$add: [1, 2]} = 3");
+    CHECK(bson_iter_init_find(&it, &out, "y") && BSON_ITER_HOLDS_UTF8(&it) &&
+              strcmp(bson_iter_utf8(&it, NULL), "$bar") == 0,
+          "y is the literal string $bar");
+    CHECK(bson_iter_init_find(&it, &out, "z") && bson_iter_as_int64(&it) == 6,
+          "z reads the earlier x");
+    CHECK(bson_iter_init_find(&it, &out, "t") && BSON_ITER_HOLDS_DATE_TIME(&it) &&
+              bson_iter_date_time(&it) == 1234,
+          "$$NOW in let is the given clock");
+    bson_destroy(&out);
+    bson_destroy(let);
+
+    let = BCON_NEW("Bad", BCON_INT32(1));
+    bson_init(&out);
+    CHECK(!expr_eval_let(let, 0, &out, &err) && err.code == 16867, "an upper-case name fails");
+    bson_destroy(&out);
+    bson_destroy(let);
+    let = BCON_NEW("d", "{", "$divide", "[", BCON_INT32(1), BCON_INT32(0), "]", "}");
+    bson_init(&out);
+    CHECK(!expr_eval_let(let, 0, &out, &err) && err.code == 16608,
+          "an evaluation error fails: %d", err.code);
+    bson_destroy(&out);
+    bson_destroy(let);
+    bson_init(&out);
+    CHECK(expr_eval_let(NULL, 0, &out, &err) && bson_empty(&out), "NULL let gives nothing");
+    bson_destroy(&out);
+}
+
+static void test_rand_is_a_double_in_unit_interval(void)
+{
+    bson_t *spec = BCON_NEW("e", "{", "$rand", "{", "}", "}");
+    dberr_t err;
+    expr_t *e = parse_e(spec, &err);
+    bool ok = e != NULL, differ = false;
+    double first = -1;
+    for (int i = 0; ok && i < 50; i++) {
+        bson_value_t out;
+        expr_ctx_t ctx = {0};
+        ok = expr_eval(e, &ctx, &out, &err) && out.value_type == BSON_TYPE_DOUBLE &&
+             out.value.v_double >= 0 && out.value.v_double < 1;
+        if (i == 0)
+            first = out.value.v_double;
+        else if (out.value.v_double != first)
+            differ = true;
+    }
+    CHECK(ok, "$rand gives doubles in [0, 1)");
+    CHECK(differ, "$rand does not repeat one value");
+    expr_destroy(e);
+    bson_destroy(spec);
+}
+
 int main(void)
 {
+    UNIT_RUN(test_check_vars_finds_undefined_variables);
+    UNIT_RUN(test_eval_let_evaluates_each_value_once_in_order);
+    UNIT_RUN(test_rand_is_a_double_in_unit_interval);
     UNIT_RUN(test_truthy_treats_zero_null_and_false_as_false);
     UNIT_RUN(test_expression_is_reusable_across_documents);
     UNIT_RUN(test_destroy_accepts_null);

@@ -344,9 +344,123 @@ static void test_deeply_nested_filter_is_rejected_not_crashing(void)
         bson_destroy(docs[i]);
 }
 
+
+static void test_let_variables_reach_expr(void)
+{
+    bson_t *f = BCON_NEW("$expr", "{", "$eq", "[", "$_id", "$$id", "]", "}");
+    bson_t *let = BCON_NEW("id", "{", "$add", "[", BCON_INT32(1), BCON_INT32(1), "]", "}");
+    bson_t *d1 = BCON_NEW("_id", BCON_INT32(1)), *d2 = BCON_NEW("_id", BCON_INT32(2));
+    dberr_t err;
+    matcher_t *m = matcher_new(f, &err);
+    CHECK(m != NULL, "a filter reading $$id compiles before its let is known");
+    if (m) {
+        matcher_set_let(m, let);
+        CHECK(!matcher_take_error(m, &err), "no error once id is defined");
+        CHECK(matcher_matches(m, d2, NULL), "let {id: {$add: [1, 1]}} binds $$id to 2");
+        CHECK(!matcher_matches(m, d1, NULL), "_id 1 is not $$id");
+        CHECK(!matcher_take_error(m, &err), "matching left no error");
+    }
+    matcher_destroy(m);
+    bson_destroy(f);
+    bson_destroy(let);
+    bson_destroy(d1);
+    bson_destroy(d2);
+}
+
+static void test_undefined_variable_is_reported_without_any_document(void)
+{
+    bson_t *f = BCON_NEW("$expr", "{", "$eq", "[", "$_id", "$$id", "]", "}");
+    bson_t *other = BCON_NEW("x", BCON_INT32(1));
+    bson_t *doc = BCON_NEW("_id", BCON_INT32(1));
+    dberr_t err;
+    matcher_t *m = matcher_new(f, &err);
+    CHECK(m != NULL, "compiles");
+    if (m) {
+        dberr_clear(&err);
+        CHECK(matcher_take_error(m, &err) && err.code == 17276 &&
+                  strcmp(err.msg, "Use of undefined variable: id") == 0,
+              "$$id with no let is Location17276 before any match: %d '%s'", err.code, err.msg);
+        CHECK(!matcher_take_error(m, &err), "taking clears the error");
+        CHECK(!matcher_matches(m, doc, NULL), "an undefined variable matches nothing");
+        CHECK(matcher_take_error(m, &err) && err.code == 17276, "and raises the error again");
+        matcher_set_let(m, other);
+        CHECK(matcher_take_error(m, &err) && err.code == 17276,
+              "a let without id leaves $$id undefined");
+    }
+    matcher_destroy(m);
+    bson_destroy(f);
+    bson_destroy(other);
+    bson_destroy(doc);
+}
+
+static void test_expr_evaluation_error_is_sticky_until_taken(void)
+{
+    bson_t *f = BCON_NEW("$nor", "[", "{", "$expr", "{", "$divide", "[", BCON_INT32(1), "$x", "]",
+                         "}", "}", "]");
+    bson_t *ok_doc = BCON_NEW("x", BCON_INT32(2)), *bad = BCON_NEW("x", BCON_INT32(0));
+    dberr_t err;
+    matcher_t *m = matcher_new(f, &err);
+    CHECK(m != NULL, "compiles");
+    if (m) {
+        CHECK(!matcher_matches(m, ok_doc, NULL), "1/2 is truthy so $nor fails");
+        CHECK(!matcher_take_error(m, &err), "no error for x=2");
+        CHECK(!matcher_matches(m, bad, NULL), "an error under $nor is not a match");
+        CHECK(!matcher_matches(m, ok_doc, NULL), "nothing matches while the error is pending");
+        dberr_clear(&err);
+        CHECK(matcher_take_error(m, &err) && err.code == 16608,
+              "the first error is kept: %d %s", err.code, err.msg);
+        CHECK(!matcher_take_error(m, NULL), "and cleared by the take");
+    }
+    matcher_destroy(m);
+    bson_destroy(f);
+    bson_destroy(ok_doc);
+    bson_destroy(bad);
+}
+
+static void test_bad_let_becomes_the_pending_error(void)
+{
+    bson_t *f = BCON_NEW("a", BCON_INT32(1));
+    bson_t *let = BCON_NEW("ROOT", BCON_INT32(1));
+    dberr_t err;
+    matcher_t *m = matcher_new(f, &err);
+    if (m) {
+        matcher_set_let(m, let);
+        CHECK(matcher_take_error(m, &err) && err.code == 16867,
+              "a let named ROOT is rejected: %d", err.code);
+        matcher_set_let(m, NULL);
+        CHECK(!matcher_take_error(m, &err), "clearing the let clears the error");
+    }
+    matcher_destroy(m);
+    bson_destroy(f);
+    bson_destroy(let);
+}
+
+static void test_set_vars_binds_values_as_they_are(void)
+{
+    bson_t *f = BCON_NEW("$expr", "{", "$eq", "[", "$s", "$$v", "]", "}");
+    bson_t *vars = BCON_NEW("v", BCON_UTF8("$bar"));
+    bson_t *doc = BCON_NEW("s", BCON_UTF8("$bar"));
+    dberr_t err;
+    matcher_t *m = matcher_new(f, &err);
+    if (m) {
+        matcher_set_vars(m, vars);
+        CHECK(!matcher_take_error(m, &err), "v is defined");
+        CHECK(matcher_matches(m, doc, NULL), "the value \"$bar\" is not read as a field path");
+    }
+    matcher_destroy(m);
+    bson_destroy(f);
+    bson_destroy(vars);
+    bson_destroy(doc);
+}
+
 int main(void)
 {
     run_case_file();
+    UNIT_RUN(test_let_variables_reach_expr);
+    UNIT_RUN(test_undefined_variable_is_reported_without_any_document);
+    UNIT_RUN(test_expr_evaluation_error_is_sticky_until_taken);
+    UNIT_RUN(test_bad_let_becomes_the_pending_error);
+    UNIT_RUN(test_set_vars_binds_values_as_they_are);
     UNIT_RUN(test_bounds_combine_top_level_and_and_members);
     UNIT_RUN(test_bounds_ignore_or_and_not);
     UNIT_RUN(test_empty_filter_is_empty);

@@ -174,8 +174,150 @@ static void test_group_handles_many_distinct_keys(void)
     bson_destroy(cmd);
 }
 
+
+/* Parses the pipeline under field "p" of `cmd`. */
+static pipeline_t *parse_p(const bson_t *cmd, const bson_t *let, dberr_t *err)
+{
+    bson_iter_t it;
+    if (!bson_iter_init_find(&it, cmd, "p"))
+        return NULL;
+    return pipeline_new(&it, PIPELINE_AGGREGATE, let, err);
+}
+
+static void test_out_is_exposed_and_not_performed(void)
+{
+    bson_t *cmd = BCON_NEW("p", "[", "{", "$match", "{", "}", "}", "{", "$out", "{", "db",
+                           BCON_UTF8("d2"), "coll", BCON_UTF8("c2"), "}", "}", "]");
+    bson_t *cmd2 = BCON_NEW("p", "[", "{", "$out", BCON_UTF8("c3"), "}", "]");
+    dberr_t err;
+    pipeline_t *p = parse_p(cmd, NULL, &err), *q = parse_p(cmd2, NULL, &err);
+    const pipeline_output_t *o = pipeline_output(p);
+    CHECK(o && !o->is_merge && strcmp(o->db, "d2") == 0 && strcmp(o->coll, "c2") == 0 &&
+              o->merge_spec == NULL,
+          "$out {db: d2, coll: c2} is exposed");
+    o = pipeline_output(q);
+    CHECK(o && strcmp(o->db, "") == 0 && strcmp(o->coll, "c3") == 0,
+          "$out: \"c3\" leaves db empty (the aggregate's own)");
+    CHECK(!pipeline_is_collectionless(p), "a $match-first pipeline reads a collection");
+    doclist_t l;
+    doclist_init(&l);
+    doclist_push(&l, BCON_NEW("_id", BCON_INT32(1)));
+    CHECK(p && pipeline_run(p, &l, &err) && l.len == 1, "the documents to write are left in docs");
+    doclist_destroy(&l);
+    pipeline_destroy(p);
+    pipeline_destroy(q);
+    bson_destroy(cmd);
+    bson_destroy(cmd2);
+    bson_t *none = BCON_NEW("p", "[", "{", "$limit", BCON_INT32(1), "}", "]");
+    p = parse_p(none, NULL, &err);
+    CHECK(p && pipeline_output(p) == NULL, "no $out/$merge gives NULL");
+    CHECK(pipeline_output(NULL) == NULL, "NULL pipeline gives NULL");
+    pipeline_destroy(p);
+    bson_destroy(none);
+}
+
+static void test_merge_spec_is_parsed(void)
+{
+    bson_t *cmd = BCON_NEW("p", "[", "{", "$merge", "{", "into", "{", "db", BCON_UTF8("d"),
+                           "coll", BCON_UTF8("c"), "}", "on", "[", BCON_UTF8("a"),
+                           BCON_UTF8("b.c"), "]", "whenMatched", BCON_UTF8("keepExisting"),
+                           "whenNotMatched", BCON_UTF8("insert"), "}", "}", "]");
+    bson_t *cmd2 = BCON_NEW("p", "[", "{", "$merge", BCON_UTF8("t"), "}", "]");
+    dberr_t err;
+    pipeline_t *p = parse_p(cmd, NULL, &err), *q = parse_p(cmd2, NULL, &err);
+    const pipeline_output_t *o = pipeline_output(p);
+    CHECK(o && o->is_merge && strcmp(o->db, "d") == 0 && strcmp(o->coll, "c") == 0,
+          "into {db, coll}");
+    CHECK(o && o->on_given && o->non == 2 && strcmp(o->on[0], "a") == 0 &&
+              strcmp(o->on[1], "b.c") == 0,
+          "on [a, b.c]");
+    CHECK(o && o->when_matched == PIPELINE_WHEN_MATCHED_KEEP_EXISTING &&
+              o->when_not_matched == PIPELINE_WHEN_NOT_MATCHED_INSERT &&
+              o->when_matched_pipeline == NULL,
+          "keepExisting / insert");
+    o = pipeline_output(q);
+    bson_iter_t it;
+    CHECK(o && o->is_merge && strcmp(o->coll, "t") == 0 && o->db[0] == '\0' && !o->on_given &&
+              o->non == 1 && strcmp(o->on[0], "_id") == 0 &&
+              o->when_matched == PIPELINE_WHEN_MATCHED_MERGE &&
+              o->when_not_matched == PIPELINE_WHEN_NOT_MATCHED_INSERT,
+          "$merge: \"t\" takes the defaults (on _id, merge, insert)");
+    CHECK(o && o->merge_spec && bson_iter_init_find(&it, o->merge_spec, "into") &&
+              strcmp(bson_iter_utf8(&it, NULL), "t") == 0,
+          "the string form's merge_spec is {into: \"t\"}");
+    pipeline_destroy(p);
+    pipeline_destroy(q);
+    bson_destroy(cmd);
+    bson_destroy(cmd2);
+}
+
+static void test_merge_when_matched_pipeline_sees_new_and_let(void)
+{
+    /* whenMatched: [{$set: {total: {$add: ["$total", "$$new.total", "$$bonus"]}, from: "$$src"}}]
+     * with $merge let {bonus: "$extra"} and command let {src: "cmd"} */
+    bson_t *cmd = BCON_NEW("p", "[", "{", "$merge", "{", "into", BCON_UTF8("c"), "whenMatched",
+                           "[", "{", "$set", "{", "total", "{", "$add", "[", "$total",
+                           "$$new.total", "$$bonus", "]", "}", "from", "$$src", "}", "}", "]",
+                           "let", "{", "bonus", "$extra", "}", "}", "}", "]");
+    bson_t *let = BCON_NEW("src", BCON_UTF8("cmd"));
+    dberr_t err;
+    pipeline_t *p = parse_p(cmd, let, &err);
+    CHECK(p != NULL, "parses: %s", err.msg);
+    const pipeline_output_t *o = pipeline_output(p);
+    CHECK(o && o->when_matched == PIPELINE_WHEN_MATCHED_PIPELINE && o->when_matched_pipeline,
+          "whenMatched is a pipeline");
+    if (o && o->when_matched_pipeline) {
+        bson_t *new_doc = BCON_NEW("_id", BCON_INT32(1), "total", BCON_INT32(5), "extra",
+                                   BCON_INT32(100));
+        bson_t vars = BSON_INITIALIZER;
+        doclist_t l;
+        bson_iter_t it;
+        doclist_init(&l);
+        doclist_push(&l, BCON_NEW("_id", BCON_INT32(1), "total", BCON_INT32(10)));
+        CHECK(pipeline_merge_vars(o, new_doc, &vars, &err), "merge vars evaluate");
+        CHECK(bson_iter_init_find(&it, &vars, "bonus") && bson_iter_as_int64(&it) == 100,
+              "$$bonus is $extra of the new document");
+        CHECK(bson_iter_init_find(&it, &vars, "new") && BSON_ITER_HOLDS_DOCUMENT(&it),
+              "$$new is the new document");
+        CHECK(pipeline_run_vars(o->when_matched_pipeline, &vars, &l, &err) && l.len == 1,
+              "the whenMatched pipeline runs: %s", err.msg);
+        CHECK(l.len == 1 && bson_iter_init_find(&it, l.docs[0], "total") &&
+                  bson_iter_as_int64(&it) == 115,
+              "total = existing 10 + new 5 + bonus 100");
+        CHECK(l.len == 1 && bson_iter_init_find(&it, l.docs[0], "from") &&
+                  strcmp(bson_iter_utf8(&it, NULL), "cmd") == 0,
+              "the command's let is visible too");
+        doclist_destroy(&l);
+        bson_destroy(&vars);
+        bson_destroy(new_doc);
+    }
+    pipeline_destroy(p);
+    bson_destroy(cmd);
+    bson_destroy(let);
+}
+
+static void test_documents_pipeline_is_collectionless(void)
+{
+    bson_t *cmd = BCON_NEW("p", "[", "{", "$documents", "[", "{", "a", BCON_INT32(1), "}", "]",
+                           "}", "]");
+    dberr_t err;
+    pipeline_t *p = parse_p(cmd, NULL, &err);
+    CHECK(p && pipeline_is_collectionless(p), "a $documents-first pipeline is collectionless");
+    CHECK(!pipeline_is_collectionless(NULL), "NULL is not");
+    doclist_t l;
+    doclist_init(&l);
+    CHECK(p && pipeline_run(p, &l, &err) && l.len == 1, "it runs on an empty input");
+    doclist_destroy(&l);
+    pipeline_destroy(p);
+    bson_destroy(cmd);
+}
+
 int main(void)
 {
+    UNIT_RUN(test_out_is_exposed_and_not_performed);
+    UNIT_RUN(test_merge_spec_is_parsed);
+    UNIT_RUN(test_merge_when_matched_pipeline_sees_new_and_let);
+    UNIT_RUN(test_documents_pipeline_is_collectionless);
     UNIT_RUN(test_leading_match_is_exposed);
     UNIT_RUN(test_doclist_push_grows_and_destroy_frees);
     UNIT_RUN(test_group_handles_many_distinct_keys);
