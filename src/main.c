@@ -14,9 +14,11 @@
 #include "cmd/cmd-private.h"
 #include "cmd/server.h"
 #include "journal/journal.h"
+#include "lease/lease.h"
 #include "net/net.h"
 #include "store/catalog.h"
 #include "store/cursor.h"
+#include "txn/session.h"
 #include "util/log.h"
 
 static uv_signal_t main_sigint, main_sigterm;
@@ -83,6 +85,7 @@ static void main_stop(void)
     log_info("CONTROL", "shutting down");
     net_stop();
     uv_timer_stop(&main_tick);
+    lease_stop();
     journal_close();
     uv_walk(server.loop, main_on_closed_handle, NULL);
 }
@@ -106,6 +109,7 @@ static void main_on_tick(uv_timer_t *t)
     size_t closed = cursors_reap(server.cursors, now, admin_cursor_timeout());
     if (closed)
         log_info("QUERY", "closed %zu idle cursors", closed);
+    session_reap(now, server.txn_lifetime_s);
     size_t expired = 0;
     catalog_foreach_all(server.catalog, main_ttl_one, &expired);
     if (expired)
@@ -250,6 +254,7 @@ int main(int argc, char **argv)
     bson_oid_init(&server.process_id, NULL);
     bson_oid_init_from_string(&server.election_id, "7fffffff0000000000000001");
     server.txn_lock_timeout_ms = 5;
+    server.txn_lifetime_s = 60;
     server.loop = uv_default_loop();
     server.request_stop = main_stop;
     log_info("CONTROL", "atomdb %s starting: pid %d, dbpath %s, replSet %s", ATOMDB_VERSION,
@@ -276,6 +281,7 @@ int main(int argc, char **argv)
         log_error("STORAGE", "%s", err.msg);
         return err.code == 98 ? 100 : 1;
     }
+    lease_init(server.loop, server.catalog); /* after recovery: stored tokens count */
     if (!net_listen(server.loop, cfg->bind, cfg->port, cfg->max_conns, &err)) {
         log_error("NETWORK", "%s", err.msg);
         return 1;
@@ -291,6 +297,7 @@ int main(int argc, char **argv)
 
     uv_run(server.loop, UV_RUN_DEFAULT);
     uv_loop_close(server.loop);
+    lease_destroy();
     cursors_destroy(server.cursors);
     catalog_destroy(server.catalog);
     bson_destroy(&cfg->argv);

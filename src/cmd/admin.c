@@ -62,6 +62,8 @@ static bool admin_param_append(const char *name, bson_t *out)
         bson_append_document_end(out, &doc);
     } else if (strcmp(name, "maxTransactionLockRequestTimeoutMillis") == 0) {
         BSON_APPEND_INT32(out, name, server.txn_lock_timeout_ms);
+    } else if (strcmp(name, "transactionLifetimeLimitSeconds") == 0) {
+        BSON_APPEND_INT32(out, name, server.txn_lifetime_s);
     } else if (strcmp(name, "logLevel") == 0) {
         BSON_APPEND_INT32(out, name, log_get_level() == LOG_DEBUG ? 1 : 0);
     } else if (strcmp(name, "cursorTimeoutMillis") == 0) {
@@ -75,7 +77,8 @@ static bool admin_param_append(const char *name, bson_t *out)
 }
 
 static const char *admin_params[] = {"featureCompatibilityVersion",
-                                     "maxTransactionLockRequestTimeoutMillis", "logLevel",
+                                     "maxTransactionLockRequestTimeoutMillis",
+                                     "transactionLifetimeLimitSeconds", "logLevel",
                                      "cursorTimeoutMillis", "maxBSONDepth"};
 
 bool cmd_get_parameter(cmd_ctx_t *ctx, dberr_t *err)
@@ -123,6 +126,10 @@ bool cmd_set_parameter(cmd_ctx_t *ctx, dberr_t *err)
             if (!BSON_ITER_HOLDS_NUMBER(&it))
                 return dberr_set(err, DBERR_BAD_VALUE, "%s must be a number", k);
             server.txn_lock_timeout_ms = (int32_t)bson_iter_as_int64(&it);
+        } else if (strcmp(k, "transactionLifetimeLimitSeconds") == 0) {
+            if (!BSON_ITER_HOLDS_NUMBER(&it) || bson_iter_as_int64(&it) < 1)
+                return dberr_set(err, DBERR_BAD_VALUE, "%s must be a positive number", k);
+            server.txn_lifetime_s = (int32_t)bson_iter_as_int64(&it);
         } else if (strcmp(k, "logLevel") == 0) {
             if (!BSON_ITER_HOLDS_NUMBER(&it))
                 return dberr_set(err, DBERR_BAD_VALUE, "logLevel must be a number");
@@ -325,15 +332,6 @@ bool cmd_shutdown(cmd_ctx_t *ctx, dberr_t *err)
         server.request_stop();
     ctx->close = true;
     return true;
-}
-
-bool cmd_end_sessions(cmd_ctx_t *ctx, dberr_t *err)
-{
-    if (!BSON_ITER_HOLDS_ARRAY(&ctx->arg))
-        return dberr_set(err, DBERR_TYPE_MISMATCH,
-                         "BSON field 'endSessions' is the wrong type '%s', expected type 'array'",
-                         cmd_type_name(bson_iter_type(&ctx->arg)));
-    return true; /* sessions hold no server state yet */
 }
 
 bool cmd_list_commands(cmd_ctx_t *ctx, dberr_t *err)

@@ -25,6 +25,10 @@ typedef struct cmd_ctx {
     bool parked;          /* set by a handler that will answer later */
     bool close;           /* set by shutdown: close without a reply */
     bool wait_sync;       /* writeConcern asks for fdatasync (j: true, w: majority) */
+    struct view *view;    /* what the command reads and writes through */
+    struct session *session; /* the lsid's session, or NULL */
+    int64_t txn_number;   /* txnNumber, or -1 */
+    bool in_txn;          /* part of a multi-document transaction */
 } cmd_ctx_t;
 
 /* A command handler: appends its reply fields, or fails with `err`. */
@@ -48,6 +52,9 @@ bool cmd_collection_name(const cmd_ctx_t *ctx, const char **out, dberr_t *err);
 bool cmd_opt_int64(const cmd_ctx_t *ctx, const char *key, int64_t *out, dberr_t *err);
 bool cmd_opt_bool(const cmd_ctx_t *ctx, const char *key, bool *out, dberr_t *err);
 bool cmd_opt_doc(const cmd_ctx_t *ctx, const char *key, bson_t *out, bool *present, dberr_t *err);
+
+/* Compiles `filter`, giving $expr the command's `let` variables. */
+struct matcher *cmd_matcher_new(const cmd_ctx_t *ctx, const bson_t *filter, dberr_t *err);
 
 /* Appends the array index key for `i` ("0", "1", ...) and returns it. */
 const char *cmd_index_key(uint32_t i, char *buf, size_t size);
@@ -91,6 +98,26 @@ bool cmd_shutdown(cmd_ctx_t *ctx, dberr_t *err);
 bool cmd_end_sessions(cmd_ctx_t *ctx, dberr_t *err);
 bool cmd_list_commands(cmd_ctx_t *ctx, dberr_t *err);
 bool cmd_fsync(cmd_ctx_t *ctx, dberr_t *err);
+/* txncmds.c: what cmd_run does around every handler */
+enum { CMD_SESSION_RUN, CMD_SESSION_RETRIED, CMD_SESSION_FAIL };
+/* Handles lsid/txnNumber/autocommit/startTransaction: starts or joins a
+ * transaction (setting ctx->view->txn), or answers a retried write from its
+ * stored outcome (CMD_SESSION_RETRIED, reply filled). */
+int cmd_session_prepare(cmd_ctx_t *ctx, dberr_t *err);
+/* After the handler: aborts a transaction whose statement failed, records
+ * a retryable write's outcome. Returns the command's success. */
+bool cmd_session_finish(cmd_ctx_t *ctx, bool ok, dberr_t *err);
+/* The handler found a document locked (VIEW_BLOCKED_CODE): queue the
+ * request on the lock (true), or fail it (lock timeout, deadlock). */
+bool cmd_park_on_lock(cmd_ctx_t *ctx, dberr_t *err);
+/* Cancels lock waits and resume state of a closing connection. */
+void cmd_session_client_closed(cmd_client_t *client);
+bool cmd_commit_transaction(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_abort_transaction(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_refresh_sessions(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_kill_sessions(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_kill_all_sessions(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_start_session(cmd_ctx_t *ctx, dberr_t *err);
 bool cmd_atomdb_fault(cmd_ctx_t *ctx, dberr_t *err);
 /* dbcmds.c */
 bool cmd_list_databases(cmd_ctx_t *ctx, dberr_t *err);
@@ -103,6 +130,7 @@ bool cmd_coll_stats(cmd_ctx_t *ctx, dberr_t *err);
 bool cmd_create_indexes(cmd_ctx_t *ctx, dberr_t *err);
 bool cmd_list_indexes(cmd_ctx_t *ctx, dberr_t *err);
 bool cmd_drop_indexes(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_coll_mod(cmd_ctx_t *ctx, dberr_t *err);
 /* cursor.c (command side of cursors) */
 bool cmd_get_more(cmd_ctx_t *ctx, dberr_t *err);
 bool cmd_kill_cursors(cmd_ctx_t *ctx, dberr_t *err);
@@ -117,6 +145,22 @@ bool cmd_count(cmd_ctx_t *ctx, dberr_t *err);
 bool cmd_distinct(cmd_ctx_t *ctx, dberr_t *err);
 bool cmd_aggregate(cmd_ctx_t *ctx, dberr_t *err);
 bool cmd_explain(cmd_ctx_t *ctx, dberr_t *err);
+/* locks.c (lease locks: src/lease, docs/locks.md) */
+bool cmd_acquire_lock(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_renew_lock(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_release_lock(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_lock_info(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_list_locks(cmd_ctx_t *ctx, dberr_t *err);
+/* Checks the command's `fence: {lock, token}`: true when there is none or
+ * the token is the lock's current one with a live lease; otherwise false
+ * with StaleFencingToken (or a parse error) and the write must not run. */
+bool cmd_check_fence(cmd_ctx_t *ctx, dberr_t *err);
+/* The connection closed: drops its parked acquireLock and releases the
+ * locks it took with releaseOnDisconnect. */
+void cmd_locks_client_closed(cmd_client_t *client);
+/* A session ended (endSessions, killSessions, expiry): releases the locks
+ * taken under it. `lsid` is the lsid document {id: UUID} or the UUID. */
+void cmd_locks_session_ended(const bson_value_t *lsid);
 
 /* The idle timeout in force for cursors (setParameter cursorTimeoutMillis). */
 int64_t admin_cursor_timeout(void);

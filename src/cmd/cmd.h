@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "txn/lockmgr.h"
 #include "util/dberr.h"
 #include "wire/wire.h"
 
@@ -30,6 +31,14 @@ struct cmd_client {
     int ncompressors;
     bson_t *metadata;            /* `client` document from the first hello, or NULL */
     uv_timer_t *park_timer;      /* running while an awaitable hello waits */
+    /* Runs the parked request again (after a lock wait). */
+    void (*rerun_parked)(cmd_client_t *client);
+    /* -- command layer: waiting for a document lock -- */
+    lock_waiter_t lock_waiter;   /* queued on a lock while parked */
+    uv_timer_t *rerun_timer;     /* runs the parked request on the next turn */
+    bool lock_timed_out;         /* the wait ended by its deadline */
+    void *resume;                /* where a parked batch stopped (crud.c) */
+    void (*resume_free)(void *resume);
     /* -- set by cmd_run for the network layer -- */
     uint64_t wait_lsn;           /* the reply waits until this log record is durable */
     bool wait_sync;              /* ... fdatasync'ed (fsync mode, j: true, w: majority) */

@@ -3,6 +3,7 @@
  * a conditional update is a compare-and-set and $inc never loses an
  * increment; per-statement failures become writeErrors as in mongod. */
 #include "cmd/cmd-private.h"
+#include "cmd/view.h"
 
 #include <string.h>
 
@@ -33,6 +34,49 @@ static void crud_result_destroy(crud_result_t *r)
 {
     bson_destroy(&r->upserted);
     bson_destroy(&r->write_errors);
+}
+
+/* Where a batch outside any transaction stopped to wait for a lock: the
+ * statements before `index` are applied and counted in `result`. */
+typedef struct crud_resume {
+    uint32_t index;
+    crud_result_t result;
+} crud_resume_t;
+
+static void crud_resume_free(void *p)
+{
+    crud_resume_t *rs = p;
+    crud_result_destroy(&rs->result);
+    bson_free(rs);
+}
+
+/* Picks up a batch that waited for a lock: returns the first statement to
+ * run and fills `r` with what the earlier ones did. */
+static uint32_t crud_resume_take(cmd_ctx_t *ctx, crud_result_t *r)
+{
+    crud_resume_t *rs = ctx->client->resume;
+    if (!rs)
+        return 0;
+    ctx->client->resume = NULL;
+    crud_result_destroy(r);
+    *r = rs->result;
+    uint32_t index = rs->index;
+    bson_free(rs);
+    return index;
+}
+
+/* Saves a batch that must wait for a lock at statement `index` (outside a
+ * transaction; inside one the whole command runs again). */
+static void crud_resume_save(cmd_ctx_t *ctx, uint32_t index, crud_result_t *r)
+{
+    if (ctx->view->txn)
+        return;
+    crud_resume_t *rs = bson_malloc0(sizeof *rs);
+    rs->index = index;
+    rs->result = *r;
+    crud_result_init(r);
+    ctx->client->resume = rs;
+    ctx->client->resume_free = crud_resume_free;
 }
 
 static void crud_add_error(crud_result_t *r, uint32_t index, const dberr_t *err)
@@ -138,6 +182,8 @@ static bool crud_collection(cmd_ctx_t *ctx, collection_t **out, dberr_t *err)
     if (!cmd_collection_name(ctx, &coll, err))
         return false;
     *out = catalog_get_or_create(server.catalog, ctx->db, coll, err);
+    if (*out && collection_is_view(*out))
+        return dberr_set(err, 166, "Namespace %s.%s is a view, not a collection", ctx->db, coll);
     return *out != NULL;
 }
 
@@ -199,8 +245,13 @@ bool cmd_insert(cmd_ctx_t *ctx, dberr_t *err)
         return false;
     crud_result_t r;
     crud_result_init(&r);
+    uint32_t start = crud_resume_take(ctx, &r);
     uint32_t index = 0;
     while (bson_iter_next(&items)) {
+        if (index < start) {
+            index++;
+            continue;
+        }
         dberr_t e;
         dberr_clear(&e);
         bson_t doc, prepared = BSON_INITIALIZER;
@@ -208,9 +259,17 @@ bool cmd_insert(cmd_ctx_t *ctx, dberr_t *err)
         bool ok = false;
         if (!BSON_ITER_HOLDS_DOCUMENT(&items) || !cmd_iter_doc(&items, &doc))
             dberr_set(&e, DBERR_TYPE_MISMATCH, "documents to insert must be objects");
-        else if (cmd_prepare_insert_doc(&doc, &prepared, &e) && collection_insert(c, &prepared, &e))
+        else if (cmd_prepare_insert_doc(&doc, &prepared, &e) &&
+                 view_lock(ctx->view, collection_name(c), &prepared, &e) &&
+                 view_insert(ctx->view, c, &prepared, &e))
             ok = true;
         bson_destroy(&prepared);
+        if (!ok && e.code == VIEW_BLOCKED_CODE) {
+            crud_resume_save(ctx, index, &r);
+            crud_result_destroy(&r);
+            *err = e;
+            return false;
+        }
         if (ok) {
             r.n++;
         } else {
@@ -238,6 +297,16 @@ typedef struct crud_update_stmt {
     bson_t sort;
     bool has_sort;
 } crud_update_stmt_t;
+
+/* The command's `let` document, or NULL. Borrowed from the command. */
+static const bson_t *crud_let(const cmd_ctx_t *ctx)
+{
+    static __thread bson_t let;
+    bson_iter_t it;
+    if (cmd_find(ctx, "let", &it) && BSON_ITER_HOLDS_DOCUMENT(&it) && cmd_iter_doc(&it, &let))
+        return &let;
+    return NULL;
+}
 
 /* Builds the document an upsert inserts, into `out` (initialised). */
 static bool crud_upsert_doc(const bson_t *filter, const updater_t *u, bson_t *out, dberr_t *err)
@@ -273,8 +342,8 @@ cleanup:
 }
 
 /* Applies `u` to `old` in `c`. *modified tells whether the document changed. */
-static bool crud_apply_one(collection_t *c, record_t *old, const matcher_t *m, const updater_t *u,
-                           bool *modified, bson_t *new_doc, dberr_t *err)
+static bool crud_apply_one(view_t *view, collection_t *c, record_t *old, const matcher_t *m,
+                           const updater_t *u, bool *modified, bson_t *new_doc, dberr_t *err)
 {
     bson_t doc;
     int pos = -1;
@@ -289,7 +358,19 @@ static bool crud_apply_one(collection_t *c, record_t *old, const matcher_t *m, c
     if (new_doc->len > WIRE_MAX_BSON_OBJECT_SIZE)
         return dberr_set(err, 17419, "Resulting document after update is larger than %d",
                          WIRE_MAX_BSON_OBJECT_SIZE);
-    return collection_replace(c, old, new_doc, err);
+    return view_replace(view, c, old, new_doc, err);
+}
+
+/* Locks every target of a statement before it changes any of them. */
+static bool crud_lock_all(view_t *view, collection_t *c, const recvec_t *recs, dberr_t *err)
+{
+    for (size_t i = 0; i < recs->len; i++) {
+        bson_t doc;
+        record_view(recs->items[i], &doc);
+        if (!view_lock(view, collection_name(c), &doc, err))
+            return false;
+    }
+    return true;
 }
 
 static bool crud_parse_update_stmt(const bson_t *stmt, crud_update_stmt_t *s, dberr_t *err)
@@ -349,8 +430,8 @@ static bool crud_parse_update_stmt(const bson_t *stmt, crud_update_stmt_t *s, db
 }
 
 /* Runs one update statement; counts into `r`. */
-static bool crud_update_one(collection_t *c, uint32_t index, const crud_update_stmt_t *s,
-                            crud_result_t *r, dberr_t *err)
+static bool crud_update_one(const cmd_ctx_t *ctx, view_t *view, collection_t *c, uint32_t index,
+                            const crud_update_stmt_t *s, crud_result_t *r, dberr_t *err)
 {
     matcher_t *m = NULL;
     updater_t *u = NULL;
@@ -358,10 +439,11 @@ static bool crud_update_one(collection_t *c, uint32_t index, const crud_update_s
     recvec_t recs;
     bool ok = false;
     recvec_init(&recs);
-    m = matcher_new(&s->q, err);
+    m = cmd_matcher_new(ctx, &s->q, err);
     if (!m)
         goto cleanup;
-    u = updater_new(&s->u, s->has_array_filters ? &s->array_filters : NULL, err);
+    u = updater_new_let(&s->u, s->has_array_filters ? &s->array_filters : NULL, crud_let(ctx),
+                        err);
     if (!u)
         goto cleanup;
     if (s->multi && updater_kind(u) == UPDATER_REPLACEMENT) {
@@ -377,12 +459,14 @@ static bool crud_update_one(collection_t *c, uint32_t index, const crud_update_s
     o.limit = s->multi ? 0 : 1;
     o.hint = s->has_hint ? &s->hint : NULL;
     o.hint_name = s->hint_name;
-    if (!collection_query(c, &o, &recs, NULL, err))
+    if (!view_query(view, c, collection_name(c), &o, true, &recs, NULL, err) ||
+        matcher_take_error(m, err))
         goto cleanup;
     if (recs.len == 0 && s->upsert) {
         bson_t doc = BSON_INITIALIZER;
         bson_iter_t id;
-        if (crud_upsert_doc(&s->q, u, &doc, err) && collection_insert(c, &doc, err)) {
+        if (crud_upsert_doc(&s->q, u, &doc, err) &&
+            view_lock(view, collection_name(c), &doc, err) && view_insert(view, c, &doc, err)) {
             bson_iter_init_find(&id, &doc, "_id");
             crud_add_upserted(r, index, bson_iter_value(&id));
             r->n++;
@@ -391,10 +475,12 @@ static bool crud_update_one(collection_t *c, uint32_t index, const crud_update_s
         bson_destroy(&doc);
         goto cleanup;
     }
+    if (!crud_lock_all(view, c, &recs, err))
+        goto cleanup;
     for (size_t i = 0; i < recs.len; i++) {
         bool modified = false;
         bson_t new_doc = BSON_INITIALIZER;
-        bool one = crud_apply_one(c, recs.items[i], m, u, &modified, &new_doc, err);
+        bool one = crud_apply_one(view, c, recs.items[i], m, u, &modified, &new_doc, err);
         bson_destroy(&new_doc);
         if (!one)
             goto cleanup;
@@ -420,8 +506,13 @@ bool cmd_update(cmd_ctx_t *ctx, dberr_t *err)
         return false;
     crud_result_t r;
     crud_result_init(&r);
+    uint32_t start = crud_resume_take(ctx, &r);
     uint32_t index = 0;
     while (bson_iter_next(&items)) {
+        if (index < start) {
+            index++;
+            continue;
+        }
         dberr_t e;
         dberr_clear(&e);
         bson_t stmt;
@@ -431,7 +522,14 @@ bool cmd_update(cmd_ctx_t *ctx, dberr_t *err)
         if (!BSON_ITER_HOLDS_DOCUMENT(&items) || !cmd_iter_doc(&items, &stmt))
             ok = dberr_set(&e, DBERR_TYPE_MISMATCH, "update statements must be objects");
         else
-            ok = crud_parse_update_stmt(&stmt, &s, &e) && crud_update_one(c, index, &s, &r, &e);
+            ok = crud_parse_update_stmt(&stmt, &s, &e) &&
+                 crud_update_one(ctx, ctx->view, c, index, &s, &r, &e);
+        if (!ok && e.code == VIEW_BLOCKED_CODE) {
+            crud_resume_save(ctx, index, &r);
+            crud_result_destroy(&r);
+            *err = e;
+            return false;
+        }
         if (!ok) {
             crud_add_error(&r, index, &e);
             if (ordered)
@@ -445,7 +543,8 @@ bool cmd_update(cmd_ctx_t *ctx, dberr_t *err)
 }
 
 /* Runs one delete statement {q, limit}. */
-static bool crud_delete_one(collection_t *c, const bson_t *stmt, crud_result_t *r, dberr_t *err)
+static bool crud_delete_one(const cmd_ctx_t *ctx, view_t *view, collection_t *c,
+                            const char *coll, const bson_t *stmt, crud_result_t *r, dberr_t *err)
 {
     bson_iter_t it;
     bson_t q, hint;
@@ -489,7 +588,7 @@ static bool crud_delete_one(collection_t *c, const bson_t *stmt, crud_result_t *
         return dberr_set(err, DBERR_FAILED_TO_PARSE,
                          "The limit field in delete objects must be 0 or 1. Got %lld",
                          (long long)limit);
-    matcher_t *m = matcher_new(&q, err);
+    matcher_t *m = cmd_matcher_new(ctx, &q, err);
     if (!m)
         return false;
     recvec_t recs;
@@ -499,9 +598,10 @@ static bool crud_delete_one(collection_t *c, const bson_t *stmt, crud_result_t *
     o.limit = limit;
     o.hint = has_hint ? &hint : NULL;
     o.hint_name = hint_name;
-    bool ok = collection_query(c, &o, &recs, NULL, err);
+    bool ok = view_query(view, c, coll, &o, true, &recs, NULL, err) &&
+              !matcher_take_error(m, err) && (!c || crud_lock_all(view, c, &recs, err));
     for (size_t i = 0; ok && i < recs.len; i++) {
-        collection_remove(c, recs.items[i]);
+        view_remove(view, c, recs.items[i]);
         r->n++;
     }
     recvec_destroy(&recs);
@@ -520,10 +620,17 @@ bool cmd_delete(cmd_ctx_t *ctx, dberr_t *err)
     if (!catalog_valid_coll_name(ctx->db, coll, err))
         return false;
     collection_t *c = catalog_get(server.catalog, ctx->db, coll);
+    if (c && collection_is_view(c))
+        return dberr_set(err, 166, "Namespace %s.%s is a view, not a collection", ctx->db, coll);
     crud_result_t r;
     crud_result_init(&r);
+    uint32_t start = crud_resume_take(ctx, &r);
     uint32_t index = 0;
     while (bson_iter_next(&items)) {
+        if (index < start) {
+            index++;
+            continue;
+        }
         dberr_t e;
         dberr_clear(&e);
         bson_t stmt;
@@ -531,10 +638,16 @@ bool cmd_delete(cmd_ctx_t *ctx, dberr_t *err)
         bool ok;
         if (!BSON_ITER_HOLDS_DOCUMENT(&items) || !cmd_iter_doc(&items, &stmt))
             ok = dberr_set(&e, DBERR_TYPE_MISMATCH, "delete statements must be objects");
-        else if (!c)
+        else if (!c && !ctx->view->txn)
             ok = true; /* nothing to delete in a collection that does not exist */
         else
-            ok = crud_delete_one(c, &stmt, &r, &e);
+            ok = crud_delete_one(ctx, ctx->view, c, coll, &stmt, &r, &e);
+        if (!ok && e.code == VIEW_BLOCKED_CODE) {
+            crud_resume_save(ctx, index, &r);
+            crud_result_destroy(&r);
+            *err = e;
+            return false;
+        }
         if (!ok) {
             crud_add_error(&r, index, &e);
             if (ordered)
@@ -651,14 +764,15 @@ bool cmd_find_and_modify(cmd_ctx_t *ctx, dberr_t *err)
     recvec_init(&recs);
     if (!crud_parse_fam(ctx, &f, err) || !crud_collection(ctx, &c, err))
         goto cleanup;
-    if (!(m = matcher_new(&f.query, err)))
+    if (!(m = cmd_matcher_new(ctx, &f.query, err)))
         goto cleanup;
     if (f.has_sort && !(sort = sortspec_new(&f.sort, err)))
         goto cleanup;
     if (f.has_fields && !bson_empty(&f.fields) && !(p = projection_new(&f.fields, err)))
         goto cleanup;
     if (f.has_update &&
-        !(u = updater_new(&f.update, f.has_array_filters ? &f.array_filters : NULL, err)))
+        !(u = updater_new_let(&f.update, f.has_array_filters ? &f.array_filters : NULL,
+                              crud_let(ctx), err)))
         goto cleanup;
     collection_query_opts_t o = {0};
     o.matcher = m;
@@ -666,14 +780,16 @@ bool cmd_find_and_modify(cmd_ctx_t *ctx, dberr_t *err)
     o.limit = 1;
     o.hint = f.has_hint ? &f.hint : NULL;
     o.hint_name = f.hint_name;
-    if (!collection_query(c, &o, &recs, NULL, err))
+    if (!view_query(ctx->view, c, collection_name(c), &o, true, &recs, NULL, err) ||
+        matcher_take_error(m, err))
         goto cleanup;
     bson_t le;
     if (recs.len == 0) {
         if (f.upsert) {
             bson_iter_t id;
             if (!crud_upsert_doc(&f.query, u, &new_doc, err) ||
-                !collection_insert(c, &new_doc, err))
+                !view_lock(ctx->view, collection_name(c), &new_doc, err) ||
+                !view_insert(ctx->view, c, &new_doc, err))
                 goto cleanup;
             bson_iter_init_find(&id, &new_doc, "_id");
             bson_append_document_begin(ctx->reply, "lastErrorObject", -1, &le);
@@ -695,8 +811,10 @@ bool cmd_find_and_modify(cmd_ctx_t *ctx, dberr_t *err)
     record_t *old = recs.items[0]; /* recs keeps the old version alive */
     bson_t old_doc;
     record_view(old, &old_doc);
+    if (!view_lock(ctx->view, collection_name(c), &old_doc, err))
+        goto cleanup;
     if (f.remove) {
-        collection_remove(c, old);
+        view_remove(ctx->view, c, old);
         bson_append_document_begin(ctx->reply, "lastErrorObject", -1, &le);
         BSON_APPEND_INT32(&le, "n", 1);
         bson_append_document_end(ctx->reply, &le);
@@ -704,7 +822,7 @@ bool cmd_find_and_modify(cmd_ctx_t *ctx, dberr_t *err)
         goto cleanup;
     }
     bool modified;
-    if (!crud_apply_one(c, old, m, u, &modified, &new_doc, err))
+    if (!crud_apply_one(ctx->view, c, old, m, u, &modified, &new_doc, err))
         goto cleanup;
     bson_append_document_begin(ctx->reply, "lastErrorObject", -1, &le);
     BSON_APPEND_INT32(&le, "n", 1);

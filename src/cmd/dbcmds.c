@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "doc/matcher.h"
+#include "doc/pipeline.h"
 #include "store/catalog.h"
 #include "store/cursor.h"
 
@@ -84,8 +85,13 @@ static void dbcmds_list_one_coll(collection_t *c, void *ctx)
     dbcmds_listcoll_t *l = ctx;
     bson_t entry = BSON_INITIALIZER, info, idx, key;
     BSON_APPEND_UTF8(&entry, "name", collection_name(c));
-    BSON_APPEND_UTF8(&entry, "type", "collection");
-    if (!l->name_only) {
+    BSON_APPEND_UTF8(&entry, "type", collection_is_view(c) ? "view" : "collection");
+    if (!l->name_only && collection_is_view(c)) {
+        BSON_APPEND_DOCUMENT(&entry, "options", collection_options(c));
+        bson_append_document_begin(&entry, "info", -1, &info);
+        BSON_APPEND_BOOL(&info, "readOnly", true);
+        bson_append_document_end(&entry, &info);
+    } else if (!l->name_only) {
         BSON_APPEND_DOCUMENT(&entry, "options", collection_options(c));
         bson_append_document_begin(&entry, "info", -1, &info);
         BSON_APPEND_BOOL(&info, "readOnly", false);
@@ -135,6 +141,57 @@ bool cmd_list_collections(cmd_ctx_t *ctx, dberr_t *err)
 
 /* ---- create / drop ---- */
 
+/* Checks the validator and view parts of collection options. */
+static bool dbcmds_check_options(const bson_t *options, dberr_t *err)
+{
+    bson_iter_t it;
+    if (bson_iter_init_find(&it, options, "validator")) {
+        bson_t v;
+        if (!BSON_ITER_HOLDS_DOCUMENT(&it) || !cmd_iter_doc(&it, &v))
+            return dberr_set(err, DBERR_TYPE_MISMATCH, "'validator' must be an object");
+        if (bson_has_field(&v, "$jsonSchema"))
+            return dberr_set(err, DBERR_NOT_IMPLEMENTED,
+                             "atomdb does not support $jsonSchema validators yet");
+        matcher_t *m = matcher_new(&v, err);
+        if (!m)
+            return false;
+        matcher_destroy(m);
+    }
+    if (bson_iter_init_find(&it, options, "validationLevel")) {
+        const char *l = BSON_ITER_HOLDS_UTF8(&it) ? bson_iter_utf8(&it, NULL) : "";
+        if (strcmp(l, "off") && strcmp(l, "strict") && strcmp(l, "moderate"))
+            return dberr_set(err, DBERR_BAD_VALUE,
+                             "Enumeration value '%s' for field 'validationLevel' is not a valid "
+                             "value.",
+                             l);
+    }
+    if (bson_iter_init_find(&it, options, "validationAction")) {
+        const char *a = BSON_ITER_HOLDS_UTF8(&it) ? bson_iter_utf8(&it, NULL) : "";
+        if (strcmp(a, "error") && strcmp(a, "warn"))
+            return dberr_set(err, DBERR_BAD_VALUE,
+                             "Enumeration value '%s' for field 'validationAction' is not a valid "
+                             "value.",
+                             a);
+    }
+    bool has_view = bson_iter_init_find(&it, options, "viewOn");
+    if (has_view && !BSON_ITER_HOLDS_UTF8(&it))
+        return dberr_set(err, DBERR_TYPE_MISMATCH, "'viewOn' must be a string");
+    if (bson_iter_init_find(&it, options, "pipeline")) {
+        if (!has_view)
+            return dberr_set(err, DBERR_BAD_VALUE, "'pipeline' requires 'viewOn' to also be "
+                                                   "specified");
+        pipeline_t *p = pipeline_new(&it, PIPELINE_AGGREGATE, NULL, err);
+        if (!p)
+            return false;
+        bool bad = pipeline_output(p) != NULL;
+        pipeline_destroy(p);
+        if (bad)
+            return dberr_set(err, DBERR_INVALID_OPTIONS,
+                             "$out and $merge cannot be used in a view definition");
+    }
+    return true;
+}
+
 bool cmd_create(cmd_ctx_t *ctx, dberr_t *err)
 {
     const char *coll;
@@ -153,9 +210,8 @@ bool cmd_create(cmd_ctx_t *ctx, dberr_t *err)
             !strcmp(k, "apiVersion") || !strcmp(k, "apiStrict") ||
             !strcmp(k, "apiDeprecationErrors"))
             continue;
-        if ((!strcmp(k, "capped") && bson_iter_as_bool(&it)) || !strcmp(k, "viewOn") ||
-            !strcmp(k, "pipeline") || !strcmp(k, "timeseries") || !strcmp(k, "clusteredIndex") ||
-            !strcmp(k, "encryptedFields") || !strcmp(k, "validator") ||
+        if ((!strcmp(k, "capped") && bson_iter_as_bool(&it)) || !strcmp(k, "timeseries") ||
+            !strcmp(k, "clusteredIndex") || !strcmp(k, "encryptedFields") ||
             !strcmp(k, "collation")) {
             ok = dberr_set(err, DBERR_NOT_IMPLEMENTED,
                            "atomdb does not support the create option '%s' yet", k);
@@ -163,8 +219,82 @@ bool cmd_create(cmd_ctx_t *ctx, dberr_t *err)
         }
         bson_append_value(&options, k, -1, bson_iter_value(&it));
     }
+    if (ok)
+        ok = dbcmds_check_options(&options, err);
     if (ok && !catalog_create(server.catalog, ctx->db, coll, &options, err))
         ok = false;
+    bson_destroy(&options);
+    return ok;
+}
+
+/* ---- collMod ---- */
+
+bool cmd_coll_mod(cmd_ctx_t *ctx, dberr_t *err)
+{
+    const char *coll;
+    if (!cmd_collection_name(ctx, &coll, err))
+        return false;
+    collection_t *c = catalog_get(server.catalog, ctx->db, coll);
+    if (!c)
+        return dberr_set(err, DBERR_NAMESPACE_NOT_FOUND, "ns does not exist: %s.%s", ctx->db,
+                         coll);
+    bson_t options = BSON_INITIALIZER;
+    bson_iter_t it;
+    /* start from the current options, then apply the command's */
+    bson_iter_init(&it, collection_options(c));
+    bson_t changes = BSON_INITIALIZER;
+    bson_iter_t cit;
+    bson_iter_init(&cit, ctx->cmd);
+    bson_iter_next(&cit);
+    bool ok = true;
+    while (bson_iter_next(&cit)) {
+        const char *k = bson_iter_key(&cit);
+        if (k[0] == '$' || !strcmp(k, "lsid") || !strcmp(k, "txnNumber") ||
+            !strcmp(k, "writeConcern") || !strcmp(k, "comment") || !strcmp(k, "maxTimeMS"))
+            continue;
+        if (!strcmp(k, "validator") || !strcmp(k, "validationLevel") ||
+            !strcmp(k, "validationAction") || !strcmp(k, "viewOn") || !strcmp(k, "pipeline")) {
+            bson_append_value(&changes, k, -1, bson_iter_value(&cit));
+        } else if (!strcmp(k, "index")) {
+            bson_t spec;
+            bson_iter_t f;
+            index_t *ix = NULL;
+            if (!cmd_iter_doc(&cit, &spec)) {
+                ok = dberr_set(err, DBERR_TYPE_MISMATCH, "collMod index must be an object");
+                break;
+            }
+            for (int i = 0; i < collection_nindexes(c); i++) {
+                index_t *x = collection_index(c, i);
+                if ((bson_iter_init_find(&f, &spec, "name") && BSON_ITER_HOLDS_UTF8(&f) &&
+                     !strcmp(bson_iter_utf8(&f, NULL), x->name)))
+                    ix = x;
+                bson_t key;
+                if (bson_iter_init_find(&f, &spec, "keyPattern") && cmd_iter_doc(&f, &key) &&
+                    index_key_equals(x, &key))
+                    ix = x;
+            }
+            if (!ix) {
+                ok = dberr_set(err, DBERR_INDEX_NOT_FOUND, "cannot find index for collMod");
+                break;
+            }
+            if (bson_iter_init_find(&f, &spec, "expireAfterSeconds") && BSON_ITER_HOLDS_NUMBER(&f))
+                ix->expire_after_s = bson_iter_as_int64(&f);
+        } else {
+            ok = dberr_set(err, DBERR_INVALID_OPTIONS, "atomdb's collMod does not support '%s' yet",
+                           k);
+            break;
+        }
+    }
+    if (ok) {
+        while (bson_iter_next(&it))
+            if (!bson_has_field(&changes, bson_iter_key(&it)))
+                bson_append_value(&options, bson_iter_key(&it), -1, bson_iter_value(&it));
+        bson_concat(&options, &changes);
+        ok = dbcmds_check_options(&options, err);
+    }
+    if (ok)
+        collection_set_options(c, &options);
+    bson_destroy(&changes);
     bson_destroy(&options);
     return ok;
 }

@@ -5,7 +5,10 @@
 
 #include <string.h>
 
+#include "cmd/view.h"
+#include "doc/matcher.h"
 #include "journal/journal.h"
+#include "txn/txn.h"
 #include "util/log.h"
 
 /* Counts toward opcounters.query etc. instead of .command. */
@@ -41,6 +44,13 @@ static const cmd_def_t cmd_table[] = {
     {"serverStatus", cmd_server_status, CMD_COUNT_COMMAND, false},
     {"shutdown", cmd_shutdown, CMD_COUNT_COMMAND, true},
     {"endSessions", cmd_end_sessions, CMD_COUNT_COMMAND, false},
+    {"refreshSessions", cmd_refresh_sessions, CMD_COUNT_COMMAND, false},
+    {"killSessions", cmd_kill_sessions, CMD_COUNT_COMMAND, false},
+    {"killAllSessions", cmd_kill_all_sessions, CMD_COUNT_COMMAND, false},
+    {"killAllSessionsByPattern", cmd_kill_all_sessions, CMD_COUNT_COMMAND, false},
+    {"startSession", cmd_start_session, CMD_COUNT_COMMAND, false},
+    {"commitTransaction", cmd_commit_transaction, CMD_COUNT_COMMAND, true},
+    {"abortTransaction", cmd_abort_transaction, CMD_COUNT_COMMAND, true},
     {"listCommands", cmd_list_commands, CMD_COUNT_COMMAND, false},
     {"listDatabases", cmd_list_databases, CMD_COUNT_COMMAND, true},
     {"listCollections", cmd_list_collections, CMD_COUNT_COMMAND, false},
@@ -52,6 +62,7 @@ static const cmd_def_t cmd_table[] = {
     {"collStats", cmd_coll_stats, CMD_COUNT_COMMAND, false},
     {"collstats", cmd_coll_stats, CMD_COUNT_COMMAND, false},
     {"createIndexes", cmd_create_indexes, CMD_COUNT_COMMAND, false, true},
+    {"collMod", cmd_coll_mod, CMD_COUNT_COMMAND, false, true},
     {"listIndexes", cmd_list_indexes, CMD_COUNT_COMMAND, false},
     {"dropIndexes", cmd_drop_indexes, CMD_COUNT_COMMAND, false, true},
     {"deleteIndexes", cmd_drop_indexes, CMD_COUNT_COMMAND, false, true},
@@ -67,6 +78,11 @@ static const cmd_def_t cmd_table[] = {
     {"distinct", cmd_distinct, CMD_COUNT_COMMAND, false},
     {"aggregate", cmd_aggregate, CMD_COUNT_COMMAND, false},
     {"explain", cmd_explain, CMD_COUNT_COMMAND, false},
+    {"acquireLock", cmd_acquire_lock, CMD_COUNT_COMMAND, false},
+    {"renewLock", cmd_renew_lock, CMD_COUNT_COMMAND, false},
+    {"releaseLock", cmd_release_lock, CMD_COUNT_COMMAND, false},
+    {"lockInfo", cmd_lock_info, CMD_COUNT_COMMAND, false},
+    {"listLocks", cmd_list_locks, CMD_COUNT_COMMAND, false},
     {"fsync", cmd_fsync, CMD_COUNT_COMMAND, true},
 #ifdef ATOMDB_FAULT_INJECTION
     {"atomdbFault", cmd_atomdb_fault, CMD_COUNT_COMMAND, true},
@@ -98,6 +114,23 @@ void cmd_error_reply(bson_t *reply, const dberr_t *err)
     BSON_APPEND_UTF8(reply, "errmsg", err->msg);
     BSON_APPEND_INT32(reply, "code", err->code);
     BSON_APPEND_UTF8(reply, "codeName", dberr_codename(err->code));
+    if (err->labels) {
+        static const struct {
+            unsigned bit;
+            const char *name;
+        } names[] = {{DBERR_LABEL_TRANSIENT_TXN, "TransientTransactionError"},
+                     {DBERR_LABEL_UNKNOWN_COMMIT, "UnknownTransactionCommitResult"},
+                     {DBERR_LABEL_RETRYABLE_WRITE, "RetryableWriteError"}};
+        bson_t labels;
+        uint32_t n = 0;
+        char key[16];
+        bson_append_array_begin(reply, "errorLabels", -1, &labels);
+        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+            if (err->labels & names[i].bit)
+                bson_append_utf8(&labels, cmd_index_key(n++, key, sizeof key), -1, names[i].name,
+                                 -1);
+        bson_append_array_end(reply, &labels);
+    }
     if (err->extra_len) {
         bson_t extra;
         bson_iter_t it;
@@ -118,6 +151,8 @@ void cmd_client_closed(cmd_client_t *client)
         bson_destroy(client->metadata);
         client->metadata = NULL;
     }
+    cmd_locks_client_closed(client);
+    cmd_session_client_closed(client);
 }
 
 /* Checks the arguments every command may carry. */
@@ -174,7 +209,11 @@ cmd_status_t cmd_run(cmd_client_t *client, const wire_request_t *req, bson_t *re
     ctx.cmd = &req->cmd;
     ctx.reply = reply;
     ctx.db = req->db;
+    ctx.txn_number = -1;
     const cmd_def_t *def = NULL;
+    view_t view;
+    view_init(&view, req->db, NULL);
+    ctx.view = &view;
 
     if (!bson_iter_init(&ctx.arg, &req->cmd) || !bson_iter_next(&ctx.arg)) {
         dberr_set(&err, DBERR_FAILED_TO_PARSE, "no command name given");
@@ -213,13 +252,39 @@ cmd_status_t cmd_run(cmd_client_t *client, const wire_request_t *req, bson_t *re
         goto fail;
     if (def->is_write && !journal_writable(&err))
         goto fail;
-    bool ok = def->fn(&ctx, &err);
+    if (def->is_write && !cmd_check_fence(&ctx, &err))
+        goto fail; /* a stale fencing token: nothing is written */
+    bson_iter_t bdv;
+    view.bypass_validation = cmd_find(&ctx, "bypassDocumentValidation", &bdv) &&
+                             bson_iter_as_bool(&bdv);
+    int prep = cmd_session_prepare(&ctx, &err);
+    if (prep == CMD_SESSION_FAIL)
+        goto fail;
+    bool ok = true;
+    if (prep == CMD_SESSION_RUN) {
+        size_t savepoint = view.txn ? txn_savepoint(view.txn) : 0;
+        ok = def->fn(&ctx, &err);
+        if (!ok && err.code == VIEW_BLOCKED_CODE) {
+            /* a document is locked: undo this attempt's transaction changes
+             * and wait; the command runs again from its start */
+            if (view.txn)
+                txn_rollback_to(view.txn, savepoint);
+            bson_reinit(reply);
+            if (cmd_park_on_lock(&ctx, &err)) {
+                journal_seal(); /* a batch's earlier statements, outside a txn */
+                view_destroy(&view);
+                return CMD_PARKED;
+            }
+        }
+        ok = cmd_session_finish(&ctx, ok, &err);
+    }
     /* whatever the command changed, even when it failed part-way, is one
      * log record; the reply waits until that record is durable */
     client->wait_lsn = journal_seal();
     client->wait_sync = journal_mode() == JOURNAL_FSYNC || ctx.wait_sync;
     if (!ok)
         goto fail;
+    view_destroy(&view);
     if (ctx.close)
         return CMD_CLOSE;
     if (ctx.parked)
@@ -227,6 +292,7 @@ cmd_status_t cmd_run(cmd_client_t *client, const wire_request_t *req, bson_t *re
     BSON_APPEND_DOUBLE(reply, "ok", 1.0);
     return CMD_REPLIED;
 fail:
+    view_destroy(&view);
     log_debug("COMMAND", "%s failed: %s (%d)", ctx.name ? ctx.name : "?", err.msg, err.code);
     cmd_error_reply(reply, &err);
     return CMD_REPLIED;
@@ -327,6 +393,16 @@ bool cmd_opt_doc(const cmd_ctx_t *ctx, const char *key, bson_t *out, bool *prese
                          ctx->name, key, cmd_type_name(bson_iter_type(&it)));
     *present = cmd_iter_doc(&it, out);
     return true;
+}
+
+struct matcher *cmd_matcher_new(const cmd_ctx_t *ctx, const bson_t *filter, dberr_t *err)
+{
+    matcher_t *m = matcher_new(filter, err);
+    bson_iter_t it;
+    bson_t let;
+    if (m && cmd_find(ctx, "let", &it) && BSON_ITER_HOLDS_DOCUMENT(&it) && cmd_iter_doc(&it, &let))
+        matcher_set_let(m, &let);
+    return m;
 }
 
 const char *cmd_index_key(uint32_t i, char *buf, size_t size)

@@ -1,6 +1,7 @@
 /* query: the read commands — find (and its cursor replies), getMore,
  * killCursors, count, distinct, aggregate and explain. */
 #include "cmd/cmd-private.h"
+#include "cmd/view.h"
 
 #include <string.h>
 
@@ -12,6 +13,8 @@
 #include "doc/sortspec.h"
 #include "store/catalog.h"
 #include "store/cursor.h"
+#include "store/observer.h"
+#include "txn/session.h"
 
 #define QUERY_DEFAULT_BATCH 101
 #define QUERY_MAX_BATCH_BYTES (16 * 1024 * 1024)
@@ -216,11 +219,13 @@ static bool query_parse_find(cmd_ctx_t *ctx, query_find_t *q, dberr_t *err)
     return true;
 }
 
-/* Runs a parsed find over `c` (may be NULL: no collection). */
-static bool query_run(collection_t *c, const query_find_t *q, matcher_t *m, sortspec_t *s,
-                      recvec_t *out, collection_plan_t *plan, dberr_t *err)
+/* Runs a parsed find over `c` (may be NULL: no collection) named `coll`,
+ * through the command's view (a transaction's snapshot and write set). */
+static bool query_run(cmd_ctx_t *ctx, collection_t *c, const char *coll, const query_find_t *q,
+                      matcher_t *m, sortspec_t *s, recvec_t *out, collection_plan_t *plan,
+                      dberr_t *err)
 {
-    if (!c)
+    if (!c && !ctx->view->txn)
         return true;
     collection_query_opts_t o = {0};
     o.matcher = m;
@@ -229,7 +234,13 @@ static bool query_run(collection_t *c, const query_find_t *q, matcher_t *m, sort
     o.hint_name = q->hint_name;
     o.skip = q->skip;
     o.limit = q->limit;
-    return collection_query(c, &o, out, plan, err);
+    collection_plan_t local;
+    if (!plan)
+        plan = &local;
+    memset(plan, 0, sizeof *plan);
+    if (!view_query(ctx->view, c, coll, &o, false, out, plan, err))
+        return false;
+    return !matcher_take_error(m, err); /* a $expr that failed fails the query */
 }
 
 bool cmd_find_cmd(cmd_ctx_t *ctx, dberr_t *err)
@@ -246,7 +257,7 @@ bool cmd_find_cmd(cmd_ctx_t *ctx, dberr_t *err)
         return false;
     if (!catalog_valid_coll_name(ctx->db, coll, err))
         return false;
-    m = matcher_new(&q.filter, err);
+    m = cmd_matcher_new(ctx, &q.filter, err);
     if (!m)
         goto cleanup;
     if (q.has_sort && !(s = sortspec_new(&q.sort, err)))
@@ -255,7 +266,7 @@ bool cmd_find_cmd(cmd_ctx_t *ctx, dberr_t *err)
         !(p = projection_new(&q.projection, err)))
         goto cleanup;
     collection_t *c = catalog_get(server.catalog, ctx->db, coll);
-    if (!query_run(c, &q, m, s, &recs, NULL, err))
+    if (!query_run(ctx, c, coll, &q, m, s, &recs, NULL, err))
         goto cleanup;
     char ns[512];
     snprintf(ns, sizeof ns, "%s.%s", ctx->db, coll);
@@ -301,19 +312,20 @@ bool cmd_count(cmd_ctx_t *ctx, dberr_t *err)
     }
     collection_t *c = catalog_get(server.catalog, ctx->db, coll);
     int64_t n = 0;
-    if (c && bson_empty(&filter) && !q.has_hint && !q.hint_name) {
+    if (c && bson_empty(&filter) && !q.has_hint && !q.hint_name && !ctx->view->txn &&
+        !collection_is_view(c)) {
         n = (int64_t)collection_count(c) - q.skip;
         if (n < 0)
             n = 0;
         if (q.limit > 0 && n > q.limit)
             n = q.limit;
-    } else if (c) {
+    } else if (c || ctx->view->txn) {
         matcher_t *m = matcher_new(&filter, err);
         if (!m)
             return false;
         recvec_t recs;
         recvec_init(&recs);
-        bool ok = query_run(c, &q, m, NULL, &recs, NULL, err);
+        bool ok = query_run(ctx, c, coll, &q, m, NULL, &recs, NULL, err);
         n = (int64_t)recs.len;
         recvec_destroy(&recs);
         matcher_destroy(m);
@@ -382,7 +394,7 @@ bool cmd_distinct(cmd_ctx_t *ctx, dberr_t *err)
     recvec_init(&recs);
     collection_t *c = catalog_get(server.catalog, ctx->db, coll);
     query_find_t q = {0};
-    bool ok = query_run(c, &q, m, NULL, &recs, NULL, err);
+    bool ok = query_run(ctx, c, coll, &q, m, NULL, &recs, NULL, err);
     for (size_t i = 0; ok && i < recs.len; i++) {
         bson_t doc;
         record_view(recs.items[i], &doc);
@@ -405,6 +417,180 @@ bool cmd_distinct(cmd_ctx_t *ctx, dberr_t *err)
     return ok;
 }
 
+/* $listLocalSessions: one document per live session. */
+static void query_session_doc(const session_t *s, void *ctx)
+{
+    doclist_t *docs = ctx;
+    bson_t *doc = bson_new(), id;
+    static const uint8_t no_user[32] = {0xe3, 0xb0, 0xc4, 0x42, 0x98, 0xfc, 0x1c, 0x14,
+                                        0x9a, 0xfb, 0xf4, 0xc8, 0x99, 0x6f, 0xb9, 0x24,
+                                        0x27, 0xae, 0x41, 0xe4, 0x64, 0x9b, 0x93, 0x4c,
+                                        0xa4, 0x95, 0x99, 0x1b, 0x78, 0x52, 0xb8, 0x55};
+    bson_append_document_begin(doc, "_id", 3, &id);
+    bson_append_binary(&id, "id", 2, BSON_SUBTYPE_UUID, s->id, 16);
+    bson_append_binary(&id, "uid", 3, BSON_SUBTYPE_BINARY, no_user, 32);
+    bson_append_document_end(doc, &id);
+    BSON_APPEND_DATE_TIME(doc, "lastUse", s->last_used_ms);
+    doclist_push(docs, doc);
+}
+
+/* Replaces the documents of `target` by `docs` ($out): checked in a
+ * scratch collection first, so a duplicate _id changes nothing. */
+static bool query_write_out(collection_t *target, const char *db, const char *coll,
+                            doclist_t *docs, dberr_t *err)
+{
+    const store_observer_t *saved = store_observer_get();
+    store_observer_t keep;
+    if (saved)
+        keep = *saved;
+    store_observer_set(NULL); /* the scratch collection is not logged */
+    collection_t *tmp = collection_new(db, coll, NULL);
+    bool ok = true;
+    for (size_t i = 0; ok && i < docs->len; i++) {
+        bson_t prepared = BSON_INITIALIZER;
+        ok = cmd_prepare_insert_doc(docs->docs[i], &prepared, err) &&
+             collection_insert(tmp, &prepared, err);
+        bson_destroy(&prepared);
+    }
+    store_observer_set(saved ? &keep : NULL);
+    if (ok) {
+        recvec_t all;
+        recvec_init(&all);
+        bson_t empty = BSON_INITIALIZER;
+        matcher_t *m = matcher_new(&empty, err);
+        collection_query_opts_t o = {0};
+        o.matcher = m;
+        collection_query(target, &o, &all, NULL, err);
+        for (size_t i = 0; i < all.len; i++)
+            collection_remove(target, all.items[i]);
+        recvec_destroy(&all);
+        matcher_destroy(m);
+        for (size_t i = 0; ok && i < docs->len; i++) {
+            bson_t prepared = BSON_INITIALIZER;
+            ok = cmd_prepare_insert_doc(docs->docs[i], &prepared, err);
+            bson_iter_t id;
+            /* the _id generated in the scratch copy keeps documents stable */
+            (void)id;
+            ok = ok && collection_insert(target, &prepared, err);
+            bson_destroy(&prepared);
+        }
+    }
+    collection_destroy(tmp);
+    return ok;
+}
+
+/* Finds the target document of one $merge output document. */
+static bool query_merge_find(collection_t *target, const pipeline_output_t *o, const bson_t *doc,
+                             record_t **found, dberr_t *err)
+{
+    *found = NULL;
+    bson_t filter = BSON_INITIALIZER;
+    bool ok = true;
+    for (size_t i = 0; i < o->non && ok; i++) {
+        bson_iter_t it, v;
+        if (!bson_iter_init(&it, doc) || !bson_iter_find_descendant(&it, o->on[i], &v) ||
+            BSON_ITER_HOLDS_NULL(&v) || BSON_ITER_HOLDS_UNDEFINED(&v) || BSON_ITER_HOLDS_ARRAY(&v))
+            ok = dberr_set(err, 51132,
+                           "$merge write error: 'on' field cannot be missing, null, undefined or "
+                           "an array");
+        else
+            bson_append_value(&filter, o->on[i], -1, bson_iter_value(&v));
+    }
+    if (ok) {
+        matcher_t *m = matcher_new(&filter, err);
+        recvec_t recs;
+        recvec_init(&recs);
+        collection_query_opts_t q = {0};
+        q.matcher = m;
+        q.limit = 1;
+        ok = m && collection_query(target, &q, &recs, NULL, err);
+        if (ok && recs.len)
+            *found = recs.items[0];
+        recvec_destroy(&recs);
+        matcher_destroy(m);
+    }
+    bson_destroy(&filter);
+    return ok;
+}
+
+/* Writes `docs` into the target of a $merge. */
+static bool query_write_merge(collection_t *target, const pipeline_output_t *o, doclist_t *docs,
+                              dberr_t *err)
+{
+    for (size_t i = 0; i < docs->len; i++) {
+        bson_t doc = BSON_INITIALIZER;
+        if (!cmd_prepare_insert_doc(docs->docs[i], &doc, err)) {
+            bson_destroy(&doc);
+            return false;
+        }
+        record_t *found;
+        bool ok = query_merge_find(target, o, &doc, &found, err);
+        if (ok && !found) {
+            if (o->when_not_matched == PIPELINE_WHEN_NOT_MATCHED_INSERT)
+                ok = collection_insert(target, &doc, err);
+            else if (o->when_not_matched == PIPELINE_WHEN_NOT_MATCHED_FAIL)
+                ok = dberr_set(err, 13113,
+                               "$merge could not find a matching document in the target "
+                               "collection for at least one document in the source collection");
+        } else if (ok) {
+            bson_t old, out = BSON_INITIALIZER;
+            bson_iter_t it, oid;
+            record_view(found, &old);
+            bson_iter_init_find(&oid, &old, "_id");
+            switch (o->when_matched) {
+            case PIPELINE_WHEN_MATCHED_KEEP_EXISTING:
+                break;
+            case PIPELINE_WHEN_MATCHED_FAIL:
+                ok = index_dup_error(collection_index(target, 0), collection_ns(target), &doc,
+                                     err);
+                break;
+            case PIPELINE_WHEN_MATCHED_REPLACE:
+                bson_append_value(&out, "_id", 3, bson_iter_value(&oid));
+                bson_iter_init(&it, &doc);
+                while (bson_iter_next(&it))
+                    if (strcmp(bson_iter_key(&it), "_id"))
+                        bson_append_value(&out, bson_iter_key(&it), -1, bson_iter_value(&it));
+                ok = collection_replace(target, found, &out, err);
+                break;
+            case PIPELINE_WHEN_MATCHED_MERGE:
+                bson_iter_init(&it, &old);
+                while (bson_iter_next(&it)) {
+                    bson_iter_t nv;
+                    const char *k = bson_iter_key(&it);
+                    if (strcmp(k, "_id") && bson_iter_init_find(&nv, &doc, k))
+                        bson_append_value(&out, k, -1, bson_iter_value(&nv));
+                    else
+                        bson_append_value(&out, k, -1, bson_iter_value(&it));
+                }
+                bson_iter_init(&it, &doc);
+                while (bson_iter_next(&it))
+                    if (!bson_has_field(&old, bson_iter_key(&it)))
+                        bson_append_value(&out, bson_iter_key(&it), -1, bson_iter_value(&it));
+                ok = collection_replace(target, found, &out, err);
+                break;
+            case PIPELINE_WHEN_MATCHED_PIPELINE: {
+                bson_t vars = BSON_INITIALIZER;
+                doclist_t one;
+                doclist_init(&one);
+                doclist_push(&one, bson_copy(&old));
+                ok = pipeline_merge_vars(o, &doc, &vars, err) &&
+                     pipeline_run_vars(o->when_matched_pipeline, &vars, &one, err);
+                if (ok && one.len == 1)
+                    ok = collection_replace(target, found, one.docs[0], err);
+                doclist_destroy(&one);
+                bson_destroy(&vars);
+                break;
+            }
+            }
+            bson_destroy(&out);
+        }
+        bson_destroy(&doc);
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
 bool cmd_aggregate(cmd_ctx_t *ctx, dberr_t *err)
 {
     const char *coll = NULL;
@@ -413,14 +599,17 @@ bool cmd_aggregate(cmd_ctx_t *ctx, dberr_t *err)
     matcher_t *m = NULL;
     recvec_t recs;
     doclist_t docs;
+    bson_t rest = BSON_INITIALIZER;
     bool ok = false;
+    bool sessions = false;
     recvec_init(&recs);
     doclist_init(&docs);
     if (BSON_ITER_HOLDS_UTF8(&ctx->arg))
         coll = bson_iter_utf8(&ctx->arg, NULL);
-    else
-        return dberr_set(err, DBERR_NOT_IMPLEMENTED,
-                         "atomdb supports aggregate on a collection only, not {aggregate: 1}");
+    else if (!BSON_ITER_HOLDS_NUMBER(&ctx->arg) || bson_iter_as_int64(&ctx->arg) != 1)
+        return dberr_set(err, DBERR_FAILED_TO_PARSE,
+                         "Invalid command format: the 'aggregate' field must specify a "
+                         "collection name or 1");
     if (!cmd_find(ctx, "pipeline", &it) || !BSON_ITER_HOLDS_ARRAY(&it))
         return dberr_set(err, DBERR_TYPE_MISMATCH,
                          "'pipeline' option must be specified as an array");
@@ -450,23 +639,70 @@ bool cmd_aggregate(cmd_ctx_t *ctx, dberr_t *err)
     bool has_let;
     if (!cmd_opt_doc(ctx, "let", &let, &has_let, err))
         return false;
+    /* {aggregate: 1, pipeline: [{$listLocalSessions: {}}, ...]}: the sessions
+     * are the input of the remaining stages */
+    bson_iter_t first;
+    if (!coll && bson_iter_recurse(&it, &first) && bson_iter_next(&first) &&
+        BSON_ITER_HOLDS_DOCUMENT(&first)) {
+        bson_t st;
+        cmd_iter_doc(&first, &st);
+        if (bson_has_field(&st, "$listLocalSessions")) {
+            sessions = true;
+            bson_t arr;
+            char key[16];
+            uint32_t n = 0;
+            bson_append_array_begin(&rest, "pipeline", -1, &arr);
+            while (bson_iter_next(&first))
+                bson_append_value(&arr, cmd_index_key(n++, key, sizeof key), -1,
+                                  bson_iter_value(&first));
+            bson_append_array_end(&rest, &arr);
+            bson_iter_init_find(&it, &rest, "pipeline");
+        }
+    }
     p = pipeline_new(&it, PIPELINE_AGGREGATE, has_let ? &let : NULL, err);
     if (!p)
         goto cleanup;
-    const bson_t *lead = pipeline_leading_match(p);
-    bson_t empty = BSON_INITIALIZER;
-    m = matcher_new(lead ? lead : &empty, err);
-    if (!m)
+    const pipeline_output_t *out = pipeline_output(p);
+    if (!coll && !sessions && !pipeline_is_collectionless(p)) {
+        dberr_set(err, DBERR_INVALID_NAMESPACE,
+                  "{aggregate: 1} is not valid for this pipeline; a collection is required.");
         goto cleanup;
-    collection_t *c = catalog_get(server.catalog, ctx->db, coll);
-    query_find_t q = {0};
-    collection_plan_t plan;
-    if (!query_run(c, &q, m, NULL, &recs, &plan, err))
+    }
+    bson_iter_t rc, level;
+    bson_t rcdoc;
+    if (out && cmd_find(ctx, "readConcern", &rc) && cmd_iter_doc(&rc, &rcdoc) &&
+        bson_iter_init_find(&level, &rcdoc, "level") && BSON_ITER_HOLDS_UTF8(&level) &&
+        strcmp(bson_iter_utf8(&level, NULL), "linearizable") == 0) {
+        dberr_set(err, DBERR_INVALID_OPTIONS,
+                  "{readConcern: {level: \"linearizable\"}} cannot be used with $out or $merge");
         goto cleanup;
+    }
+    if (out && ctx->in_txn) {
+        dberr_set(err, DBERR_OPERATION_NOT_SUPPORTED_IN_TRANSACTION,
+                  "$out and $merge cannot be used in a transaction");
+        goto cleanup;
+    }
+    collection_t *c = coll ? catalog_get(server.catalog, ctx->db, coll) : NULL;
+    collection_plan_t plan = {0};
+    if (sessions) {
+        session_foreach(query_session_doc, &docs);
+    } else if (coll) {
+        const bson_t *lead = pipeline_leading_match(p);
+        bson_t empty = BSON_INITIALIZER;
+        m = matcher_new(lead ? lead : &empty, err);
+        if (!m)
+            goto cleanup;
+        if (has_let)
+            matcher_set_let(m, &let);
+        query_find_t q = {0};
+        if (!query_run(ctx, c, coll, &q, m, NULL, &recs, &plan, err) ||
+            matcher_take_error(m, err))
+            goto cleanup;
+    }
     if (explain) {
         bson_t qp, wp;
         bson_append_document_begin(ctx->reply, "queryPlanner", -1, &qp);
-        BSON_APPEND_UTF8(&qp, "namespace", coll);
+        BSON_APPEND_UTF8(&qp, "namespace", coll ? coll : "$cmd.aggregate");
         bson_append_document_begin(&qp, "winningPlan", -1, &wp);
         BSON_APPEND_UTF8(&wp, "stage", c ? plan.stage : "EOF");
         bson_append_document_end(&qp, &wp);
@@ -482,19 +718,38 @@ bool cmd_aggregate(cmd_ctx_t *ctx, dberr_t *err)
     recvec_destroy(&recs);
     if (!pipeline_run(p, &docs, err))
         goto cleanup;
+    char ns[512];
+    if (out) {
+        const char *db = out->db[0] ? out->db : ctx->db;
+        collection_t *target = catalog_get_or_create(server.catalog, db, out->coll, err);
+        if (!target)
+            goto cleanup;
+        if (collection_is_view(target)) {
+            dberr_set(err, 166, "Namespace %s.%s is a view, not a collection", db, out->coll);
+            goto cleanup;
+        }
+        if (!(out->is_merge ? query_write_merge(target, out, &docs, err)
+                            : query_write_out(target, db, out->coll, &docs, err)))
+            goto cleanup;
+        doclist_destroy(&docs);
+        doclist_init(&docs);
+    }
     for (size_t i = 0; i < docs.len; i++) {
         record_t *r = record_new(docs.docs[i]);
         recvec_push_ref(&recs, r);
         record_unref(r);
     }
-    char ns[512];
-    snprintf(ns, sizeof ns, "%s.%s", ctx->db, coll);
+    if (coll)
+        snprintf(ns, sizeof ns, "%s.%s", ctx->db, coll);
+    else
+        snprintf(ns, sizeof ns, "%s.$cmd.aggregate", ctx->db);
     ok = cmd_reply_cursor(ctx, ns, &recs, NULL, NULL, batch_size, false, err);
 cleanup:
     pipeline_destroy(p);
     matcher_destroy(m);
     recvec_destroy(&recs);
     doclist_destroy(&docs);
+    bson_destroy(&rest);
     return ok;
 }
 
@@ -564,7 +819,7 @@ bool cmd_explain(cmd_ctx_t *ctx, dberr_t *err)
     recvec_t recs;
     recvec_init(&recs);
     collection_plan_t plan = {0};
-    bool ok = query_run(c, &q, m, s, &recs, &plan, err);
+    bool ok = query_run(ctx, c, coll, &q, m, s, &recs, &plan, err);
     if (ok) {
         char ns[512];
         snprintf(ns, sizeof ns, "%s.%s", ctx->db, coll);

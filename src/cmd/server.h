@@ -50,6 +50,7 @@ typedef struct server {
     bool stopping;               /* shutdown requested */
     void (*request_stop)(void);  /* asks the network layer to stop the loop */
     int32_t txn_lock_timeout_ms; /* maxTransactionLockRequestTimeoutMillis */
+    int32_t txn_lifetime_s;      /* transactionLifetimeLimitSeconds */
 } server_t;
 
 /* The one server instance. */

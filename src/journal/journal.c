@@ -225,6 +225,11 @@ static bool journal_apply_op(catalog_t *cat, const bson_t *op, dberr_t *err)
             if (!c || !collection_create_index(c, &spec, &created, err))
                 return c ? false : dberr_set(err, DBERR_INTERNAL_ERROR, "index on a missing "
                                                                         "collection");
+        } else if ((name = journal_str_field(&cmd, "collMod"))) {
+            collection_t *c = catalog_get(cat, db, name);
+            bson_t options;
+            if (c && journal_doc_field(&cmd, "options", &options))
+                collection_set_options(c, &options);
         } else if ((name = journal_str_field(&cmd, "dropIndex"))) {
             collection_t *c = catalog_get(cat, db, name);
             const char *iname = journal_str_field(&cmd, "name");

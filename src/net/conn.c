@@ -23,6 +23,8 @@ typedef struct conn_write {
 } conn_write_t;
 
 static void conn_process(conn_t *c);
+static bool conn_run(conn_t *c);
+static void conn_on_durable(journal_waiter_t *w, bool ok, const char *errmsg);
 
 static void conn_on_closed(uv_handle_t *h)
 {
@@ -118,10 +120,37 @@ static void conn_send_parked_reply(cmd_client_t *client, const bson_t *body)
     conn_t *c = (conn_t *)((char *)client - offsetof(conn_t, client));
     if (!c->has_pending)
         return;
+    if (client->wait_lsn && !journal_is_durable(client->wait_lsn, client->wait_sync) &&
+        !c->closing &&
+        !(c->pending.opcode == WIRE_OP_MSG && (c->pending.flags & WIRE_MSG_MORE_TO_COME))) {
+        /* a woken request wrote (a lock's token): hold the reply until its
+         * log record is durable, as conn_run does */
+        c->held_reply = bson_copy(body);
+        c->waiter.lsn = client->wait_lsn;
+        c->waiter.sync = client->wait_sync;
+        c->waiter.done = conn_on_durable;
+        journal_wait(&c->waiter);
+        return;
+    }
     conn_reply(c, &c->pending, body);
     wire_request_destroy(&c->pending);
     c->has_pending = false;
     if (!c->closing)
+        conn_process(c);
+}
+
+/* The command layer's callback: run the parked request again (a lock it
+ * waited for was released, or its wait timed out). */
+static void conn_rerun_parked(cmd_client_t *client)
+{
+    conn_t *c = (conn_t *)((char *)client - offsetof(conn_t, client));
+    if (!c->has_pending || c->closing)
+        return;
+    if (!conn_run(c)) {
+        conn_close(c, NULL);
+        return;
+    }
+    if (!c->has_pending && !c->closing)
         conn_process(c);
 }
 
@@ -294,6 +323,7 @@ conn_t *conn_accept(uv_stream_t *listener)
         conn_format_addr(&sa, c->client.local, sizeof c->client.local, NULL);
     c->client.id = ++server.next_connection_id;
     c->client.send_parked_reply = conn_send_parked_reply;
+    c->client.rerun_parked = conn_rerun_parked;
     server.connections_current++;
     server.connections_total++;
     conn_list_add(c);

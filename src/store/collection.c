@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "doc/keystring.h"
+#include "store/mvcc.h"
 #include "store/observer.h"
 
 #define COLLECTION_MAX_INDEXES 64
@@ -21,6 +22,9 @@ struct collection {
     int nindexes;
     size_t count;
     size_t data_size;
+    uint64_t id;   /* mvcc collection id */
+    matcher_t *validator; /* compiled options.validator, or NULL */
+    bool validator_compiled;
 };
 
 collection_t *collection_new(const char *db, const char *name, const bson_t *options)
@@ -39,6 +43,7 @@ collection_t *collection_new(const char *db, const char *name, const bson_t *opt
     c->uuid[8] = (c->uuid[8] & 0x3f) | 0x80;
     c->indexes[0] = index_new_id();
     c->nindexes = 1;
+    c->id = mvcc_new_collection_id();
     return c;
 }
 
@@ -55,11 +60,85 @@ void collection_destroy(collection_t *c)
     c->indexes[0]->map = NULL;
     for (int i = 0; i < c->nindexes; i++)
         index_destroy(c->indexes[i]);
+    matcher_destroy(c->validator);
     bson_destroy(&c->options);
     bson_free(c->db);
     bson_free(c->name);
     bson_free(c->ns);
     bson_free(c);
+}
+
+void collection_set_options(collection_t *c, const bson_t *options)
+{
+    bson_destroy(&c->options);
+    bson_copy_to(options, &c->options);
+    matcher_destroy(c->validator);
+    c->validator = NULL;
+    c->validator_compiled = false;
+    const store_observer_t *obs = store_observer_get();
+    if (obs && obs->ddl) {
+        bson_t op = BSON_INITIALIZER;
+        BSON_APPEND_UTF8(&op, "collMod", c->name);
+        BSON_APPEND_DOCUMENT(&op, "options", &c->options);
+        obs->ddl(c->db, &op, obs->ctx);
+        bson_destroy(&op);
+    }
+}
+
+bool collection_is_view(const collection_t *c)
+{
+    return bson_has_field(&c->options, "viewOn");
+}
+
+static const char *collection_opt_str(const collection_t *c, const char *key, const char *dflt)
+{
+    bson_iter_t it;
+    if (bson_iter_init_find(&it, &c->options, key) && BSON_ITER_HOLDS_UTF8(&it))
+        return bson_iter_utf8(&it, NULL);
+    return dflt;
+}
+
+bool collection_validate(collection_t *c, const bson_t *doc, const bson_t *old_doc, dberr_t *err)
+{
+    if (!c->validator_compiled) {
+        bson_iter_t it;
+        c->validator_compiled = true;
+        if (bson_iter_init_find(&it, &c->options, "validator") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+            uint32_t len;
+            const uint8_t *data;
+            bson_t v;
+            bson_iter_document(&it, &len, &data);
+            bson_init_static(&v, data, len);
+            dberr_t ignore;
+            if (!bson_empty(&v))
+                c->validator = matcher_new(&v, &ignore);
+        }
+    }
+    if (!c->validator || strcmp(collection_opt_str(c, "validationLevel", "strict"), "off") == 0)
+        return true;
+    if (matcher_matches(c->validator, doc, NULL))
+        return true;
+    if (old_doc && strcmp(collection_opt_str(c, "validationLevel", "strict"), "moderate") == 0 &&
+        !matcher_matches(c->validator, old_doc, NULL))
+        return true; /* moderate: an invalid document may stay invalid */
+    if (strcmp(collection_opt_str(c, "validationAction", "error"), "warn") == 0)
+        return true;
+    dberr_set(err, 121, "Document failed validation");
+    bson_t extra = BSON_INITIALIZER, info, details;
+    bson_iter_t id, v;
+    bson_append_document_begin(&extra, "errInfo", -1, &info);
+    if (bson_iter_init_find(&id, doc, "_id"))
+        bson_append_value(&info, "failingDocumentId", -1, bson_iter_value(&id));
+    bson_append_document_begin(&info, "details", -1, &details);
+    BSON_APPEND_UTF8(&details, "operatorName", "$and");
+    if (bson_iter_init_find(&v, &c->options, "validator"))
+        bson_append_value(&details, "specifiedAs", -1, bson_iter_value(&v));
+    BSON_APPEND_UTF8(&details, "reason", "the document does not match the collection's validator");
+    bson_append_document_end(&info, &details);
+    bson_append_document_end(&extra, &info);
+    dberr_set_extra(err, bson_get_data(&extra), extra.len);
+    bson_destroy(&extra);
+    return false;
 }
 
 void collection_foreach(const collection_t *c, bool (*fn)(const bson_t *doc, void *ctx),
@@ -219,6 +298,7 @@ bool collection_insert(collection_t *c, const bson_t *doc, dberr_t *err)
     if (!collection_check_unique(c, doc, &keys, NULL, err))
         goto cleanup;
     record_t *r = record_new(doc);
+    mvcc_stamp(r);
     for (int i = 0; i < c->nindexes; i++)
         collection_index_add(c->indexes[i], &keys.per[i], &id, r);
     c->count++;
@@ -258,6 +338,8 @@ bool collection_replace(collection_t *c, record_t *old, const bson_t *doc, dberr
     if (!collection_check_unique(c, doc, &new_keys, old, err))
         goto cleanup;
     record_t *r = record_new(doc);
+    mvcc_stamp(r);
+    mvcc_replaced(r, old);
     buf_t mk;
     buf_init(&mk);
     for (int i = 0; i < c->nindexes; i++) {
@@ -316,6 +398,7 @@ void collection_remove(collection_t *c, record_t *old)
     const store_observer_t *obs = store_observer_get();
     if (obs && obs->remove)
         obs->remove(c->db, c->name, &old_doc, obs->ctx);
+    mvcc_deleted(c->id, old);
     record_unref(old);
 }
 
@@ -524,6 +607,39 @@ static index_t *collection_hinted(collection_t *c, const collection_query_opts_t
     return NULL;
 }
 
+/* Collects the versions visible at o->snapshot that match (full scan). */
+typedef struct collection_snap_ctx {
+    const collection_query_opts_t *o;
+    recvec_t *out;
+    collection_plan_t *plan;
+} collection_snap_ctx_t;
+
+static void collection_snap_visit(record_t *v, void *ctx)
+{
+    collection_snap_ctx_t *s = ctx;
+    bson_t doc;
+    record_view(v, &doc);
+    s->plan->docs_examined++;
+    if (matcher_matches(s->o->matcher, &doc, NULL))
+        recvec_push_ref(s->out, v);
+}
+
+static void collection_query_snapshot(collection_t *c, const collection_query_opts_t *o,
+                                      recvec_t *out, collection_plan_t *plan)
+{
+    collection_snap_ctx_t s = {o, out, plan};
+    strcpy(plan->stage, "COLLSCAN");
+    for (omap_node_t *n = omap_seek(c->indexes[0]->map, NULL, 0); n; n = omap_next(n)) {
+        record_t *v = mvcc_visible(omap_node_value(n), o->snapshot);
+        if (v)
+            collection_snap_visit(v, &s);
+    }
+    mvcc_foreach_deleted(c->id, o->snapshot, collection_snap_visit, &s);
+}
+
+static void collection_finish(recvec_t *out, size_t first, const collection_query_opts_t *o,
+                              bool sort, bool reverse);
+
 bool collection_query(collection_t *c, const collection_query_opts_t *o, recvec_t *out,
                       collection_plan_t *plan, dberr_t *err)
 {
@@ -536,6 +652,12 @@ bool collection_query(collection_t *c, const collection_query_opts_t *o, recvec_
     bool need_sort = o->sort && sortspec_nkeys(o->sort) > 0;
     int64_t want = o->limit > 0 ? o->skip + o->limit : 0;
 
+    if (o->snapshot && o->snapshot < mvcc_current_seq()) {
+        /* an older snapshot: versions through the _id index and graveyard */
+        collection_query_snapshot(c, o, out, plan);
+        collection_finish(out, first, o, need_sort, false);
+        return true;
+    }
     /* choose */
     scan_plan_t best = {0};
     bool have_best = false;
@@ -593,16 +715,24 @@ bool collection_query(collection_t *c, const collection_query_opts_t *o, recvec_
     bool stop_early = (!need_sort || sorted) && !reverse;
     collection_run_scan(&best, o, stop_early, want, out, plan);
     scan_plan_destroy(&best);
+    collection_finish(out, first, o, need_sort && !sorted, sorted && reverse);
+    return true;
+}
 
+/* Sorts (or reverses) the records appended after `first`, then applies
+ * skip and limit. */
+static void collection_finish(recvec_t *out, size_t first, const collection_query_opts_t *o,
+                              bool sort, bool reverse)
+{
     record_t **items = out->items + first;
     size_t n = out->len - first;
-    if (sorted && reverse) {
+    if (reverse) {
         for (size_t i = 0; i < n / 2; i++) {
             record_t *t = items[i];
             items[i] = items[n - 1 - i];
             items[n - 1 - i] = t;
         }
-    } else if (need_sort && !sorted && n > 1) {
+    } else if (sort && n > 1) {
         qsort_r(items, n, sizeof *items, collection_sort_cmp, (void *)o->sort);
     }
     /* skip and limit */
@@ -618,7 +748,6 @@ bool collection_query(collection_t *c, const collection_query_opts_t *o, recvec_
         record_unref(items[i]);
     memmove(items, items + skip, keep * sizeof *items);
     out->len = first + keep;
-    return true;
 }
 
 bool collection_create_index(collection_t *c, const bson_t *spec, bool *created, dberr_t *err)

@@ -24,6 +24,20 @@ collection_t *collection_new(const char *db, const char *name, const bson_t *opt
 /* Frees the collection and drops its references to records (accepts NULL). */
 void collection_destroy(collection_t *c);
 
+/* Replaces the collection's options (collMod); reported to the observer as
+ * {collMod: name, options}. */
+void collection_set_options(collection_t *c, const bson_t *options);
+
+/* True when the collection is a view ({viewOn, pipeline} in its options). */
+bool collection_is_view(const collection_t *c);
+
+/* Checks `doc` against the collection's validator, if any (options
+ * validator / validationLevel / validationAction). `old_doc` is the version
+ * being replaced, or NULL for an insert (validationLevel "moderate" skips
+ * documents that were already invalid). Fails with
+ * DocumentValidationFailure (121) and errInfo as mongod. */
+bool collection_validate(collection_t *c, const bson_t *doc, const bson_t *old_doc, dberr_t *err);
+
 /* Calls `fn` for every document in _id order (borrowed for the call);
  * `fn` must not change the collection. Stops when it returns false. */
 void collection_foreach(const collection_t *c, bool (*fn)(const bson_t *doc, void *ctx),
@@ -74,6 +88,7 @@ typedef struct collection_query_opts {
     const char *hint_name;      /* index name hint, or NULL */
     int64_t skip;               /* >= 0 */
     int64_t limit;              /* 0 = no limit */
+    uint64_t snapshot;          /* read as of this mvcc snapshot; 0 = the latest */
 } collection_query_opts_t;
 
 /* Appends references to the matching records to `out`, sorted, skipped

@@ -7,11 +7,14 @@
 #include <bson/bson.h>
 #include <stdint.h>
 
-/* One document; `data` holds `len` bytes of BSON. 8 bytes of overhead. */
+/* One document; `data` holds `len` bytes of BSON. 24 bytes of overhead. */
 typedef struct record {
-    uint32_t refs;   /* owners: the collection, cursors, result lists */
-    uint32_t len;    /* BSON size */
-    uint8_t data[];  /* the document */
+    uint32_t refs;         /* owners: the collection, cursors, result lists */
+    uint32_t len;          /* BSON size */
+    uint64_t seq;          /* store sequence number of the change that made it */
+    struct record *older;  /* the version it replaced, kept (with a reference)
+                            * only while a transaction snapshot may need it */
+    uint8_t data[];        /* the document */
 } record_t;
 
 /* A new record holding a copy of `doc`, with one reference. */

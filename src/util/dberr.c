@@ -58,7 +58,16 @@ static const struct {
     {238, "NotImplemented"},
     {241, "ConversionFailure"},
     {251, "NoSuchTransaction"},
+    {121, "DocumentValidationFailure"},
+    {166, "CommandNotSupportedOnView"},
+    {117, "ConflictingOperationInProgress"},
+    {256, "TransactionCommitted"},
+    {263, "OperationNotSupportedInTransaction"},
+    {42, "LogWriteFailed"},
+    {98, "DBPathInUse"},
+    {64, "WriteConcernTimeout"},
     {11000, "DuplicateKey"},
+    {900000001, "StaleFencingToken"},
 };
 
 bool dberr_set(dberr_t *err, int code, const char *fmt, ...)
@@ -67,6 +76,7 @@ bool dberr_set(dberr_t *err, int code, const char *fmt, ...)
         return false;
     err->code = code;
     err->extra_len = 0;
+    err->labels = 0;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(err->msg, sizeof err->msg, fmt, ap);
@@ -81,6 +91,7 @@ void dberr_clear(dberr_t *err)
     err->code = 0;
     err->msg[0] = '\0';
     err->extra_len = 0;
+    err->labels = 0;
 }
 
 void dberr_set_extra(dberr_t *err, const void *bson_data, unsigned len)

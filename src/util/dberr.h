@@ -48,15 +48,30 @@ enum {
     DBERR_TRANSACTION_TOO_OLD = 225,
     DBERR_NOT_IMPLEMENTED = 238,
     DBERR_NO_SUCH_TRANSACTION = 251,
+    DBERR_CONFLICTING_OPERATION_IN_PROGRESS = 117,
+    DBERR_TRANSACTION_COMMITTED = 256,
+    DBERR_OPERATION_NOT_SUPPORTED_IN_TRANSACTION = 263,
     DBERR_INVALID_INDEX_SPECIFICATION_OPTION = 197,
     DBERR_LOCATION_16554 = 16554, /* arithmetic on a non-number in $add etc. */
     DBERR_DUPLICATE_KEY = 11000,
     DBERR_UNKNOWN_ERROR = 8,
+    /* atomdb's own codes, outside mongod's range (its named and location
+     * codes stop at eight digits) */
+    DBERR_STALE_FENCING_TOKEN = 900000001, /* lease locks: a fence/renew/release
+                                            * with a token that is no longer current */
 };
 
 /* An error: code 0 means "no error". */
+/* errorLabels drivers act on. */
+enum {
+    DBERR_LABEL_TRANSIENT_TXN = 1,  /* TransientTransactionError: retry the whole transaction */
+    DBERR_LABEL_UNKNOWN_COMMIT = 2, /* UnknownTransactionCommitResult: retry the commit */
+    DBERR_LABEL_RETRYABLE_WRITE = 4 /* RetryableWriteError */
+};
+
 typedef struct dberr {
     int code;              /* MongoDB numeric code */
+    unsigned labels;       /* DBERR_LABEL_* bits */
     char msg[512];         /* human-readable errmsg */
     unsigned extra_len;    /* bytes of `extra` in use, 0 when none */
     unsigned char extra[768]; /* a BSON document of extra reply fields

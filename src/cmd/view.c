@@ -1,0 +1,250 @@
+/* view: merges a transaction's write set into query results, routes
+ * changes into the write set, and checks document locks. */
+#include "cmd/view.h"
+
+#include <string.h>
+
+#include "cmd/cmd-private.h"
+#include "doc/pipeline.h"
+#include "doc/sortspec.h"
+#include "store/catalog.h"
+#include "store/index.h"
+#include "txn/lockmgr.h"
+
+void view_init(view_t *v, const char *db, txn_t *txn)
+{
+    v->txn = txn;
+    v->db = db;
+    buf_init(&v->blocked_key);
+    v->blocked_by = NULL;
+    v->bypass_validation = false;
+    v->depth = 0;
+}
+
+void view_destroy(view_t *v)
+{
+    buf_destroy(&v->blocked_key);
+}
+
+static bool view_doc_id(const bson_t *doc, bson_value_t *id)
+{
+    bson_iter_t it;
+    if (!bson_iter_init_find(&it, doc, "_id"))
+        return false;
+    *id = *bson_iter_value(&it);
+    return true;
+}
+
+/* Overlay state while merging. */
+typedef struct view_merge {
+    const collection_query_opts_t *o;
+    recvec_t *out;
+} view_merge_t;
+
+static void view_add_change(txn_change_t *ch, void *ctx)
+{
+    view_merge_t *m = ctx;
+    if (!ch->doc)
+        return;
+    bson_t doc;
+    record_view(ch->doc, &doc);
+    if (matcher_matches(m->o->matcher, &doc, NULL))
+        recvec_push_ref(m->out, ch->doc);
+}
+
+static int view_sort_cmp(const void *a, const void *b, void *ctx)
+{
+    bson_t x, y;
+    record_view(*(record_t *const *)a, &x);
+    record_view(*(record_t *const *)b, &y);
+    return sortspec_compare(ctx, &x, &y);
+}
+
+/* Sorts the records after `first`, then applies skip and limit. */
+static void view_finish(recvec_t *out, size_t first, const collection_query_opts_t *o)
+{
+    record_t **items = out->items + first;
+    size_t n = out->len - first;
+    if (o->sort && n > 1)
+        qsort_r(items, n, sizeof *items, view_sort_cmp, (void *)o->sort);
+    size_t skip = o->skip > 0 ? (size_t)o->skip : 0;
+    if (skip > n)
+        skip = n;
+    size_t keep = n - skip;
+    if (o->limit > 0 && (size_t)o->limit < keep)
+        keep = (size_t)o->limit;
+    for (size_t i = 0; i < skip; i++)
+        record_unref(items[i]);
+    for (size_t i = skip + keep; i < n; i++)
+        record_unref(items[i]);
+    memmove(items, items + skip, keep * sizeof *items);
+    out->len = first + keep;
+}
+
+/* Runs a query against a MongoDB view: its pipeline over its source, then
+ * the query's filter, sort, skip and limit. */
+static bool view_query_view(view_t *v, collection_t *c, const collection_query_opts_t *o,
+                            recvec_t *out, collection_plan_t *plan, dberr_t *err)
+{
+    bson_iter_t it;
+    const char *source = NULL;
+    if (bson_iter_init_find(&it, collection_options(c), "viewOn") && BSON_ITER_HOLDS_UTF8(&it))
+        source = bson_iter_utf8(&it, NULL);
+    if (!source)
+        return dberr_set(err, DBERR_INTERNAL_ERROR, "view without viewOn");
+    if (v->depth >= 20)
+        return dberr_set(err, 165, "View depth too deep or view cycle detected. Maximum depth is "
+                                   "20");
+    bool ok = false;
+    pipeline_t *p = NULL;
+    doclist_t docs;
+    doclist_init(&docs);
+    recvec_t base;
+    recvec_init(&base);
+    bson_t empty = BSON_INITIALIZER;
+    matcher_t *all = matcher_new(&empty, err);
+    collection_query_opts_t so = {0};
+    so.matcher = all;
+    v->depth++;
+    collection_t *src = catalog_get(server.catalog, v->db, source);
+    ok = view_query(v, src, source, &so, false, &base, plan, err);
+    v->depth--;
+    if (!ok)
+        goto cleanup;
+    ok = false;
+    for (size_t i = 0; i < base.len; i++) {
+        bson_t doc;
+        record_view(base.items[i], &doc);
+        doclist_push(&docs, bson_copy(&doc));
+    }
+    if (bson_iter_init_find(&it, collection_options(c), "pipeline")) {
+        if (!(p = pipeline_new(&it, PIPELINE_AGGREGATE, NULL, err)) ||
+            !pipeline_run(p, &docs, err))
+            goto cleanup;
+    }
+    size_t first = out->len;
+    for (size_t i = 0; i < docs.len; i++) {
+        if (!matcher_matches(o->matcher, docs.docs[i], NULL))
+            continue;
+        record_t *r = record_new(docs.docs[i]);
+        recvec_push_ref(out, r);
+        record_unref(r);
+    }
+    view_finish(out, first, o);
+    strcpy(plan->stage, "COLLSCAN");
+    ok = true;
+cleanup:
+    matcher_destroy(all);
+    pipeline_destroy(p);
+    doclist_destroy(&docs);
+    recvec_destroy(&base);
+    return ok;
+}
+
+bool view_query(view_t *v, collection_t *c, const char *coll, const collection_query_opts_t *o,
+                bool for_write, recvec_t *out, collection_plan_t *plan, dberr_t *err)
+{
+    collection_plan_t local;
+    if (!plan) {
+        memset(&local, 0, sizeof local);
+        plan = &local;
+    }
+    if (c && collection_is_view(c))
+        return view_query_view(v, c, o, out, plan, err);
+    if (!v->txn) {
+        if (!c)
+            return true;
+        return collection_query(c, o, out, plan, err);
+    }
+    /* everything that matches, from the store and from the write set,
+     * then sort, skip and limit over the union */
+    collection_query_opts_t all = *o;
+    all.skip = 0;
+    all.limit = 0;
+    all.sort = NULL;
+    all.snapshot = for_write ? 0 : txn_snapshot(v->txn);
+    recvec_t base;
+    recvec_init(&base);
+    if (c && !collection_query(c, &all, &base, plan, err)) {
+        recvec_destroy(&base);
+        return false;
+    }
+    size_t first = out->len;
+    for (size_t i = 0; i < base.len; i++) {
+        bson_t doc;
+        bson_value_t id;
+        record_view(base.items[i], &doc);
+        if (view_doc_id(&doc, &id) && txn_lookup(v->txn, v->db, coll, &id))
+            continue; /* the write set has this document's version */
+        recvec_push_ref(out, base.items[i]);
+    }
+    recvec_destroy(&base);
+    view_merge_t m = {o, out};
+    txn_foreach(v->txn, v->db, coll, view_add_change, &m);
+    view_finish(out, first, o);
+    return true;
+}
+
+bool view_lock(view_t *v, const char *coll, const bson_t *doc, dberr_t *err)
+{
+    bson_value_t id;
+    if (!view_doc_id(doc, &id))
+        return true;
+    lockmgr_key(v->db, coll, &id, &v->blocked_key);
+    txn_t *holder = NULL;
+    if (lockmgr_acquire(&v->blocked_key, v->txn, &holder))
+        return true;
+    v->blocked_by = holder;
+    return dberr_set(err, VIEW_BLOCKED_CODE, "document is locked by a transaction");
+}
+
+bool view_insert(view_t *v, collection_t *c, const bson_t *doc, dberr_t *err)
+{
+    if (!v->bypass_validation && !collection_validate(c, doc, NULL, err))
+        return false;
+    if (!v->txn)
+        return collection_insert(c, doc, err);
+    bson_value_t id;
+    if (!view_doc_id(doc, &id))
+        return dberr_set(err, DBERR_INTERNAL_ERROR, "document to insert has no _id");
+    txn_change_t *ch = txn_lookup(v->txn, v->db, collection_name(c), &id);
+    record_t *cur = collection_find_id(c, &id);
+    if ((ch && ch->doc) || (!ch && cur))
+        return index_dup_error(collection_index(c, 0), collection_ns(c), doc, err);
+    record_t *r = record_new(doc);
+    txn_put(v->txn, v->db, collection_name(c), &id, r, cur != NULL);
+    record_unref(r);
+    return true;
+}
+
+bool view_replace(view_t *v, collection_t *c, record_t *old, const bson_t *doc, dberr_t *err)
+{
+    if (!v->bypass_validation) {
+        bson_t old_doc;
+        record_view(old, &old_doc);
+        if (!collection_validate(c, doc, &old_doc, err))
+            return false;
+    }
+    if (!v->txn)
+        return collection_replace(c, old, doc, err);
+    bson_value_t id;
+    if (!view_doc_id(doc, &id))
+        return dberr_set(err, DBERR_INTERNAL_ERROR, "document has no _id");
+    record_t *r = record_new(doc);
+    txn_put(v->txn, v->db, collection_name(c), &id, r, collection_find_id(c, &id) != NULL);
+    record_unref(r);
+    return true;
+}
+
+void view_remove(view_t *v, collection_t *c, record_t *old)
+{
+    if (!v->txn) {
+        collection_remove(c, old);
+        return;
+    }
+    bson_t doc;
+    bson_value_t id;
+    record_view(old, &doc);
+    if (view_doc_id(&doc, &id))
+        txn_put(v->txn, v->db, collection_name(c), &id, NULL, collection_find_id(c, &id) != NULL);
+}

@@ -1,0 +1,50 @@
+/* view: what a command reads and writes through — the store itself, or,
+ * inside a transaction, the transaction's snapshot and write set on top of
+ * it. Also where document locks are taken: a statement locks every
+ * document it will change before it changes any, and reports
+ * VIEW_BLOCKED when one is held by another transaction, so the command can
+ * wait and run again from its start. */
+#ifndef ATOMDB_VIEW_H
+#define ATOMDB_VIEW_H
+
+#include <bson/bson.h>
+#include <stdbool.h>
+
+#include "store/collection.h"
+#include "txn/txn.h"
+#include "util/buf.h"
+#include "util/dberr.h"
+
+/* err->code for "a lock is held: park and run again" (never sent). */
+#define VIEW_BLOCKED_CODE (-7)
+
+typedef struct view {
+    txn_t *txn;          /* NULL: outside any transaction */
+    const char *db;
+    buf_t blocked_key;   /* the lock waited for, after VIEW_BLOCKED_CODE */
+    txn_t *blocked_by;   /* its holder */
+    bool bypass_validation; /* bypassDocumentValidation */
+    int depth;           /* nesting of MongoDB views being resolved */
+} view_t;
+
+void view_init(view_t *v, const char *db, txn_t *txn);
+void view_destroy(view_t *v);
+
+/* Runs a query on `c` (may be NULL: no such collection) named `coll`.
+ * When `c` is a MongoDB view its pipeline runs over its source first.
+ * `for_write` reads the latest committed data (the targets of a write,
+ * like SELECT ... FOR UPDATE); otherwise a transaction reads its snapshot.
+ * Either way its own changes are seen. */
+bool view_query(view_t *v, collection_t *c, const char *coll, const collection_query_opts_t *o,
+                bool for_write, recvec_t *out, collection_plan_t *plan, dberr_t *err);
+
+/* Locks document `doc` (by its _id) of `coll` before it is changed. False
+ * with err->code VIEW_BLOCKED_CODE when another transaction holds it. */
+bool view_lock(view_t *v, const char *coll, const bson_t *doc, dberr_t *err);
+
+/* Changes, through the transaction's write set when there is one. */
+bool view_insert(view_t *v, collection_t *c, const bson_t *doc, dberr_t *err);
+bool view_replace(view_t *v, collection_t *c, record_t *old, const bson_t *doc, dberr_t *err);
+void view_remove(view_t *v, collection_t *c, record_t *old);
+
+#endif

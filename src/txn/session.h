@@ -1,0 +1,83 @@
+/* session: logical sessions (lsid) — the table of live sessions, each with
+ * its transaction number and state, the durable record of retryable writes
+ * (collection config.transactions, written in the same log record as the
+ * write it describes), expiry after logicalSessionTimeoutMinutes, and the
+ * transaction lifetime limit. */
+#ifndef ATOMDB_SESSION_H
+#define ATOMDB_SESSION_H
+
+#include <bson/bson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "store/catalog.h"
+#include "txn/txn.h"
+#include "util/dberr.h"
+
+#define SESSION_TIMEOUT_MINUTES 30
+
+/* Where a session's transaction stands. */
+typedef enum session_txn_state {
+    SESSION_TXN_NONE,
+    SESSION_TXN_IN_PROGRESS,
+    SESSION_TXN_COMMITTED,
+    SESSION_TXN_ABORTED,
+} session_txn_state_t;
+
+typedef struct session {
+    uint8_t id[16];              /* lsid.id */
+    int64_t last_used_ms;
+    int64_t txn_number;          /* highest txnNumber seen, -1 when none */
+    session_txn_state_t state;   /* of transaction txn_number */
+    txn_t *txn;                  /* while in progress */
+    char abort_reason[200];      /* why it was aborted, when the server did it */
+} session_t;
+
+/* Reads lsid.id from the `lsid` document. False with err when malformed. */
+bool session_parse_lsid(const bson_iter_t *lsid, uint8_t id[16], dberr_t *err);
+
+/* The session `id`, created when missing; its last use is now. */
+session_t *session_get(const uint8_t id[16], int64_t now_ms);
+
+/* The session `id` or NULL. */
+session_t *session_find(const uint8_t id[16]);
+
+/* Ends a session: aborts its transaction, releases its locks and leases,
+ * forgets it. */
+void session_end(const uint8_t id[16]);
+
+/* Ends every session. */
+void session_end_all(void);
+
+/* Starts transaction `number` on `s` (aborting an older one in progress). */
+void session_begin_txn(session_t *s, int64_t number, int64_t now_ms);
+
+/* Aborts the transaction in progress (if any), remembering `reason`. */
+void session_abort_txn(session_t *s, const char *reason);
+
+/* Expires idle sessions and aborts transactions past `lifetime_s`. */
+void session_reap(int64_t now_ms, int64_t lifetime_s);
+
+/* The stored reply of retryable write (`id`, `txn_number`), copied into
+ * `reply` (initialised); returns 1 when found, 0 when this number is new,
+ * -1 with TransactionTooOld in err when a newer number was already used. */
+int session_retry_lookup(catalog_t *cat, const uint8_t id[16], int64_t txn_number, bson_t *reply,
+                         dberr_t *err);
+
+/* Durably records `reply` as the outcome of retryable write (`id`,
+ * `txn_number`) — call it inside the command, so the record and the write
+ * share one log record. */
+bool session_retry_record(catalog_t *cat, const uint8_t id[16], int64_t txn_number,
+                          const bson_t *reply, dberr_t *err);
+
+/* Calls `fn` for every live session. */
+void session_foreach(void (*fn)(const session_t *s, void *ctx), void *ctx);
+
+/* Number of live sessions and of transactions in progress. */
+size_t session_count(void);
+size_t session_active_txns(void);
+
+/* Called when a session ends (for lease locks taken with it). */
+void session_set_end_hook(void (*hook)(const uint8_t id[16]));
+
+#endif

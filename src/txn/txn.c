@@ -1,0 +1,313 @@
+/* txn: write sets in an ordered map keyed like the locks, an undo log for
+ * savepoints, and an all-or-nothing commit. */
+#include "txn/txn.h"
+
+#include <string.h>
+
+#include "store/mvcc.h"
+#include "txn/lockmgr.h"
+#include "util/omap.h"
+
+/* An undo entry: the change as it was before a put. */
+typedef struct txn_undo {
+    buf_t key;
+    bool had;            /* a change existed */
+    record_t *doc;       /* its doc (a reference) */
+    bool existed;
+} txn_undo_t;
+
+struct txn {
+    uint64_t age;
+    int64_t started_ms;
+    uint64_t snapshot;
+    omap_t *writes;      /* lock key → txn_change_t* */
+    txn_change_t **order; /* changes in first-touch order, for commit */
+    size_t norder, caporder;
+    buf_t *locks;        /* keys held */
+    size_t nlocks, caplocks;
+    txn_undo_t *undo;
+    size_t nundo, capundo;
+    txn_t *waiting_for;
+    lock_waiter_t *waiter;
+    void *owner;
+};
+
+txn_t *txn_new(uint64_t age, int64_t now_ms)
+{
+    txn_t *t = bson_malloc0(sizeof *t);
+    t->age = age;
+    t->started_ms = now_ms;
+    t->snapshot = mvcc_snapshot_open();
+    t->writes = omap_new();
+    return t;
+}
+
+static void txn_change_free(txn_change_t *ch)
+{
+    bson_free(ch->db);
+    bson_free(ch->coll);
+    bson_value_destroy(&ch->id);
+    record_unref(ch->doc);
+    bson_free(ch);
+}
+
+static void txn_clear_undo(txn_t *t)
+{
+    for (size_t i = 0; i < t->nundo; i++) {
+        buf_destroy(&t->undo[i].key);
+        record_unref(t->undo[i].doc);
+    }
+    t->nundo = 0;
+}
+
+void txn_destroy(txn_t *t)
+{
+    if (!t)
+        return;
+    lock_waiter_t *w = t->waiter;
+    if (w) { /* parked on a lock: wake it to find its transaction gone */
+        lockmgr_cancel(w);
+        w->txn = NULL;
+        w->wake(w, false);
+    }
+    lockmgr_release_all(t);
+    mvcc_snapshot_close(t->snapshot);
+    for (size_t i = 0; i < t->norder; i++)
+        txn_change_free(t->order[i]);
+    bson_free(t->order);
+    omap_destroy(t->writes, NULL);
+    for (size_t i = 0; i < t->nlocks; i++)
+        buf_destroy(&t->locks[i]);
+    bson_free(t->locks);
+    txn_clear_undo(t);
+    bson_free(t->undo);
+    bson_free(t);
+}
+
+uint64_t txn_snapshot(const txn_t *t)
+{
+    return t->snapshot;
+}
+
+int64_t txn_started_ms(const txn_t *t)
+{
+    return t->started_ms;
+}
+
+uint64_t txn_age(const txn_t *t)
+{
+    return t->age;
+}
+
+size_t txn_nchanges(const txn_t *t)
+{
+    return t->norder;
+}
+
+txn_change_t *txn_lookup(const txn_t *t, const char *db, const char *coll, const bson_value_t *id)
+{
+    buf_t key;
+    buf_init(&key);
+    lockmgr_key(db, coll, id, &key);
+    txn_change_t *ch = omap_get(t->writes, key.data, key.len);
+    buf_destroy(&key);
+    return ch;
+}
+
+void txn_put(txn_t *t, const char *db, const char *coll, const bson_value_t *id, record_t *doc,
+             bool existed)
+{
+    buf_t key;
+    buf_init(&key);
+    lockmgr_key(db, coll, id, &key);
+    txn_change_t *ch = omap_get(t->writes, key.data, key.len);
+    /* remember the previous state for savepoints */
+    if (t->nundo == t->capundo) {
+        t->capundo = t->capundo ? t->capundo * 2 : 16;
+        t->undo = bson_realloc(t->undo, t->capundo * sizeof *t->undo);
+    }
+    txn_undo_t *u = &t->undo[t->nundo++];
+    buf_init(&u->key);
+    buf_append(&u->key, key.data, key.len);
+    u->had = ch != NULL;
+    u->doc = ch && ch->doc ? record_ref(ch->doc) : NULL;
+    u->existed = ch ? ch->existed : existed;
+    if (!ch) {
+        ch = bson_malloc0(sizeof *ch);
+        ch->db = bson_strdup(db);
+        ch->coll = bson_strdup(coll);
+        bson_value_copy(id, &ch->id);
+        ch->existed = existed;
+        omap_insert(t->writes, key.data, key.len, ch);
+        if (t->norder == t->caporder) {
+            t->caporder = t->caporder ? t->caporder * 2 : 16;
+            t->order = bson_realloc(t->order, t->caporder * sizeof *t->order);
+        }
+        t->order[t->norder++] = ch;
+    }
+    record_t *old = ch->doc;
+    ch->doc = doc ? record_ref(doc) : NULL;
+    record_unref(old);
+    buf_destroy(&key);
+}
+
+void txn_foreach(const txn_t *t, const char *db, const char *coll,
+                 void (*fn)(txn_change_t *ch, void *ctx), void *ctx)
+{
+    for (size_t i = 0; i < t->norder; i++) {
+        txn_change_t *ch = t->order[i];
+        if (strcmp(ch->db, db) == 0 && strcmp(ch->coll, coll) == 0)
+            fn(ch, ctx);
+    }
+}
+
+size_t txn_savepoint(const txn_t *t)
+{
+    return t->nundo;
+}
+
+void txn_rollback_to(txn_t *t, size_t savepoint)
+{
+    while (t->nundo > savepoint) {
+        txn_undo_t *u = &t->undo[--t->nundo];
+        txn_change_t *ch = omap_get(t->writes, u->key.data, u->key.len);
+        if (ch && u->had) {
+            record_unref(ch->doc);
+            ch->doc = u->doc;
+            ch->existed = u->existed;
+            u->doc = NULL;
+        } else if (ch) {
+            /* the change was created after the savepoint: drop it */
+            omap_remove(t->writes, u->key.data, u->key.len);
+            for (size_t i = 0; i < t->norder; i++) {
+                if (t->order[i] == ch) {
+                    memmove(&t->order[i], &t->order[i + 1],
+                            (t->norder - i - 1) * sizeof *t->order);
+                    t->norder--;
+                    break;
+                }
+            }
+            txn_change_free(ch);
+        }
+        record_unref(u->doc);
+        buf_destroy(&u->key);
+    }
+}
+
+/* One applied change, for undoing a failed commit. */
+typedef struct txn_applied {
+    collection_t *c;
+    record_t *before; /* a reference, or NULL (inserted) */
+    bson_value_t id;
+} txn_applied_t;
+
+bool txn_commit(txn_t *t, catalog_t *cat, dberr_t *err)
+{
+    txn_applied_t *done = bson_malloc0((t->norder + 1) * sizeof *done);
+    size_t ndone = 0;
+    bool ok = true;
+    for (size_t i = 0; i < t->norder && ok; i++) {
+        txn_change_t *ch = t->order[i];
+        collection_t *c = catalog_get_or_create(cat, ch->db, ch->coll, err);
+        if (!c) {
+            ok = false;
+            break;
+        }
+        record_t *cur = collection_find_id(c, &ch->id);
+        txn_applied_t *a = &done[ndone];
+        a->c = c;
+        a->before = cur ? record_ref(cur) : NULL;
+        bson_value_copy(&ch->id, &a->id);
+        if (ch->doc) {
+            bson_t doc;
+            record_view(ch->doc, &doc);
+            ok = cur ? collection_replace(c, cur, &doc, err) : collection_insert(c, &doc, err);
+        } else if (cur) {
+            collection_remove(c, cur);
+        }
+        if (ok) {
+            ndone++;
+        } else {
+            record_unref(a->before);
+            bson_value_destroy(&a->id);
+        }
+    }
+    /* on failure put back what was applied, newest first */
+    while (!ok && ndone > 0) {
+        txn_applied_t *a = &done[--ndone];
+        record_t *cur = collection_find_id(a->c, &a->id);
+        dberr_t ignore;
+        if (a->before) {
+            bson_t doc;
+            record_view(a->before, &doc);
+            if (cur)
+                collection_replace(a->c, cur, &doc, &ignore);
+            else
+                collection_insert(a->c, &doc, &ignore);
+        } else if (cur) {
+            collection_remove(a->c, cur);
+        }
+    }
+    for (size_t i = 0; i < ndone; i++) {
+        record_unref(done[i].before);
+        bson_value_destroy(&done[i].id);
+    }
+    bson_free(done);
+    txn_clear_undo(t);
+    return ok;
+}
+
+void txn_note_lock(txn_t *t, const buf_t *key)
+{
+    if (t->nlocks == t->caplocks) {
+        t->caplocks = t->caplocks ? t->caplocks * 2 : 8;
+        t->locks = bson_realloc(t->locks, t->caplocks * sizeof *t->locks);
+    }
+    buf_init(&t->locks[t->nlocks]);
+    buf_append(&t->locks[t->nlocks], key->data, key->len);
+    t->nlocks++;
+}
+
+const buf_t *txn_locks(const txn_t *t, size_t *n)
+{
+    *n = t->nlocks;
+    return t->locks;
+}
+
+void txn_set_waiting_for(txn_t *t, txn_t *holder)
+{
+    t->waiting_for = holder;
+}
+
+void txn_set_waiter(txn_t *t, lock_waiter_t *w)
+{
+    t->waiter = w;
+}
+
+txn_t *txn_waiting_for(const txn_t *t)
+{
+    return t->waiting_for;
+}
+
+txn_t *txn_deadlock_victim(txn_t *t, txn_t *holder)
+{
+    txn_t *youngest = t;
+    int steps = 0;
+    for (txn_t *x = holder; x && steps < 10000; x = x->waiting_for, steps++) {
+        if (x->age > youngest->age)
+            youngest = x;
+        if (x == t)
+            return youngest;
+    }
+    return NULL;
+}
+
+void txn_set_owner(txn_t *t, void *owner)
+{
+    t->owner = owner;
+}
+
+void *txn_owner(const txn_t *t)
+{
+    return t->owner;
+}

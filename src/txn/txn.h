@@ -1,0 +1,84 @@
+/* txn: one multi-document transaction — its snapshot for reads, its write
+ * set (changes buffered until commit, so nobody else sees them), the
+ * document locks it holds, and commit, which applies the whole write set
+ * to the store at once (one log record) or nothing. */
+#ifndef ATOMDB_TXN_H
+#define ATOMDB_TXN_H
+
+#include <bson/bson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "store/catalog.h"
+#include "store/record.h"
+#include "util/buf.h"
+#include "util/dberr.h"
+
+typedef struct txn txn_t;
+
+/* One buffered change: the document's new version, or a delete. */
+typedef struct txn_change {
+    char *db;
+    char *coll;
+    bson_value_t id;    /* owned copy */
+    record_t *doc;      /* the new version (a reference), or NULL: deleted */
+    bool existed;       /* the document was in the store when first touched */
+} txn_change_t;
+
+/* Starts a transaction reading at a new snapshot. `age` orders
+ * transactions for deadlock victims (larger = younger). */
+txn_t *txn_new(uint64_t age, int64_t now_ms);
+
+/* Ends the transaction without applying anything (accepts NULL): releases
+ * its locks (waking waiters) and its snapshot, and frees it. */
+void txn_destroy(txn_t *t);
+
+/* The snapshot sequence number reads use. */
+uint64_t txn_snapshot(const txn_t *t);
+/* When it started (wall clock ms) and its age stamp. */
+int64_t txn_started_ms(const txn_t *t);
+uint64_t txn_age(const txn_t *t);
+
+/* The buffered change for a document, or NULL. Borrowed. */
+txn_change_t *txn_lookup(const txn_t *t, const char *db, const char *coll, const bson_value_t *id);
+
+/* Records the new version `doc` (NULL: deleted) of a document; `existed`
+ * says whether it is in the store. Takes a reference to `doc`. */
+void txn_put(txn_t *t, const char *db, const char *coll, const bson_value_t *id, record_t *doc,
+             bool existed);
+
+/* Calls `fn` for every buffered change of `db`.`coll`. */
+void txn_foreach(const txn_t *t, const char *db, const char *coll,
+                 void (*fn)(txn_change_t *ch, void *ctx), void *ctx);
+
+/* A savepoint: changes recorded after it can be undone (a command that
+ * must wait for a lock runs again from its start). */
+size_t txn_savepoint(const txn_t *t);
+void txn_rollback_to(txn_t *t, size_t savepoint);
+
+/* Applies the write set to `cat` in one go. On any failure (a unique index
+ * would be broken) everything already applied is undone and err says why. */
+bool txn_commit(txn_t *t, catalog_t *cat, dberr_t *err);
+
+/* Number of buffered changes. */
+size_t txn_nchanges(const txn_t *t);
+
+/* -- for the lock manager -- */
+void txn_note_lock(txn_t *t, const buf_t *key);
+const buf_t *txn_locks(const txn_t *t, size_t *n);
+void txn_set_waiting_for(txn_t *t, txn_t *holder);
+/* The lock waiter of the request this transaction has parked, or NULL; a
+ * transaction aborted while waiting wakes it so it can report the abort. */
+struct lock_waiter;
+void txn_set_waiter(txn_t *t, struct lock_waiter *w);
+txn_t *txn_waiting_for(const txn_t *t);
+
+/* The youngest transaction on the wait-for cycle that `t` waiting for
+ * `holder` would close, or NULL when there is no cycle. */
+txn_t *txn_deadlock_victim(txn_t *t, txn_t *holder);
+
+/* What the transaction belongs to (the session layer's pointer). */
+void txn_set_owner(txn_t *t, void *owner);
+void *txn_owner(const txn_t *t);
+
+#endif
