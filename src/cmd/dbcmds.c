@@ -221,8 +221,17 @@ bool cmd_create(cmd_ctx_t *ctx, dberr_t *err)
     }
     if (ok)
         ok = dbcmds_check_options(&options, err);
-    if (ok && !catalog_create(server.catalog, ctx->db, coll, &options, err))
+    collection_t *existing = ok ? catalog_get(server.catalog, ctx->db, coll) : NULL;
+    if (existing) {
+        /* mongod 7.0: creating an existing collection with the same options
+         * succeeds; with other options it is NamespaceExists */
+        if (!bson_equal(collection_options(existing), &options))
+            ok = dberr_set(err, DBERR_NAMESPACE_EXISTS,
+                           "namespace %s.%s already exists, but with different options", ctx->db,
+                           coll);
+    } else if (ok && !catalog_create(server.catalog, ctx->db, coll, &options, err)) {
         ok = false;
+    }
     bson_destroy(&options);
     return ok;
 }

@@ -323,7 +323,12 @@ bool cmd_collection_name(const cmd_ctx_t *ctx, const char **out, dberr_t *err)
     if (!BSON_ITER_HOLDS_UTF8(&ctx->arg))
         return dberr_set(err, DBERR_INVALID_NAMESPACE, "collection name has invalid type %s",
                          cmd_type_name(bson_iter_type(&ctx->arg)));
-    *out = bson_iter_utf8(&ctx->arg, NULL);
+    uint32_t len;
+    *out = bson_iter_utf8(&ctx->arg, &len);
+    if (strlen(*out) != len)
+        return dberr_set(err, DBERR_INVALID_NAMESPACE,
+                         "Invalid collection name: collection names must not contain null "
+                         "characters");
     return true;
 }
 

@@ -270,12 +270,13 @@ bool cmd_find_cmd(cmd_ctx_t *ctx, dberr_t *err)
         goto cleanup;
     char ns[512];
     snprintf(ns, sizeof ns, "%s.%s", ctx->db, coll);
-    ok = cmd_reply_cursor(ctx, ns, &recs, p, p && projection_is_positional(p) ? m : NULL,
-                          q.batch_size, q.single_batch || (q.limit > 0 && q.batch_size < 0 &&
-                                                           q.limit <= QUERY_DEFAULT_BATCH),
+    bool positional = p && projection_is_positional(p);
+    ok = cmd_reply_cursor(ctx, ns, &recs, p, positional ? m : NULL, q.batch_size,
+                          q.single_batch || (q.limit > 0 && q.batch_size < 0 &&
+                                             q.limit <= QUERY_DEFAULT_BATCH),
                           err);
-    if (p && projection_is_positional(p))
-        m = NULL; /* the cursor owns it now */
+    if (positional)
+        m = NULL; /* the cursor owns both now */
     p = NULL;
 cleanup:
     matcher_destroy(m);

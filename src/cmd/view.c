@@ -77,7 +77,8 @@ static void view_finish(recvec_t *out, size_t first, const collection_query_opts
         record_unref(items[i]);
     for (size_t i = skip + keep; i < n; i++)
         record_unref(items[i]);
-    memmove(items, items + skip, keep * sizeof *items);
+    if (keep && skip)
+        memmove(items, items + skip, keep * sizeof *items);
     out->len = first + keep;
 }
 

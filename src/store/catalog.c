@@ -56,7 +56,8 @@ bool catalog_valid_db_name(const char *db, dberr_t *err)
     if (n == 0)
         return dberr_set(err, DBERR_INVALID_NAMESPACE, "Invalid empty database name");
     if (n >= 64)
-        return dberr_set(err, DBERR_INVALID_NAMESPACE, "db name is too long: '%s'", db);
+        return dberr_set(err, DBERR_INVALID_NAMESPACE,
+                         "db name must be at most 63 characters, found: %zu", n);
     for (const char *p = db; *p; p++)
         if (strchr("/\\. \"$*<>:|?", *p))
             return dberr_set(err, DBERR_INVALID_NAMESPACE, "Invalid database name: '%s'", db);
