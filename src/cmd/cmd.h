@@ -31,6 +31,14 @@ struct cmd_client {
     int ncompressors;
     bson_t *metadata;            /* `client` document from the first hello, or NULL */
     uv_timer_t *park_timer;      /* running while an awaitable hello waits */
+    bool park_legacy;            /* the parked hello was isMaster/ismaster */
+    bool park_hello_ok;          /* ... and asked helloOk */
+    bool park_exhaust;           /* ... with exhaustAllowed: stream replies */
+    uint64_t park_await_ms;      /* its maxAwaitTimeMS */
+    /* Sends one streamed reply (moreToCome) for the parked request, which
+     * stays parked. */
+    void (*send_stream_reply)(cmd_client_t *client, const bson_t *body);
+    bool rerun;                  /* cmd_run is running a parked request again */
     /* Runs the parked request again (after a lock wait). */
     void (*rerun_parked)(cmd_client_t *client);
     /* -- command layer: waiting for a document lock -- */

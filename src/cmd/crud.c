@@ -12,6 +12,7 @@
 #include "doc/sortspec.h"
 #include "doc/updater.h"
 #include "store/catalog.h"
+#include "txn/txn.h"
 
 /* The results a write command accumulates. */
 typedef struct crud_result {
@@ -181,7 +182,16 @@ static bool crud_collection(cmd_ctx_t *ctx, collection_t **out, dberr_t *err)
     const char *coll;
     if (!cmd_collection_name(ctx, &coll, err))
         return false;
-    *out = catalog_get_or_create(server.catalog, ctx->db, coll, err);
+    *out = catalog_get(server.catalog, ctx->db, coll);
+    if (!*out && ctx->view->txn) {
+        /* created when the transaction commits, invisible until then */
+        if (!catalog_valid_coll_name(ctx->db, coll, err))
+            return false;
+        *out = txn_scratch_collection(ctx->view->txn, ctx->db, coll);
+        return true;
+    }
+    if (!*out)
+        *out = catalog_get_or_create(server.catalog, ctx->db, coll, err);
     if (*out && collection_is_view(*out))
         return dberr_set(err, 166, "Namespace %s.%s is a view, not a collection", ctx->db, coll);
     return *out != NULL;

@@ -7,6 +7,8 @@
 
 #include "doc/matcher.h"
 #include "doc/pipeline.h"
+#include "cmd/view.h"
+#include "txn/txn.h"
 #include "store/catalog.h"
 #include "store/cursor.h"
 
@@ -222,7 +224,18 @@ bool cmd_create(cmd_ctx_t *ctx, dberr_t *err)
     if (ok)
         ok = dbcmds_check_options(&options, err);
     collection_t *existing = ok ? catalog_get(server.catalog, ctx->db, coll) : NULL;
-    if (existing) {
+    if (ok && ctx->view->txn && !existing) {
+        /* created when the transaction commits */
+        if (txn_find_scratch(ctx->view->txn, ctx->db, coll)) {
+            ok = dberr_set(err, DBERR_NAMESPACE_EXISTS, "Collection %s.%s already exists.",
+                           ctx->db, coll);
+        } else if (catalog_valid_coll_name(ctx->db, coll, err)) {
+            collection_set_options(txn_scratch_collection(ctx->view->txn, ctx->db, coll),
+                                   &options);
+        } else {
+            ok = false;
+        }
+    } else if (existing) {
         /* mongod 7.0: creating an existing collection with the same options
          * succeeds; with other options it is NamespaceExists */
         if (!bson_equal(collection_options(existing), &options))
@@ -414,7 +427,14 @@ bool cmd_create_indexes(cmd_ctx_t *ctx, dberr_t *err)
                          "type 'array'",
                          cmd_type_name(bson_iter_type(&it)));
     bool existed = catalog_get(server.catalog, ctx->db, coll) != NULL;
-    collection_t *c = catalog_get_or_create(server.catalog, ctx->db, coll, err);
+    collection_t *c = NULL;
+    if (!existed && ctx->view->txn) {
+        if (!catalog_valid_coll_name(ctx->db, coll, err))
+            return false;
+        c = txn_scratch_collection(ctx->view->txn, ctx->db, coll);
+    } else {
+        c = catalog_get_or_create(server.catalog, ctx->db, coll, err);
+    }
     if (!c)
         return false;
     int before = collection_nindexes(c);

@@ -70,16 +70,23 @@ static void hello_append(cmd_ctx_t *ctx, bson_t *reply, bool legacy, bool helloO
 static void hello_on_await_done(uv_timer_t *t)
 {
     cmd_client_t *client = t->data;
-    uv_close((uv_handle_t *)t, (uv_close_cb)bson_free);
-    client->park_timer = NULL;
     bson_t reply = BSON_INITIALIZER;
     cmd_ctx_t ctx = {0};
     ctx.client = client;
     bson_t empty = BSON_INITIALIZER;
     ctx.cmd = &empty;
-    hello_append(&ctx, &reply, false, true);
+    hello_append(&ctx, &reply, client->park_legacy, client->park_hello_ok);
     BSON_APPEND_DOUBLE(&reply, "ok", 1.0);
-    client->send_parked_reply(client, &reply);
+    if (client->park_exhaust && !server.stopping) {
+        /* exhaust: answer with moreToCome and keep streaming, one reply per
+         * maxAwaitTimeMS, until the client goes away */
+        client->send_stream_reply(client, &reply);
+        uv_timer_start(t, hello_on_await_done, client->park_await_ms, 0);
+    } else {
+        uv_close((uv_handle_t *)t, (uv_close_cb)bson_free);
+        client->park_timer = NULL;
+        client->send_parked_reply(client, &reply);
+    }
     bson_destroy(&reply);
 }
 
@@ -141,6 +148,11 @@ bool cmd_hello(cmd_ctx_t *ctx, dberr_t *err)
             uv_timer_init(server.loop, t);
             t->data = ctx->client;
             ctx->client->park_timer = t;
+            ctx->client->park_legacy = legacy;
+            ctx->client->park_hello_ok = helloOk;
+            ctx->client->park_await_ms = (uint64_t)bson_iter_as_int64(&mat);
+            ctx->client->park_exhaust = ctx->req && ctx->req->opcode == WIRE_OP_MSG &&
+                                        (ctx->req->flags & WIRE_MSG_EXHAUST_ALLOWED);
             uv_timer_start(t, hello_on_await_done, (uint64_t)bson_iter_as_int64(&mat), 0);
             ctx->parked = true;
             return true;

@@ -21,7 +21,8 @@ static bool txncmds_allowed(const char *name)
     static const char *ok[] = {"find", "getMore", "killCursors", "insert", "update", "delete",
                                "findAndModify", "findandmodify", "aggregate", "distinct",
                                "commitTransaction", "abortTransaction", "acquireLock",
-                               "releaseLock", "renewLock", "lockInfo"};
+                               "releaseLock", "renewLock", "lockInfo", "create",
+                               "createIndexes"};
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
         if (strcmp(name, ok[i]) == 0)
             return true;
@@ -95,7 +96,9 @@ int cmd_session_prepare(cmd_ctx_t *ctx, dberr_t *err)
                                  "transaction %lld has already started",
                                  (long long)ctx->txn_number, (long long)s->txn_number),
                        CMD_SESSION_FAIL;
-            if (ctx->txn_number == s->txn_number)
+            bool restarting = ctx->client->rerun && ctx->txn_number == s->txn_number &&
+                              s->state == SESSION_TXN_IN_PROGRESS;
+            if (ctx->txn_number == s->txn_number && !restarting)
                 return dberr_set(err, DBERR_CONFLICTING_OPERATION_IN_PROGRESS,
                                  "Transaction with { txnNumber: %lld } has already been started",
                                  (long long)ctx->txn_number),
@@ -116,7 +119,8 @@ int cmd_session_prepare(cmd_ctx_t *ctx, dberr_t *err)
                                CMD_SESSION_FAIL;
                 }
             }
-            session_begin_txn(s, ctx->txn_number, now);
+            if (!restarting) /* a first statement that waited keeps its transaction */
+                session_begin_txn(s, ctx->txn_number, now);
         } else {
             if (cmd_find(ctx, "readConcern", &it))
                 return dberr_set(err, DBERR_INVALID_OPTIONS,
@@ -219,7 +223,9 @@ static void txncmds_on_rerun(uv_timer_t *t)
     cmd_client_t *client = t->data;
     uv_close((uv_handle_t *)t, (uv_close_cb)bson_free);
     client->rerun_timer = NULL;
+    client->rerun = true;
     client->rerun_parked(client);
+    client->rerun = false;
 }
 
 static void txncmds_on_lock_wake(lock_waiter_t *w, bool timed_out)
@@ -299,6 +305,24 @@ static bool txncmds_need_txn(cmd_ctx_t *ctx, dberr_t *err)
     return true;
 }
 
+/* A single node satisfies w: 1 and "majority" only: for a larger w the
+ * commit is applied and reported with a writeConcernError, as mongod. */
+static void txncmds_write_concern_error(cmd_ctx_t *ctx)
+{
+    bson_iter_t it, w;
+    bson_t wc;
+    if (!cmd_find(ctx, "writeConcern", &it) || !cmd_iter_doc(&it, &wc) ||
+        !bson_iter_init_find(&w, &wc, "w") || !BSON_ITER_HOLDS_NUMBER(&w) ||
+        bson_iter_as_int64(&w) <= 1)
+        return;
+    bson_t e;
+    bson_append_document_begin(ctx->reply, "writeConcernError", -1, &e);
+    BSON_APPEND_INT32(&e, "code", 100);
+    BSON_APPEND_UTF8(&e, "codeName", "UnsatisfiableWriteConcern");
+    BSON_APPEND_UTF8(&e, "errmsg", "Not enough data-bearing nodes");
+    bson_append_document_end(ctx->reply, &e);
+}
+
 bool cmd_commit_transaction(cmd_ctx_t *ctx, dberr_t *err)
 {
     if (!txncmds_need_txn(ctx, err))
@@ -333,6 +357,7 @@ bool cmd_commit_transaction(cmd_ctx_t *ctx, dberr_t *err)
     s->txn = NULL;
     s->state = SESSION_TXN_COMMITTED;
     txn_destroy(t); /* releases the locks: waiters run again */
+    txncmds_write_concern_error(ctx);
     return true;
 }
 

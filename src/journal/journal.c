@@ -480,7 +480,7 @@ static bool journal_replay_segment(const char *name, bool last, catalog_t *cat,
                 break;
             }
             if (lsn > *applied) {
-                if (lsn != *applied + 1 && *applied != 0) {
+                if (lsn != *applied + 1) { /* a missing segment or snapshot */
                     dberr_set(err, DBERR_INTERNAL_ERROR,
                               "%s: log records %" PRIu64 "..%" PRIu64 " are missing (offset %zu)",
                               path, *applied + 1, lsn - 1, off);

@@ -114,6 +114,22 @@ static void conn_reply(conn_t *c, const wire_request_t *req, const bson_t *body)
     conn_send(c, &frame);
 }
 
+/* Sends one streamed reply (exhaust): moreToCome is set, the request stays
+ * parked, and the next reply answers this one. */
+static void conn_send_stream_reply(cmd_client_t *client, const bson_t *body)
+{
+    conn_t *c = (conn_t *)((char *)client - offsetof(conn_t, client));
+    if (!c->has_pending || c->closing)
+        return;
+    buf_t frame;
+    buf_init(&frame);
+    int32_t id = ++c->last_reply_id;
+    int compressor = wire_command_compressible(&c->pending.cmd) ? c->pending.compressor : -1;
+    wire_reply_append(&frame, &c->pending, id, body, WIRE_MSG_MORE_TO_COME, compressor);
+    c->pending.request_id = id; /* the next streamed reply responds to this one */
+    conn_send(c, &frame);
+}
+
 /* The command layer's callback for a parked request. */
 static void conn_send_parked_reply(cmd_client_t *client, const bson_t *body)
 {
@@ -324,6 +340,7 @@ conn_t *conn_accept(uv_stream_t *listener)
     c->client.id = ++server.next_connection_id;
     c->client.send_parked_reply = conn_send_parked_reply;
     c->client.rerun_parked = conn_rerun_parked;
+    c->client.send_stream_reply = conn_send_stream_reply;
     server.connections_current++;
     server.connections_total++;
     conn_list_add(c);

@@ -24,6 +24,7 @@ struct collection {
     size_t data_size;
     uint64_t id;   /* mvcc collection id */
     matcher_t *validator; /* compiled options.validator, or NULL */
+    bool quiet;           /* a stand-in: its changes are not reported */
     bool validator_compiled;
 };
 
@@ -75,7 +76,7 @@ void collection_set_options(collection_t *c, const bson_t *options)
     matcher_destroy(c->validator);
     c->validator = NULL;
     c->validator_compiled = false;
-    const store_observer_t *obs = store_observer_get();
+    const store_observer_t *obs = c->quiet ? NULL : store_observer_get();
     if (obs && obs->ddl) {
         bson_t op = BSON_INITIALIZER;
         BSON_APPEND_UTF8(&op, "collMod", c->name);
@@ -83,6 +84,11 @@ void collection_set_options(collection_t *c, const bson_t *options)
         obs->ddl(c->db, &op, obs->ctx);
         bson_destroy(&op);
     }
+}
+
+void collection_set_quiet(collection_t *c)
+{
+    c->quiet = true;
 }
 
 bool collection_is_view(const collection_t *c)
@@ -303,7 +309,7 @@ bool collection_insert(collection_t *c, const bson_t *doc, dberr_t *err)
         collection_index_add(c->indexes[i], &keys.per[i], &id, r);
     c->count++;
     c->data_size += doc->len;
-    const store_observer_t *obs = store_observer_get();
+    const store_observer_t *obs = c->quiet ? NULL : store_observer_get();
     if (obs && obs->insert)
         obs->insert(c->db, c->name, doc, obs->ctx);
     ok = true;
@@ -361,7 +367,7 @@ bool collection_replace(collection_t *c, record_t *old, const bson_t *doc, dberr
     buf_destroy(&mk);
     c->data_size += doc->len;
     c->data_size -= old->len;
-    const store_observer_t *obs = store_observer_get();
+    const store_observer_t *obs = c->quiet ? NULL : store_observer_get();
     if (obs && obs->update)
         obs->update(c->db, c->name, &old_doc, doc, obs->ctx);
     record_unref(old); /* the collection's reference */
@@ -395,7 +401,7 @@ void collection_remove(collection_t *c, record_t *old)
     collection_keys_destroy(&keys);
     c->count--;
     c->data_size -= old->len;
-    const store_observer_t *obs = store_observer_get();
+    const store_observer_t *obs = c->quiet ? NULL : store_observer_get();
     if (obs && obs->remove)
         obs->remove(c->db, c->name, &old_doc, obs->ctx);
     mvcc_deleted(c->id, old);
@@ -406,7 +412,7 @@ void collection_remove(collection_t *c, record_t *old)
 static void collection_emit_ddl(const collection_t *c, const char *op, const bson_t *spec,
                                 const char *name)
 {
-    const store_observer_t *obs = store_observer_get();
+    const store_observer_t *obs = c->quiet ? NULL : store_observer_get();
     if (!obs || !obs->ddl)
         return;
     bson_t doc = BSON_INITIALIZER;

@@ -28,6 +28,10 @@ void collection_destroy(collection_t *c);
  * {collMod: name, options}. */
 void collection_set_options(collection_t *c, const bson_t *options);
 
+/* Stops reporting this collection's changes to the observer (stand-ins
+ * that exist only inside a transaction). */
+void collection_set_quiet(collection_t *c);
+
 /* True when the collection is a view ({viewOn, pipeline} in its options). */
 bool collection_is_view(const collection_t *c);
 

@@ -30,6 +30,8 @@ struct txn {
     txn_t *waiting_for;
     lock_waiter_t *waiter;
     void *owner;
+    collection_t **scratch;  /* stand-ins for collections created by commit */
+    size_t nscratch;
 };
 
 txn_t *txn_new(uint64_t age, int64_t now_ms)
@@ -81,7 +83,33 @@ void txn_destroy(txn_t *t)
     bson_free(t->locks);
     txn_clear_undo(t);
     bson_free(t->undo);
+    for (size_t i = 0; i < t->nscratch; i++)
+        collection_destroy(t->scratch[i]);
+    bson_free(t->scratch);
     bson_free(t);
+}
+
+collection_t *txn_scratch_collection(txn_t *t, const char *db, const char *coll)
+{
+    for (size_t i = 0; i < t->nscratch; i++) {
+        const char *ns = collection_ns(t->scratch[i]);
+        size_t dl = strlen(db);
+        if (strncmp(ns, db, dl) == 0 && ns[dl] == '.' && strcmp(ns + dl + 1, coll) == 0)
+            return t->scratch[i];
+    }
+    t->scratch = bson_realloc(t->scratch, (t->nscratch + 1) * sizeof *t->scratch);
+    t->scratch[t->nscratch] = collection_new(db, coll, NULL);
+    collection_set_quiet(t->scratch[t->nscratch]);
+    return t->scratch[t->nscratch++];
+}
+
+collection_t *txn_find_scratch(const txn_t *t, const char *db, const char *coll)
+{
+    for (size_t i = 0; i < t->nscratch; i++)
+        if (!strcmp(collection_db(t->scratch[i]), db) &&
+            !strcmp(collection_name(t->scratch[i]), coll))
+            return t->scratch[i];
+    return NULL;
 }
 
 uint64_t txn_snapshot(const txn_t *t)
@@ -203,6 +231,19 @@ typedef struct txn_applied {
 
 bool txn_commit(txn_t *t, catalog_t *cat, dberr_t *err)
 {
+    /* collections the transaction created come into existence first */
+    for (size_t i = 0; i < t->nscratch; i++) {
+        collection_t *sc = t->scratch[i];
+        collection_t *c = catalog_get(cat, collection_db(sc), collection_name(sc));
+        if (!c && !(c = catalog_create(cat, collection_db(sc), collection_name(sc),
+                                       collection_options(sc), err)))
+            return false;
+        for (int k = 1; k < collection_nindexes(sc); k++) {
+            bool created;
+            if (!collection_create_index(c, &collection_index(sc, k)->spec, &created, err))
+                return false;
+        }
+    }
     txn_applied_t *done = bson_malloc0((t->norder + 1) * sizeof *done);
     size_t ndone = 0;
     bool ok = true;

@@ -60,6 +60,14 @@ void txn_rollback_to(txn_t *t, size_t savepoint);
  * would be broken) everything already applied is undone and err says why. */
 bool txn_commit(txn_t *t, catalog_t *cat, dberr_t *err);
 
+/* A stand-in for collection `db`.`coll`, which does not exist yet: the
+ * transaction's writes to it stay invisible until commit creates it.
+ * Owned by the transaction. */
+collection_t *txn_scratch_collection(txn_t *t, const char *db, const char *coll);
+
+/* The stand-in for `db`.`coll` if the transaction made one, or NULL. */
+collection_t *txn_find_scratch(const txn_t *t, const char *db, const char *coll);
+
 /* Number of buffered changes. */
 size_t txn_nchanges(const txn_t *t);
 
