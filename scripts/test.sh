@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# The one test command: installs dependencies, builds atomdb twice (release
+# with -Werror in build/, ASan+UBSan in build-asan/), runs the C unit tests in
+# both, the driver tests (pymongo, libmongoc, mongosh, Node driver) against
+# build/, and the raw-socket and pymongo tests again against build-asan/.
+# Exits non-zero if any step failed; prints a summary of the steps at the end.
+set -uo pipefail
+
+cd "$(dirname "$0")/.."
+repo=$(pwd)
+py=/usr/bin/python3
+jobs=${JOBS:-2}
+
+results=()
+failed=0
+
+# step NAME CMD...: runs CMD, records PASS/FAIL with its duration.
+step() {
+  local name=$1
+  shift
+  local t0=$SECONDS
+  echo
+  echo "==== $name"
+  "$@"
+  local rc=$?
+  local dt=$((SECONDS - t0))
+  if [ "$rc" -eq 0 ]; then
+    results+=("PASS  $name (${dt}s)")
+  else
+    results+=("FAIL  $name (exit $rc, ${dt}s)")
+    failed=$((failed + 1))
+  fi
+  return "$rc"
+}
+
+skip() {
+  results+=("SKIP  $1 ($2)")
+  failed=$((failed + 1))
+}
+
+# pytest exits 5 when it collected no test: that is a failure here, not a pass.
+run_pytest() {
+  timeout --kill-after=30 900 "$py" -m pytest -q -p no:cacheprovider "$@"
+  local rc=$?
+  if [ "$rc" -eq 5 ]; then
+    echo "pytest collected no tests: counted as a failure"
+  fi
+  return "$rc"
+}
+
+run_ctest() {
+  ctest --test-dir "$1" --output-on-failure --no-tests=error -j "$jobs" --timeout 300
+}
+
+drivers_release() {
+  ATOMDB_BIN="$repo/build/atomdb" ATOMDB_BUILD="$repo/build" run_pytest tests/drivers
+}
+
+node_release() {
+  ATOMDB_BIN="$repo/build/atomdb" timeout --kill-after=30 900 node --test tests/drivers/node/*.test.mjs
+}
+
+drivers_asan() {
+  ATOMDB_BIN="$repo/build-asan/atomdb" ATOMDB_BUILD="$repo/build-asan" \
+    run_pytest tests/drivers/test_raw_socket.py tests/drivers/test_pymongo_handshake.py
+}
+
+build() {
+  local dir=$1
+  shift
+  cmake -S . -B "$dir" "$@" && cmake --build "$dir" -j "$jobs"
+}
+
+# Sanitizer settings for the ASan build: leaks are checked; any report fails.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:strict_string_checks=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+
+if [ "$(id -u)" -eq 0 ]; then
+  step "install dependencies" bash scripts/install-deps.sh
+else
+  echo "not root: skipping scripts/install-deps.sh (dependencies must already be installed)"
+fi
+
+release_ok=0
+asan_ok=0
+step "build build/ (RelWithDebInfo, -Werror)" \
+  build build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWERROR=ON -DSANITIZE= && release_ok=1
+step "build build-asan/ (address,undefined)" \
+  build build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWERROR=OFF -DSANITIZE=address,undefined && asan_ok=1
+
+if [ "$release_ok" -eq 1 ]; then
+  step "ctest build/" run_ctest build
+  step "driver tests (pytest) against build/" drivers_release
+  step "Node driver tests against build/" node_release
+else
+  skip "ctest build/" "build failed"
+  skip "driver tests (pytest) against build/" "build failed"
+  skip "Node driver tests against build/" "build failed"
+fi
+
+if [ "$asan_ok" -eq 1 ]; then
+  step "ctest build-asan/" run_ctest build-asan
+  step "raw-socket + pymongo tests against build-asan/" drivers_asan
+else
+  skip "ctest build-asan/" "build failed"
+  skip "sanitizer driver tests" "build failed"
+fi
+
+echo
+echo "==== summary"
+printf '%s\n' "${results[@]}"
+if [ "$failed" -ne 0 ]; then
+  echo "test.sh: $failed step(s) failed"
+  exit 1
+fi
+echo "test.sh: all steps passed"

@@ -1,0 +1,27 @@
+"""pytest fixtures for the crash tests: `crash_server(*args, dbpath=None)`
+makes a CrashServer (not yet started) that keeps its --dbpath across kill9()
+and start(); teardown stops every one of them and fails the test if one
+crashed, exited non-zero on a clean stop, or printed a sanitizer report."""
+
+import pytest
+
+from crashlib import CrashServer, finish
+
+
+@pytest.fixture
+def crash_server():
+    servers = []
+
+    def make(*extra_args, dbpath=None, log_level="info"):
+        server = CrashServer(extra_args=extra_args, dbpath=dbpath, log_level=log_level)
+        servers.append(server)
+        return server
+
+    yield make
+    problems = []
+    for server in servers:
+        problems.extend(finish(server))
+    for server in servers:
+        server.cleanup()
+    if problems:
+        pytest.fail("\n".join(problems), pytrace=False)
