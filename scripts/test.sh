@@ -65,6 +65,18 @@ drivers_asan() {
     run_pytest tests/drivers/test_raw_socket.py tests/drivers/test_pymongo_handshake.py
 }
 
+scenarios_release() {
+  ATOMDB_BIN="$repo/build/atomdb" run_pytest tests/scenarios
+}
+
+crash_release() {
+  ATOMDB_BIN="$repo/build/atomdb" run_pytest tests/crash --ignore=tests/crash/test_crash_faults.py
+}
+
+crash_faults_asan() {
+  ATOMDB_BIN="$repo/build-asan/atomdb" run_pytest tests/crash/test_crash_faults.py
+}
+
 build() {
   local dir=$1
   shift
@@ -86,12 +98,15 @@ asan_ok=0
 step "build build/ (RelWithDebInfo, -Werror)" \
   build build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWERROR=ON -DSANITIZE= && release_ok=1
 step "build build-asan/ (address,undefined)" \
-  build build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWERROR=OFF -DSANITIZE=address,undefined && asan_ok=1
+  build build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWERROR=OFF -DSANITIZE=address,undefined \
+  -DFAULT_INJECTION=ON && asan_ok=1
 
 if [ "$release_ok" -eq 1 ]; then
   step "ctest build/" run_ctest build
   step "driver tests (pytest) against build/" drivers_release
   step "Node driver tests against build/" node_release
+  step "scenario tests (seed invariants) against build/" scenarios_release
+  step "crash tests (kill -9, torn log, repair, lock) against build/" crash_release
 else
   skip "ctest build/" "build failed"
   skip "driver tests (pytest) against build/" "build failed"
@@ -101,6 +116,7 @@ fi
 if [ "$asan_ok" -eq 1 ]; then
   step "ctest build-asan/" run_ctest build-asan
   step "raw-socket + pymongo tests against build-asan/" drivers_asan
+  step "fault-injection crash tests against build-asan/" crash_faults_asan
 else
   skip "ctest build-asan/" "build failed"
   skip "sanitizer driver tests" "build failed"
