@@ -116,6 +116,13 @@ static void main_on_tick(uv_timer_t *t)
         log_debug("INDEX", "TTL monitor deleted %zu documents", expired);
 }
 
+/* A session ended (endSessions, killSessions, expiry): the lease locks
+ * taken under it are released (docs/locks.md). */
+static void main_on_session_end(const uint8_t id[16])
+{
+    lease_session_ended(id, 16);
+}
+
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -282,6 +289,7 @@ int main(int argc, char **argv)
         return err.code == 98 ? 100 : 1;
     }
     lease_init(server.loop, server.catalog); /* after recovery: stored tokens count */
+    session_set_end_hook(main_on_session_end);
     if (!net_listen(server.loop, cfg->bind, cfg->port, cfg->max_conns, &err)) {
         log_error("NETWORK", "%s", err.msg);
         return 1;

@@ -49,7 +49,7 @@ static const cmd_def_t cmd_table[] = {
     {"killAllSessions", cmd_kill_all_sessions, CMD_COUNT_COMMAND, false},
     {"killAllSessionsByPattern", cmd_kill_all_sessions, CMD_COUNT_COMMAND, false},
     {"startSession", cmd_start_session, CMD_COUNT_COMMAND, false},
-    {"commitTransaction", cmd_commit_transaction, CMD_COUNT_COMMAND, true},
+    {"commitTransaction", cmd_commit_transaction, CMD_COUNT_COMMAND, true, true},
     {"abortTransaction", cmd_abort_transaction, CMD_COUNT_COMMAND, true},
     {"listCommands", cmd_list_commands, CMD_COUNT_COMMAND, false},
     {"listDatabases", cmd_list_databases, CMD_COUNT_COMMAND, true},

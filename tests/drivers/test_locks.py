@@ -455,3 +455,28 @@ def test_tokens_keep_increasing_across_a_restart(kill):
         for s in servers:
             s.cleanup()
         assert problems == [], problems
+
+
+def test_a_fenced_commitTransaction_with_a_stale_token_commits_nothing(client):
+    db = client.test
+    db.create_collection("tx")
+    old = acquire(db, "txlock", "a", lease_ms=200)["token"]
+    time.sleep(0.3)
+    new = acquire(db, "txlock", "b")["token"]
+    with client.start_session() as s:
+        s.start_transaction()
+        db.command({"insert": "tx", "documents": [{"_id": 1}]}, session=s)
+        with pytest.raises(OperationFailure) as e:
+            client.admin.command({"commitTransaction": 1,
+                                  "fence": {"lock": "txlock", "token": old}}, session=s)
+        assert e.value.code == STALE, "a commit fenced with a stale token is refused"
+        s.abort_transaction()
+    assert db.tx.count_documents({}) == 0, "the refused commit wrote nothing"
+    with client.start_session() as s:
+        s.start_transaction()
+        db.command({"insert": "tx", "documents": [{"_id": 2}]}, session=s)
+        client.admin.command({"commitTransaction": 1,
+                              "fence": {"lock": "txlock", "token": new}}, session=s)
+        # pymongo still counts the transaction as open; ending the session
+        # sends an abortTransaction that the server refuses (already committed)
+    assert [d["_id"] for d in db.tx.find()] == [2], "a commit under the current token applies"
