@@ -83,6 +83,26 @@ static void conn_send(conn_t *c, buf_t *frame)
         buf_destroy(frame);
         return;
     }
+    /* nothing queued: write now, and only queue what the socket refused
+     * (saves libuv's write-request round trip and an epoll_ctl per reply) */
+    size_t skip = 0;
+    if (c->write_queued == 0) {
+        uv_buf_t now = uv_buf_init((char *)frame->data, (unsigned)frame->len);
+        int n = uv_try_write((uv_stream_t *)&c->tcp, &now, 1);
+        if (n == (int)frame->len) {
+            buf_destroy(frame);
+            return;
+        }
+        if (n > 0)
+            skip = (size_t)n;
+        else if (n != UV_EAGAIN && n != UV_ENOSYS) {
+            buf_destroy(frame);
+            conn_close(c, uv_strerror(n));
+            return;
+        }
+    }
+    if (skip)
+        buf_consume(frame, skip);
     conn_write_t *w = bson_malloc(sizeof *w);
     w->conn = c;
     w->data = buf_steal(frame, &w->len);
