@@ -5,89 +5,16 @@
 
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, openSync, readFileSync, closeSync } from 'node:fs';
-import { createServer, connect } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join, dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { startAtomdb, sleep, freePort, repo, atomdbBin } from './atomdb-server.mjs';
 import { createRequire } from 'node:module';
 import { MongoClient } from 'mongodb';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const repo = resolve(here, '..', '..', '..');
-const atomdbBin = process.env.ATOMDB_BIN || join(repo, 'build', 'atomdb');
 const require = createRequire(import.meta.url);
 
-const SANITIZER_MARKERS = ['ERROR: AddressSanitizer', 'ERROR: LeakSanitizer', 'runtime error:'];
 
-function freePort() {
-  return new Promise((res, rej) => {
-    const srv = createServer();
-    srv.on('error', rej);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => res(port));
-    });
-  });
-}
 
-function canConnect(port) {
-  return new Promise((res) => {
-    const s = connect({ host: '127.0.0.1', port }, () => { s.destroy(); res(true); });
-    s.on('error', () => res(false));
-  });
-}
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-// Starts atomdb on a free port; returns { port, stop() } where stop() returns
-// the list of problems (crash, non-zero exit, sanitizer report).
-async function startAtomdb() {
-  const dir = mkdtempSync(join(tmpdir(), 'atomdb-node-'));
-  const logPath = join(dir, 'atomdb.stderr');
-  const logFd = openSync(logPath, 'a');
-  const port = await freePort();
-  const child = spawn(atomdbBin, [
-    '--bind', '127.0.0.1', '--port', String(port), '--dbpath', join(dir, 'data'),
-    '--replSet', 'rs0', '--advertise', `127.0.0.1:${port}`, '--log-level', 'debug',
-  ], { stdio: ['ignore', logFd, logFd] });
-  let exit = null;
-  const exited = new Promise((res) => child.on('exit', (code, signal) => { exit = { code, signal }; res(); }));
-  const log = () => readFileSync(logPath, 'utf8');
-  const deadline = Date.now() + 30000;
-  while (!(await canConnect(port))) {
-    if (exit) throw new Error(`atomdb exited during start-up (${JSON.stringify(exit)}):\n${log()}`);
-    if (Date.now() > deadline) throw new Error(`atomdb did not accept connections in 30s:\n${log()}`);
-    await sleep(50);
-  }
-  return {
-    port,
-    alive: () => exit === null,
-    async stop() {
-      const problems = [];
-      if (exit) problems.push(`atomdb exited on its own before the test stopped it: ${JSON.stringify(exit)}`);
-      else {
-        child.kill('SIGTERM');
-        let timer;
-        const timedOut = await Promise.race([
-          exited.then(() => false),
-          new Promise((res) => { timer = setTimeout(() => res(true), 20000); }),
-        ]);
-        clearTimeout(timer);
-        if (timedOut) { problems.push('atomdb did not exit within 20s of SIGTERM; killed'); child.kill('SIGKILL'); await exited; }
-        else if (exit.code !== 0) problems.push(`atomdb exited with ${JSON.stringify(exit)} after SIGTERM (expected code 0)`);
-      }
-      closeSync(logFd);
-      const text = log();
-      const marker = SANITIZER_MARKERS.find((m) => text.includes(m));
-      if (marker) problems.push(`sanitizer report in atomdb's stderr (${marker})`);
-      if (problems.length) problems.push('--- atomdb stderr (tail) ---\n' + text.split('\n').slice(-80).join('\n'));
-      rmSync(dir, { recursive: true, force: true });
-      return problems;
-    },
-  };
-}
 
 function optionalModule(name, why) {
   try {

@@ -9,87 +9,18 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, openSync, readFileSync, closeSync } from 'node:fs';
-import { createServer, connect } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join, dirname, resolve } from 'node:path';
+import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { MongoClient, MongoServerError } from 'mongodb';
+import { startAtomdb, sleep, freePort, repo, atomdbBin } from './atomdb-server.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const repo = resolve(here, '..', '..', '..');
-const atomdbBin = process.env.ATOMDB_BIN || join(repo, 'build', 'atomdb');
-const SANITIZER_MARKERS = ['ERROR: AddressSanitizer', 'ERROR: LeakSanitizer', 'runtime error:'];
+import { MongoClient, MongoServerError } from 'mongodb';
+
 const STALE = 900000001; // StaleFencingToken
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-function freePort() {
-  return new Promise((res, rej) => {
-    const srv = createServer();
-    srv.on('error', rej);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => res(port));
-    });
-  });
-}
 
-function canConnect(port) {
-  return new Promise((res) => {
-    const s = connect({ host: '127.0.0.1', port }, () => { s.destroy(); res(true); });
-    s.on('error', () => res(false));
-  });
-}
 
-// Starts atomdb on a free port with its data in `dir` (a new temporary
-// directory when omitted). stop({ kill }) returns the problems found
-// (crash, non-zero exit, sanitizer report); kill: true sends SIGKILL.
-async function startAtomdb(dir = mkdtempSync(join(tmpdir(), 'atomdb-node-locks-'))) {
-  const logPath = join(dir, `atomdb-${Date.now()}.stderr`);
-  const logFd = openSync(logPath, 'a');
-  const port = await freePort();
-  const child = spawn(atomdbBin, [
-    '--bind', '127.0.0.1', '--port', String(port), '--dbpath', join(dir, 'data'),
-    '--replSet', 'rs0', '--advertise', `127.0.0.1:${port}`, '--log-level', 'debug',
-  ], { stdio: ['ignore', logFd, logFd] });
-  let exit = null;
-  const exited = new Promise((res) => child.on('exit', (code, signal) => { exit = { code, signal }; res(); }));
-  const log = () => readFileSync(logPath, 'utf8');
-  const deadline = Date.now() + 30000;
-  while (!(await canConnect(port))) {
-    if (exit) throw new Error(`atomdb exited during start-up (${JSON.stringify(exit)}):\n${log()}`);
-    if (Date.now() > deadline) throw new Error(`atomdb did not accept connections in 30s:\n${log()}`);
-    await sleep(50);
-  }
-  return {
-    port,
-    dir,
-    uri: `mongodb://127.0.0.1:${port}/?directConnection=true`,
-    async stop({ kill = false } = {}) {
-      const problems = [];
-      if (exit) problems.push(`atomdb exited on its own: ${JSON.stringify(exit)}`);
-      else {
-        child.kill(kill ? 'SIGKILL' : 'SIGTERM');
-        let timer;
-        const timedOut = await Promise.race([
-          exited.then(() => false),
-          new Promise((res) => { timer = setTimeout(() => res(true), 20000); }),
-        ]);
-        clearTimeout(timer);
-        if (timedOut) { problems.push('atomdb did not exit within 20s of SIGTERM'); child.kill('SIGKILL'); await exited; }
-        else if (!kill && exit.code !== 0) problems.push(`atomdb exited with ${JSON.stringify(exit)}`);
-      }
-      closeSync(logFd);
-      const text = log();
-      const marker = SANITIZER_MARKERS.find((m) => text.includes(m));
-      if (marker) problems.push(`sanitizer report in atomdb's stderr (${marker})`);
-      if (problems.length) problems.push('--- atomdb stderr (tail) ---\n' + text.split('\n').slice(-80).join('\n'));
-      return problems;
-    },
-    cleanup() { rmSync(dir, { recursive: true, force: true }); },
-  };
-}
 
 async function waitFor(pred, what, timeoutMs = 10000) {
   const deadline = Date.now() + timeoutMs;
@@ -131,7 +62,7 @@ let client;
 let db;
 
 before(async () => {
-  atomdb = await startAtomdb();
+  atomdb = await startAtomdb({ keep: true });
   client = new MongoClient(atomdb.uri, clientOpts);
   await client.connect();
   db = client.db('test');
@@ -358,7 +289,7 @@ describe('many processes', () => {
 describe('restarts', () => {
   for (const kill of [false, true]) {
     test(`tokens keep increasing across a restart (${kill ? 'kill -9' : 'clean stop'})`, async () => {
-      const s1 = await startAtomdb();
+      const s1 = await startAtomdb({ keep: true });
       let s2;
       try {
         let c = new MongoClient(s1.uri, clientOpts);
@@ -370,7 +301,7 @@ describe('restarts', () => {
         }
         await c.close();
         assert.deepEqual(await s1.stop({ kill }), [], 'the first server stopped as asked');
-        s2 = await startAtomdb(s1.dir);
+        s2 = await startAtomdb({ dir: s1.dir, keep: true });
         c = new MongoClient(s2.uri, clientOpts);
         const i = await info(c.db('test'), 'durable');
         assert.equal(i.held, false, 'a restart ends every lease');
