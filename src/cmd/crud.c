@@ -80,6 +80,18 @@ static void crud_resume_save(cmd_ctx_t *ctx, uint32_t index, crud_result_t *r)
     ctx->client->resume_free = crud_resume_free;
 }
 
+/* A statement found a document locked: keep where the batch stopped (outside
+ * a transaction), release the results and fail with `blocked` so the
+ * dispatcher parks the command. Returns false. */
+static bool crud_park_batch(cmd_ctx_t *ctx, uint32_t index, crud_result_t *r,
+                            const dberr_t *blocked, dberr_t *err)
+{
+    crud_resume_save(ctx, index, r);
+    crud_result_destroy(r);
+    *err = *blocked;
+    return false;
+}
+
 static void crud_add_error(crud_result_t *r, uint32_t index, const dberr_t *err)
 {
     char key[16];
@@ -274,12 +286,8 @@ bool cmd_insert(cmd_ctx_t *ctx, dberr_t *err)
                  view_insert(ctx->view, c, &prepared, &e))
             ok = true;
         bson_destroy(&prepared);
-        if (!ok && e.code == VIEW_BLOCKED_CODE) {
-            crud_resume_save(ctx, index, &r);
-            crud_result_destroy(&r);
-            *err = e;
-            return false;
-        }
+        if (!ok && e.code == VIEW_BLOCKED_CODE)
+            return crud_park_batch(ctx, index, &r, &e, err);
         if (ok) {
             r.n++;
         } else {
@@ -534,12 +542,8 @@ bool cmd_update(cmd_ctx_t *ctx, dberr_t *err)
         else
             ok = crud_parse_update_stmt(&stmt, &s, &e) &&
                  crud_update_one(ctx, ctx->view, c, index, &s, &r, &e);
-        if (!ok && e.code == VIEW_BLOCKED_CODE) {
-            crud_resume_save(ctx, index, &r);
-            crud_result_destroy(&r);
-            *err = e;
-            return false;
-        }
+        if (!ok && e.code == VIEW_BLOCKED_CODE)
+            return crud_park_batch(ctx, index, &r, &e, err);
         if (!ok) {
             crud_add_error(&r, index, &e);
             if (ordered)
@@ -652,12 +656,8 @@ bool cmd_delete(cmd_ctx_t *ctx, dberr_t *err)
             ok = true; /* nothing to delete in a collection that does not exist */
         else
             ok = crud_delete_one(ctx, ctx->view, c, coll, &stmt, &r, &e);
-        if (!ok && e.code == VIEW_BLOCKED_CODE) {
-            crud_resume_save(ctx, index, &r);
-            crud_result_destroy(&r);
-            *err = e;
-            return false;
-        }
+        if (!ok && e.code == VIEW_BLOCKED_CODE)
+            return crud_park_batch(ctx, index, &r, &e, err);
         if (!ok) {
             crud_add_error(&r, index, &e);
             if (ordered)
