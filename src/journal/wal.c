@@ -1,9 +1,12 @@
 /* wal: the write-ahead log writer. The loop thread appends records to a
- * buffer; once per loop iteration (a uv_check handle) the buffer goes to
- * the writer thread in one piece — group commit — which write()s it,
- * fdatasync()s it when asked (fsync mode, j:true) or every 100 ms, and
- * reports progress back through a uv_async handle. A failed write keeps
- * its bytes and is retried, in order, until it succeeds. */
+ * buffer; once per loop iteration (a uv_check handle) the buffer is
+ * written in one piece — group commit. In write mode the loop thread
+ * write()s it itself when the writer thread is idle, and releases the
+ * replies waiting for it at once; otherwise (fsync mode, a write already
+ * in flight, a failing disk) the buffer goes to the writer thread, which
+ * write()s it, fdatasync()s it when asked (fsync mode, j:true) or every
+ * 100 ms, and reports progress back through a uv_async handle. A failed
+ * write keeps its bytes and is retried, in order, until it succeeds. */
 #include "journal/journal-private.h"
 
 #include <errno.h>
@@ -49,14 +52,19 @@ typedef struct wal {
     bool failing;               /* the last attempt failed */
     char failure[256];
     bool stop;
+    bool writer_idle;           /* the writer sleeps with nothing to sync */
     int fault_point;            /* 0 none, 1 short write, 2 fsync error, 3 ENOSPC */
     int fault_times;
+
+    /* -- whoever holds io: the writer thread, or the loop thread's
+     * direct write (write mode) -- */
+    pthread_mutex_t io;
+    int fd;
+    uint64_t seg_offset;        /* bytes in the current segment */
 
     /* -- writer thread -- */
     pthread_t thread;
     char dir[4096];
-    int fd;
-    uint64_t seg_offset;        /* bytes in the current segment */
     buf_t retry;                /* bytes whose write failed, written first */
     uint64_t retry_last_lsn;
 } wal_t;
@@ -206,7 +214,9 @@ static void *wal_thread_main(void *arg)
         while (!wal.stop && wal.queue.len == 0 && wal.retry.len == 0 &&
                wal.sync_target <= wal.synced_lsn && wal.rotate_after == 0 &&
                !(wal.mode == JOURNAL_WRITE && wal.synced_lsn < wal.written_lsn)) {
+            wal.writer_idle = true;
             pthread_cond_wait(&wal.cond, &wal.mu);
+            wal.writer_idle = false;
         }
         if (wal.retry.len == 0 && wal.queue.len == 0 && wal.rotate_after == 0 &&
             wal.sync_target <= wal.synced_lsn && wal.mode == JOURNAL_WRITE &&
@@ -235,6 +245,7 @@ static void *wal_thread_main(void *arg)
         char why[256] = "";
         bool ok = true;
         bool rotated = false;
+        pthread_mutex_lock(&wal.io);
         /* earlier failed bytes go first, in order */
         if (wal.retry.len) {
             ok = wal_write_records(&wal.retry, rotate_after, &rotated, why, sizeof why);
@@ -255,6 +266,7 @@ static void *wal_thread_main(void *arg)
         local.len = 0;
         if (ok && rotate_after && !rotated && written >= rotate_after)
             ok = wal_open_segment(rotate_after + 1, why, sizeof why), rotated = ok;
+        pthread_mutex_unlock(&wal.io);
         uint64_t synced = 0;
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now);
@@ -316,10 +328,51 @@ static void wal_flush_pending(void)
     wal.pending.len = 0;
 }
 
+static void wal_release_waiters(void);
+
+/* Write mode: writes the iteration's records from the loop thread when
+ * nothing else is in flight, saving the hand-off to the writer thread and
+ * back (two wake-ups per batch). False when the writer must do it. */
+static bool wal_write_direct(void)
+{
+    if (wal.mode != JOURNAL_WRITE || pthread_mutex_trylock(&wal.io) != 0)
+        return false;
+    pthread_mutex_lock(&wal.mu);
+    bool clear = wal.queue.len == 0 && wal.retry.len == 0 && wal.rotate_after == 0 &&
+                 !wal.failing && wal.fault_times == 0 && !wal.stop;
+    pthread_mutex_unlock(&wal.mu);
+    char why[256];
+    bool ok = clear && wal_write_all(wal.pending.data, wal.pending.len, why, sizeof why);
+    pthread_mutex_unlock(&wal.io);
+    if (!ok)
+        return false; /* the writer retries the same bytes and reports */
+    uint64_t last = wal.next_lsn - 1;
+    pthread_mutex_lock(&wal.mu);
+    if (last > wal.written_lsn)
+        wal.written_lsn = last;
+    bool wake = wal.writer_idle; /* it schedules the background fdatasync */
+    if (wake)
+        pthread_cond_signal(&wal.cond);
+    pthread_mutex_unlock(&wal.mu);
+    wal.pending.len = 0;
+    wal.seen_written = last;
+    return true;
+}
+
 static void wal_on_check(uv_check_t *h)
 {
-    journal_seal(); /* changes made outside any command (TTL monitor) */
-    wal_flush_pending();
+    /* a released reply lets its connection run the next request, which
+     * may append again: write until nothing is left */
+    for (;;) {
+        journal_seal(); /* changes made outside any command (TTL monitor) */
+        if (wal.pending.len == 0)
+            return;
+        if (!wal_write_direct()) {
+            wal_flush_pending();
+            return;
+        }
+        wal_release_waiters();
+    }
 }
 
 static void wal_unlink(journal_waiter_t *w)
@@ -351,6 +404,13 @@ static void wal_on_async(uv_async_t *h)
         log_error("JOURNAL", "%s; writes are refused until the log can be written again", why);
     if (!wal.seen_failing && was_failing)
         log_info("JOURNAL", "the log is writable again");
+    wal_release_waiters();
+}
+
+/* Answers the waiters whose records are durable, or failed (loop thread). */
+static void wal_release_waiters(void)
+{
+    char why[256] = "";
     journal_waiter_t *w = wal.waiters;
     while (w) {
         journal_waiter_t *next = w->next;
@@ -359,6 +419,11 @@ static void wal_on_async(uv_async_t *h)
             wal_unlink(w);
             w->done(w, true, NULL);
         } else if (w->lsn <= wal.seen_failed_upto) {
+            if (!why[0]) {
+                pthread_mutex_lock(&wal.mu);
+                snprintf(why, sizeof why, "%s", wal.failure);
+                pthread_mutex_unlock(&wal.mu);
+            }
             wal_unlink(w);
             w->done(w, false, why);
         }
@@ -384,6 +449,7 @@ bool wal_start(uv_loop_t *loop, const char *dir, journal_mode_t mode, uint64_t n
     if (!wal_open_segment(next_lsn, why, sizeof why))
         return dberr_set(err, 42, "%s", why);
     pthread_mutex_init(&wal.mu, NULL);
+    pthread_mutex_init(&wal.io, NULL);
     pthread_cond_init(&wal.cond, NULL);
     uv_check_init(loop, &wal.check);
     uv_check_start(&wal.check, wal_on_check);
