@@ -192,7 +192,7 @@ bool cmd_acquire_lock(cmd_ctx_t *ctx, dberr_t *err)
 
 bool cmd_renew_lock(cmd_ctx_t *ctx, dberr_t *err)
 {
-    const char *name;
+    const char *name = NULL;
     int64_t token = 0, lease_ms = 0, expires;
     const uint8_t *lsid;
     uint32_t lsid_len;
@@ -210,7 +210,7 @@ bool cmd_renew_lock(cmd_ctx_t *ctx, dberr_t *err)
 
 bool cmd_release_lock(cmd_ctx_t *ctx, dberr_t *err)
 {
-    const char *name;
+    const char *name = NULL;
     int64_t token = 0;
     if (!locks_name(ctx, &name, err) ||
         !locks_int_arg(ctx, "token", true, 0, INT64_MAX, &token, err))
@@ -251,7 +251,7 @@ static void locks_append_info(bson_t *out, const lease_info_t *info)
 
 bool cmd_lock_info(cmd_ctx_t *ctx, dberr_t *err)
 {
-    const char *name;
+    const char *name = NULL;
     if (!locks_name(ctx, &name, err))
         return false;
     lease_info_t info;
