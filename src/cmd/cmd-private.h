@@ -12,6 +12,15 @@
 #include "cmd/server.h"
 #include "util/dberr.h"
 
+/* Top-level fields indexed once per request, so that the dozen lookups a
+ * command makes do not each walk the document (cmd_find). */
+#define CMD_FIELDS_MAX 24
+
+typedef struct cmd_field {
+    const char *key;
+    bson_iter_t it;
+} cmd_field_t;
+
 /* One request as a handler sees it. */
 typedef struct cmd_ctx {
     cmd_client_t *client;
@@ -29,7 +38,14 @@ typedef struct cmd_ctx {
     struct session *session; /* the lsid's session, or NULL */
     int64_t txn_number;   /* txnNumber, or -1 */
     bool in_txn;          /* part of a multi-document transaction */
+    bool indexed;         /* fields[] holds every top-level field of cmd */
+    uint8_t nfields;
+    cmd_field_t fields[CMD_FIELDS_MAX];
 } cmd_ctx_t;
+
+/* Indexes ctx->cmd's top-level fields for cmd_find (left unindexed, and
+ * searched directly, when it has more than CMD_FIELDS_MAX). */
+void cmd_ctx_index(cmd_ctx_t *ctx);
 
 /* A command handler: appends its reply fields, or fails with `err`. */
 typedef bool (*cmd_fn)(cmd_ctx_t *ctx, dberr_t *err);

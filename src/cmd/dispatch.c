@@ -102,7 +102,7 @@ void cmd_append_command_names(bson_t *commands)
 static const cmd_def_t *cmd_lookup(const char *name)
 {
     for (size_t i = 0; i < sizeof cmd_table / sizeof cmd_table[0]; i++)
-        if (strcmp(cmd_table[i].name, name) == 0)
+        if (cmd_table[i].name[0] == name[0] && strcmp(cmd_table[i].name, name) == 0)
             return &cmd_table[i];
     return NULL;
 }
@@ -220,6 +220,7 @@ cmd_status_t cmd_run(cmd_client_t *client, const wire_request_t *req, bson_t *re
         goto fail;
     }
     ctx.name = bson_iter_key(&ctx.arg);
+    cmd_ctx_index(&ctx);
     def = cmd_lookup(ctx.name);
     if (!def) {
         server.ops.command++;
@@ -313,9 +314,34 @@ bool cmd_iter_doc(const bson_iter_t *it, bson_t *out)
     return bson_init_static(out, data, len);
 }
 
+void cmd_ctx_index(cmd_ctx_t *ctx)
+{
+    bson_iter_t it;
+    ctx->indexed = false;
+    ctx->nfields = 0;
+    if (!bson_iter_init(&it, ctx->cmd))
+        return;
+    while (bson_iter_next(&it)) {
+        if (ctx->nfields == CMD_FIELDS_MAX)
+            return;
+        cmd_field_t *f = &ctx->fields[ctx->nfields++];
+        f->key = bson_iter_key(&it);
+        f->it = it;
+    }
+    ctx->indexed = true;
+}
+
 bool cmd_find(const cmd_ctx_t *ctx, const char *key, bson_iter_t *out)
 {
-    return bson_iter_init_find(out, ctx->cmd, key);
+    if (!ctx->indexed)
+        return bson_iter_init_find(out, ctx->cmd, key);
+    for (unsigned i = 0; i < ctx->nfields; i++) {
+        if (ctx->fields[i].key[0] == key[0] && strcmp(ctx->fields[i].key, key) == 0) {
+            *out = ctx->fields[i].it;
+            return true;
+        }
+    }
+    return false;
 }
 
 bool cmd_collection_name(const cmd_ctx_t *ctx, const char **out, dberr_t *err)

@@ -787,6 +787,7 @@ bool cmd_explain(cmd_ctx_t *ctx, dberr_t *err)
         return dberr_set(err, DBERR_TYPE_MISMATCH, "explain command requires a nested object");
     cmd_ctx_t sub = *ctx;
     sub.cmd = &inner;
+    cmd_ctx_index(&sub);
     if (!bson_iter_init(&sub.arg, &inner) || !bson_iter_next(&sub.arg))
         return dberr_set(err, DBERR_FAILED_TO_PARSE, "explain command requires a nested object");
     sub.name = bson_iter_key(&sub.arg);
