@@ -81,6 +81,15 @@ struct matcher {
     matcher_state_t *st;   /* sticky error */
 };
 
+/* A clear error state; not zeroed whole (a dberr_t is over a kilobyte). */
+static matcher_state_t *state_new(void)
+{
+    matcher_state_t *st = bson_malloc(sizeof *st);
+    st->has_error = false;
+    dberr_clear(&st->error);
+    return st;
+}
+
 /* -- nodes -- */
 
 static mnode_t *node_new(mkind_t kind, const char *path)
@@ -701,7 +710,7 @@ static mnode_t *parse_elem_match(const char *path, const bson_iter_t *it, int de
             goto cleanup;
         }
         n->sub = bson_malloc0(sizeof *n->sub);
-        n->sub->st = bson_malloc0(sizeof *n->sub->st);
+        n->sub->st = state_new();
         n->sub->root = node_new(MN_AND, NULL);
         if (!parse_filter(&sub, n->sub->root, depth + 1, false, err))
             goto cleanup;
@@ -1027,7 +1036,7 @@ matcher_t *matcher_new(const bson_t *filter, dberr_t *err)
 {
     matcher_t *m = bson_malloc0(sizeof *m);
     m->root = node_new(MN_AND, NULL);
-    m->st = bson_malloc0(sizeof *m->st);
+    m->st = state_new();
     if (filter && !parse_filter(filter, m->root, 0, true, err)) {
         matcher_destroy(m);
         return NULL;

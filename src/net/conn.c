@@ -256,7 +256,8 @@ static void conn_process(conn_t *c)
 {
     size_t off = 0;
     while (!c->closing && !c->has_pending) {
-        dberr_t err = {0};
+        dberr_t err;
+        dberr_clear(&err);
         int32_t len = 0;
         wire_frame_status_t fs = wire_frame_peek(c->in.data + off, c->in.len - off, &len, &err);
         if (fs == WIRE_FRAME_NEED_MORE)
