@@ -176,7 +176,9 @@ int cmd_session_prepare(cmd_ctx_t *ctx, dberr_t *err)
                          "session.",
                          (long long)ctx->txn_number, (long long)s->txn_number),
                CMD_SESSION_FAIL;
-    int found = session_retry_lookup(server.catalog, s->id, ctx->txn_number, ctx->reply, err);
+    int found = session_retry_recall(s, ctx->txn_number, ctx->reply)
+                    ? 1
+                    : session_retry_lookup(server.catalog, s->id, ctx->txn_number, ctx->reply, err);
     if (found < 0)
         return CMD_SESSION_FAIL;
     if (ctx->txn_number > s->txn_number) {
@@ -209,9 +211,14 @@ bool cmd_session_finish(cmd_ctx_t *ctx, bool ok, dberr_t *err)
             err->labels |= DBERR_LABEL_TRANSIENT_TXN;
     }
     if (ok && !ctx->in_txn && s && ctx->txn_number >= 0 && txncmds_retryable(ctx->name)) {
-        /* the outcome goes into the same log record as the write */
-        if (!session_retry_record(server.catalog, s->id, ctx->txn_number, ctx->reply, err))
+        if (journal_mode() != JOURNAL_NONE && !journal_pending()) {
+            /* it changed nothing: nothing to make durable */
+            session_retry_remember(s, ctx->txn_number, ctx->reply);
+        } else if (!session_retry_record(server.catalog, s->id, ctx->txn_number, ctx->reply,
+                                         err)) {
+            /* the outcome goes into the same log record as the write */
             return false;
+        }
     }
     return ok;
 }

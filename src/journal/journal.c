@@ -141,6 +141,11 @@ uint64_t journal_seal(void)
     return lsn;
 }
 
+bool journal_pending(void)
+{
+    return journal.open && journal.nops > 0;
+}
+
 bool journal_writable(dberr_t *err)
 {
     char why[256];

@@ -47,6 +47,9 @@ journal_mode_t journal_mode(void);
  * returns its LSN, or 0 when nothing changed (or the mode is none). */
 uint64_t journal_seal(void);
 
+/* True when the running command has changed something (ops not sealed). */
+bool journal_pending(void);
+
 /* False with LogWriteFailed (42) while the log cannot be written (disk
  * full, I/O error): writes are refused until it recovers. */
 bool journal_writable(dberr_t *err);

@@ -93,6 +93,8 @@ void session_begin_txn(session_t *s, int64_t number, int64_t now_ms)
 static void session_free(session_t *s)
 {
     session_abort_txn(s, NULL);
+    if (s->noop_reply)
+        bson_destroy(s->noop_reply);
     bson_free(s);
 }
 
@@ -197,6 +199,24 @@ int session_retry_lookup(catalog_t *cat, const uint8_t id[16], int64_t txn_numbe
     bson_init_static(&stored_reply, data, len);
     bson_concat(reply, &stored_reply);
     return 1;
+}
+
+void session_retry_remember(session_t *s, int64_t txn_number, const bson_t *reply)
+{
+    if (s->noop_reply)
+        bson_reinit(s->noop_reply);
+    else
+        s->noop_reply = bson_new();
+    bson_concat(s->noop_reply, reply);
+    s->noop_txn = txn_number;
+}
+
+bool session_retry_recall(const session_t *s, int64_t txn_number, bson_t *reply)
+{
+    if (!s->noop_reply || s->noop_txn != txn_number)
+        return false;
+    bson_concat(reply, s->noop_reply);
+    return true;
 }
 
 bool session_retry_record(catalog_t *cat, const uint8_t id[16], int64_t txn_number,

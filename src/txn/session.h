@@ -31,6 +31,8 @@ typedef struct session {
     session_txn_state_t state;   /* of transaction txn_number */
     txn_t *txn;                  /* while in progress */
     char abort_reason[200];      /* why it was aborted, when the server did it */
+    int64_t noop_txn;            /* the retryable write that changed nothing ... */
+    bson_t *noop_reply;          /* ... and its reply (memory only), or NULL */
 } session_t;
 
 /* Reads lsid.id from the `lsid` document. False with err when malformed. */
@@ -69,6 +71,17 @@ int session_retry_lookup(catalog_t *cat, const uint8_t id[16], int64_t txn_numbe
  * share one log record. */
 bool session_retry_record(catalog_t *cat, const uint8_t id[16], int64_t txn_number,
                           const bson_t *reply, dberr_t *err);
+
+/* Remembers, in memory only, `reply` as the outcome of retryable write
+ * `txn_number` that changed nothing: a retry in this process gets the
+ * same reply; one after a restart runs it again, which is harmless since
+ * the first run wrote nothing. Saves the durable record and the log write
+ * a sold-out flash sale would otherwise pay on every attempt. */
+void session_retry_remember(session_t *s, int64_t txn_number, const bson_t *reply);
+
+/* The remembered reply of no-op retryable write `txn_number` appended to
+ * `reply`; false when there is none. */
+bool session_retry_recall(const session_t *s, int64_t txn_number, bson_t *reply);
 
 /* Calls `fn` for every live session. */
 void session_foreach(void (*fn)(const session_t *s, void *ctx), void *ctx);

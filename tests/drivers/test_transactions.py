@@ -486,6 +486,28 @@ def test_a_retried_write_is_applied_once_and_gets_the_same_reply(atomdb, client,
         "a txnNumber older than the session's latest gets TransactionTooOld (%r)" % old
 
 
+def test_a_retried_no_op_write_gets_its_original_reply(atomdb, client):
+    """A retryable write that changed nothing (a sold-out sale) is remembered
+    in memory, not logged; its retry must still get the first reply, even
+    when running it again would now succeed."""
+    client.test.r.insert_one({"_id": 1, "stock": 0})
+    lsid = new_lsid()
+    buy = lambda: SON([("update", "r"), ("updates", [
+        {"q": {"_id": 1, "stock": {"$gte": 1}}, "u": {"$inc": {"stock": -1}}}])])
+    first = raw(atomdb, retryable(lsid, 1, buy()))
+    assert first["ok"] == 1.0 and first["n"] == 0, "sold out: nothing bought (%r)" % first
+    client.test.r.update_one({"_id": 1}, {"$set": {"stock": 1}})
+    again = raw(atomdb, retryable(lsid, 1, buy()))
+    assert comparable(again) == comparable(first), \
+        "the retry gets the original no-op reply (%r vs %r)" % (again, first)
+    assert client.test.r.find_one({"_id": 1})["stock"] == 1, "the retry bought nothing"
+    second = raw(atomdb, retryable(lsid, 2, buy()))
+    assert second["ok"] == 1.0 and second["n"] == 1, "a new txnNumber buys (%r)" % second
+    assert client.test.r.find_one({"_id": 1})["stock"] == 0
+    old = raw(atomdb, retryable(lsid, 1, buy()))
+    assert old.get("code") == TRANSACTION_TOO_OLD, "the no-op is now too old (%r)" % old
+
+
 def _restart(old, kill):
     """Stops `old` (SIGKILL when `kill`) and starts a server on its dbpath."""
     if kill:
