@@ -1,12 +1,13 @@
 /* wal: the write-ahead log writer. The loop thread appends records to a
  * buffer; once per loop iteration (a uv_check handle) the buffer is
- * written in one piece — group commit. In write mode the loop thread
- * write()s it itself when the writer thread is idle, and releases the
- * replies waiting for it at once; otherwise (fsync mode, a write already
- * in flight, a failing disk) the buffer goes to the writer thread, which
- * write()s it, fdatasync()s it when asked (fsync mode, j:true) or every
- * 100 ms, and reports progress back through a uv_async handle. A failed
- * write keeps its bytes and is retried, in order, until it succeeds. */
+ * written in one piece — group commit. When nothing else is in flight the
+ * loop thread write()s it itself (and in fsync mode fdatasync()s it) and
+ * releases the replies waiting for it at once; otherwise (a batch still in
+ * flight, a failing disk, a rotation, an injected fault) the buffer goes to
+ * the writer thread, which write()s it, fdatasync()s it when asked (fsync
+ * mode, j:true) or every 100 ms in write mode, and reports progress back
+ * through a uv_async handle. A failed write keeps its bytes and is
+ * retried, in order, until it succeeds. */
 #include "journal/journal-private.h"
 
 #include <errno.h>
@@ -31,6 +32,7 @@ typedef struct wal {
     uv_async_t async;
     journal_mode_t mode;
     buf_t pending;              /* records appended this iteration */
+    uint64_t pending_first;     /* LSN of the first of them */
     uint64_t next_lsn;          /* LSN of the next record */
     uint64_t growth;            /* bytes since wal_reset_growth */
     journal_waiter_t *waiters;  /* replies waiting for durability */
@@ -330,12 +332,15 @@ static void wal_flush_pending(void)
 
 static void wal_release_waiters(void);
 
-/* Write mode: writes the iteration's records from the loop thread when
- * nothing else is in flight, saving the hand-off to the writer thread and
- * back (two wake-ups per batch). False when the writer must do it. */
+/* Writes the iteration's records from the loop thread when nothing else
+ * is in flight — and in fsync mode fdatasync()s them there too, as Redis's
+ * appendfsync always does — saving the hand-off to the writer thread and
+ * back. The requests that arrive meanwhile wait in their sockets and make
+ * the next batch, so one fdatasync covers every client that was waiting.
+ * False when the writer thread must do it. */
 static bool wal_write_direct(void)
 {
-    if (wal.mode != JOURNAL_WRITE || pthread_mutex_trylock(&wal.io) != 0)
+    if (pthread_mutex_trylock(&wal.io) != 0)
         return false;
     pthread_mutex_lock(&wal.mu);
     bool clear = wal.queue.len == 0 && wal.retry.len == 0 && wal.rotate_after == 0 &&
@@ -343,6 +348,7 @@ static bool wal_write_direct(void)
     pthread_mutex_unlock(&wal.mu);
     char why[256];
     bool ok = clear && wal_write_all(wal.pending.data, wal.pending.len, why, sizeof why);
+    bool synced = ok && wal.mode == JOURNAL_FSYNC && wal_sync(why, sizeof why);
     pthread_mutex_unlock(&wal.io);
     if (!ok)
         return false; /* the writer retries the same bytes and reports */
@@ -350,12 +356,22 @@ static bool wal_write_direct(void)
     pthread_mutex_lock(&wal.mu);
     if (last > wal.written_lsn)
         wal.written_lsn = last;
-    bool wake = wal.writer_idle; /* it schedules the background fdatasync */
+    if (synced && last > wal.synced_lsn)
+        wal.synced_lsn = last;
+    if (wal.sync_target <= wal.synced_lsn)
+        wal.sync_target = 0;
+    /* write mode: the writer schedules the background fdatasync; fsync
+     * mode after a failed fdatasync: it retries and reports */
+    bool wake = wal.mode == JOURNAL_FSYNC ? !synced : wal.writer_idle;
+    if (!synced && wal.mode == JOURNAL_FSYNC && wal.sync_target < last)
+        wal.sync_target = last;
     if (wake)
         pthread_cond_signal(&wal.cond);
     pthread_mutex_unlock(&wal.mu);
     wal.pending.len = 0;
     wal.seen_written = last;
+    if (synced)
+        wal.seen_synced = last;
     return true;
 }
 
@@ -491,6 +507,8 @@ void wal_stop(void)
 uint64_t wal_append(const bson_t *payload)
 {
     uint64_t lsn = wal.next_lsn++;
+    if (wal.pending.len == 0)
+        wal.pending_first = lsn;
     uint8_t lsnle[8];
     wal_le64(lsnle, lsn);
     size_t start = wal.pending.len;
@@ -542,7 +560,10 @@ void wal_wait(journal_waiter_t *w)
         pthread_mutex_lock(&wal.mu);
         if (w->lsn > wal.sync_target)
             wal.sync_target = w->lsn;
-        pthread_cond_signal(&wal.cond);
+        /* fsync mode: this iteration's check writes and syncs, or hands
+         * the batch over (which wakes the writer) */
+        if (wal.mode != JOURNAL_FSYNC || wal.pending.len == 0 || w->lsn < wal.pending_first)
+            pthread_cond_signal(&wal.cond);
         pthread_mutex_unlock(&wal.mu);
     }
     w->prev = NULL;
