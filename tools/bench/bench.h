@@ -201,6 +201,8 @@ struct driver {
 };
 
 extern const driver_t drv_mongo;
+/* libmongoc reads through mongo_stream.c's blocking stream (default true). */
+extern bool drv_mongo_blocking_stream;
 extern const driver_t drv_redis;
 extern const driver_t drv_pg;
 

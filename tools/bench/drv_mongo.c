@@ -2,6 +2,7 @@
  * documents as in the seeds (favCount-style counter, item stock, a seat map
  * "seats.r01c01": "N" | "Y:<owner>", agents' clientCount, play counts). */
 #include "bench.h"
+#include "mongo_stream.h"
 
 #include <mongoc/mongoc.h>
 #include <stdio.h>
@@ -94,6 +95,8 @@ static bool mongo_opts_session(mconn_t *m, bson_t *opts, char *err)
     return true;
 }
 
+bool drv_mongo_blocking_stream = true;
+
 static void *mongo_connect(const engine_t *eng, const char *durability, char *err)
 {
     char uri[200];
@@ -109,6 +112,8 @@ static void *mongo_connect(const engine_t *eng, const char *durability, char *er
         return NULL;
     }
     mongoc_client_set_error_api(m->client, MONGOC_ERROR_API_VERSION_2);
+    if (drv_mongo_blocking_stream)
+        mongoc_client_set_stream_initiator(m->client, mongo_stream_initiator, NULL);
     for (int s = 0; s < SCEN_COUNT; s++)
         m->coll[s] = mongoc_client_get_collection(m->client, MONGO_DB, mongo_colls[s]);
     bson_t ping = BSON_INITIALIZER;

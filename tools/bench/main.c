@@ -60,6 +60,9 @@ static void main_usage(FILE *f)
             "  --strategies LIST     naive,in_process_mutex,atomic,conditional,version_cas,\n"
             "                        pessimistic,lease_lock\n"
             "  --atomdb PATH         server binary (default: the build dir's atomdb)\n"
+            "  --mongoc-stream KIND  blocking (default: one blocking recv per reply, as hiredis\n"
+            "                        and libpq read) or default (libmongoc's own non-blocking\n"
+            "                        socket: recv, EAGAIN, poll, recv, recv per reply)\n"
             "  --json PATH           write the rows as a JSON array\n"
             "  --svg PATH            write a chart of ops/s against clients\n"
             "  --keep                keep the engines' temporary directories\n"
@@ -200,6 +203,12 @@ static bool main_parse(int argc, char **argv, opts_t *o)
                 return false;
         } else if (!strcmp(a, "--atomdb")) {
             snprintf(o->atomdb, sizeof o->atomdb, "%s", v);
+        } else if (!strcmp(a, "--mongoc-stream")) {
+            if (strcmp(v, "blocking") && strcmp(v, "default")) {
+                fprintf(stderr, "atomdb-bench: --mongoc-stream is blocking or default\n");
+                return false;
+            }
+            drv_mongo_blocking_stream = !strcmp(v, "blocking");
         } else if (!strcmp(a, "--json")) {
             o->json = v;
         } else if (!strcmp(a, "--svg")) {
