@@ -12,6 +12,7 @@
 #include <uv.h>
 
 #include "cmd/cmd-private.h"
+#include "cmd/plancache.h"
 #include "cmd/server.h"
 #include "journal/journal.h"
 #include "lease/lease.h"
@@ -307,6 +308,7 @@ int main(int argc, char **argv)
     uv_loop_close(server.loop);
     lease_destroy();
     cursors_destroy(server.cursors);
+    plancache_clear();
     catalog_destroy(server.catalog);
     bson_destroy(&cfg->argv);
     bson_destroy(&cfg->parsed);

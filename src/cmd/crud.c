@@ -3,6 +3,7 @@
  * a conditional update is a compare-and-set and $inc never loses an
  * increment; per-statement failures become writeErrors as in mongod. */
 #include "cmd/cmd-private.h"
+#include "cmd/plancache.h"
 #include "cmd/view.h"
 
 #include <string.h>
@@ -456,13 +457,15 @@ static bool crud_update_one(const cmd_ctx_t *ctx, view_t *view, collection_t *c,
     sortspec_t *sort = NULL;
     recvec_t recs;
     bool ok = false;
+    bson_iter_t let;
+    bool cacheable = !s->has_array_filters && !cmd_find(ctx, "let", &let);
     recvec_init(&recs);
-    m = cmd_matcher_new(ctx, &s->q, err);
-    if (!m)
+    m = cacheable ? plancache_take_matcher(&s->q) : NULL;
+    if (!m && !(m = cmd_matcher_new(ctx, &s->q, err)))
         goto cleanup;
-    u = updater_new_let(&s->u, s->has_array_filters ? &s->array_filters : NULL, crud_let(ctx),
-                        err);
-    if (!u)
+    u = cacheable ? plancache_take_updater(&s->u) : NULL;
+    if (!u && !(u = updater_new_let(&s->u, s->has_array_filters ? &s->array_filters : NULL,
+                                    crud_let(ctx), err)))
         goto cleanup;
     if (s->multi && updater_kind(u) == UPDATER_REPLACEMENT) {
         dberr_set(err, DBERR_FAILED_TO_PARSE, "multi update is not supported for "
@@ -509,8 +512,13 @@ static bool crud_update_one(const cmd_ctx_t *ctx, view_t *view, collection_t *c,
     ok = true;
 cleanup:
     recvec_destroy(&recs);
-    matcher_destroy(m);
-    updater_destroy(u);
+    if (cacheable) {
+        plancache_put_matcher(&s->q, m);
+        plancache_put_updater(&s->u, u);
+    } else {
+        matcher_destroy(m);
+        updater_destroy(u);
+    }
     sortspec_destroy(sort);
     return ok;
 }
@@ -771,16 +779,22 @@ bool cmd_find_and_modify(cmd_ctx_t *ctx, dberr_t *err)
     recvec_t recs;
     bson_t new_doc = BSON_INITIALIZER;
     bool ok = false;
+    bool cacheable = false;
     recvec_init(&recs);
     if (!crud_parse_fam(ctx, &f, err) || !crud_collection(ctx, &c, err))
         goto cleanup;
-    if (!(m = cmd_matcher_new(ctx, &f.query, err)))
+    bson_iter_t let;
+    cacheable = !f.has_array_filters && !cmd_find(ctx, "let", &let);
+    m = cacheable ? plancache_take_matcher(&f.query) : NULL;
+    if (!m && !(m = cmd_matcher_new(ctx, &f.query, err)))
         goto cleanup;
     if (f.has_sort && !(sort = sortspec_new(&f.sort, err)))
         goto cleanup;
     if (f.has_fields && !bson_empty(&f.fields) && !(p = projection_new(&f.fields, err)))
         goto cleanup;
-    if (f.has_update &&
+    if (f.has_update && cacheable)
+        u = plancache_take_updater(&f.update);
+    if (f.has_update && !u &&
         !(u = updater_new_let(&f.update, f.has_array_filters ? &f.array_filters : NULL,
                               crud_let(ctx), err)))
         goto cleanup;
@@ -842,9 +856,15 @@ bool cmd_find_and_modify(cmd_ctx_t *ctx, dberr_t *err)
 cleanup:
     bson_destroy(&new_doc);
     recvec_destroy(&recs);
-    matcher_destroy(m);
+    if (cacheable) {
+        plancache_put_matcher(&f.query, m);
+        if (u)
+            plancache_put_updater(&f.update, u);
+    } else {
+        matcher_destroy(m);
+        updater_destroy(u);
+    }
     sortspec_destroy(sort);
-    updater_destroy(u);
     projection_destroy(p);
     return ok;
 }

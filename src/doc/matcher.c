@@ -1032,6 +1032,11 @@ static void matcher_validate(matcher_t *m)
         matcher_note_error(m, &err);
 }
 
+bool matcher_has_expr(const matcher_t *m)
+{
+    return m->has_expr;
+}
+
 matcher_t *matcher_new(const bson_t *filter, dberr_t *err)
 {
     matcher_t *m = bson_malloc0(sizeof *m);

@@ -50,6 +50,10 @@ bool matcher_matches(const matcher_t *m, const bson_t *doc, int *array_pos);
  * Call it after scanning and fail the command with `err`. */
 bool matcher_take_error(matcher_t *m, dberr_t *err);
 
+/* True when the filter holds $expr (its result may depend on let
+ * variables and $$NOW, so a compiled copy must not be reused). */
+bool matcher_has_expr(const matcher_t *m);
+
 /* True when the filter is empty (matches everything). */
 bool matcher_is_empty(const matcher_t *m);
 

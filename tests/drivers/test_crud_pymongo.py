@@ -1024,3 +1024,48 @@ def test_w0_writes_are_applied_without_reply(atomdb_module, coll):
         assert c1.admin.command("ping")["ok"] == 1, "the connection is still in sync"
     finally:
         c1.close()
+
+
+# --- compiled statements reused between requests (src/cmd/plancache.c) -------------
+
+def test_a_repeated_update_compiles_the_same_on_every_document(coll):
+    """The same filter and update bytes are served from the plan cache after
+    the first request; each request must still behave as if compiled anew."""
+    coll.insert_many([{"_id": 1, "n": 0}, {"_id": 2, "n": "text"}, {"_id": 3, "n": 5}])
+    for _ in range(20):
+        coll.update_one({"_id": 1}, {"$inc": {"n": 1}})
+    assert coll.find_one({"_id": 1})["n"] == 20
+    with pytest.raises(WriteError) as e:
+        coll.update_one({"_id": 2}, {"$inc": {"n": 1}})
+    assert e.value.code == 14, "a type error on one document (%r)" % e.value.details
+    coll.update_one({"_id": 3}, {"$inc": {"n": 1}})
+    assert coll.find_one({"_id": 3})["n"] == 6, "the error did not stick to the cached update"
+
+
+def test_a_cached_update_evaluates_current_date_per_request(coll):
+    coll.insert_many([{"_id": 1}, {"_id": 2}])
+    coll.update_one({"_id": 1}, {"$currentDate": {"at": True}})
+    time.sleep(0.02)
+    coll.update_one({"_id": 1}, {"$currentDate": {"at": True}})
+    first = coll.find_one({"_id": 1})["at"]
+    time.sleep(0.02)
+    coll.update_one({"_id": 1}, {"$currentDate": {"at": True}})
+    assert coll.find_one({"_id": 1})["at"] > first, "each run takes the time anew"
+
+
+def test_filters_with_let_variables_are_not_reused_across_values(coll, db):
+    coll.insert_many([{"_id": 1, "k": 1, "hit": 0}, {"_id": 2, "k": 2, "hit": 0}])
+    for v in (1, 2, 2):
+        db.command(SON([("update", coll.name), ("updates", [
+            {"q": {"$expr": {"$eq": ["$k", "$$v"]}}, "u": {"$inc": {"hit": 1}}}]),
+            ("let", {"v": v})]))
+    assert [d["hit"] for d in coll.find().sort("_id", 1)] == [1, 2], \
+        "each request matched with its own let value"
+
+
+def test_find_and_modify_reuses_nothing_between_different_filters(coll):
+    coll.insert_many([{"_id": i, "n": 0} for i in range(5)])
+    for i in range(5):
+        for _ in range(i + 1):
+            coll.find_one_and_update({"_id": i}, {"$inc": {"n": 1}})
+    assert [d["n"] for d in coll.find().sort("_id", 1)] == [1, 2, 3, 4, 5]
