@@ -68,6 +68,9 @@ static uint64_t journal_now_ms(void)
 
 /* ---- the change observer ---- */
 
+/* Updated documents up to this size are logged whole ("r"), not diffed. */
+#define JOURNAL_WHOLE_DOC_MAX 128
+
 static bson_t *journal_op_begin(bson_t *op, const char *kind, const char *db, const char *coll)
 {
     char key[16];
@@ -100,7 +103,9 @@ static void journal_on_update(const char *db, const char *coll, const bson_t *ol
                               const bson_t *new_doc, void *ctx)
 {
     bson_t op, diff = BSON_INITIALIZER;
-    if (docdiff_compute(old_doc, new_doc, &diff)) {
+    /* a small document costs no more logged whole than as a diff, and
+     * computing the diff is the dearer part */
+    if (new_doc->len > JOURNAL_WHOLE_DOC_MAX && docdiff_compute(old_doc, new_doc, &diff)) {
         journal_op_begin(&op, "u", db, coll);
         journal_append_id(&op, new_doc);
         BSON_APPEND_DOCUMENT(&op, "diff", &diff);

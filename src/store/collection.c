@@ -329,6 +329,39 @@ static bool collection_same_keys(const index_keys_t *a, const index_keys_t *b)
     return true;
 }
 
+/* The common case of collection_replace: only the _id index, and the new
+ * document's _id has the same key: one lookup repoints the entry, no key
+ * sets to build or unique check to make. False (nothing done) otherwise. */
+static bool collection_replace_id_only(collection_t *c, record_t *old, const bson_t *old_doc,
+                                       const bson_value_t *id, const bson_t *doc)
+{
+    bson_value_t new_id;
+    if (!collection_doc_id(doc, &new_id))
+        return false;
+    buf_t key, new_key;
+    buf_init(&key);
+    buf_init(&new_key);
+    keystring_append(&key, id, false);
+    keystring_append(&new_key, &new_id, false);
+    bool same = key.len == new_key.len && memcmp(key.data, new_key.data, key.len) == 0;
+    omap_node_t *n = same ? omap_find(c->indexes[0]->map, key.data, key.len) : NULL;
+    buf_destroy(&key);
+    buf_destroy(&new_key);
+    if (!n)
+        return false;
+    record_t *r = record_new(doc);
+    mvcc_stamp(r);
+    mvcc_replaced(r, old);
+    omap_node_set_value(n, r);
+    c->data_size += doc->len;
+    c->data_size -= old->len;
+    const store_observer_t *obs = c->quiet ? NULL : store_observer_get();
+    if (obs && obs->update)
+        obs->update(c->db, c->name, old_doc, doc, obs->ctx);
+    record_unref(old); /* the collection's reference */
+    return true;
+}
+
 bool collection_replace(collection_t *c, record_t *old, const bson_t *doc, dberr_t *err)
 {
     bson_t old_doc;
@@ -338,6 +371,8 @@ bool collection_replace(collection_t *c, record_t *old, const bson_t *doc, dberr
     record_view(old, &old_doc);
     if (!collection_doc_id(&old_doc, &id))
         return dberr_set(err, DBERR_INTERNAL_ERROR, "stored document has no _id");
+    if (c->nindexes == 1 && collection_replace_id_only(c, old, &old_doc, &id, doc))
+        return true;
     if (!collection_keys_of(c, &old_doc, &old_keys, err) ||
         !collection_keys_of(c, doc, &new_keys, err))
         goto cleanup;
