@@ -201,7 +201,8 @@ struct driver {
 };
 
 extern const driver_t drv_mongo;
-/* libmongoc reads through mongo_stream.c's blocking stream (default true). */
+/* libmongoc reads through mongo_stream.c's blocking stream (--mongoc-stream
+ * blocking; default false: libmongoc as shipped). */
 extern bool drv_mongo_blocking_stream;
 extern const driver_t drv_redis;
 extern const driver_t drv_pg;

@@ -95,7 +95,7 @@ static bool mongo_opts_session(mconn_t *m, bson_t *opts, char *err)
     return true;
 }
 
-bool drv_mongo_blocking_stream = true;
+bool drv_mongo_blocking_stream = false;
 
 static void *mongo_connect(const engine_t *eng, const char *durability, char *err)
 {

@@ -3,12 +3,10 @@
  *
  * libmongoc's own socket stream is non-blocking: every reply costs a
  * recv() that fails with EAGAIN, a poll() that sleeps, then one recv() for
- * the 4-byte length and one for the rest — four system calls where hiredis
- * and libpq make one blocking read into a buffer. On a 2-core machine where
- * clients and server share the CPUs those calls are throughput taken from
- * the server. This stream reads like hiredis: one blocking recv() into a
- * 64 KiB buffer serves the header and the body. It changes nothing the
- * server sees; `--mongoc-stream default` measures libmongoc as shipped. */
+ * the 4-byte length and one for the rest. This stream reads like hiredis:
+ * one blocking recv() into a 64 KiB buffer serves the header and the body.
+ * It changes nothing the server sees; it lets the bench show how much of
+ * libmongoc's client cost is its transport (docs/benchmarks.md). */
 #include "mongo_stream.h"
 
 #include <errno.h>
