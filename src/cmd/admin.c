@@ -169,7 +169,7 @@ bool cmd_get_log(cmd_ctx_t *ctx, dberr_t *err)
     if (!BSON_ITER_HOLDS_UTF8(&ctx->arg))
         return dberr_set(err, DBERR_TYPE_MISMATCH, "Argument to getLog must be of type String; "
                                                    "found %s",
-                         cmd_type_name(bson_iter_type(&ctx->arg)));
+                         shellfmt_type_name(bson_iter_type(&ctx->arg)));
     const char *which = bson_iter_utf8(&ctx->arg, NULL);
     bson_t arr;
     if (strcmp(which, "*") == 0) {

@@ -11,6 +11,7 @@
 #include "cmd/cmd.h"
 #include "cmd/server.h"
 #include "util/dberr.h"
+#include "util/shellfmt.h"
 
 /* Top-level fields indexed once per request, so that the dozen lookups a
  * command makes do not each walk the document (cmd_find). */
@@ -75,8 +76,6 @@ struct matcher *cmd_matcher_new(const cmd_ctx_t *ctx, const bson_t *filter, dber
 /* Appends the array index key for `i` ("0", "1", ...) and returns it. */
 const char *cmd_index_key(uint32_t i, char *buf, size_t size);
 
-/* The name MongoDB gives a BSON type in messages ("string", "int", ...). */
-const char *cmd_type_name(bson_type_t t);
 
 struct recvec;
 struct projection;

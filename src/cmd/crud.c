@@ -176,7 +176,7 @@ static bool crud_batch(cmd_ctx_t *ctx, const char *key, bson_iter_t *items, bool
     if (!BSON_ITER_HOLDS_ARRAY(&it))
         return dberr_set(err, DBERR_TYPE_MISMATCH,
                          "BSON field '%s.%s' is the wrong type '%s', expected type 'array'",
-                         ctx->name, key, cmd_type_name(bson_iter_type(&it)));
+                         ctx->name, key, shellfmt_type_name(bson_iter_type(&it)));
     bson_t arr;
     cmd_iter_doc(&it, &arr);
     uint32_t n = bson_count_keys(&arr);
@@ -406,7 +406,7 @@ static bool crud_parse_update_stmt(const bson_t *stmt, crud_update_stmt_t *s, db
                 return dberr_set(err, DBERR_TYPE_MISMATCH,
                                  "BSON field 'update.updates.q' is the wrong type '%s', expected "
                                  "type 'object'",
-                                 cmd_type_name(bson_iter_type(&it)));
+                                 shellfmt_type_name(bson_iter_type(&it)));
             has_q = true;
         } else if (strcmp(k, "u") == 0) {
             if (!BSON_ITER_HOLDS_DOCUMENT(&it) && !BSON_ITER_HOLDS_ARRAY(&it))
@@ -581,14 +581,14 @@ static bool crud_delete_one(const cmd_ctx_t *ctx, view_t *view, collection_t *c,
                 return dberr_set(err, DBERR_TYPE_MISMATCH,
                                  "BSON field 'delete.deletes.q' is the wrong type '%s', expected "
                                  "type 'object'",
-                                 cmd_type_name(bson_iter_type(&it)));
+                                 shellfmt_type_name(bson_iter_type(&it)));
             has_q = true;
         } else if (strcmp(k, "limit") == 0) {
             if (!BSON_ITER_HOLDS_NUMBER(&it))
                 return dberr_set(err, DBERR_TYPE_MISMATCH,
                                  "BSON field 'delete.deletes.limit' is the wrong type '%s', "
                                  "expected types '[long, int, decimal, double]'",
-                                 cmd_type_name(bson_iter_type(&it)));
+                                 shellfmt_type_name(bson_iter_type(&it)));
             limit = bson_iter_as_int64(&it);
             has_limit = true;
         } else if (strcmp(k, "hint") == 0) {

@@ -425,7 +425,7 @@ bool cmd_create_indexes(cmd_ctx_t *ctx, dberr_t *err)
         return dberr_set(err, DBERR_TYPE_MISMATCH,
                          "BSON field 'createIndexes.indexes' is the wrong type '%s', expected "
                          "type 'array'",
-                         cmd_type_name(bson_iter_type(&it)));
+                         shellfmt_type_name(bson_iter_type(&it)));
     bool existed = catalog_get(server.catalog, ctx->db, coll) != NULL;
     collection_t *c = NULL;
     if (!existed && ctx->view->txn) {
@@ -525,7 +525,7 @@ bool cmd_drop_indexes(cmd_ctx_t *ctx, dberr_t *err)
     } else {
         return dberr_set(err, DBERR_TYPE_MISMATCH,
                          "BSON field 'dropIndexes.index' is the wrong type '%s'",
-                         cmd_type_name(bson_iter_type(&it)));
+                         shellfmt_type_name(bson_iter_type(&it)));
     }
     BSON_APPEND_INT32(ctx->reply, "nIndexesWas", was);
     return true;

@@ -10,6 +10,7 @@
 #include "journal/journal.h"
 #include "txn/txn.h"
 #include "util/log.h"
+#include "util/shellfmt.h"
 
 /* Counts toward opcounters.query etc. instead of .command. */
 typedef enum cmd_counter {
@@ -348,7 +349,7 @@ bool cmd_collection_name(const cmd_ctx_t *ctx, const char **out, dberr_t *err)
 {
     if (!BSON_ITER_HOLDS_UTF8(&ctx->arg))
         return dberr_set(err, DBERR_INVALID_NAMESPACE, "collection name has invalid type %s",
-                         cmd_type_name(bson_iter_type(&ctx->arg)));
+                         shellfmt_type_name(bson_iter_type(&ctx->arg)));
     uint32_t len;
     *out = bson_iter_utf8(&ctx->arg, &len);
     if (strlen(*out) != len)
@@ -356,32 +357,6 @@ bool cmd_collection_name(const cmd_ctx_t *ctx, const char **out, dberr_t *err)
                          "Invalid collection name: collection names must not contain null "
                          "characters");
     return true;
-}
-
-const char *cmd_type_name(bson_type_t t)
-{
-    switch (t) {
-    case BSON_TYPE_DOUBLE: return "double";
-    case BSON_TYPE_UTF8: return "string";
-    case BSON_TYPE_DOCUMENT: return "object";
-    case BSON_TYPE_ARRAY: return "array";
-    case BSON_TYPE_BINARY: return "binData";
-    case BSON_TYPE_UNDEFINED: return "undefined";
-    case BSON_TYPE_OID: return "objectId";
-    case BSON_TYPE_BOOL: return "bool";
-    case BSON_TYPE_DATE_TIME: return "date";
-    case BSON_TYPE_NULL: return "null";
-    case BSON_TYPE_REGEX: return "regex";
-    case BSON_TYPE_CODE: return "javascript";
-    case BSON_TYPE_SYMBOL: return "symbol";
-    case BSON_TYPE_INT32: return "int";
-    case BSON_TYPE_TIMESTAMP: return "timestamp";
-    case BSON_TYPE_INT64: return "long";
-    case BSON_TYPE_DECIMAL128: return "decimal";
-    case BSON_TYPE_MINKEY: return "minKey";
-    case BSON_TYPE_MAXKEY: return "maxKey";
-    default: return "unknown";
-    }
 }
 
 bool cmd_opt_int64(const cmd_ctx_t *ctx, const char *key, int64_t *out, dberr_t *err)
@@ -393,7 +368,7 @@ bool cmd_opt_int64(const cmd_ctx_t *ctx, const char *key, int64_t *out, dberr_t 
         return dberr_set(err, DBERR_TYPE_MISMATCH,
                          "BSON field '%s.%s' is the wrong type '%s', expected types '[long, int, "
                          "decimal, double]'",
-                         ctx->name, key, cmd_type_name(bson_iter_type(&it)));
+                         ctx->name, key, shellfmt_type_name(bson_iter_type(&it)));
     *out = bson_iter_as_int64(&it);
     return true;
 }
@@ -407,7 +382,7 @@ bool cmd_opt_bool(const cmd_ctx_t *ctx, const char *key, bool *out, dberr_t *err
         return dberr_set(err, DBERR_TYPE_MISMATCH,
                          "BSON field '%s.%s' is the wrong type '%s', expected types '[bool, long, "
                          "int, decimal, double]'",
-                         ctx->name, key, cmd_type_name(bson_iter_type(&it)));
+                         ctx->name, key, shellfmt_type_name(bson_iter_type(&it)));
     *out = bson_iter_as_bool(&it);
     return true;
 }
@@ -421,7 +396,7 @@ bool cmd_opt_doc(const cmd_ctx_t *ctx, const char *key, bson_t *out, bool *prese
     if (!BSON_ITER_HOLDS_DOCUMENT(&it))
         return dberr_set(err, DBERR_TYPE_MISMATCH,
                          "BSON field '%s.%s' is the wrong type '%s', expected type 'object'",
-                         ctx->name, key, cmd_type_name(bson_iter_type(&it)));
+                         ctx->name, key, shellfmt_type_name(bson_iter_type(&it)));
     *present = cmd_iter_doc(&it, out);
     return true;
 }

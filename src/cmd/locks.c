@@ -20,7 +20,7 @@ static bool locks_name(const cmd_ctx_t *ctx, const char **out, dberr_t *err)
     if (!BSON_ITER_HOLDS_UTF8(&ctx->arg))
         return dberr_set(err, DBERR_TYPE_MISMATCH,
                          "BSON field '%s' is the wrong type '%s', expected type 'string'",
-                         ctx->name, cmd_type_name(bson_iter_type(&ctx->arg)));
+                         ctx->name, shellfmt_type_name(bson_iter_type(&ctx->arg)));
     uint32_t len;
     const char *name = bson_iter_utf8(&ctx->arg, &len);
     if (!lease_valid_name(name, len, err))
@@ -54,7 +54,7 @@ static bool locks_int(const bson_iter_t *it, const char *field, int64_t min, int
         return dberr_set(err, DBERR_TYPE_MISMATCH,
                          "BSON field '%s' is the wrong type '%s', expected types '[long, int, "
                          "double]'",
-                         field, cmd_type_name(bson_iter_type(it)));
+                         field, shellfmt_type_name(bson_iter_type(it)));
     }
     if (v < min || v > max)
         return dberr_set(err, DBERR_BAD_VALUE,
@@ -155,7 +155,7 @@ bool cmd_acquire_lock(cmd_ctx_t *ctx, dberr_t *err)
         return dberr_set(err, DBERR_TYPE_MISMATCH,
                          "BSON field 'acquireLock.owner' is the wrong type '%s', expected type "
                          "'string'",
-                         cmd_type_name(bson_iter_type(&it)));
+                         shellfmt_type_name(bson_iter_type(&it)));
     uint32_t olen;
     req.owner = bson_iter_utf8(&it, &olen);
     if (olen == 0 || olen > LEASE_OWNER_MAX || memchr(req.owner, '\0', olen))
@@ -294,7 +294,7 @@ bool cmd_check_fence(cmd_ctx_t *ctx, dberr_t *err)
     if (!BSON_ITER_HOLDS_DOCUMENT(&it) || !cmd_iter_doc(&it, &fence))
         return dberr_set(err, DBERR_TYPE_MISMATCH,
                          "BSON field '%s.fence' is the wrong type '%s', expected type 'object'",
-                         ctx->name, cmd_type_name(bson_iter_type(&it)));
+                         ctx->name, shellfmt_type_name(bson_iter_type(&it)));
     const char *lock = NULL;
     uint32_t lock_len = 0;
     bool has_token = false;
@@ -310,7 +310,7 @@ bool cmd_check_fence(cmd_ctx_t *ctx, dberr_t *err)
             if (!BSON_ITER_HOLDS_UTF8(&f))
                 return dberr_set(err, DBERR_TYPE_MISMATCH,
                                  "BSON field '%s' is the wrong type '%s', expected type 'string'",
-                                 field, cmd_type_name(bson_iter_type(&f)));
+                                 field, shellfmt_type_name(bson_iter_type(&f)));
             lock = bson_iter_utf8(&f, &lock_len);
         } else if (strcmp(k, "token") == 0) {
             if (!locks_int(&f, field, 0, INT64_MAX, &token, err))

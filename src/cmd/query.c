@@ -93,7 +93,7 @@ bool cmd_get_more(cmd_ctx_t *ctx, dberr_t *err)
         return dberr_set(err, DBERR_TYPE_MISMATCH,
                          "BSON field 'getMore.getMore' is the wrong type '%s', expected type "
                          "'long'",
-                         cmd_type_name(bson_iter_type(&ctx->arg)));
+                         shellfmt_type_name(bson_iter_type(&ctx->arg)));
     int64_t id = bson_iter_as_int64(&ctx->arg);
     bson_iter_t it;
     if (!cmd_find(ctx, "collection", &it) || !BSON_ITER_HOLDS_UTF8(&it))
@@ -377,7 +377,7 @@ bool cmd_distinct(cmd_ctx_t *ctx, dberr_t *err)
         return dberr_set(err, DBERR_TYPE_MISMATCH,
                          "BSON field 'distinct.key' is the wrong type '%s', expected type "
                          "'string'",
-                         cmd_type_name(bson_iter_type(&it)));
+                         shellfmt_type_name(bson_iter_type(&it)));
     const char *key = bson_iter_utf8(&it, NULL);
     bson_t filter;
     bool present;

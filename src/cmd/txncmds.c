@@ -57,7 +57,7 @@ int cmd_session_prepare(cmd_ctx_t *ctx, dberr_t *err)
         if (!BSON_ITER_HOLDS_INT64(&it) && !BSON_ITER_HOLDS_INT32(&it))
             return dberr_set(err, DBERR_TYPE_MISMATCH,
                              "BSON field 'txnNumber' is the wrong type '%s', expected type 'long'",
-                             cmd_type_name(bson_iter_type(&it))),
+                             shellfmt_type_name(bson_iter_type(&it))),
                    CMD_SESSION_FAIL;
         ctx->txn_number = bson_iter_as_int64(&it);
         if (ctx->txn_number < 0)

@@ -13,6 +13,7 @@
 
 #include "doc/compare.h"
 #include "doc/matcher.h"
+#include "util/shellfmt.h"
 #include "doc/path.h"
 #include "doc/pipeline.h"
 
@@ -30,56 +31,6 @@ static bool depth_exceeds(const uint8_t *data, uint32_t len, int level, int limi
 /* ------------------------------------------------------------------------
  * Small string helpers: mongod-style rendering of values ("a: 1", "{ b: 2 }")
  * ---------------------------------------------------------------------- */
-
-static const char *upd_type_name(bson_type_t t)
-{
-    switch (t) {
-    case BSON_TYPE_DOUBLE:
-        return "double";
-    case BSON_TYPE_UTF8:
-        return "string";
-    case BSON_TYPE_DOCUMENT:
-        return "object";
-    case BSON_TYPE_ARRAY:
-        return "array";
-    case BSON_TYPE_BINARY:
-        return "binData";
-    case BSON_TYPE_UNDEFINED:
-        return "undefined";
-    case BSON_TYPE_OID:
-        return "objectId";
-    case BSON_TYPE_BOOL:
-        return "bool";
-    case BSON_TYPE_DATE_TIME:
-        return "date";
-    case BSON_TYPE_NULL:
-        return "null";
-    case BSON_TYPE_REGEX:
-        return "regex";
-    case BSON_TYPE_DBPOINTER:
-        return "dbPointer";
-    case BSON_TYPE_CODE:
-        return "javascript";
-    case BSON_TYPE_SYMBOL:
-        return "symbol";
-    case BSON_TYPE_CODEWSCOPE:
-        return "javascriptWithScope";
-    case BSON_TYPE_INT32:
-        return "int";
-    case BSON_TYPE_TIMESTAMP:
-        return "timestamp";
-    case BSON_TYPE_INT64:
-        return "long";
-    case BSON_TYPE_DECIMAL128:
-        return "decimal";
-    case BSON_TYPE_MINKEY:
-        return "minKey";
-    case BSON_TYPE_MAXKEY:
-        return "maxKey";
-    default:
-        return "missing";
-    }
-}
 
 static void fmt_value(bson_string_t *s, const bson_value_t *v);
 
@@ -191,7 +142,7 @@ static void fmt_value(bson_string_t *s, const bson_value_t *v)
         bson_string_append(s, v->value.v_symbol.symbol);
         break;
     default:
-        bson_string_append(s, upd_type_name(v->value_type));
+        bson_string_append(s, shellfmt_type_name(v->value_type));
         break;
     }
 }
@@ -1112,7 +1063,7 @@ static bool parse_push(unode_t *leaf, dberr_t *err)
                 return dberr_set(
                     err, DBERR_BAD_VALUE,
                     "The argument to $each in $push must be an array but it was of type: %s",
-                    upd_type_name(v->value_type));
+                    shellfmt_type_name(v->value_type));
             }
             collect_values(leaf, v);
         } else if (c == 1) {
@@ -1120,7 +1071,7 @@ static bool parse_push(unode_t *leaf, dberr_t *err)
                 return dberr_set(
                     err, DBERR_BAD_VALUE,
                     "The value for $slice must be an integer value but was given type: %s",
-                    upd_type_name(v->value_type));
+                    shellfmt_type_name(v->value_type));
             }
             leaf->has_slice = true;
         } else if (c == 2) {
@@ -1171,7 +1122,7 @@ static bool parse_push(unode_t *leaf, dberr_t *err)
                 return dberr_set(
                     err, DBERR_BAD_VALUE,
                     "The value for $position must be an integer value, not of type: %s",
-                    upd_type_name(v->value_type));
+                    shellfmt_type_name(v->value_type));
             }
         }
     }
@@ -1190,7 +1141,7 @@ static bool parse_add_to_set(unode_t *leaf, dberr_t *err)
             return dberr_set(
                 err, DBERR_TYPE_MISMATCH,
                 "The argument to $each in $addToSet must be an array but it was of type %s",
-                upd_type_name(each->value_type));
+                shellfmt_type_name(each->value_type));
         }
         if (bson_count_keys(&obj) > 1) {
             bson_string_t *s =
@@ -1276,7 +1227,7 @@ static bool parse_bit(unode_t *leaf, dberr_t *err)
             err, DBERR_BAD_VALUE,
             "The $bit modifier is not compatible with a %s. You must pass in an embedded "
             "document: {$bit: {field: {and/or/xor: #}}",
-            upd_type_name(leaf->arg.value_type));
+            shellfmt_type_name(leaf->arg.value_type));
     }
     size_t n = bson_count_keys(&obj);
     leaf->bits = bson_malloc0((n ? n : 1) * sizeof *leaf->bits);
@@ -1305,7 +1256,7 @@ static bool parse_bit(unode_t *leaf, dberr_t *err)
             bson_string_t *s =
                 bson_string_new("The $bit modifier field must be an Integer(32/64 bit); a '");
             bson_string_append_printf(s, "%s' is not supported here: {",
-                                      upd_type_name(v->value_type));
+                                      shellfmt_type_name(v->value_type));
             fmt_spec_elem(s, k, v);
             bson_string_append(s, "}");
             dberr_set(err, DBERR_BAD_VALUE, "%s", s->str);
@@ -1371,7 +1322,7 @@ static bool parse_current_date(unode_t *leaf, dberr_t *err)
         err, DBERR_BAD_VALUE,
         "%s is not valid type for $currentDate. Please use a boolean ('true') or a $type "
         "expression ({$type: 'timestamp/date'}).",
-        upd_type_name(v->value_type));
+        shellfmt_type_name(v->value_type));
 }
 
 /* Checks `from`/`to` of a $rename (RenameNode::init). */
@@ -1451,7 +1402,7 @@ static unode_t *make_leaf(upd_op_t op, const char *spec_name, const char *path,
         if (v->value_type != BSON_TYPE_ARRAY) {
             dberr_set(err, DBERR_BAD_VALUE,
                       "$pullAll requires an array argument but was given a %s",
-                      upd_type_name(v->value_type));
+                      shellfmt_type_name(v->value_type));
             ok = false;
         } else {
             collect_values(leaf, v);
@@ -1742,7 +1693,7 @@ static bool parse_array_filters(updater_t *u, const bson_t *array_filters, dberr
                 err, DBERR_TYPE_MISMATCH,
                 "BSON field 'update.updates.arrayFilters' is the wrong type '%s', expected "
                 "type 'object'",
-                upd_type_name(bson_iter_type(&it)));
+                shellfmt_type_name(bson_iter_type(&it)));
         }
         bson_iter_document(&it, &len, &data);
         if (!bson_init_static(&f, data, len)) {
@@ -1833,7 +1784,7 @@ static bool parse_operators(updater_t *u, const bson_t *spec, dberr_t *err)
                 s,
                 "Modifiers operate on fields but we found type %s instead. For "
                 "example: {$mod: {<field>: ...}} not {",
-                upd_type_name(bson_iter_type(&it)));
+                shellfmt_type_name(bson_iter_type(&it)));
             fmt_spec_elem(s, opname, bson_iter_value(&it));
             bson_string_append(s, "}");
             dberr_set(err, DBERR_FAILED_TO_PARSE, "%s", s->str);
@@ -1905,7 +1856,7 @@ static bool check_replacement(const bson_t *doc, dberr_t *err)
             bson_type_t t = bson_iter_type(&it);
             if (t == BSON_TYPE_ARRAY || t == BSON_TYPE_REGEX || t == BSON_TYPE_UNDEFINED) {
                 return dberr_set(err, DBERR_INVALID_ID_FIELD,
-                                 "The '_id' value cannot be of type %s", upd_type_name(t));
+                                 "The '_id' value cannot be of type %s", shellfmt_type_name(t));
             }
         }
     }
@@ -2440,7 +2391,7 @@ static bool apply_existing(actx_t *c, const unode_t *leaf, mnode_t *e)
                                       leaf->op == OP_INC ? "$inc" : "$mul");
             id_string(c, s, false);
             bson_string_append_printf(s, "} has the field '%s' of non-numeric type %s",
-                                      mnode_field_name(e, buf, sizeof buf), upd_type_name(e->type));
+                                      mnode_field_name(e, buf, sizeof buf), shellfmt_type_name(e->type));
             dberr_set(c->err, DBERR_TYPE_MISMATCH, "%s", s->str);
             bson_string_free(s, true);
             return false;
@@ -2491,7 +2442,7 @@ static bool apply_existing(actx_t *c, const unode_t *leaf, mnode_t *e)
             s = bson_string_new("The field '");
             ps_join(s, &c->taken, 0);
             bson_string_append_printf(s, "' must be an array but is of type %s in document {",
-                                      upd_type_name(e->type));
+                                      shellfmt_type_name(e->type));
             id_string(c, s, true);
             bson_string_append(s, "}");
             dberr_set(c->err, DBERR_BAD_VALUE, "%s", s->str);
@@ -2506,7 +2457,7 @@ static bool apply_existing(actx_t *c, const unode_t *leaf, mnode_t *e)
             return dberr_set(
                 c->err, DBERR_BAD_VALUE,
                 "Cannot apply $addToSet to non-array field. Field named '%s' has non-array type %s",
-                mnode_field_name(e, buf, sizeof buf), upd_type_name(e->type));
+                mnode_field_name(e, buf, sizeof buf), shellfmt_type_name(e->type));
         }
         for (size_t i = 0; i < leaf->nvals; i++) {
             bool present = false;
@@ -2526,7 +2477,7 @@ static bool apply_existing(actx_t *c, const unode_t *leaf, mnode_t *e)
             s = bson_string_new("Path '");
             ps_join(s, &c->taken, 0);
             bson_string_append_printf(s, "' contains an element of non-array type '%s'",
-                                      upd_type_name(e->type));
+                                      shellfmt_type_name(e->type));
             dberr_set(c->err, DBERR_TYPE_MISMATCH, "%s", s->str);
             bson_string_free(s, true);
             return false;
@@ -2564,7 +2515,7 @@ static bool apply_existing(actx_t *c, const unode_t *leaf, mnode_t *e)
             s = bson_string_new("Cannot apply $bit to a value of non-integral type.");
             id_string(c, s, false);
             bson_string_append_printf(s, " has the field %s of non-integer type %s",
-                                      mnode_field_name(e, buf, sizeof buf), upd_type_name(e->type));
+                                      mnode_field_name(e, buf, sizeof buf), shellfmt_type_name(e->type));
             dberr_set(c->err, DBERR_BAD_VALUE, "%s", s->str);
             bson_string_free(s, true);
             return false;
@@ -3038,7 +2989,7 @@ static bool check_new_doc_opts(const bson_t *doc, bool allow_dollar, dberr_t *er
             bson_type_t t = bson_iter_type(&it);
             if (t == BSON_TYPE_ARRAY || t == BSON_TYPE_REGEX || t == BSON_TYPE_UNDEFINED) {
                 return dberr_set(err, DBERR_INVALID_ID_FIELD,
-                                 "The '_id' value cannot be of type %s", upd_type_name(t));
+                                 "The '_id' value cannot be of type %s", shellfmt_type_name(t));
             }
         }
     }

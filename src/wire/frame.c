@@ -7,6 +7,8 @@
 
 #include <string.h>
 
+#include "util/shellfmt.h"
+
 /* mongod's BSONDepth::kDefaultMaxAllowableDepth. libbson 1.23's
  * bson_validate recurses once per level and overflows the stack on deep
  * input, so depth is checked first, iteratively. */
@@ -61,57 +63,6 @@ typedef struct wire_seq {
 
 static wire_parse_status_t parse_message(const uint8_t *msg, size_t len, wire_request_t *req,
                                          dberr_t *err, bool inside_compressed);
-
-/* mongod's type alias ("int", "string") for messages about a wrong type. */
-static const char *type_alias(bson_type_t t)
-{
-    switch (t) {
-    case BSON_TYPE_DOUBLE:
-        return "double";
-    case BSON_TYPE_UTF8:
-        return "string";
-    case BSON_TYPE_DOCUMENT:
-        return "object";
-    case BSON_TYPE_ARRAY:
-        return "array";
-    case BSON_TYPE_BINARY:
-        return "binData";
-    case BSON_TYPE_UNDEFINED:
-        return "undefined";
-    case BSON_TYPE_OID:
-        return "objectId";
-    case BSON_TYPE_BOOL:
-        return "bool";
-    case BSON_TYPE_DATE_TIME:
-        return "date";
-    case BSON_TYPE_NULL:
-        return "null";
-    case BSON_TYPE_REGEX:
-        return "regex";
-    case BSON_TYPE_DBPOINTER:
-        return "dbPointer";
-    case BSON_TYPE_CODE:
-        return "javascript";
-    case BSON_TYPE_SYMBOL:
-        return "symbol";
-    case BSON_TYPE_CODEWSCOPE:
-        return "javascriptWithScope";
-    case BSON_TYPE_INT32:
-        return "int";
-    case BSON_TYPE_TIMESTAMP:
-        return "timestamp";
-    case BSON_TYPE_INT64:
-        return "long";
-    case BSON_TYPE_DECIMAL128:
-        return "decimal";
-    case BSON_TYPE_MINKEY:
-        return "minKey";
-    case BSON_TYPE_MAXKEY:
-        return "maxKey";
-    default:
-        return "unknown";
-    }
-}
 
 /* Why walk_doc rejected a document. */
 typedef enum walk_fault {
@@ -285,7 +236,7 @@ static wire_parse_status_t take_db(const bson_t *body, wire_request_t *req, dber
     if (!BSON_ITER_HOLDS_UTF8(&it))
         REPLY_WITH(DBERR_TYPE_MISMATCH,
                    "BSON field 'OpMsg.$db' is the wrong type '%s', expected type 'string'",
-                   type_alias(bson_iter_type(&it)));
+                   shellfmt_type_name(bson_iter_type(&it)));
     s = bson_iter_utf8(&it, &n);
     if (n == 0 || n >= sizeof req->db || memchr(s, '\0', n))
         REPLY_WITH(DBERR_INVALID_NAMESPACE, "Invalid database name: '%.*s'", (int)(n > 64 ? 64 : n),
