@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "doc/compare.h"
+#include "util/shellfmt.h"
 
 typedef enum expr_kind {
     EK_CONST, /* a literal value */
@@ -155,36 +156,6 @@ static void bson_of(const bson_value_t *v, bson_t *b)
 {
     if (!bson_init_static(b, v->value.v_doc.data, v->value.v_doc.data_len))
         bson_init(b);
-}
-
-/* mongod's name for a BSON type ("string", "int", "missing", ...). */
-static const char *type_name(bson_type_t t)
-{
-    switch (t) {
-    case BSON_TYPE_EOD: return "missing";
-    case BSON_TYPE_DOUBLE: return "double";
-    case BSON_TYPE_UTF8: return "string";
-    case BSON_TYPE_DOCUMENT: return "object";
-    case BSON_TYPE_ARRAY: return "array";
-    case BSON_TYPE_BINARY: return "binData";
-    case BSON_TYPE_UNDEFINED: return "undefined";
-    case BSON_TYPE_OID: return "objectId";
-    case BSON_TYPE_BOOL: return "bool";
-    case BSON_TYPE_DATE_TIME: return "date";
-    case BSON_TYPE_NULL: return "null";
-    case BSON_TYPE_REGEX: return "regex";
-    case BSON_TYPE_DBPOINTER: return "dbPointer";
-    case BSON_TYPE_CODE: return "javascript";
-    case BSON_TYPE_SYMBOL: return "symbol";
-    case BSON_TYPE_CODEWSCOPE: return "javascriptWithScope";
-    case BSON_TYPE_INT32: return "int";
-    case BSON_TYPE_TIMESTAMP: return "timestamp";
-    case BSON_TYPE_INT64: return "long";
-    case BSON_TYPE_DECIMAL128: return "decimal";
-    case BSON_TYPE_MINKEY: return "minKey";
-    case BSON_TYPE_MAXKEY: return "maxKey";
-    default: return "unknown";
-    }
 }
 
 /* Aggregation comparison: like compare_values, except that missing and
@@ -484,7 +455,7 @@ static bool op_add(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, db
             have_date = true;
             date = v.value.v_datetime;
         } else {
-            const char *tn = type_name(v.value_type);
+            const char *tn = shellfmt_type_name(v.value_type);
             val_free(&v);
             return dberr_set(err, DBERR_LOCATION_16554,
                              "$add only supports numeric or date types, not %s", tn);
@@ -514,7 +485,7 @@ static bool op_multiply(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *ou
             return true;
         }
         if (!is_number(&v)) {
-            const char *tn = type_name(v.value_type);
+            const char *tn = shellfmt_type_name(v.value_type);
             val_free(&v);
             return dberr_set(err, 16555, "$multiply only supports numeric types, not %s", tn);
         }
@@ -555,7 +526,7 @@ static bool op_subtract(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *ou
         val_date(out, v[0].value.v_datetime - d);
     } else {
         ok = dberr_set(err, DBERR_TYPE_MISMATCH, "can't $subtract %s from %s",
-                       type_name(v[1].value_type), type_name(v[0].value_type));
+                       shellfmt_type_name(v[1].value_type), shellfmt_type_name(v[0].value_type));
     }
     free_args(v, 2);
     return ok;
@@ -571,7 +542,7 @@ static bool op_divide(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out,
         val_null(out);
     } else if (!is_number(&v[0]) || !is_number(&v[1])) {
         ok = dberr_set(err, 16609, "$divide only supports numeric types, not %s and %s",
-                       type_name(v[0].value_type), type_name(v[1].value_type));
+                       shellfmt_type_name(v[0].value_type), shellfmt_type_name(v[1].value_type));
     } else if (num_double(&v[1]) == 0.0) {
         ok = dberr_set(err, 16608, "can't $divide by zero");
     } else {
@@ -591,7 +562,7 @@ static bool op_mod(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, db
         val_null(out);
     } else if (!is_number(&v[0]) || !is_number(&v[1])) {
         ok = dberr_set(err, 16611, "$mod only supports numeric types, not %s and %s",
-                       type_name(v[0].value_type), type_name(v[1].value_type));
+                       shellfmt_type_name(v[0].value_type), shellfmt_type_name(v[1].value_type));
     } else if (num_double(&v[1]) == 0.0) {
         ok = dberr_set(err, 16610, "can't $mod by 0");
     } else if (v[0].value_type == BSON_TYPE_DOUBLE || v[1].value_type == BSON_TYPE_DOUBLE ||
@@ -625,7 +596,7 @@ static bool one_number(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *v, 
         return true;
     }
     if (!is_number(v)) {
-        const char *tn = type_name(v->value_type);
+        const char *tn = shellfmt_type_name(v->value_type);
         val_free(v);
         return dberr_set(err, 28765, "%s only supports numeric types, not %s", e->op->name, tn);
     }
@@ -704,7 +675,7 @@ static bool round_trunc(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *ou
     }
     if (!is_number(&v[0])) {
         ok = dberr_set(err, 51081, "%s only supports numeric types, not %s", e->op->name,
-                       type_name(v[0].value_type));
+                       shellfmt_type_name(v[0].value_type));
         goto cleanup;
     }
     if (e->nargs > 1) {
@@ -820,10 +791,10 @@ static bool op_pow(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, db
     if (is_nullish(&v[0]) || is_nullish(&v[1])) {
         val_null(out);
     } else if (!is_number(&v[0])) {
-        ok = dberr_set(err, 28762, "$pow's base must be numeric, not %s", type_name(v[0].value_type));
+        ok = dberr_set(err, 28762, "$pow's base must be numeric, not %s", shellfmt_type_name(v[0].value_type));
     } else if (!is_number(&v[1])) {
         ok = dberr_set(err, 28763, "$pow's exponent must be numeric, not %s",
-                       type_name(v[1].value_type));
+                       shellfmt_type_name(v[1].value_type));
     } else {
         double b = num_double(&v[0]), x = num_double(&v[1]);
         if (b == 0 && x < 0) {
@@ -1076,7 +1047,7 @@ static bool op_concat(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out,
             is_null = true;
         } else if (v.value_type != BSON_TYPE_UTF8) {
             ok = dberr_set(err, 16702, "$concat only supports strings, not %s",
-                           type_name(v.value_type));
+                           shellfmt_type_name(v.value_type));
             val_free(&v);
             goto cleanup;
         } else if (!is_null) {
@@ -1102,7 +1073,7 @@ static bool case_op(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, d
     if (!eval_arg(e, 0, ctx, &v, err))
         return false;
     if (!coerce_string(&v, &s, &len)) {
-        const char *tn = type_name(v.value_type);
+        const char *tn = shellfmt_type_name(v.value_type);
         val_free(&v);
         return dberr_set(err, 16007, "can't convert from BSON type %s to String", tn);
     }
@@ -1131,7 +1102,7 @@ static bool op_strlenbytes(const expr_t *e, const expr_ctx_t *ctx, bson_value_t 
     if (!eval_arg(e, 0, ctx, &v, err))
         return false;
     if (v.value_type != BSON_TYPE_UTF8) {
-        const char *tn = type_name(v.value_type);
+        const char *tn = shellfmt_type_name(v.value_type);
         val_free(&v);
         return dberr_set(err, 34473, "$strLenBytes requires a string argument, found: %s", tn);
     }
@@ -1146,7 +1117,7 @@ static bool op_strlencp(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *ou
     if (!eval_arg(e, 0, ctx, &v, err))
         return false;
     if (v.value_type != BSON_TYPE_UTF8) {
-        const char *tn = type_name(v.value_type);
+        const char *tn = shellfmt_type_name(v.value_type);
         val_free(&v);
         return dberr_set(err, 34471, "$strLenCP requires a string argument, found: %s", tn);
     }
@@ -1169,17 +1140,17 @@ static bool op_substr(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out,
         return false;
     if (!coerce_string(&v[0], &s, &len)) {
         ok = dberr_set(err, 16007, "can't convert from BSON type %s to String",
-                       type_name(v[0].value_type));
+                       shellfmt_type_name(v[0].value_type));
         goto cleanup;
     }
     if (!is_number(&v[1])) {
         ok = dberr_set(err, 16034, "%s: starting index must be a numeric type (is BSON type %s)",
-                       e->op->name, type_name(v[1].value_type));
+                       e->op->name, shellfmt_type_name(v[1].value_type));
         goto cleanup;
     }
     if (!is_number(&v[2])) {
         ok = dberr_set(err, 16035, "%s: length must be a numeric type (is BSON type %s)",
-                       e->op->name, type_name(v[2].value_type));
+                       e->op->name, shellfmt_type_name(v[2].value_type));
         goto cleanup;
     }
     {
@@ -1217,7 +1188,7 @@ static bool op_strcasecmp(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *
         return false;
     if (!coerce_string(&v[0], &a, &al) || !coerce_string(&v[1], &b, &bl)) {
         ok = dberr_set(err, 16007, "can't convert from BSON type %s to String",
-                       type_name(a ? v[1].value_type : v[0].value_type));
+                       shellfmt_type_name(a ? v[1].value_type : v[0].value_type));
         goto cleanup;
     }
     {
@@ -1243,12 +1214,12 @@ static bool op_split(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, 
     }
     if (v[0].value_type != BSON_TYPE_UTF8) {
         ok = dberr_set(err, 40085, "$split requires an expression that evaluates to a string as a first argument, found: %s",
-                       type_name(v[0].value_type));
+                       shellfmt_type_name(v[0].value_type));
         goto cleanup;
     }
     if (v[1].value_type != BSON_TYPE_UTF8) {
         ok = dberr_set(err, 40086, "$split requires an expression that evaluates to a string as a second argument, found: %s",
-                       type_name(v[1].value_type));
+                       shellfmt_type_name(v[1].value_type));
         goto cleanup;
     }
     if (v[1].value.v_utf8.len == 0) {
@@ -1292,7 +1263,7 @@ static bool op_size(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, d
     if (!eval_arg(e, 0, ctx, &v, err))
         return false;
     if (v.value_type != BSON_TYPE_ARRAY) {
-        const char *tn = type_name(v.value_type);
+        const char *tn = shellfmt_type_name(v.value_type);
         val_free(&v);
         return dberr_set(err, 17124, "The argument to $size must be an array. Type of argument: %s",
                          tn);
@@ -1328,10 +1299,10 @@ static bool op_arrayelemat(const expr_t *e, const expr_ctx_t *ctx, bson_value_t 
         val_null(out);
     } else if (v[0].value_type != BSON_TYPE_ARRAY) {
         ok = dberr_set(err, 28689, "$arrayElemAt's first argument must be an array, but is %s",
-                       type_name(v[0].value_type));
+                       shellfmt_type_name(v[0].value_type));
     } else if (!is_number(&v[1])) {
         ok = dberr_set(err, 28690, "$arrayElemAt's second argument must be a numeric value, but is %s",
-                       type_name(v[1].value_type));
+                       shellfmt_type_name(v[1].value_type));
     } else if (!as_int32(&v[1], &idx)) {
         ok = dberr_set(err, 28691,
                        "$arrayElemAt's second argument must be representable as a 32-bit integer: %g",
@@ -1372,7 +1343,7 @@ static bool op_slice(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, 
     }
     if (v[0].value_type != BSON_TYPE_ARRAY) {
         ok = dberr_set(err, 28724, "First argument to $slice must be an array, but is of type: %s",
-                       type_name(v[0].value_type));
+                       shellfmt_type_name(v[0].value_type));
         goto cleanup;
     }
     if (!as_int32(&v[1], &a) || (e->nargs == 3 && !as_int32(&v[2], &b))) {
@@ -1431,7 +1402,7 @@ static bool op_first_last(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *
         return true;
     }
     if (v.value_type != BSON_TYPE_ARRAY) {
-        const char *tn = type_name(v.value_type);
+        const char *tn = shellfmt_type_name(v.value_type);
         val_free(&v);
         return dberr_set(err, 28689, "%s's argument must be an array, but is %s", e->op->name,
                          tn);
@@ -1460,7 +1431,7 @@ static bool op_in(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dbe
         return false;
     if (v[1].value_type != BSON_TYPE_ARRAY) {
         ok = dberr_set(err, 40081, "$in requires an array as a second argument, found: %s",
-                       type_name(v[1].value_type));
+                       shellfmt_type_name(v[1].value_type));
     } else {
         bson_t b;
         bson_iter_t it;
@@ -1489,7 +1460,7 @@ static bool op_indexofarray(const expr_t *e, const expr_ctx_t *ctx, bson_value_t
     }
     if (v[0].value_type != BSON_TYPE_ARRAY) {
         ok = dberr_set(err, 40090, "$indexOfArray requires an array as a first argument, found: %s",
-                       type_name(v[0].value_type));
+                       shellfmt_type_name(v[0].value_type));
         goto cleanup;
     }
     if ((e->nargs > 2 && (!as_int32(&v[2], &start) || start < 0)) ||
@@ -1541,7 +1512,7 @@ static bool op_concatarrays(const expr_t *e, const expr_ctx_t *ctx, bson_value_t
         if (is_nullish(&v)) {
             is_null = true;
         } else if (v.value_type != BSON_TYPE_ARRAY) {
-            const char *tn = type_name(v.value_type);
+            const char *tn = shellfmt_type_name(v.value_type);
             val_free(&v);
             bson_destroy(&arr);
             return dberr_set(err, 28664, "$concatArrays only supports arrays, not %s", tn);
@@ -1580,7 +1551,7 @@ static bool op_reversearray(const expr_t *e, const expr_ctx_t *ctx, bson_value_t
         return true;
     }
     if (v.value_type != BSON_TYPE_ARRAY) {
-        const char *tn = type_name(v.value_type);
+        const char *tn = shellfmt_type_name(v.value_type);
         val_free(&v);
         return dberr_set(err, 34435, "The argument to $reverseArray must be an array, but was of type: %s",
                          tn);
@@ -1689,7 +1660,7 @@ static bool map_filter(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out
     }
     if (input.value_type != BSON_TYPE_ARRAY) {
         ok = dberr_set(err, is_map ? 16883 : 28651, "input to %s must be an array not %s",
-                       e->op->name, type_name(input.value_type));
+                       e->op->name, shellfmt_type_name(input.value_type));
         goto cleanup;
     }
     {
@@ -1763,7 +1734,7 @@ static bool op_reduce(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out,
     }
     if (input.value_type != BSON_TYPE_ARRAY) {
         ok = dberr_set(err, 40080, "$reduce requires that 'input' be an array, found: %s",
-                       type_name(input.value_type));
+                       shellfmt_type_name(input.value_type));
         goto cleanup;
     }
     {
@@ -1900,7 +1871,7 @@ static bool op_type(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, d
     bson_value_t v;
     if (!eval_arg(e, 0, ctx, &v, err))
         return false;
-    const char *tn = type_name(v.value_type);
+    const char *tn = shellfmt_type_name(v.value_type);
     val_string(out, tn, strlen(tn));
     val_free(&v);
     return true;
@@ -1953,7 +1924,7 @@ static bool convert_to(const bson_value_t *v, bson_type_t to, bson_value_t *out,
         }
         if (v->value_type == BSON_TYPE_TIMESTAMP || !coerce_string(v, &s, &len))
             return dberr_set(err, 241, "Unsupported conversion from %s to string in $convert with no onError value",
-                             type_name(v->value_type));
+                             shellfmt_type_name(v->value_type));
         val_string(out, s, len);
         bson_free(s);
         return true;
@@ -1996,7 +1967,7 @@ static bool convert_to(const bson_value_t *v, bson_type_t to, bson_value_t *out,
         break;
     default:
         return dberr_set(err, 241, "Unsupported conversion from %s to %s in $convert with no onError value",
-                         type_name(v->value_type), type_name(to));
+                         shellfmt_type_name(v->value_type), shellfmt_type_name(to));
     }
     if (to == BSON_TYPE_DOUBLE) {
         val_double(out, is_int ? (double)l : d);
@@ -2076,7 +2047,7 @@ static bool op_mergeobjects(const expr_t *e, const expr_ctx_t *ctx, bson_value_t
         if (is_nullish(&v))
             continue;
         if (v.value_type != BSON_TYPE_DOCUMENT) {
-            const char *tn = type_name(v.value_type);
+            const char *tn = shellfmt_type_name(v.value_type);
             val_free(&v);
             bson_destroy(&acc);
             return dberr_set(err, 40400, "$mergeObjects requires object inputs, but input is of type %s",
@@ -2119,7 +2090,7 @@ static bool op_objecttoarray(const expr_t *e, const expr_ctx_t *ctx, bson_value_
         return true;
     }
     if (v.value_type != BSON_TYPE_DOCUMENT) {
-        const char *tn = type_name(v.value_type);
+        const char *tn = shellfmt_type_name(v.value_type);
         val_free(&v);
         return dberr_set(err, 40390, "$objectToArray requires a document input, found: %s", tn);
     }
@@ -2157,7 +2128,7 @@ static bool op_arraytoobject(const expr_t *e, const expr_ctx_t *ctx, bson_value_
         return true;
     }
     if (v.value_type != BSON_TYPE_ARRAY) {
-        const char *tn = type_name(v.value_type);
+        const char *tn = shellfmt_type_name(v.value_type);
         val_free(&v);
         return dberr_set(err, 40386, "$arrayToObject requires an array input, found: %s", tn);
     }
@@ -2559,7 +2530,7 @@ static bool parse_field_name(expr_t *e, const bson_iter_t *f, dberr_t *err)
     if (v->value_type != BSON_TYPE_UTF8)
         return dberr_set(err, get ? 5654602 : 4161107,
                          "%s requires 'field' to evaluate to type String, but got %s",
-                         e->op->name, type_name(v->value_type));
+                         e->op->name, shellfmt_type_name(v->value_type));
     if (strlen(v->value.v_utf8.str) != v->value.v_utf8.len)
         return dberr_set(err, get ? 5654602 : 4161107,
                          "%s requires 'field' to be a string without null bytes", e->op->name);

@@ -14,6 +14,7 @@
 #include "doc/projection-private.h"
 #include "doc/sortspec.h"
 #include "util/buf.h"
+#include "util/shellfmt.h"
 
 /* ---------------------------------------------------------------- doclist */
 
@@ -168,31 +169,6 @@ void pipeline_destroy(pipeline_t *p)
     bson_free(p);
 }
 
-/* mongod's name for a BSON type, for error messages. */
-static const char *type_name(bson_type_t t)
-{
-    switch (t) {
-    case BSON_TYPE_EOD: return "missing";
-    case BSON_TYPE_DOUBLE: return "double";
-    case BSON_TYPE_UTF8: return "string";
-    case BSON_TYPE_DOCUMENT: return "object";
-    case BSON_TYPE_ARRAY: return "array";
-    case BSON_TYPE_BINARY: return "binData";
-    case BSON_TYPE_OID: return "objectId";
-    case BSON_TYPE_BOOL: return "bool";
-    case BSON_TYPE_DATE_TIME: return "date";
-    case BSON_TYPE_NULL: return "null";
-    case BSON_TYPE_REGEX: return "regex";
-    case BSON_TYPE_INT32: return "int";
-    case BSON_TYPE_TIMESTAMP: return "timestamp";
-    case BSON_TYPE_INT64: return "long";
-    case BSON_TYPE_DECIMAL128: return "decimal";
-    case BSON_TYPE_MINKEY: return "minKey";
-    case BSON_TYPE_MAXKEY: return "maxKey";
-    default: return "unknown";
-    }
-}
-
 /* Borrows the document under `it` into `out`. */
 static void borrow_doc(const bson_iter_t *it, bson_t *out)
 {
@@ -323,7 +299,7 @@ static bool parse_unwind(stage_t *s, bson_iter_t *arg, dberr_t *err)
             if (strcmp(k, "path") == 0) {
                 if (!BSON_ITER_HOLDS_UTF8(&it))
                     return dberr_set(err, 28808, "expected a string as the path for $unwind stage, got %s",
-                                     type_name(bson_iter_type(&it)));
+                                     shellfmt_type_name(bson_iter_type(&it)));
                 path = bson_iter_utf8(&it, NULL);
             } else if (strcmp(k, "includeArrayIndex") == 0) {
                 if (!BSON_ITER_HOLDS_UTF8(&it) || bson_iter_utf8(&it, NULL)[0] == '\0')
@@ -335,7 +311,7 @@ static bool parse_unwind(stage_t *s, bson_iter_t *arg, dberr_t *err)
             } else if (strcmp(k, "preserveNullAndEmptyArrays") == 0) {
                 if (!BSON_ITER_HOLDS_BOOL(&it))
                     return dberr_set(err, 28810, "expected a boolean for the preserveNullAndEmptyArrays option to $unwind stage, got %s",
-                                     type_name(bson_iter_type(&it)));
+                                     shellfmt_type_name(bson_iter_type(&it)));
                 s->preserve = bson_iter_bool(&it);
             } else {
                 return dberr_set(err, 28811, "unrecognized option to $unwind stage: %s", k);
@@ -345,7 +321,7 @@ static bool parse_unwind(stage_t *s, bson_iter_t *arg, dberr_t *err)
             return dberr_set(err, 28812, "no path specified to $unwind stage");
     } else {
         return dberr_set(err, 15981, "expected either a string or an object as specification for $unwind stage, got %s",
-                         type_name(bson_iter_type(arg)));
+                         shellfmt_type_name(bson_iter_type(arg)));
     }
     if (path[0] != '$')
         return dberr_set(err, 28818, "path option to $unwind stage should be prefixed with a '$': %s", path);
@@ -430,7 +406,7 @@ static bool parse_ns_doc(output_stage_t *o, bson_iter_t *it, const char *field, 
         if (!BSON_ITER_HOLDS_UTF8(&f))
             return dberr_set(err, DBERR_TYPE_MISMATCH,
                              "BSON field '%s.%s' is the wrong type '%s', expected type 'string'",
-                             field, k, type_name(bson_iter_type(&f)));
+                             field, k, shellfmt_type_name(bson_iter_type(&f)));
         uint32_t len;
         const char *v = bson_iter_utf8(&f, &len);
         if (is_db) {
@@ -473,7 +449,7 @@ static bool parse_out(output_stage_t *o, bson_iter_t *it, dberr_t *err)
     if (BSON_ITER_HOLDS_DOCUMENT(it))
         return parse_ns_doc(o, it, "$out", err);
     return dberr_set(err, 16990, "$out only supports a string or object argument, but found %s",
-                     type_name(bson_iter_type(it)));
+                     shellfmt_type_name(bson_iter_type(it)));
 }
 
 static void add_on_field(output_stage_t *o, const char *f)
@@ -562,7 +538,7 @@ static bool parse_merge(output_stage_t *o, bson_iter_t *it, dberr_t *err)
         o->spec = bson_copy(&d);
     } else {
         return dberr_set(err, 51182, "$merge only supports a string or object argument, not %s",
-                         type_name(bson_iter_type(it)));
+                         shellfmt_type_name(bson_iter_type(it)));
     }
     o->pub.merge_spec = o->spec;
     bson_iter_init(&f, o->spec);
@@ -584,7 +560,7 @@ static bool parse_merge(output_stage_t *o, bson_iter_t *it, dberr_t *err)
             } else {
                 return dberr_set(err, 51178, "$merge 'into' field  must be either a string or an "
                                              "object, but found %s",
-                                 type_name(bson_iter_type(&f)));
+                                 shellfmt_type_name(bson_iter_type(&f)));
             }
         } else if (strcmp(k, "on") == 0) {
             for (size_t i = 0; i < o->pub.non; i++)
@@ -600,7 +576,7 @@ static bool parse_merge(output_stage_t *o, bson_iter_t *it, dberr_t *err)
                     if (!BSON_ITER_HOLDS_UTF8(&a))
                         return dberr_set(err, 51134, "$merge 'on' array elements must be strings, "
                                                      "but found %s",
-                                         type_name(bson_iter_type(&a)));
+                                         shellfmt_type_name(bson_iter_type(&a)));
                     add_on_field(o, bson_iter_utf8(&a, NULL));
                 }
                 if (o->pub.non == 0)
@@ -609,7 +585,7 @@ static bool parse_merge(output_stage_t *o, bson_iter_t *it, dberr_t *err)
             } else {
                 return dberr_set(err, 51186, "$merge 'on' field  must be either a string or an "
                                              "array of strings, but found %s",
-                                 type_name(bson_iter_type(&f)));
+                                 shellfmt_type_name(bson_iter_type(&f)));
             }
         } else if (strcmp(k, "whenMatched") == 0) {
             if (BSON_ITER_HOLDS_ARRAY(&f)) {
@@ -632,14 +608,14 @@ static bool parse_merge(output_stage_t *o, bson_iter_t *it, dberr_t *err)
             } else {
                 return dberr_set(err, 51191, "$merge 'whenMatched' field  must be either a string "
                                              "or an array, but found %s",
-                                 type_name(bson_iter_type(&f)));
+                                 shellfmt_type_name(bson_iter_type(&f)));
             }
         } else if (strcmp(k, "whenNotMatched") == 0) {
             if (!BSON_ITER_HOLDS_UTF8(&f))
                 return dberr_set(err, DBERR_TYPE_MISMATCH, "BSON field '$merge.whenNotMatched' is "
                                                            "the wrong type '%s', expected type "
                                                            "'string'",
-                                 type_name(bson_iter_type(&f)));
+                                 shellfmt_type_name(bson_iter_type(&f)));
             const char *v = bson_iter_utf8(&f, NULL);
             if (strcmp(v, "insert") == 0)
                 o->pub.when_not_matched = PIPELINE_WHEN_NOT_MATCHED_INSERT;
@@ -655,7 +631,7 @@ static bool parse_merge(output_stage_t *o, bson_iter_t *it, dberr_t *err)
             if (!BSON_ITER_HOLDS_DOCUMENT(&f))
                 return dberr_set(err, DBERR_TYPE_MISMATCH, "BSON field '$merge.let' is the wrong "
                                                            "type '%s', expected type 'object'",
-                                 type_name(bson_iter_type(&f)));
+                                 shellfmt_type_name(bson_iter_type(&f)));
             have_let = true;
             let_it = f;
         } else {
@@ -810,7 +786,7 @@ static bool parse_stage(stage_t *s, const bson_t *doc, pipeline_mode_t mode, con
         bson_t f;
         if (!BSON_ITER_HOLDS_DOCUMENT(&it))
             return dberr_set(err, 40272, "%s specification stage must be an object, got %s", name,
-                             type_name(bson_iter_type(&it)));
+                             shellfmt_type_name(bson_iter_type(&it)));
         borrow_doc(&it, &f);
         s->kind = ST_PROJECT;
         s->proj = projection_new_policy(&f, PROJECTION_ADD_FIELDS, err);
@@ -841,7 +817,7 @@ static bool parse_stage(stage_t *s, const bson_t *doc, pipeline_mode_t mode, con
         s->kind = ST_REPLACE;
         if (!BSON_ITER_HOLDS_DOCUMENT(&it))
             return dberr_set(err, 40229, "expected an object as specification for $replaceRoot stage, got %s",
-                             type_name(bson_iter_type(&it)));
+                             shellfmt_type_name(bson_iter_type(&it)));
         bson_iter_recurse(&it, &f);
         while (bson_iter_next(&f)) {
             if (strcmp(bson_iter_key(&f), "newRoot") != 0)
@@ -1370,7 +1346,7 @@ static bool push_new_root(bson_value_t *v, doclist_t *out, dberr_t *err)
         return dberr_set(err, 40228,
                          "'newRoot' expression must evaluate to an object, but resulting value "
                          "was of type: %s",
-                         type_name(v->value_type));
+                         shellfmt_type_name(v->value_type));
     bson_t *d = bson_new_from_data(v->value.v_doc.data, v->value.v_doc.data_len);
     if (!d)
         return dberr_set(err, DBERR_INVALID_BSON, "invalid document from newRoot");
@@ -1478,7 +1454,7 @@ static bool run_stage(const stage_t *s, const expr_ctx_t *ctx, doclist_t *in, do
             if (!expr_eval(s->expr, &c, &v, err))
                 return false;
             if (v.value_type != BSON_TYPE_DOCUMENT) {
-                const char *tn = type_name(v.value_type);
+                const char *tn = shellfmt_type_name(v.value_type);
                 if (v.value_type != BSON_TYPE_EOD)
                     bson_value_destroy(&v);
                 return dberr_set(err, 40228,
