@@ -1192,6 +1192,42 @@ def run_spec_test(runner, cache, fname, index):
         runner.end_test()
 
 
+def define_spec_module(ns, name, spec_dir, label, kill_sessions=False):
+    """Fills a suite module's namespace `ns` (its globals()) with what pytest
+    needs to run the spec files under `spec_dir`: a module-scoped `runner`
+    fixture, a skip summary printed after the module, and `test_<name>_spec`
+    parametrized over every test of every file. Skips the whole module when
+    the specs or pymongo are missing."""
+    if not Path(spec_dir).is_dir():
+        pytest.skip(missing_specs_message(spec_dir, label), allow_module_level=True)
+    if pymongo is None:
+        pytest.skip("pymongo is not installed", allow_module_level=True)
+
+    @pytest.fixture(scope="module")
+    def runner(atomdb_module):
+        host, port = atomdb_module
+        r = Runner(host, port, kill_sessions=kill_sessions)
+        yield r
+        r.close()
+
+    @pytest.fixture(scope="module", autouse=True)
+    def _skip_summary(request):
+        """After the module, prints how many spec tests were skipped for each reason."""
+        yield
+        write_skip_summary(request, spec_dir, label)
+
+    cache = SpecCache(spec_dir)
+
+    @pytest.mark.parametrize("fname,index", params(spec_dir))
+    def test_spec(runner, fname, index):
+        run_spec_test(runner, cache, fname, index)
+
+    test_spec.__name__ = "test_%s_spec" % name
+    ns["runner"] = runner
+    ns["_skip_summary"] = _skip_summary
+    ns[test_spec.__name__] = test_spec
+
+
 def main(spec_dir):
     """Prints every skipped test grouped by reason (no server needed)."""
     if not Path(spec_dir).is_dir():
