@@ -195,3 +195,30 @@ class AtomdbServer:
             self.tmp._finalizer.detach()  # keep the log for whoever reads the failure
         else:
             self.tmp.cleanup()
+
+
+def restart(old, kill=False):
+    """Stops `old` (SIGKILL when `kill`) and starts a new server on its dbpath."""
+    if kill:
+        old.proc.kill()
+        old.proc.wait()
+        old.log_file.close()
+    else:
+        problems = old.stop()
+        assert problems == [], problems
+    old.proc = None  # stopped: a later stop() has nothing to report
+    new = AtomdbServer()
+    new.dbpath = old.dbpath
+    new.start()
+    return new
+
+
+def stop_all(servers):
+    """Stops every server, removes their directories, and fails with the
+    problems their logs show (sanitizer reports, unclean exits)."""
+    problems = []
+    for s in servers:
+        problems += s.stop()
+    for s in servers:
+        s.cleanup()
+    assert problems == [], problems

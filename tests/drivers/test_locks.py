@@ -17,7 +17,7 @@ from bson.int64 import Int64
 from pymongo import MongoClient
 from pymongo.errors import OperationFailure
 
-from atomdb_testlib import AtomdbServer
+from atomdb_testlib import AtomdbServer, restart, stop_all
 
 STALE = 900000001  # StaleFencingToken
 
@@ -396,22 +396,6 @@ def test_a_dead_process_releases_only_releaseOnDisconnect_locks(atomdb, client):
 
 # --- restarts ---------------------------------------------------------------
 
-def _restart(old, kill=False):
-    """Stops `old` (SIGKILL when `kill`) and starts a server on its dbpath."""
-    if kill:
-        old.proc.kill()
-        old.proc.wait()
-        old.log_file.close()
-    else:
-        problems = old.stop()
-        assert problems == [], problems
-    old.proc = None  # stopped: a later stop() has nothing to report
-    new = AtomdbServer()
-    new.dbpath = old.dbpath
-    new.start()
-    return new
-
-
 @pytest.mark.parametrize("kill", [False, True], ids=["clean-stop", "kill-9"])
 def test_tokens_keep_increasing_across_a_restart(kill):
     s1 = AtomdbServer()
@@ -438,7 +422,7 @@ def test_tokens_keep_increasing_across_a_restart(kill):
         last = got["token"]
         c.close()
         c2.close()
-        s2 = _restart(s1, kill=kill)
+        s2 = restart(s1, kill=kill)
         servers.append(s2)
         c = connect(s2)
         i = info(c.test, "durable")
@@ -449,12 +433,7 @@ def test_tokens_keep_increasing_across_a_restart(kill):
             r["token"], last)
         c.close()
     finally:
-        problems = []
-        for s in servers:
-            problems += s.stop()
-        for s in servers:
-            s.cleanup()
-        assert problems == [], problems
+        stop_all(servers)
 
 
 def test_a_fenced_commitTransaction_with_a_stale_token_commits_nothing(client):

@@ -27,7 +27,7 @@ from pymongo import MongoClient, ReturnDocument
 from pymongo.errors import OperationFailure
 
 import wireproto as w
-from atomdb_testlib import AtomdbServer
+from atomdb_testlib import AtomdbServer, restart, stop_all
 
 NO_SUCH_TRANSACTION = 251
 TRANSACTION_TOO_OLD = 225
@@ -508,22 +508,6 @@ def test_a_retried_no_op_write_gets_its_original_reply(atomdb, client):
     assert old.get("code") == TRANSACTION_TOO_OLD, "the no-op is now too old (%r)" % old
 
 
-def _restart(old, kill):
-    """Stops `old` (SIGKILL when `kill`) and starts a server on its dbpath."""
-    if kill:
-        old.proc.kill()
-        old.proc.wait()
-        old.log_file.close()
-    else:
-        problems = old.stop()
-        assert problems == [], problems
-    old.proc = None
-    new = AtomdbServer()
-    new.dbpath = old.dbpath
-    new.start()
-    return new
-
-
 @pytest.mark.parametrize("kill", [False, True], ids=["clean-stop", "kill-9"])
 def test_retried_writes_are_recognised_after_a_restart(kill):
     s1 = AtomdbServer()
@@ -536,7 +520,7 @@ def test_retried_writes_are_recognised_after_a_restart(kill):
         lsid = new_lsid()
         replies = [raw(s1, retryable(lsid, i + 1, body())) for i, (_, body) in enumerate(RETRYABLE)]
         assert all(r["ok"] == 1.0 for r in replies), "the writes succeed (%r)" % replies
-        s2 = _restart(s1, kill)
+        s2 = restart(s1, kill)
         servers.append(s2)
         c = connect(s2)
         before = _state(c)
@@ -554,12 +538,7 @@ def test_retried_writes_are_recognised_after_a_restart(kill):
         assert _state(c) == before, "no retry after the restart applied anything (%r)" % _state(c)
         c.close()
     finally:
-        problems = []
-        for s in servers:
-            problems += s.stop()
-        for s in servers:
-            s.cleanup()
-        assert problems == [], problems
+        stop_all(servers)
 
 
 @pytest.mark.parametrize("kill", [False, True], ids=["clean-stop", "kill-9"])
@@ -576,7 +555,7 @@ def test_each_retryable_write_kind_is_recognised_after_a_restart(kill):
         for name, body in RETRYABLE:
             lsid = new_lsid()
             sent.append((name, lsid, body, raw(s1, retryable(lsid, 7, body()))))
-        s2 = _restart(s1, kill)
+        s2 = restart(s1, kill)
         servers.append(s2)
         c = connect(s2)
         before = _state(c)
@@ -589,12 +568,7 @@ def test_each_retryable_write_kind_is_recognised_after_a_restart(kill):
             "each write was applied once, before the restart only (%r)" % _state(c)
         c.close()
     finally:
-        problems = []
-        for s in servers:
-            problems += s.stop()
-        for s in servers:
-            s.cleanup()
-        assert problems == [], problems
+        stop_all(servers)
 
 
 # --- abandoned transactions -------------------------------------------------------
