@@ -67,19 +67,7 @@ static void view_finish(recvec_t *out, size_t first, const collection_query_opts
     size_t n = out->len - first;
     if (o->sort && n > 1)
         qsort_r(items, n, sizeof *items, view_sort_cmp, (void *)o->sort);
-    size_t skip = o->skip > 0 ? (size_t)o->skip : 0;
-    if (skip > n)
-        skip = n;
-    size_t keep = n - skip;
-    if (o->limit > 0 && (size_t)o->limit < keep)
-        keep = (size_t)o->limit;
-    for (size_t i = 0; i < skip; i++)
-        record_unref(items[i]);
-    for (size_t i = skip + keep; i < n; i++)
-        record_unref(items[i]);
-    if (keep && skip)
-        memmove(items, items + skip, keep * sizeof *items);
-    out->len = first + keep;
+    recvec_skip_limit(out, first, o->skip, o->limit);
 }
 
 /* Runs a query against a MongoDB view: its pipeline over its source, then

@@ -776,20 +776,7 @@ static void collection_finish(recvec_t *out, size_t first, const collection_quer
     } else if (sort && n > 1) {
         qsort_r(items, n, sizeof *items, collection_sort_cmp, (void *)o->sort);
     }
-    /* skip and limit */
-    size_t skip = o->skip > 0 ? (size_t)o->skip : 0;
-    if (skip > n)
-        skip = n;
-    size_t keep = n - skip;
-    if (o->limit > 0 && (size_t)o->limit < keep)
-        keep = (size_t)o->limit;
-    for (size_t i = 0; i < skip; i++)
-        record_unref(items[i]);
-    for (size_t i = skip + keep; i < n; i++)
-        record_unref(items[i]);
-    if (keep && skip)
-        memmove(items, items + skip, keep * sizeof *items);
-    out->len = first + keep;
+    recvec_skip_limit(out, first, o->skip, o->limit);
 }
 
 bool collection_create_index(collection_t *c, const bson_t *spec, bool *created, dberr_t *err)

@@ -45,6 +45,25 @@ void recvec_push_ref(recvec_t *v, record_t *r)
     v->items[v->len++] = record_ref(r);
 }
 
+void recvec_skip_limit(recvec_t *v, size_t first, int64_t skip, int64_t limit)
+{
+    record_t **items = v->items + first;
+    size_t n = v->len - first;
+    size_t drop = skip > 0 ? (size_t)skip : 0;
+    if (drop > n)
+        drop = n;
+    size_t keep = n - drop;
+    if (limit > 0 && (size_t)limit < keep)
+        keep = (size_t)limit;
+    for (size_t i = 0; i < drop; i++)
+        record_unref(items[i]);
+    for (size_t i = drop + keep; i < n; i++)
+        record_unref(items[i]);
+    if (keep && drop)
+        memmove(items, items + drop, keep * sizeof *items);
+    v->len = first + keep;
+}
+
 void recvec_destroy(recvec_t *v)
 {
     for (size_t i = 0; i < v->len; i++)

@@ -43,4 +43,8 @@ void recvec_push_ref(recvec_t *v, record_t *r);
 /* Drops every reference and frees the array. */
 void recvec_destroy(recvec_t *v);
 
+/* Drops the first `skip` records after index `first` and keeps at most
+ * `limit` (0: all) of the rest, unreferencing what it drops. */
+void recvec_skip_limit(recvec_t *v, size_t first, int64_t skip, int64_t limit);
+
 #endif
