@@ -15,13 +15,15 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 export DEBIAN_FRONTEND=noninteractive
+# Wait for another apt/dpkg run to finish instead of failing at once.
+apt_opts=(-o DPkg::Lock::Timeout=600)
 
 # Build, library and test dependencies (see ../shared/DESIGN.md, Dependencies).
 apt_packages=(
   build-essential cmake pkg-config git ca-certificates
   libbson-dev libmongoc-dev libuv1-dev libpcre2-dev
   libsnappy-dev libzstd-dev zlib1g-dev libssl-dev
-  python3 python3-pymongo python3-pymongo-ext python3-pytest
+  python3 python3-pymongo python3-pymongo-ext python3-bson-ext python3-pytest
   python3-pexpect python3-pytest-timeout python3-zstandard python3-snappy
   tmux procps
   redis-server libhiredis-dev postgresql libpq-dev
@@ -64,16 +66,16 @@ if [ "${#missing[@]}" -gt 0 ]; then
   log "installing Debian packages: ${missing[*]}"
   updated=0
   if ! apt_lists_fresh; then
-    apt-get update -qq
+    apt-get "${apt_opts[@]}" update -qq
     updated=1
   fi
-  if ! apt-get install -y -qq --no-install-recommends "${missing[@]}"; then
+  if ! apt-get "${apt_opts[@]}" install -y -qq --no-install-recommends "${missing[@]}"; then
     if [ "$updated" -eq 1 ]; then
       exit 1
     fi
     log "install failed with the cached package lists; updating them once and retrying"
-    apt-get update -qq
-    apt-get install -y -qq --no-install-recommends "${missing[@]}"
+    apt-get "${apt_opts[@]}" update -qq
+    apt-get "${apt_opts[@]}" install -y -qq --no-install-recommends "${missing[@]}"
   fi
 else
   log "Debian packages: all present"
@@ -98,6 +100,14 @@ if [ -f "$node_dir/package.json" ]; then
     log "no package-lock.json: npm install in tests/drivers/node"
     (cd "$node_dir" && npm install --ignore-scripts --no-audit --no-fund --loglevel=error)
   fi
+fi
+
+# pymongo without its C extensions behaves differently (it refuses some
+# requests itself): check that what was installed actually loads.
+if ! /usr/bin/python3 -c 'import sys, pymongo, bson; sys.exit(0 if pymongo.has_c() and bson.has_c() else 1)'; then
+  echo "install-deps: pymongo's C extensions do not load (pymongo.has_c() or bson.has_c() is False);" >&2
+  echo "install-deps: python3-pymongo-ext and python3-bson-ext must both be installed" >&2
+  exit 1
 fi
 
 log "done"
