@@ -20,6 +20,7 @@
 #include "store/catalog.h"
 #include "store/cursor.h"
 #include "txn/session.h"
+#include "txn/txn.h"
 #include "util/log.h"
 
 static uv_signal_t main_sigint, main_sigterm;
@@ -41,6 +42,8 @@ static void main_usage(FILE *out)
             "  --snapshot-interval S  take a snapshot every S seconds of writes (default 300, 0 off)\n"
             "  --snapshot-wal-mb N  take a snapshot when the log grows by N MiB (default 256)\n"
             "  --repair             truncate a damaged log after keeping a copy of the files\n"
+            "  --txn-isolation L    snapshot (default, as mongod) or serializable: the level of\n"
+            "                       transactions that do not choose one (docs/concurrency.md)\n"
             "  --version            print the version and exit\n"
             "  --help               print this help and exit\n");
 }
@@ -134,6 +137,7 @@ int main(int argc, char **argv)
         {"version", no_argument, NULL, 'V'},         {"help", no_argument, NULL, 'h'},
         {"journal", required_argument, NULL, 'j'},   {"snapshot-interval", required_argument, NULL, 'i'},
         {"snapshot-wal-mb", required_argument, NULL, 'w'}, {"repair", no_argument, NULL, 'R'},
+        {"txn-isolation", required_argument, NULL, 'I'},
         {NULL, 0, NULL, 0}};
     server_config_t *cfg = &server.config;
     cfg->bind = "127.0.0.1";
@@ -207,6 +211,15 @@ int main(int argc, char **argv)
         case 'R':
             jopts.repair = true;
             break;
+        case 'I': {
+            txn_isolation_t level;
+            if (!txn_parse_isolation(optarg, &level)) {
+                fprintf(stderr, "atomdb: --txn-isolation must be snapshot or serializable\n");
+                return 2;
+            }
+            server.txn_isolation = level;
+            break;
+        }
         case 'V':
             printf("atomdb %s (MongoDB wire protocol %s, maxWireVersion %d)\n", ATOMDB_VERSION,
                    SERVER_MONGODB_VERSION, SERVER_MAX_WIRE_VERSION);

@@ -12,6 +12,7 @@
 #include "journal/journal.h"
 #include "store/catalog.h"
 #include "store/cursor.h"
+#include "txn/txn.h"
 #include "util/log.h"
 
 bool cmd_ping(cmd_ctx_t *ctx, dberr_t *err)
@@ -64,6 +65,8 @@ static bool admin_param_append(const char *name, bson_t *out)
         BSON_APPEND_INT32(out, name, server.txn_lock_timeout_ms);
     } else if (strcmp(name, "transactionLifetimeLimitSeconds") == 0) {
         BSON_APPEND_INT32(out, name, server.txn_lifetime_s);
+    } else if (strcmp(name, "atomdbTransactionIsolation") == 0) {
+        BSON_APPEND_UTF8(out, name, txn_isolation_name((txn_isolation_t)server.txn_isolation));
     } else if (strcmp(name, "logLevel") == 0) {
         BSON_APPEND_INT32(out, name, log_get_level() == LOG_DEBUG ? 1 : 0);
     } else if (strcmp(name, "cursorTimeoutMillis") == 0) {
@@ -78,7 +81,8 @@ static bool admin_param_append(const char *name, bson_t *out)
 
 static const char *admin_params[] = {"featureCompatibilityVersion",
                                      "maxTransactionLockRequestTimeoutMillis",
-                                     "transactionLifetimeLimitSeconds", "logLevel",
+                                     "transactionLifetimeLimitSeconds",
+                                     "atomdbTransactionIsolation", "logLevel",
                                      "cursorTimeoutMillis", "maxBSONDepth"};
 
 bool cmd_get_parameter(cmd_ctx_t *ctx, dberr_t *err)
@@ -126,6 +130,12 @@ bool cmd_set_parameter(cmd_ctx_t *ctx, dberr_t *err)
             if (!BSON_ITER_HOLDS_NUMBER(&it))
                 return dberr_set(err, DBERR_BAD_VALUE, "%s must be a number", k);
             server.txn_lock_timeout_ms = (int32_t)bson_iter_as_int64(&it);
+        } else if (strcmp(k, "atomdbTransactionIsolation") == 0) {
+            txn_isolation_t level;
+            if (!BSON_ITER_HOLDS_UTF8(&it) || !txn_parse_isolation(bson_iter_utf8(&it, NULL), &level))
+                return dberr_set(err, DBERR_BAD_VALUE,
+                                 "atomdbTransactionIsolation must be 'snapshot' or 'serializable'");
+            server.txn_isolation = level;
         } else if (strcmp(k, "transactionLifetimeLimitSeconds") == 0) {
             if (!BSON_ITER_HOLDS_NUMBER(&it) || bson_iter_as_int64(&it) < 1)
                 return dberr_set(err, DBERR_BAD_VALUE, "%s must be a positive number", k);

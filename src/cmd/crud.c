@@ -81,13 +81,25 @@ static void crud_resume_save(cmd_ctx_t *ctx, uint32_t index, crud_result_t *r)
     ctx->client->resume_free = crud_resume_free;
 }
 
-/* A statement found a document locked: keep where the batch stopped (outside
- * a transaction), release the results and fail with `blocked` so the
- * dispatcher parks the command. Returns false. */
+/* True when a statement's error ends the whole command rather than being
+ * one of its writeErrors: a document is locked (the command parks), or a
+ * transaction met a write conflict (the command fails with it, labelled
+ * TransientTransactionError, and the transaction aborts — as mongod). */
+static bool crud_stops_batch(const cmd_ctx_t *ctx, const dberr_t *e)
+{
+    return e->code == VIEW_BLOCKED_CODE ||
+           (e->code == DBERR_WRITE_CONFLICT && ctx->view->txn != NULL);
+}
+
+/* A statement found a document locked, or a transaction's statement met a
+ * write conflict: keep where the batch stopped (a lock outside a
+ * transaction), release the results and fail with `blocked` so the
+ * dispatcher parks the command or fails it. Returns false. */
 static bool crud_park_batch(cmd_ctx_t *ctx, uint32_t index, crud_result_t *r,
                             const dberr_t *blocked, dberr_t *err)
 {
-    crud_resume_save(ctx, index, r);
+    if (blocked->code == VIEW_BLOCKED_CODE)
+        crud_resume_save(ctx, index, r);
     crud_result_destroy(r);
     *err = *blocked;
     return false;
@@ -283,11 +295,11 @@ bool cmd_insert(cmd_ctx_t *ctx, dberr_t *err)
         if (!BSON_ITER_HOLDS_DOCUMENT(&items) || !cmd_iter_doc(&items, &doc))
             dberr_set(&e, DBERR_TYPE_MISMATCH, "documents to insert must be objects");
         else if (cmd_prepare_insert_doc(&doc, &prepared, &e) &&
-                 view_lock(ctx->view, collection_name(c), &prepared, &e) &&
+                 view_lock(ctx->view, c, &prepared, &e) &&
                  view_insert(ctx->view, c, &prepared, &e))
             ok = true;
         bson_destroy(&prepared);
-        if (!ok && e.code == VIEW_BLOCKED_CODE)
+        if (!ok && crud_stops_batch(ctx, &e))
             return crud_park_batch(ctx, index, &r, &e, err);
         if (ok) {
             r.n++;
@@ -386,7 +398,7 @@ static bool crud_lock_all(view_t *view, collection_t *c, const recvec_t *recs, d
     for (size_t i = 0; i < recs->len; i++) {
         bson_t doc;
         record_view(recs->items[i], &doc);
-        if (!view_lock(view, collection_name(c), &doc, err))
+        if (!view_lock(view, c, &doc, err))
             return false;
     }
     return true;
@@ -487,7 +499,7 @@ static bool crud_update_one(const cmd_ctx_t *ctx, view_t *view, collection_t *c,
         bson_t doc = BSON_INITIALIZER;
         bson_iter_t id;
         if (crud_upsert_doc(&s->q, u, &doc, err) &&
-            view_lock(view, collection_name(c), &doc, err) && view_insert(view, c, &doc, err)) {
+            view_lock(view, c, &doc, err) && view_insert(view, c, &doc, err)) {
             bson_iter_init_find(&id, &doc, "_id");
             crud_add_upserted(r, index, bson_iter_value(&id));
             r->n++;
@@ -550,7 +562,7 @@ bool cmd_update(cmd_ctx_t *ctx, dberr_t *err)
         else
             ok = crud_parse_update_stmt(&stmt, &s, &e) &&
                  crud_update_one(ctx, ctx->view, c, index, &s, &r, &e);
-        if (!ok && e.code == VIEW_BLOCKED_CODE)
+        if (!ok && crud_stops_batch(ctx, &e))
             return crud_park_batch(ctx, index, &r, &e, err);
         if (!ok) {
             crud_add_error(&r, index, &e);
@@ -664,7 +676,7 @@ bool cmd_delete(cmd_ctx_t *ctx, dberr_t *err)
             ok = true; /* nothing to delete in a collection that does not exist */
         else
             ok = crud_delete_one(ctx, ctx->view, c, coll, &stmt, &r, &e);
-        if (!ok && e.code == VIEW_BLOCKED_CODE)
+        if (!ok && crud_stops_batch(ctx, &e))
             return crud_park_batch(ctx, index, &r, &e, err);
         if (!ok) {
             crud_add_error(&r, index, &e);
@@ -812,7 +824,7 @@ bool cmd_find_and_modify(cmd_ctx_t *ctx, dberr_t *err)
         if (f.upsert) {
             bson_iter_t id;
             if (!crud_upsert_doc(&f.query, u, &new_doc, err) ||
-                !view_lock(ctx->view, collection_name(c), &new_doc, err) ||
+                !view_lock(ctx->view, c, &new_doc, err) ||
                 !view_insert(ctx->view, c, &new_doc, err))
                 goto cleanup;
             bson_iter_init_find(&id, &new_doc, "_id");
@@ -835,7 +847,7 @@ bool cmd_find_and_modify(cmd_ctx_t *ctx, dberr_t *err)
     record_t *old = recs.items[0]; /* recs keeps the old version alive */
     bson_t old_doc;
     record_view(old, &old_doc);
-    if (!view_lock(ctx->view, collection_name(c), &old_doc, err))
+    if (!view_lock(ctx->view, c, &old_doc, err))
         goto cleanup;
     if (f.remove) {
         view_remove(ctx->view, c, old);

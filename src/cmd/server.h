@@ -51,6 +51,8 @@ typedef struct server {
     void (*request_stop)(void);  /* asks the network layer to stop the loop */
     int32_t txn_lock_timeout_ms; /* maxTransactionLockRequestTimeoutMillis */
     int32_t txn_lifetime_s;      /* transactionLifetimeLimitSeconds */
+    int txn_isolation;           /* txn_isolation_t of transactions that do not choose:
+                                  * --txn-isolation / atomdbTransactionIsolation */
 } server_t;
 
 /* The one server instance. */

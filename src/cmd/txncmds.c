@@ -41,6 +41,35 @@ static bool txncmds_is_end(const char *name)
     return !strcmp(name, "commitTransaction") || !strcmp(name, "abortTransaction");
 }
 
+/* The isolation level a transaction's readConcern asks for: "snapshot"
+ * is snapshot isolation, as mongod; "serializable" is atomdb's extension;
+ * "local", "majority" or no level leave the server's default. */
+static bool txncmds_isolation(const bson_iter_t *rc_it, txn_isolation_t *level, dberr_t *err)
+{
+    bson_t rc;
+    bson_iter_t it;
+    if (!cmd_iter_doc(rc_it, &rc) || !BSON_ITER_HOLDS_DOCUMENT(rc_it))
+        return dberr_set(err, DBERR_TYPE_MISMATCH, "readConcern must be an object");
+    if (!bson_iter_init_find(&it, &rc, "level"))
+        return true;
+    if (!BSON_ITER_HOLDS_UTF8(&it))
+        return dberr_set(err, DBERR_TYPE_MISMATCH,
+                         "BSON field 'readConcern.level' is the wrong type '%s', expected type "
+                         "'string'",
+                         shellfmt_type_name(bson_iter_type(&it)));
+    const char *l = bson_iter_utf8(&it, NULL);
+    if (!strcmp(l, "snapshot"))
+        *level = TXN_SNAPSHOT;
+    else if (!strcmp(l, "serializable"))
+        *level = TXN_SERIALIZABLE;
+    else if (strcmp(l, "local") && strcmp(l, "majority"))
+        return dberr_set(err, DBERR_INVALID_OPTIONS,
+                         "The readConcern level must be either 'local' (default), 'majority', "
+                         "'snapshot' or 'serializable' (an atomdb extension) in order to run in a "
+                         "transaction");
+    return true;
+}
+
 int cmd_session_prepare(cmd_ctx_t *ctx, dberr_t *err)
 {
     bson_iter_t it;
@@ -103,24 +132,18 @@ int cmd_session_prepare(cmd_ctx_t *ctx, dberr_t *err)
                                  "Transaction with { txnNumber: %lld } has already been started",
                                  (long long)ctx->txn_number),
                        CMD_SESSION_FAIL;
-            if (cmd_find(ctx, "readConcern", &it)) {
-                bson_t rc;
-                bson_iter_t level;
-                if (!cmd_iter_doc(&it, &rc))
-                    return dberr_set(err, DBERR_TYPE_MISMATCH, "readConcern must be an object"),
-                           CMD_SESSION_FAIL;
-                if (bson_iter_init_find(&level, &rc, "level") && BSON_ITER_HOLDS_UTF8(&level)) {
-                    const char *l = bson_iter_utf8(&level, NULL);
-                    if (strcmp(l, "local") && strcmp(l, "majority") && strcmp(l, "snapshot"))
-                        return dberr_set(err, DBERR_INVALID_OPTIONS,
-                                         "The readConcern level must be either 'local' "
-                                         "(default), 'majority' or 'snapshot' in order to run in "
-                                         "a transaction"),
-                               CMD_SESSION_FAIL;
-                }
-            }
-            if (!restarting) /* a first statement that waited keeps its transaction */
+            txn_isolation_t level = (txn_isolation_t)server.txn_isolation;
+            if (cmd_find(ctx, "readConcern", &it) && !txncmds_isolation(&it, &level, err))
+                return CMD_SESSION_FAIL;
+            if (!restarting) { /* a first statement that waited keeps its transaction */
                 session_begin_txn(s, ctx->txn_number, now);
+                txn_set_isolation(s->txn, level);
+            } else {
+                /* ... and, having seen nothing yet, reads from a new snapshot:
+                 * the wait (SELECT ... FOR UPDATE as the first statement)
+                 * then ends in success rather than a write conflict */
+                txn_renew_snapshot(s->txn);
+            }
         } else {
             if (cmd_find(ctx, "readConcern", &it))
                 return dberr_set(err, DBERR_INVALID_OPTIONS,
@@ -353,7 +376,7 @@ bool cmd_commit_transaction(cmd_ctx_t *ctx, dberr_t *err)
         return false;
     }
     txn_t *t = s->txn;
-    if (!txn_commit(t, server.catalog, err)) {
+    if (!txn_validate_reads(t, server.catalog, err) || !txn_commit(t, server.catalog, err)) {
         char why[200];
         snprintf(why, sizeof why, "commit failed: %s", err->msg);
         dberr_t keep = *err;

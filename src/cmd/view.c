@@ -151,7 +151,9 @@ bool view_query(view_t *v, collection_t *c, const char *coll, const collection_q
     all.skip = 0;
     all.limit = 0;
     all.sort = NULL;
-    all.snapshot = for_write ? 0 : txn_snapshot(v->txn);
+    all.snapshot = txn_snapshot(v->txn);
+    bool real = c && txn_find_scratch(v->txn, v->db, coll) != c;
+    txn_note_read(v->txn, v->db, coll, real ? collection_id(c) : 0, (matcher_t *)o->matcher);
     recvec_t base;
     recvec_init(&base);
     if (c && !collection_query(c, &all, &base, plan, err)) {
@@ -174,17 +176,31 @@ bool view_query(view_t *v, collection_t *c, const char *coll, const collection_q
     return true;
 }
 
-bool view_lock(view_t *v, const char *coll, const bson_t *doc, dberr_t *err)
+bool view_lock(view_t *v, collection_t *c, const bson_t *doc, dberr_t *err)
 {
     bson_value_t id;
+    const char *coll = collection_name(c);
     if (!view_doc_id(doc, &id))
         return true;
     lockmgr_key(v->db, coll, &id, &v->blocked_key);
     txn_t *holder = NULL;
-    if (lockmgr_acquire(&v->blocked_key, v->txn, &holder))
-        return true;
-    v->blocked_by = holder;
-    return dberr_set(err, VIEW_BLOCKED_CODE, "document is locked by a transaction");
+    if (!lockmgr_acquire(&v->blocked_key, v->txn, &holder)) {
+        v->blocked_by = holder;
+        return dberr_set(err, VIEW_BLOCKED_CODE, "document is locked by a transaction");
+    }
+    /* first committer wins: the document must be as the snapshot saw it
+     * (a collection the transaction creates is new to everyone) */
+    if (v->txn && txn_find_scratch(v->txn, v->db, coll) != c &&
+        !txn_lookup(v->txn, v->db, coll, &id) &&
+        collection_changed_since(c, &id, txn_snapshot(v->txn))) {
+        dberr_set(err, DBERR_WRITE_CONFLICT,
+                  "Caused by :: Write conflict during plan execution and yielding is disabled. :: "
+                  "Please retry your operation or multi-document transaction. (the document was "
+                  "changed by a commit after this transaction's snapshot)");
+        err->labels |= DBERR_LABEL_TRANSIENT_TXN;
+        return false;
+    }
+    return true;
 }
 
 bool view_insert(view_t *v, collection_t *c, const bson_t *doc, dberr_t *err)

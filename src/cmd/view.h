@@ -32,15 +32,21 @@ void view_destroy(view_t *v);
 
 /* Runs a query on `c` (may be NULL: no such collection) named `coll`.
  * When `c` is a MongoDB view its pipeline runs over its source first.
- * `for_write` reads the latest committed data (the targets of a write,
- * like SELECT ... FOR UPDATE); otherwise a transaction reads its snapshot.
- * Either way its own changes are seen. */
+ * Outside a transaction it reads the latest data; inside one, its
+ * snapshot plus its own changes (the targets of a write too: view_lock
+ * then refuses a target changed since the snapshot). A serializable
+ * transaction remembers the read for its commit check. `for_write` says
+ * the results are a write's targets. */
 bool view_query(view_t *v, collection_t *c, const char *coll, const collection_query_opts_t *o,
                 bool for_write, recvec_t *out, collection_plan_t *plan, dberr_t *err);
 
-/* Locks document `doc` (by its _id) of `coll` before it is changed. False
- * with err->code VIEW_BLOCKED_CODE when another transaction holds it. */
-bool view_lock(view_t *v, const char *coll, const bson_t *doc, dberr_t *err);
+/* Locks document `doc` (by its _id) of `c` before it is changed. False
+ * with err->code VIEW_BLOCKED_CODE when another transaction holds it.
+ * Inside a transaction, also false with WriteConflict (112, labelled
+ * TransientTransactionError) when a commit since the transaction's
+ * snapshot inserted, changed or deleted that document (snapshot
+ * isolation's first-committer-wins rule). */
+bool view_lock(view_t *v, collection_t *c, const bson_t *doc, dberr_t *err);
 
 /* Changes, through the transaction's write set when there is one. */
 bool view_insert(view_t *v, collection_t *c, const bson_t *doc, dberr_t *err);

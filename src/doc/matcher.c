@@ -79,6 +79,7 @@ struct matcher {
     bson_t *let;           /* evaluated let variables, or NULL */
     bool has_expr;         /* the filter holds $expr */
     matcher_state_t *st;   /* sticky error */
+    uint32_t refs;         /* owners; matcher_destroy drops one */
 };
 
 /* A clear error state; not zeroed whole (a dberr_t is over a kilobyte). */
@@ -1040,6 +1041,7 @@ bool matcher_has_expr(const matcher_t *m)
 matcher_t *matcher_new(const bson_t *filter, dberr_t *err)
 {
     matcher_t *m = bson_malloc0(sizeof *m);
+    m->refs = 1;
     m->root = node_new(MN_AND, NULL);
     m->st = state_new();
     if (filter && !parse_filter(filter, m->root, 0, true, err)) {
@@ -1095,9 +1097,15 @@ bool matcher_take_error(matcher_t *m, dberr_t *err)
     return true;
 }
 
+matcher_t *matcher_ref(matcher_t *m)
+{
+    m->refs++;
+    return m;
+}
+
 void matcher_destroy(matcher_t *m)
 {
-    if (!m)
+    if (!m || --m->refs > 0)
         return;
     node_destroy(m->root);
     if (m->let)

@@ -17,8 +17,12 @@ typedef struct matcher matcher_t;
  * no pointer into `filter`. */
 matcher_t *matcher_new(const bson_t *filter, dberr_t *err);
 
-/* Frees `m` (accepts NULL). */
+/* Drops a reference to `m` and frees it with the last (accepts NULL). */
 void matcher_destroy(matcher_t *m);
+
+/* Adds a reference (a transaction keeps the filters it read through for
+ * its serializable check); returns `m`. */
+matcher_t *matcher_ref(matcher_t *m);
 
 /* Gives $expr the user variables of a command's `let` (NULL: none): each
  * value is evaluated once, now, as an expression against an empty document

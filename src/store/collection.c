@@ -6,9 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "doc/compare.h"
 #include "doc/keystring.h"
 #include "store/mvcc.h"
 #include "store/observer.h"
+#include "util/omap.h"
 
 #define COLLECTION_MAX_INDEXES 64
 
@@ -163,6 +165,11 @@ const char *collection_db(const collection_t *c)
     return c->db;
 }
 
+uint64_t collection_id(const collection_t *c)
+{
+    return c->id;
+}
+
 const char *collection_ns(const collection_t *c)
 {
     return c->ns;
@@ -305,6 +312,7 @@ bool collection_insert(collection_t *c, const bson_t *doc, dberr_t *err)
         goto cleanup;
     record_t *r = record_new(doc);
     mvcc_stamp(r);
+    mvcc_inserted(c->id, r);
     for (int i = 0; i < c->nindexes; i++)
         collection_index_add(c->indexes[i], &keys.per[i], &id, r);
     c->count++;
@@ -351,7 +359,7 @@ static bool collection_replace_id_only(collection_t *c, record_t *old, const bso
         return false;
     record_t *r = record_new(doc);
     mvcc_stamp(r);
-    mvcc_replaced(r, old);
+    mvcc_replaced(c->id, r, old);
     omap_node_set_value(n, r);
     c->data_size += doc->len;
     c->data_size -= old->len;
@@ -380,7 +388,7 @@ bool collection_replace(collection_t *c, record_t *old, const bson_t *doc, dberr
         goto cleanup;
     record_t *r = record_new(doc);
     mvcc_stamp(r);
-    mvcc_replaced(r, old);
+    mvcc_replaced(c->id, r, old);
     buf_t mk;
     buf_init(&mk);
     for (int i = 0; i < c->nindexes; i++) {
@@ -648,34 +656,85 @@ static index_t *collection_hinted(collection_t *c, const collection_query_opts_t
     return NULL;
 }
 
-/* Collects the versions visible at o->snapshot that match (full scan). */
-typedef struct collection_snap_ctx {
-    const collection_query_opts_t *o;
-    recvec_t *out;
-    collection_plan_t *plan;
-} collection_snap_ctx_t;
-
-static void collection_snap_visit(record_t *v, void *ctx)
+/* The _id of a stored version (every record has one). */
+static bool collection_record_id(const record_t *r, bson_value_t *id)
 {
-    collection_snap_ctx_t *s = ctx;
     bson_t doc;
-    record_view(v, &doc);
-    s->plan->docs_examined++;
-    if (matcher_matches(s->o->matcher, &doc, NULL))
-        recvec_push_ref(s->out, v);
+    record_view(r, &doc);
+    return collection_doc_id(&doc, id);
 }
 
-static void collection_query_snapshot(collection_t *c, const collection_query_opts_t *o,
-                                      recvec_t *out, collection_plan_t *plan)
+bool collection_changed_since(const collection_t *c, const bson_value_t *id, uint64_t snapshot)
 {
-    collection_snap_ctx_t s = {o, out, plan};
-    strcpy(plan->stage, "COLLSCAN");
-    for (omap_node_t *n = omap_seek(c->indexes[0]->map, NULL, 0); n; n = omap_next(n)) {
-        record_t *v = mvcc_visible(omap_node_value(n), o->snapshot);
-        if (v)
-            collection_snap_visit(v, &s);
+    record_t *cur = collection_find_id(c, id);
+    if (cur)
+        return cur->seq > snapshot; /* any change since made a new version */
+    if (!mvcc_deletes_after(snapshot))
+        return false;
+    size_t n;
+    const mvcc_change_t *ch = mvcc_changes_after(snapshot, &n);
+    for (size_t i = 0; i < n; i++) {
+        bson_value_t x;
+        if (ch[i].coll_id == c->id && !ch[i].after && collection_record_id(ch[i].before, &x) &&
+            compare_equal(&x, id))
+            return true;
     }
-    mvcc_foreach_deleted(c->id, o->snapshot, collection_snap_visit, &s);
+    return false;
+}
+
+static bool collection_query_opts_plain(collection_t *c, const collection_query_opts_t *o,
+                                        recvec_t *out, collection_plan_t *plan, dberr_t *err);
+
+/* A read as of an older snapshot: the current versions made before it
+ * (found by the normal plan, indexes included), and for each document
+ * changed since, the version its first later change replaced. */
+static bool collection_query_snapshot(collection_t *c, const collection_query_opts_t *o,
+                                      recvec_t *out, collection_plan_t *plan, dberr_t *err)
+{
+    collection_query_opts_t now = *o;
+    now.snapshot = 0;
+    now.skip = 0;
+    now.limit = 0;
+    now.sort = NULL;
+    recvec_t cur;
+    recvec_init(&cur);
+    if (!collection_query_opts_plain(c, &now, &cur, plan, err)) {
+        recvec_destroy(&cur);
+        return false;
+    }
+    for (size_t i = 0; i < cur.len; i++)
+        if (cur.items[i]->seq <= o->snapshot)
+            recvec_push_ref(out, cur.items[i]);
+    recvec_destroy(&cur);
+    size_t n;
+    const mvcc_change_t *ch = mvcc_changes_after(o->snapshot, &n);
+    omap_t *seen = NULL;
+    buf_t key;
+    buf_init(&key);
+    for (size_t i = 0; i < n; i++) {
+        if (ch[i].coll_id != c->id)
+            continue;
+        bson_value_t id;
+        if (!collection_record_id(ch[i].before ? ch[i].before : ch[i].after, &id))
+            continue;
+        key.len = 0;
+        keystring_append(&key, &id, false);
+        if (!seen)
+            seen = omap_new();
+        if (omap_get(seen, key.data, key.len))
+            continue; /* not this document's first change since the snapshot */
+        omap_insert(seen, key.data, key.len, (void *)1);
+        if (!ch[i].before)
+            continue; /* inserted since */
+        bson_t doc;
+        record_view(ch[i].before, &doc);
+        plan->docs_examined++;
+        if (matcher_matches(o->matcher, &doc, NULL))
+            recvec_push_ref(out, ch[i].before);
+    }
+    buf_destroy(&key);
+    omap_destroy(seen, NULL);
+    return true;
 }
 
 static void collection_finish(recvec_t *out, size_t first, const collection_query_opts_t *o,
@@ -691,14 +750,26 @@ bool collection_query(collection_t *c, const collection_query_opts_t *o, recvec_
     plan->direction = 1;
     size_t first = out->len;
     bool need_sort = o->sort && sortspec_nkeys(o->sort) > 0;
-    int64_t want = o->limit > 0 ? o->skip + o->limit : 0;
-
     if (o->snapshot && o->snapshot < mvcc_current_seq()) {
-        /* an older snapshot: versions through the _id index and graveyard */
-        collection_query_snapshot(c, o, out, plan);
-        collection_finish(out, first, o, need_sort, false);
-        return true;
+        size_t n;
+        mvcc_changes_after(o->snapshot, &n);
+        if (n > 0) {
+            if (!collection_query_snapshot(c, o, out, plan, err))
+                return false;
+            collection_finish(out, first, o, need_sort, false);
+            return true;
+        }
     }
+    return collection_query_opts_plain(c, o, out, plan, err);
+}
+
+/* The latest data, by the best plan. */
+static bool collection_query_opts_plain(collection_t *c, const collection_query_opts_t *o,
+                                        recvec_t *out, collection_plan_t *plan, dberr_t *err)
+{
+    size_t first = out->len;
+    bool need_sort = o->sort && sortspec_nkeys(o->sort) > 0;
+    int64_t want = o->limit > 0 ? o->skip + o->limit : 0;
     /* choose */
     scan_plan_t best = {0};
     bool have_best = false;

@@ -63,6 +63,14 @@ size_t collection_data_size(const collection_t *c);
 /* The document with this _id (borrowed until the next write), or NULL. */
 record_t *collection_find_id(const collection_t *c, const bson_value_t *id);
 
+/* True when the document with _id `id` was inserted, replaced or deleted
+ * after mvcc snapshot `snapshot` (which must be open): a transaction
+ * reading at that snapshot may not write it (first committer wins). */
+bool collection_changed_since(const collection_t *c, const bson_value_t *id, uint64_t snapshot);
+
+/* The collection's mvcc id (changes in the mvcc window carry it). */
+uint64_t collection_id(const collection_t *c);
+
 /* Inserts `doc` (which must carry _id). Fails with DuplicateKey 11000
  * (keyPattern/keyValue in err's extra fields) and nothing changed. */
 bool collection_insert(collection_t *c, const bson_t *doc, dberr_t *err);

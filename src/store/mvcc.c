@@ -1,26 +1,21 @@
-/* mvcc: sequence numbers, open snapshots, kept versions and graveyards.
- * Loop thread only. */
+/* mvcc: sequence numbers, open snapshots and the change window (a queue
+ * in sequence order, trimmed from its head as the oldest snapshot
+ * advances). Loop thread only. */
 #include "store/mvcc.h"
 
 #include <bson/bson.h>
-
-typedef struct mvcc_grave {
-    uint64_t coll_id;
-    uint64_t seq;      /* the delete */
-    record_t *rec;     /* a reference */
-} mvcc_grave_t;
+#include <string.h>
 
 static struct {
     uint64_t seq;
     uint64_t next_coll_id;
+    uint64_t last_delete_seq;
     /* open snapshots: a small multiset of sequence numbers */
     uint64_t *snaps;
     size_t nsnaps, capsnaps;
-    /* records given an `older` link, to cut when the last snapshot closes */
-    record_t **chained;
-    size_t nchained, capchained;
-    mvcc_grave_t *graves;
-    size_t ngraves, capgraves;
+    /* the window: changes[head .. len) in sequence order */
+    mvcc_change_t *changes;
+    size_t head, len, cap;
 } mvcc;
 
 uint64_t mvcc_current_seq(void)
@@ -43,6 +38,11 @@ bool mvcc_active(void)
     return mvcc.nsnaps > 0;
 }
 
+size_t mvcc_window_len(void)
+{
+    return mvcc.len - mvcc.head;
+}
+
 uint64_t mvcc_snapshot_open(void)
 {
     if (mvcc.nsnaps == mvcc.capsnaps) {
@@ -53,20 +53,30 @@ uint64_t mvcc_snapshot_open(void)
     return mvcc.seq;
 }
 
-/* The last snapshot closed: nothing needs old versions any more. */
-static void mvcc_release_all(void)
+static void mvcc_change_release(mvcc_change_t *ch)
 {
-    for (size_t i = 0; i < mvcc.nchained; i++) {
-        record_t *r = mvcc.chained[i];
-        record_t *older = r->older;
-        r->older = NULL;
-        record_unref(older);
-        record_unref(r);
+    record_unref(ch->before);
+    record_unref(ch->after);
+}
+
+/* Drops the changes no open snapshot can see past: those at or before the
+ * oldest open snapshot (all of them when none is open). */
+static void mvcc_trim(void)
+{
+    uint64_t oldest = UINT64_MAX;
+    for (size_t i = 0; i < mvcc.nsnaps; i++)
+        if (mvcc.snaps[i] < oldest)
+            oldest = mvcc.snaps[i];
+    while (mvcc.head < mvcc.len && mvcc.changes[mvcc.head].seq <= oldest)
+        mvcc_change_release(&mvcc.changes[mvcc.head++]);
+    if (mvcc.head == mvcc.len) {
+        mvcc.head = mvcc.len = 0;
+    } else if (mvcc.head > mvcc.cap / 2) {
+        memmove(mvcc.changes, mvcc.changes + mvcc.head,
+                (mvcc.len - mvcc.head) * sizeof *mvcc.changes);
+        mvcc.len -= mvcc.head;
+        mvcc.head = 0;
     }
-    mvcc.nchained = 0;
-    for (size_t i = 0; i < mvcc.ngraves; i++)
-        record_unref(mvcc.graves[i].rec);
-    mvcc.ngraves = 0;
 }
 
 void mvcc_snapshot_close(uint64_t snapshot)
@@ -77,42 +87,55 @@ void mvcc_snapshot_close(uint64_t snapshot)
             break;
         }
     }
-    if (mvcc.nsnaps == 0)
-        mvcc_release_all();
+    mvcc_trim();
 }
 
-void mvcc_replaced(record_t *newer, record_t *old)
+static void mvcc_push(uint64_t coll_id, uint64_t seq, record_t *before, record_t *after)
 {
-    if (!mvcc_active())
-        return;
-    newer->older = record_ref(old);
-    if (mvcc.nchained == mvcc.capchained) {
-        mvcc.capchained = mvcc.capchained ? mvcc.capchained * 2 : 64;
-        mvcc.chained = bson_realloc(mvcc.chained, mvcc.capchained * sizeof *mvcc.chained);
+    if (mvcc.len == mvcc.cap) {
+        mvcc.cap = mvcc.cap ? mvcc.cap * 2 : 64;
+        mvcc.changes = bson_realloc(mvcc.changes, mvcc.cap * sizeof *mvcc.changes);
     }
-    mvcc.chained[mvcc.nchained++] = record_ref(newer);
+    mvcc.changes[mvcc.len++] = (mvcc_change_t){coll_id, seq, before ? record_ref(before) : NULL,
+                                               after ? record_ref(after) : NULL};
+}
+
+void mvcc_inserted(uint64_t coll_id, record_t *r)
+{
+    if (mvcc_active())
+        mvcc_push(coll_id, r->seq, NULL, r);
+}
+
+void mvcc_replaced(uint64_t coll_id, record_t *newer, record_t *old)
+{
+    if (mvcc_active())
+        mvcc_push(coll_id, newer->seq, old, newer);
 }
 
 void mvcc_deleted(uint64_t coll_id, record_t *old)
 {
     if (!mvcc_active())
         return;
-    if (mvcc.ngraves == mvcc.capgraves) {
-        mvcc.capgraves = mvcc.capgraves ? mvcc.capgraves * 2 : 64;
-        mvcc.graves = bson_realloc(mvcc.graves, mvcc.capgraves * sizeof *mvcc.graves);
-    }
-    mvcc.graves[mvcc.ngraves++] = (mvcc_grave_t){coll_id, ++mvcc.seq, record_ref(old)};
+    mvcc.last_delete_seq = ++mvcc.seq;
+    mvcc_push(coll_id, mvcc.seq, old, NULL);
 }
 
-void mvcc_foreach_deleted(uint64_t coll_id, uint64_t snapshot, void (*fn)(record_t *r, void *ctx),
-                          void *ctx)
+bool mvcc_deletes_after(uint64_t snapshot)
 {
-    for (size_t i = 0; i < mvcc.ngraves; i++) {
-        mvcc_grave_t *g = &mvcc.graves[i];
-        if (g->coll_id != coll_id || g->seq <= snapshot)
-            continue;
-        record_t *v = mvcc_visible(g->rec, snapshot);
-        if (v)
-            fn(v, ctx);
+    return mvcc.last_delete_seq > snapshot;
+}
+
+const mvcc_change_t *mvcc_changes_after(uint64_t snapshot, size_t *n)
+{
+    /* binary search for the first change with seq > snapshot */
+    size_t lo = mvcc.head, hi = mvcc.len;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (mvcc.changes[mid].seq <= snapshot)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
+    *n = mvcc.len - lo;
+    return mvcc.changes + lo;
 }

@@ -1,15 +1,30 @@
 /* mvcc: the store's change sequence and transaction snapshots. Every
- * stored version carries the sequence number of the change that made it;
- * while any snapshot is open, a replaced version stays linked behind its
- * successor and a deleted one stays in a graveyard, so a transaction reads
- * the data as of its snapshot. With no snapshot open nothing is kept. */
+ * stored version carries the sequence number of the change that made it.
+ * While any snapshot is open, every change (insert, replace, delete) is
+ * kept in a change window, oldest first, with the versions before and
+ * after it; a transaction reads the data as of its snapshot by taking the
+ * current versions made before it and, for the documents changed since,
+ * the version each change replaced. The same window answers "was this
+ * document changed since my snapshot?" (first-committer-wins) and "did a
+ * change since my snapshot touch what I read?" (serializable validation).
+ * Changes no open snapshot can need are dropped; with no snapshot open
+ * nothing is kept. See docs/concurrency.md. Loop thread only. */
 #ifndef ATOMDB_MVCC_H
 #define ATOMDB_MVCC_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "store/record.h"
+
+/* One committed change, kept while a snapshot older than it is open. */
+typedef struct mvcc_change {
+    uint64_t coll_id; /* the collection (mvcc_new_collection_id) */
+    uint64_t seq;     /* the change's sequence number */
+    record_t *before; /* the version replaced or deleted (a reference); NULL: an insert */
+    record_t *after;  /* the new version (a reference); NULL: a delete */
+} mvcc_change_t;
 
 /* The sequence number of the newest change. */
 uint64_t mvcc_current_seq(void);
@@ -25,25 +40,24 @@ void mvcc_snapshot_close(uint64_t snapshot);
 /* True while any snapshot is open. */
 bool mvcc_active(void);
 
-/* Records that `newer` replaced `old` (keeps `old` reachable while
- * snapshots are open). */
-void mvcc_replaced(record_t *newer, record_t *old);
-
-/* Records that `old` was deleted from collection `coll_id`. */
+/* Record a change of collection `coll_id` in the window (nothing happens
+ * while no snapshot is open). `r` and `newer` must already be stamped;
+ * mvcc_deleted stamps the delete itself. */
+void mvcc_inserted(uint64_t coll_id, record_t *r);
+void mvcc_replaced(uint64_t coll_id, record_t *newer, record_t *old);
 void mvcc_deleted(uint64_t coll_id, record_t *old);
 
-/* The version of `r` visible at `snapshot`, or NULL (made later). */
-static inline record_t *mvcc_visible(record_t *r, uint64_t snapshot)
-{
-    while (r && r->seq > snapshot)
-        r = r->older;
-    return r;
-}
+/* The changes made after `snapshot` (which must be open), oldest first:
+ * *n entries from the returned pointer, borrowed until the next change or
+ * snapshot close. */
+const mvcc_change_t *mvcc_changes_after(uint64_t snapshot, size_t *n);
 
-/* Calls `fn` with the visible version of every document of collection
- * `coll_id` deleted after `snapshot`. */
-void mvcc_foreach_deleted(uint64_t coll_id, uint64_t snapshot, void (*fn)(record_t *r, void *ctx),
-                          void *ctx);
+/* True when some change after `snapshot` deleted a document (a cheap
+ * test before searching the window for one). */
+bool mvcc_deletes_after(uint64_t snapshot);
+
+/* Number of changes in the window, for serverStatus. */
+size_t mvcc_window_len(void);
 
 /* A new collection id (never reused, unlike addresses). */
 uint64_t mvcc_new_collection_id(void);

@@ -9,7 +9,6 @@ record_t *record_new(const bson_t *doc)
     r->refs = 1;
     r->len = doc->len;
     r->seq = 0;
-    r->older = NULL;
     memcpy(r->data, bson_get_data(doc), doc->len);
     return r;
 }
@@ -22,12 +21,8 @@ record_t *record_ref(record_t *r)
 
 void record_unref(record_t *r)
 {
-    /* iterative, so a long version chain cannot overflow the stack */
-    while (r && --r->refs == 0) {
-        record_t *older = r->older;
+    if (r && --r->refs == 0)
         bson_free(r);
-        r = older;
-    }
 }
 
 void recvec_init(recvec_t *v)

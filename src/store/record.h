@@ -7,13 +7,13 @@
 #include <bson/bson.h>
 #include <stdint.h>
 
-/* One document; `data` holds `len` bytes of BSON. 24 bytes of overhead. */
+/* One document; `data` holds `len` bytes of BSON. 16 bytes of overhead.
+ * Versions a transaction snapshot still needs are kept by mvcc's change
+ * window, not by the record. */
 typedef struct record {
-    uint32_t refs;         /* owners: the collection, cursors, result lists */
+    uint32_t refs;         /* owners: the collection, cursors, result lists, mvcc */
     uint32_t len;          /* BSON size */
     uint64_t seq;          /* store sequence number of the change that made it */
-    struct record *older;  /* the version it replaced, kept (with a reference)
-                            * only while a transaction snapshot may need it */
     uint8_t data[];        /* the document */
 } record_t;
 

@@ -4,6 +4,8 @@
 
 #include <string.h>
 
+#include "doc/matcher.h"
+#include "store/collection.h"
 #include "store/mvcc.h"
 #include "txn/lockmgr.h"
 #include "util/omap.h"
@@ -16,8 +18,19 @@ typedef struct txn_undo {
     bool existed;
 } txn_undo_t;
 
+/* A read the serializable check revisits at commit. */
+typedef struct txn_read {
+    char *db;
+    char *coll;
+    uint64_t coll_id;    /* 0: the collection did not exist */
+    matcher_t *matcher;  /* a reference */
+} txn_read_t;
+
 struct txn {
     uint64_t age;
+    txn_isolation_t isolation;
+    txn_read_t *reads;
+    size_t nreads, capreads;
     int64_t started_ms;
     uint64_t snapshot;
     omap_t *writes;      /* lock key → txn_change_t* */
@@ -86,7 +99,110 @@ void txn_destroy(txn_t *t)
     for (size_t i = 0; i < t->nscratch; i++)
         collection_destroy(t->scratch[i]);
     bson_free(t->scratch);
+    for (size_t i = 0; i < t->nreads; i++) {
+        bson_free(t->reads[i].db);
+        bson_free(t->reads[i].coll);
+        matcher_destroy(t->reads[i].matcher);
+    }
+    bson_free(t->reads);
     bson_free(t);
+}
+
+void txn_renew_snapshot(txn_t *t)
+{
+    if (t->norder > 0)
+        return; /* it has written: its snapshot is part of what it did */
+    mvcc_snapshot_close(t->snapshot);
+    t->snapshot = mvcc_snapshot_open();
+    for (size_t i = 0; i < t->nreads; i++) {
+        bson_free(t->reads[i].db);
+        bson_free(t->reads[i].coll);
+        matcher_destroy(t->reads[i].matcher);
+    }
+    t->nreads = 0;
+}
+
+bool txn_parse_isolation(const char *name, txn_isolation_t *out)
+{
+    if (!strcmp(name, "snapshot"))
+        *out = TXN_SNAPSHOT;
+    else if (!strcmp(name, "serializable"))
+        *out = TXN_SERIALIZABLE;
+    else
+        return false;
+    return true;
+}
+
+const char *txn_isolation_name(txn_isolation_t level)
+{
+    return level == TXN_SERIALIZABLE ? "serializable" : "snapshot";
+}
+
+void txn_set_isolation(txn_t *t, txn_isolation_t level)
+{
+    t->isolation = level;
+}
+
+txn_isolation_t txn_isolation(const txn_t *t)
+{
+    return t->isolation;
+}
+
+void txn_note_read(txn_t *t, const char *db, const char *coll, uint64_t coll_id, matcher_t *m)
+{
+    if (t->isolation != TXN_SERIALIZABLE)
+        return;
+    for (size_t i = 0; i < t->nreads; i++) {
+        txn_read_t *r = &t->reads[i];
+        if (r->matcher == m && r->coll_id == coll_id && !strcmp(r->coll, coll) &&
+            !strcmp(r->db, db))
+            return; /* the same statement run again after a lock wait */
+    }
+    if (t->nreads == t->capreads) {
+        t->capreads = t->capreads ? t->capreads * 2 : 8;
+        t->reads = bson_realloc(t->reads, t->capreads * sizeof *t->reads);
+    }
+    t->reads[t->nreads++] =
+        (txn_read_t){bson_strdup(db), bson_strdup(coll), coll_id, matcher_ref(m)};
+}
+
+/* True when the version `r` (may be NULL) matches the read. */
+static bool txn_read_matches(const txn_read_t *rd, record_t *r)
+{
+    if (!r)
+        return false;
+    bson_t doc;
+    record_view(r, &doc);
+    bool hit = matcher_matches(rd->matcher, &doc, NULL);
+    matcher_take_error(rd->matcher, NULL);
+    return hit;
+}
+
+bool txn_validate_reads(const txn_t *t, catalog_t *cat, dberr_t *err)
+{
+    if (t->isolation != TXN_SERIALIZABLE || t->nreads == 0)
+        return true;
+    size_t n;
+    const mvcc_change_t *ch = mvcc_changes_after(t->snapshot, &n);
+    for (size_t i = 0; i < t->nreads; i++) {
+        const txn_read_t *rd = &t->reads[i];
+        collection_t *c = catalog_get(cat, rd->db, rd->coll);
+        uint64_t now_id = c && !collection_is_view(c) ? collection_id(c) : 0;
+        bool conflict = now_id != rd->coll_id;
+        for (size_t k = 0; !conflict && k < n; k++)
+            conflict = ch[k].coll_id == rd->coll_id &&
+                       (txn_read_matches(rd, ch[k].before) || txn_read_matches(rd, ch[k].after));
+        if (conflict) {
+            dberr_set(err, DBERR_WRITE_CONFLICT,
+                      "Write conflict: since this transaction's snapshot, another commit changed "
+                      "documents of %s.%s that the transaction read, so it cannot commit under "
+                      "serializable isolation. Please retry your transaction.",
+                      rd->db, rd->coll);
+            err->labels |= DBERR_LABEL_TRANSIENT_TXN;
+            return false;
+        }
+    }
+    return true;
 }
 
 collection_t *txn_scratch_collection(txn_t *t, const char *db, const char *coll)

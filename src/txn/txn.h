@@ -15,6 +15,15 @@
 #include "util/dberr.h"
 
 typedef struct txn txn_t;
+struct matcher;
+
+/* How strongly a transaction is isolated (docs/concurrency.md). */
+typedef enum txn_isolation {
+    TXN_SNAPSHOT,     /* snapshot isolation, as mongod: reads from a snapshot,
+                       * first committer wins on write-write conflicts */
+    TXN_SERIALIZABLE, /* also: commit fails when a change committed since the
+                       * snapshot touched anything the transaction read */
+} txn_isolation_t;
 
 /* One buffered change: the document's new version, or a delete. */
 typedef struct txn_change {
@@ -32,6 +41,32 @@ txn_t *txn_new(uint64_t age, int64_t now_ms);
 /* Ends the transaction without applying anything (accepts NULL): releases
  * its locks (waking waiters) and its snapshot, and frees it. */
 void txn_destroy(txn_t *t);
+
+/* "snapshot" / "serializable" to a level and back; false for another name. */
+bool txn_parse_isolation(const char *name, txn_isolation_t *out);
+const char *txn_isolation_name(txn_isolation_t level);
+
+/* Moves a transaction that has seen and written nothing yet (its first
+ * statement waited for a lock and runs again) to a new snapshot, and
+ * forgets its reads. Does nothing once it has changes. */
+void txn_renew_snapshot(txn_t *t);
+
+/* Sets the isolation level (before the first statement runs). */
+void txn_set_isolation(txn_t *t, txn_isolation_t level);
+txn_isolation_t txn_isolation(const txn_t *t);
+
+/* Remembers a read of `db`.`coll` (mvcc collection id `coll_id`, 0 when
+ * it did not exist) through `m` (a reference is taken), for the
+ * serializable level's commit check. Does nothing at TXN_SNAPSHOT. */
+void txn_note_read(txn_t *t, const char *db, const char *coll, uint64_t coll_id,
+                   struct matcher *m);
+
+/* The serializable check: false with WriteConflict (112) in `err` when a
+ * change committed since the snapshot inserted, changed or deleted a
+ * document that one of the transaction's reads matched (before or after
+ * the change), or the read's collection was dropped or created since.
+ * True at TXN_SNAPSHOT. */
+bool txn_validate_reads(const txn_t *t, catalog_t *cat, dberr_t *err);
 
 /* The snapshot sequence number reads use. */
 uint64_t txn_snapshot(const txn_t *t);
