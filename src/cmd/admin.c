@@ -12,6 +12,7 @@
 #include "journal/journal.h"
 #include "store/catalog.h"
 #include "store/cursor.h"
+#include "store/mvcc.h"
 #include "txn/txn.h"
 #include "util/log.h"
 
@@ -319,6 +320,20 @@ bool cmd_server_status(cmd_ctx_t *ctx, dberr_t *err)
     BSON_APPEND_BOOL(&doc, "supportsCommittedReads", true);
     BSON_APPEND_BOOL(&doc, "persistent", false);
     bson_append_document_end(ctx->reply, &doc);
+    const txn_stats_t *ts = txn_get_stats();
+    bson_append_document_begin(ctx->reply, "transactions", -1, &doc);
+    BSON_APPEND_INT64(&doc, "currentOpen", (int64_t)(ts->started - ts->committed - ts->aborted));
+    BSON_APPEND_INT64(&doc, "totalStarted", (int64_t)ts->started);
+    BSON_APPEND_INT64(&doc, "totalCommitted", (int64_t)ts->committed);
+    BSON_APPEND_INT64(&doc, "totalAborted", (int64_t)ts->aborted);
+    /* atomdb's own: refused writes and commits, and the versions kept for
+     * open snapshots (docs/concurrency.md) */
+    BSON_APPEND_INT64(&doc, "writeConflicts", (int64_t)ts->write_conflicts);
+    BSON_APPEND_INT64(&doc, "serializationFailures", (int64_t)ts->serialization_failures);
+    BSON_APPEND_INT64(&doc, "snapshotWindowChanges", (int64_t)mvcc_window_len());
+    BSON_APPEND_UTF8(&doc, "defaultIsolation",
+                     txn_isolation_name((txn_isolation_t)server.txn_isolation));
+    bson_append_document_end(ctx->reply, &doc);
     bson_t metrics, cur, open;
     bson_append_document_begin(ctx->reply, "metrics", -1, &metrics);
     bson_append_document_begin(&metrics, "cursor", -1, &cur);
@@ -373,5 +388,8 @@ bool cmd_atomdb_fault(cmd_ctx_t *ctx, dberr_t *err)
     int64_t times = 1;
     if (!cmd_opt_int64(ctx, "times", &times, err))
         return false;
-    return journal_inject_fault(bson_iter_utf8(&ctx->arg, NULL), (int)times, err);
+    const char *point = bson_iter_utf8(&ctx->arg, NULL);
+    if (txn_inject_fault(point, times > 0))
+        return true;
+    return journal_inject_fault(point, (int)times, err);
 }

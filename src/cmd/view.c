@@ -191,8 +191,9 @@ bool view_lock(view_t *v, collection_t *c, const bson_t *doc, dberr_t *err)
     /* first committer wins: the document must be as the snapshot saw it
      * (a collection the transaction creates is new to everyone) */
     if (v->txn && txn_find_scratch(v->txn, v->db, coll) != c &&
-        !txn_lookup(v->txn, v->db, coll, &id) &&
+        !txn_lookup(v->txn, v->db, coll, &id) && !txn_fault_skip_write_check() &&
         collection_changed_since(c, &id, txn_snapshot(v->txn))) {
+        txn_count_write_conflict();
         dberr_set(err, DBERR_WRITE_CONFLICT,
                   "Caused by :: Write conflict during plan execution and yielding is disabled. :: "
                   "Please retry your operation or multi-document transaction. (the document was "

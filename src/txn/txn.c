@@ -26,8 +26,11 @@ typedef struct txn_read {
     matcher_t *matcher;  /* a reference */
 } txn_read_t;
 
+static txn_stats_t txn_stats;
+
 struct txn {
     uint64_t age;
+    bool committed;      /* txn_commit succeeded */
     txn_isolation_t isolation;
     txn_read_t *reads;
     size_t nreads, capreads;
@@ -50,6 +53,7 @@ struct txn {
 txn_t *txn_new(uint64_t age, int64_t now_ms)
 {
     txn_t *t = bson_malloc0(sizeof *t);
+    txn_stats.started++;
     t->age = age;
     t->started_ms = now_ms;
     t->snapshot = mvcc_snapshot_open();
@@ -87,6 +91,10 @@ void txn_destroy(txn_t *t)
     }
     lockmgr_release_all(t);
     mvcc_snapshot_close(t->snapshot);
+    if (t->committed)
+        txn_stats.committed++;
+    else
+        txn_stats.aborted++;
     for (size_t i = 0; i < t->norder; i++)
         txn_change_free(t->order[i]);
     bson_free(t->order);
@@ -120,6 +128,41 @@ void txn_renew_snapshot(txn_t *t)
         matcher_destroy(t->reads[i].matcher);
     }
     t->nreads = 0;
+}
+
+const txn_stats_t *txn_get_stats(void)
+{
+    return &txn_stats;
+}
+
+void txn_count_write_conflict(void)
+{
+    txn_stats.write_conflicts++;
+}
+
+static struct {
+    bool skip_write_check;
+    bool skip_read_validation;
+} txn_faults;
+
+bool txn_inject_fault(const char *point, bool on)
+{
+#ifdef ATOMDB_FAULT_INJECTION
+    if (!strcmp(point, "txnSkipWriteConflictCheck")) {
+        txn_faults.skip_write_check = on;
+        return true;
+    }
+    if (!strcmp(point, "txnSkipReadValidation")) {
+        txn_faults.skip_read_validation = on;
+        return true;
+    }
+#endif
+    return false;
+}
+
+bool txn_fault_skip_write_check(void)
+{
+    return txn_faults.skip_write_check;
 }
 
 bool txn_parse_isolation(const char *name, txn_isolation_t *out)
@@ -180,7 +223,7 @@ static bool txn_read_matches(const txn_read_t *rd, record_t *r)
 
 bool txn_validate_reads(const txn_t *t, catalog_t *cat, dberr_t *err)
 {
-    if (t->isolation != TXN_SERIALIZABLE || t->nreads == 0)
+    if (t->isolation != TXN_SERIALIZABLE || t->nreads == 0 || txn_faults.skip_read_validation)
         return true;
     size_t n;
     const mvcc_change_t *ch = mvcc_changes_after(t->snapshot, &n);
@@ -193,6 +236,7 @@ bool txn_validate_reads(const txn_t *t, catalog_t *cat, dberr_t *err)
             conflict = ch[k].coll_id == rd->coll_id &&
                        (txn_read_matches(rd, ch[k].before) || txn_read_matches(rd, ch[k].after));
         if (conflict) {
+            txn_stats.serialization_failures++;
             dberr_set(err, DBERR_WRITE_CONFLICT,
                       "Write conflict: since this transaction's snapshot, another commit changed "
                       "documents of %s.%s that the transaction read, so it cannot commit under "
@@ -411,6 +455,7 @@ bool txn_commit(txn_t *t, catalog_t *cat, dberr_t *err)
     }
     bson_free(done);
     txn_clear_undo(t);
+    t->committed = ok;
     return ok;
 }
 

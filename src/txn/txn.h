@@ -68,6 +68,26 @@ void txn_note_read(txn_t *t, const char *db, const char *coll, uint64_t coll_id,
  * True at TXN_SNAPSHOT. */
 bool txn_validate_reads(const txn_t *t, catalog_t *cat, dberr_t *err);
 
+/* Counters since start, for serverStatus's transactions section. */
+typedef struct txn_stats {
+    uint64_t started, committed, aborted;
+    uint64_t write_conflicts;        /* writes refused: changed since the snapshot */
+    uint64_t serialization_failures; /* serializable commits refused */
+} txn_stats_t;
+const txn_stats_t *txn_get_stats(void);
+/* Counts a write refused by the first-committer-wins rule. */
+void txn_count_write_conflict(void);
+
+/* Fault injection for the isolation checkers (tests/scenarios): the
+ * broken variants they must catch. "txnSkipWriteConflictCheck" lets writes
+ * of documents changed since the snapshot through (lost updates),
+ * "txnSkipReadValidation" commits serializable transactions unchecked
+ * (write skew). `on` sets or clears the point; false for another name.
+ * Always false in builds without ATOMDB_FAULT_INJECTION. */
+bool txn_inject_fault(const char *point, bool on);
+/* True while "txnSkipWriteConflictCheck" is set. */
+bool txn_fault_skip_write_check(void);
+
 /* The snapshot sequence number reads use. */
 uint64_t txn_snapshot(const txn_t *t);
 /* When it started (wall clock ms) and its age stamp. */
@@ -91,7 +111,8 @@ void txn_foreach(const txn_t *t, const char *db, const char *coll,
 size_t txn_savepoint(const txn_t *t);
 void txn_rollback_to(txn_t *t, size_t savepoint);
 
-/* Applies the write set to `cat` in one go. On any failure (a unique index
+/* Applies the write set to `cat` in one go (counted as committed; a
+ * transaction destroyed without a successful commit counts as aborted). On any failure (a unique index
  * would be broken) everything already applied is undone and err says why. */
 bool txn_commit(txn_t *t, catalog_t *cat, dberr_t *err);
 
