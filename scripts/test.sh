@@ -66,7 +66,9 @@ drivers_asan() {
 }
 
 scenarios_release() {
-  ATOMDB_BIN="$repo/build/atomdb" run_pytest tests/scenarios
+  # the isolation checkers also run against build-asan/ (fault injection on)
+  # to show they catch a server that skips its conflict checks
+  ATOMDB_BIN="$repo/build/atomdb" ATOMDB_FAULT_BIN="$repo/build-asan/atomdb" run_pytest tests/scenarios
 }
 
 crash_release() {

@@ -208,4 +208,60 @@ describe('transactions through session.withTransaction', () => {
     }
     assert.deepEqual(await coll.findOne({ _id: 1 }), { _id: 1, v: 11 }, 'both increments were applied once');
   });
+
+  test('read-then-write increments in withTransaction lose nothing: conflicts are retried (snapshot isolation)', async () => {
+    const coll = client.db('nodetxn').collection('rmw');
+    await coll.insertOne({ _id: 1, n: 0 });
+    const WORKERS = 6;
+    const EACH = 20;
+    let attempts = 0;
+    const worker = async () => {
+      const own = newClient();
+      await own.connect();
+      const c = own.db('nodetxn').collection('rmw');
+      try {
+        for (let i = 0; i < EACH; i++) {
+          const session = own.startSession();
+          try {
+            await session.withTransaction(async () => {
+              attempts++;
+              const { n } = await c.findOne({ _id: 1 }, { session });
+              await c.updateOne({ _id: 1 }, { $set: { n: n + 1 } }, { session });
+            });
+          } finally {
+            await session.endSession();
+          }
+        }
+      } finally {
+        await own.close();
+      }
+    };
+    await Promise.all(Array.from({ length: WORKERS }, worker));
+    assert.deepEqual(await coll.findOne({ _id: 1 }), { _id: 1, n: WORKERS * EACH },
+      'every increment computed from a read in the transaction is applied exactly once');
+    assert.ok(attempts > WORKERS * EACH, `some attempts met a WriteConflict and were retried (${attempts})`);
+  });
+
+  test('a transaction that read a document changed by a later commit gets WriteConflict at its write', async () => {
+    const coll = client.db('nodetxn').collection('lost');
+    await coll.insertOne({ _id: 1, n: 0 });
+    const s1 = client.startSession();
+    const s2 = client.startSession();
+    try {
+      s1.startTransaction();
+      s2.startTransaction();
+      const a = (await coll.findOne({ _id: 1 }, { session: s1 })).n;
+      const b = (await coll.findOne({ _id: 1 }, { session: s2 })).n;
+      await coll.updateOne({ _id: 1 }, { $set: { n: a + 1 } }, { session: s1 });
+      await s1.commitTransaction();
+      const err = await coll.updateOne({ _id: 1 }, { $set: { n: b + 1 } }, { session: s2 }).then(() => null, (e) => e);
+      assert.ok(err && err.code === 112, `the second writer gets WriteConflict (got ${err && err.code})`);
+      assert.ok(err.hasErrorLabel('TransientTransactionError'), 'labelled TransientTransactionError');
+      await s2.abortTransaction();
+    } finally {
+      await s1.endSession();
+      await s2.endSession();
+    }
+    assert.deepEqual(await coll.findOne({ _id: 1 }), { _id: 1, n: 1 }, 'one increment, not a lost one');
+  });
 });
