@@ -33,6 +33,8 @@ typedef enum {
     STRAT_VERSION_CAS, /* read version, write if unchanged, bounded retry + backoff */
     STRAT_PESSIMISTIC, /* lock the row/document inside a transaction */
     STRAT_LEASE_LOCK,  /* a lease lock around the naive body */
+    STRAT_SNAPSHOT_TXN, /* read, check, write in a snapshot-isolated transaction;
+                         * retried on a write conflict / serialization failure */
     STRAT_COUNT
 } strat_t;
 
@@ -184,8 +186,10 @@ struct driver {
      * missing); *won is false on a conflict. */
     bool (*cas)(void *c, scen_t s, int slot, const slot_read_t *seen, int64_t value, bool *won,
                 char *err);
-    /* Transactions: begin, commit (conflict => *retry), abort. */
-    bool (*txn_begin)(void *c, char *err);
+    /* Transactions: begin (snapshot: snapshot isolation, PostgreSQL's
+     * REPEATABLE READ; otherwise the engine's default), commit (conflict =>
+     * *retry), abort. */
+    bool (*txn_begin)(void *c, bool snapshot, char *err);
     bool (*txn_commit)(void *c, bool *retry, char *err);
     void (*txn_abort)(void *c);
     /* Lease lock on a name: *got false when not acquired within the wait. */

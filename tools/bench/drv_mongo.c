@@ -436,7 +436,7 @@ static bool mongo_cas(void *c, scen_t s, int slot, const slot_read_t *seen, int6
     return ok;
 }
 
-static bool mongo_txn_begin(void *c, char *err)
+static bool mongo_txn_begin(void *c, bool snapshot, char *err)
 {
     mconn_t *m = c;
     bson_error_t e;
@@ -558,7 +558,7 @@ static const char *mongo_probe_txn(mconn_t *m, char *reason, size_t len)
     bson_error_t e;
     mongoc_collection_drop(probe, &e);
     const char *res = NULL;
-    if (!mongo_txn_begin(m, err)) {
+    if (!mongo_txn_begin(m, true, err)) {
         snprintf(reason, len, "no transactions: %s", err);
         res = reason;
         goto cleanup;
@@ -599,7 +599,10 @@ static void mongo_probe(void *c, engine_t *eng)
     mconn_t *m = c;
     char reason[160];
     if (mongo_probe_txn(m, reason, sizeof reason))
+    {
         snprintf(eng->na[STRAT_PESSIMISTIC], sizeof eng->na[0], "%s", reason);
+        snprintf(eng->na[STRAT_SNAPSHOT_TXN], sizeof eng->na[0], "%s", reason);
+    }
     char err[ERRLEN];
     bool got = false;
     if (!mongo_lock(m, "bench:probe", 0, &got, err))

@@ -260,9 +260,11 @@ static bool pg_cas(void *c, scen_t s, int slot, const slot_read_t *seen, int64_t
     return true;
 }
 
-static bool pg_txn_begin(void *c, char *err)
+static bool pg_txn_begin(void *c, bool snapshot, char *err)
 {
-    return pg_simple(c, "BEGIN", err);
+    /* REPEATABLE READ is PostgreSQL's snapshot isolation: a write to a row
+     * changed since the snapshot fails with 40001 */
+    return pg_simple(c, snapshot ? "BEGIN ISOLATION LEVEL REPEATABLE READ" : "BEGIN", err);
 }
 
 static bool pg_txn_commit(void *c, bool *retry, char *err)

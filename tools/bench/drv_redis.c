@@ -285,7 +285,7 @@ static bool redis_cas(void *c, scen_t s, int slot, const slot_read_t *seen, int6
     return ok;
 }
 
-static bool redis_txn_begin(void *c, char *err)
+static bool redis_txn_begin(void *c, bool snapshot, char *err)
 {
     snprintf(err, ERRLEN, "redis has no lock-holding transactions");
     return false;
@@ -362,6 +362,8 @@ static void redis_probe(void *c, engine_t *eng)
 {
     snprintf(eng->na[STRAT_PESSIMISTIC], sizeof eng->na[0],
              "Redis has no lock-holding transactions (MULTI/EXEC only queues commands)");
+    snprintf(eng->na[STRAT_SNAPSHOT_TXN], sizeof eng->na[0],
+             "Redis has no snapshot-isolated transactions (MULTI/EXEC cannot read in between)");
 }
 
 static bool redis_last_transient(void *c)

@@ -58,7 +58,7 @@ static void main_usage(FILE *f)
             "  --scenarios LIST      counter,flash_sale_1,flash_sale_1000,seats,helpdesk,"
             "play_counter\n"
             "  --strategies LIST     naive,in_process_mutex,atomic,conditional,version_cas,\n"
-            "                        pessimistic,lease_lock\n"
+            "                        pessimistic,lease_lock,snapshot_txn\n"
             "  --atomdb PATH         server binary (default: the build dir's atomdb)\n"
             "  --mongoc-stream KIND  default (libmongoc's own non-blocking socket: recv, EAGAIN,\n"
             "                        poll, recv, recv per reply) or blocking (one blocking\n"

@@ -19,7 +19,7 @@ static const char *const scen_names[SCEN_COUNT] = {
     "counter", "flash_sale_1", "flash_sale_1000", "seats", "helpdesk", "play_counter"};
 static const char *const strat_names[STRAT_COUNT] = {
     "naive",       "in_process_mutex", "atomic",    "conditional",
-    "version_cas", "pessimistic",      "lease_lock"};
+    "version_cas", "pessimistic",      "lease_lock", "snapshot_txn"};
 static const char *const eng_names[ENG_COUNT] = {"atomdb", "redis", "postgres"};
 
 const char *scen_name(scen_t s)
@@ -263,15 +263,19 @@ void strategy_op(const driver_t *d, void *c, client_t *cl, scen_t s, strat_t st,
         }
         break;
     case STRAT_PESSIMISTIC:
+    case STRAT_SNAPSHOT_TXN:
         out = OUT_GAVE_UP;
         for (int attempt = 0; attempt < TXN_MAX_ATTEMPTS; attempt++) {
             slot_read_t r;
             bool retry = false;
-            if (!d->txn_begin(c, err)) {
+            bool snapshot = st == STRAT_SNAPSHOT_TXN;
+            if (!d->txn_begin(c, snapshot, err)) {
                 out = OUT_ERROR;
                 break;
             }
-            if (!d->read(c, s, slot, true, &r, err)) {
+            /* pessimistic: lock while reading (FOR UPDATE); snapshot: a plain
+             * read, the write is refused if someone committed in between */
+            if (!d->read(c, s, slot, !snapshot, &r, err)) {
                 d->txn_abort(c);
                 if (d->last_transient(c)) {
                     stats->retries++;
