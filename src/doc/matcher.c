@@ -711,6 +711,7 @@ static mnode_t *parse_elem_match(const char *path, const bson_iter_t *it, int de
             goto cleanup;
         }
         n->sub = bson_malloc0(sizeof *n->sub);
+        n->sub->refs = 1;
         n->sub->st = state_new();
         n->sub->root = node_new(MN_AND, NULL);
         if (!parse_filter(&sub, n->sub->root, depth + 1, false, err))
