@@ -9,22 +9,13 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "drivers"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from atomdb_testlib import AtomdbServer, ServerProblem  # noqa: E402
+from scenario_lib import atomdb_running  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def atomdb_uri():
-    """URI of an atomdb shared by the tests of one module. Logging stays at
-    info: debug logging of thousands of commands would slow the scenarios."""
-    server = AtomdbServer(log_level="info")
-    try:
-        server.start()
-    except ServerProblem as e:
-        server.cleanup()
-        pytest.fail(str(e), pytrace=False)
-    yield server.uri()
-    problems = server.stop()
-    server.cleanup()
-    if problems:
-        pytest.fail("\n".join(problems), pytrace=False)
+    """URI of an atomdb shared by the tests of one module."""
+    with atomdb_running() as uri:
+        yield uri

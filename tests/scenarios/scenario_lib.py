@@ -4,7 +4,9 @@ barrier, optionally run an observer process that polls the data while they
 work, and collect what every process saw. Also the escalation loop that makes
 the naive read-then-write version of a scenario demonstrably break."""
 
+import contextlib
 import multiprocessing
+import os
 import queue as queue_mod
 import time
 import traceback
@@ -172,3 +174,41 @@ def demonstrate_race(run_round, what):
     pytest.fail("the naive read-then-write %s never broke the invariant in %d rounds, so this "
                 "scenario cannot demonstrate that it catches the race:\n%s"
                 % (what, len(NAIVE_ROUNDS), "\n".join(log)), pytrace=False)
+
+
+@contextlib.contextmanager
+def atomdb_running(extra_args=(), binary=None):
+    """Starts a real atomdb on a free 127.0.0.1 port (tests/drivers/
+    atomdb_testlib.py), optionally another binary than ATOMDB_BIN, yields
+    its URI and stops it; a failed start, a crash, a non-zero exit or a
+    sanitizer report fails the test. Logging stays at info: debug logging
+    of thousands of commands would slow the scenarios."""
+    import pytest
+    from atomdb_testlib import AtomdbServer, ServerProblem
+
+    server = AtomdbServer(extra_args=list(extra_args), log_level="info")
+    saved = os.environ.get("ATOMDB_BIN")
+    if binary:
+        os.environ["ATOMDB_BIN"] = binary
+    try:
+        server.start()
+    except ServerProblem as e:
+        server.cleanup()
+        pytest.fail(str(e), pytrace=False)
+    finally:
+        if binary:
+            if saved is None:
+                os.environ.pop("ATOMDB_BIN", None)
+            else:
+                os.environ["ATOMDB_BIN"] = saved
+    failed = False
+    try:
+        yield server.uri()
+    except BaseException:
+        failed = True
+        raise
+    finally:
+        problems = server.stop()
+        server.cleanup()
+        if problems and not failed:
+            pytest.fail("\n".join(problems), pytrace=False)

@@ -19,8 +19,8 @@ import time
 import pytest
 from pymongo.errors import OperationFailure
 
-from atomdb_testlib import AtomdbServer, ServerProblem
-from scenario_lib import demonstrate_race, read_collection, run_workers, seed_collection
+from scenario_lib import (atomdb_running, demonstrate_race, read_collection, run_workers,
+                          seed_collection)
 
 BUYERS = 16
 ITEM = "sku-txn-1"
@@ -168,17 +168,8 @@ def test_snapshot_isolation_shows_write_skew_across_two_items(atomdb_uri):
 
 @pytest.fixture(scope="module")
 def serializable_uri():
-    server = AtomdbServer(extra_args=["--txn-isolation", "serializable"], log_level="info")
-    try:
-        server.start()
-    except ServerProblem as e:
-        server.cleanup()
-        pytest.fail(str(e), pytrace=False)
-    yield server.uri()
-    problems = server.stop()
-    server.cleanup()
-    if problems:
-        pytest.fail("\n".join(problems), pytrace=False)
+    with atomdb_running(["--txn-isolation", "serializable"]) as uri:
+        yield uri
 
 
 @pytest.mark.parametrize("sleep_s", [0.0, 0.01])

@@ -19,42 +19,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "drivers"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import listappend  # noqa: E402
-from atomdb_testlib import AtomdbServer, ServerProblem  # noqa: E402
+from scenario_lib import atomdb_running  # noqa: E402
 
 PROCS = 8
 SECONDS = float(os.environ.get("LISTAPPEND_SECONDS", "30"))
-
-
-class _Running:
-    """Starts an atomdb (optionally another binary) and stops it, failing
-    the test on a crash or sanitizer report."""
-
-    def __init__(self, extra_args=(), binary=None):
-        self.binary = binary
-        self.server = AtomdbServer(extra_args=list(extra_args), log_level="info")
-
-    def __enter__(self):
-        saved = os.environ.get("ATOMDB_BIN")
-        if self.binary:
-            os.environ["ATOMDB_BIN"] = self.binary
-        try:
-            self.server.start()
-        except ServerProblem as e:
-            self.server.cleanup()
-            pytest.fail(str(e), pytrace=False)
-        finally:
-            if self.binary:
-                if saved is None:
-                    os.environ.pop("ATOMDB_BIN", None)
-                else:
-                    os.environ["ATOMDB_BIN"] = saved
-        return self.server.uri()
-
-    def __exit__(self, *exc):
-        problems = self.server.stop()
-        self.server.cleanup()
-        if problems and exc[0] is None:
-            pytest.fail("\n".join(problems), pytrace=False)
 
 
 def _fault_binary():
@@ -139,7 +107,7 @@ def test_checker_accepts_a_serial_history():
 # ---- the checker against broken variants of real runs
 
 def test_checker_catches_operations_run_without_transactions():
-    with _Running(["--journal", "none"]) as uri:
+    with atomdb_running(["--journal", "none"]) as uri:
         history, final = listappend.run(uri, procs=PROCS, seconds=4, naive=True)
     r = listappend.check(history, final)
     bad = listappend.forbidden_found(r, "snapshot")
@@ -149,7 +117,7 @@ def test_checker_catches_operations_run_without_transactions():
 
 def test_checker_catches_a_server_that_skips_the_write_conflict_check():
     binary = _fault_binary()
-    with _Running(["--journal", "none"], binary=binary) as uri:
+    with atomdb_running(["--journal", "none"], binary=binary) as uri:
         c = pymongo.MongoClient(uri)
         c.admin.command("atomdbFault", "txnSkipWriteConflictCheck")
         c.close()
@@ -163,7 +131,7 @@ def test_checker_catches_a_server_that_skips_the_write_conflict_check():
 
 def test_checker_catches_a_server_that_skips_the_serializable_validation():
     binary = _fault_binary()
-    with _Running(["--journal", "none", "--txn-isolation", "serializable"], binary=binary) as uri:
+    with atomdb_running(["--journal", "none", "--txn-isolation", "serializable"], binary=binary) as uri:
         c = pymongo.MongoClient(uri)
         c.admin.command("atomdbFault", "txnSkipReadValidation")
         c.close()
@@ -178,7 +146,7 @@ def test_checker_catches_a_server_that_skips_the_serializable_validation():
 # ---- atomdb itself
 
 def test_snapshot_isolation_shows_no_forbidden_anomaly():
-    with _Running() as uri:
+    with atomdb_running() as uri:
         history, final = listappend.run(uri, procs=PROCS, seconds=SECONDS)
     r = listappend.check(history, final)
     assert r["stats"]["committed"] > 500, "enough transactions committed: %s" % r["stats"]
@@ -188,7 +156,7 @@ def test_snapshot_isolation_shows_no_forbidden_anomaly():
 
 
 def test_serializable_server_level_shows_no_anomaly_not_even_write_skew():
-    with _Running(["--txn-isolation", "serializable"]) as uri:
+    with atomdb_running(["--txn-isolation", "serializable"]) as uri:
         history, final = listappend.run(uri, procs=PROCS, seconds=SECONDS * 2 / 3)
     r = listappend.check(history, final)
     assert r["stats"]["committed"] > 300, "enough transactions committed: %s" % r["stats"]
@@ -197,7 +165,7 @@ def test_serializable_server_level_shows_no_anomaly_not_even_write_skew():
 
 
 def test_serializable_read_concern_level_shows_no_anomaly():
-    with _Running(["--journal", "none"]) as uri:
+    with atomdb_running(["--journal", "none"]) as uri:
         history, final = listappend.run(uri, procs=PROCS, seconds=SECONDS / 3,
                                         level="serializable")
     r = listappend.check(history, final)
