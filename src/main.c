@@ -256,6 +256,17 @@ static int main_fork(void)
     return fds[1];
 }
 
+/* Appends `addr` unless it is already listed ("localhost,127.0.0.1"). */
+static void main_add_address(char addrs[][64], int *n, const char *addr, size_t len)
+{
+    char a[64];
+    snprintf(a, sizeof a, "%.*s", (int)(len < 63 ? len : 63), addr);
+    for (int i = 0; i < *n; i++)
+        if (strcmp(addrs[i], a) == 0)
+            return;
+    snprintf(addrs[(*n)++], 64, "%s", a);
+}
+
 /* Splits --bind_ip into addresses ("localhost" is 127.0.0.1, and ::1 with
  * --ipv6); --bind_ip_all is 0.0.0.0 (and ::). Returns the count, 0 when
  * there are too many. */
@@ -280,11 +291,11 @@ static int main_addresses(const options_t *o, char addrs[][64])
             if (n + 2 > MAIN_MAX_ADDRS)
                 return 0;
             if (len == 9 && strncmp(p, "localhost", 9) == 0) {
-                snprintf(addrs[n++], 64, "127.0.0.1");
+                main_add_address(addrs, &n, "127.0.0.1", 9);
                 if (o->ipv6)
-                    snprintf(addrs[n++], 64, "::1");
+                    main_add_address(addrs, &n, "::1", 3);
             } else {
-                snprintf(addrs[n++], 64, "%.*s", (int)(len < 63 ? len : 63), p);
+                main_add_address(addrs, &n, p, len);
             }
         }
         if (!end)
@@ -378,6 +389,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "atomdb: --bind_ip takes 1 to %d addresses\n", MAIN_MAX_ADDRS);
         return MAIN_EXIT_BADOPTIONS;
     }
+    server.txn_lock_timeout_ms = 5;
+    server.txn_lifetime_s = 60;
     if (!main_set_parameters(&o))
         return MAIN_EXIT_BADOPTIONS;
 
@@ -424,8 +437,6 @@ int main(int argc, char **argv)
     server.start_hr = uv_hrtime();
     bson_oid_init(&server.process_id, NULL);
     bson_oid_init_from_string(&server.election_id, "7fffffff0000000000000001");
-    server.txn_lock_timeout_ms = 5;
-    server.txn_lifetime_s = 60;
     server.loop = uv_default_loop();
     server.request_stop = main_stop;
     log_set_ctx("initandlisten");
@@ -458,6 +469,11 @@ int main(int argc, char **argv)
                          err.msg);
     lease_init(server.loop, server.catalog); /* after recovery: stored tokens count */
     session_set_end_hook(main_on_session_end);
+    /* before "Waiting for connections": a tool may signal right after it */
+    uv_signal_init(server.loop, &main_sigint);
+    uv_signal_start(&main_sigint, main_on_signal, SIGINT);
+    uv_signal_init(server.loop, &main_sigterm);
+    uv_signal_start(&main_sigterm, main_on_signal, SIGTERM);
     const char *addr_ptrs[MAIN_MAX_ADDRS];
     for (int i = 0; i < naddrs; i++)
         addr_ptrs[i] = addrs[i];
@@ -488,10 +504,6 @@ int main(int argc, char **argv)
         close(ready_fd);
     }
 
-    uv_signal_init(server.loop, &main_sigint);
-    uv_signal_start(&main_sigint, main_on_signal, SIGINT);
-    uv_signal_init(server.loop, &main_sigterm);
-    uv_signal_start(&main_sigterm, main_on_signal, SIGTERM);
     uv_timer_init(server.loop, &main_tick);
     uv_timer_start(&main_tick, main_on_tick, 1000, 1000);
 

@@ -744,8 +744,11 @@ static bool options_scan(options_t *o, int argc, char **argv, bool config_only, 
         const char *value;
         if (!config_only && options_verbose(o, arg))
             continue;
-        if (!options_split(arg, name, sizeof name, &value))
+        if (!options_split(arg, name, sizeof name, &value)) {
+            if (config_only)
+                continue; /* the second pass says what is wrong with it */
             return dberr_set(err, DBERR_BAD_VALUE, "unexpected argument '%s'", arg);
+        }
         snprintf(shown, sizeof shown, "%s%s", arg[1] == '-' ? "--" : "-", name);
         const option_def_t *d = options_by_flag(name);
         if (!d) {
