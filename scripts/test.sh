@@ -62,7 +62,8 @@ node_release() {
 
 drivers_asan() {
   ATOMDB_BIN="$repo/build-asan/atomdb" ATOMDB_BUILD="$repo/build-asan" \
-    run_pytest tests/drivers/test_raw_socket.py tests/drivers/test_pymongo_handshake.py
+    run_pytest tests/drivers/test_raw_socket.py tests/drivers/test_pymongo_handshake.py \
+      tests/drivers/test_mongod_compat.py
 }
 
 scenarios_release() {
@@ -115,7 +116,7 @@ fi
 
 if [ "$asan_ok" -eq 1 ]; then
   step "ctest build-asan/" run_ctest build-asan
-  step "raw-socket + pymongo tests against build-asan/" drivers_asan
+  step "raw-socket + pymongo + mongod-compat tests against build-asan/" drivers_asan
   step "fault-injection crash tests against build-asan/" crash_faults_asan
 else
   skip "ctest build-asan/" "build failed"
