@@ -2,7 +2,7 @@
 # The one test command: installs dependencies, builds atomdb twice (release
 # with -Werror in build/, ASan+UBSan in build-asan/), runs the C unit tests in
 # both, the driver tests (pymongo, libmongoc, mongosh, Node driver) against
-# build/, and the raw-socket and pymongo tests again against build-asan/.
+# build/, and the raw-socket, pymongo and mongod-compat tests again against build-asan/
 # Exits non-zero if any step failed; prints a summary of the steps at the end.
 set -uo pipefail
 
