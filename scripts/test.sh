@@ -2,7 +2,7 @@
 # The one test command: installs dependencies, builds atomdb twice (release
 # with -Werror in build/, ASan+UBSan in build-asan/), runs the C unit tests in
 # both, the driver tests (pymongo, libmongoc, mongosh, Node driver) against
-# build/, and the raw-socket and pymongo tests again against build-asan/.
+# build/, and the raw-socket, pymongo and mongod-compat tests again against build-asan/
 # Exits non-zero if any step failed; prints a summary of the steps at the end.
 set -uo pipefail
 
@@ -62,7 +62,8 @@ node_release() {
 
 drivers_asan() {
   ATOMDB_BIN="$repo/build-asan/atomdb" ATOMDB_BUILD="$repo/build-asan" \
-    run_pytest tests/drivers/test_raw_socket.py tests/drivers/test_pymongo_handshake.py
+    run_pytest tests/drivers/test_raw_socket.py tests/drivers/test_pymongo_handshake.py \
+      tests/drivers/test_mongod_compat.py
 }
 
 scenarios_release() {
@@ -117,7 +118,7 @@ fi
 
 if [ "$asan_ok" -eq 1 ]; then
   step "ctest build-asan/" run_ctest build-asan
-  step "raw-socket + pymongo tests against build-asan/" drivers_asan
+  step "raw-socket + pymongo + mongod-compat tests against build-asan/" drivers_asan
   step "fault-injection crash tests against build-asan/" crash_faults_asan
 else
   skip "ctest build-asan/" "build failed"

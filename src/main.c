@@ -1,19 +1,25 @@
-/* main: atomdb's command line, start-up and shutdown. Parses flags, prepares
- * --dbpath, starts the libuv loop with the listener and the housekeeping
+/* main: atomdb's start-up and shutdown. Parses mongod's command line and
+ * mongod.conf (conf/options.c), prepares --dbpath and the log, forks with
+ * --fork, starts the libuv loop with the listeners and the housekeeping
  * timer, and stops cleanly on SIGINT/SIGTERM or the shutdown command. */
 #include <errno.h>
-#include <getopt.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <uv.h>
 
 #include "cmd/cmd-private.h"
 #include "cmd/plancache.h"
 #include "cmd/server.h"
+#include "conf/options.h"
 #include "journal/journal.h"
 #include "lease/lease.h"
 #include "net/net.h"
@@ -23,30 +29,15 @@
 #include "txn/txn.h"
 #include "util/log.h"
 
+/* mongod's exit codes (src/mongo/util/exit_code.h) */
+#define MAIN_EXIT_BADOPTIONS 2
+#define MAIN_EXIT_NET_ERROR 48
+#define MAIN_EXIT_UNCAUGHT 100
+
+#define MAIN_MAX_ADDRS 8
+
 static uv_signal_t main_sigint, main_sigterm;
 static uv_timer_t main_tick;
-
-static void main_usage(FILE *out)
-{
-    fprintf(out,
-            "Usage: atomdb [options]\n"
-            "A document database server that speaks the MongoDB wire protocol.\n\n"
-            "  --bind ADDR          address to listen on (default 127.0.0.1)\n"
-            "  --port N             TCP port (default 27017)\n"
-            "  --dbpath DIR         data directory, created if missing (default ./data)\n"
-            "  --replSet NAME       replica set name presented to drivers (default rs0)\n"
-            "  --advertise H:P      address given to drivers in hosts/me (default bind:port)\n"
-            "  --max-conns N        refuse connections beyond N (default unlimited)\n"
-            "  --log-level LEVEL    debug, info, warn or error (default info)\n"
-            "  --journal MODE       fsync, write or none (default write; see docs/durability.md)\n"
-            "  --snapshot-interval S  take a snapshot every S seconds of writes (default 300, 0 off)\n"
-            "  --snapshot-wal-mb N  take a snapshot when the log grows by N MiB (default 256)\n"
-            "  --repair             truncate a damaged log after keeping a copy of the files\n"
-            "  --txn-isolation L    snapshot (default, as mongod) or serializable: the level of\n"
-            "                       transactions that do not choose one (docs/concurrency.md)\n"
-            "  --version            print the version and exit\n"
-            "  --help               print this help and exit\n");
-}
 
 /* Creates `path` and its parents; false with errno set on failure. */
 static bool main_mkdirs(const char *path)
@@ -86,7 +77,7 @@ static void main_stop(void)
         return;
     stopped = true;
     server.stopping = true;
-    log_info("CONTROL", "shutting down");
+    log_event(LOG_INFO, "NETWORK", 20562, "Shutdown: going to close listening sockets");
     net_stop();
     uv_timer_stop(&main_tick);
     lease_stop();
@@ -96,7 +87,10 @@ static void main_stop(void)
 
 static void main_on_signal(uv_signal_t *s, int signum)
 {
-    log_info("CONTROL", "received signal %d (%s)", signum, strsignal(signum));
+    log_event_n(LOG_INFO, "CONTROL", &(log_line_opts_t){.id = 23377, .ctx = "SignalHandler"},
+                "Received signal",
+                (const log_attr_t[]){LOG_INT("signal", signum), LOG_STR("error", strsignal(signum))},
+                2);
     main_stop();
 }
 
@@ -127,146 +121,316 @@ static void main_on_session_end(const uint8_t id[16])
     lease_session_ended(id, 16);
 }
 
+/* --version: mongod's first line (which tools such as mongodb-memory-server
+ * parse), then the build information. */
+static void main_print_version(void)
+{
+    struct utsname u;
+    uname(&u);
+    printf("db version v%s\n"
+           "Build Info: {\n"
+           "    \"version\": \"%s\",\n"
+           "    \"gitVersion\": \"atomdb-%s\",\n"
+           "    \"atomdbVersion\": \"%s\",\n"
+           "    \"maxWireVersion\": %d,\n"
+           "    \"allocator\": \"system\",\n"
+           "    \"environment\": {\n"
+           "        \"distarch\": \"%s\",\n"
+           "        \"target_arch\": \"%s\"\n"
+           "    }\n"
+           "}\n",
+           SERVER_MONGODB_VERSION, SERVER_MONGODB_VERSION, ATOMDB_VERSION, ATOMDB_VERSION,
+           SERVER_MAX_WIRE_VERSION, u.machine, u.machine);
+}
+
+/* --shutdown: stops the server holding --dbpath's lock and waits until it
+ * has let go of it. */
+static int main_shutdown(const options_t *o)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/atomdb.lock", o->dbpath);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || flock(fd, LOCK_SH | LOCK_NB) == 0) {
+        fprintf(stderr, "There doesn't seem to be a server running with dbpath: %s\n", o->dbpath);
+        if (fd >= 0)
+            close(fd);
+        return 1;
+    }
+    char buf[32] = "";
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    long pid = n > 0 ? strtol(buf, NULL, 10) : 0;
+    if (pid <= 0) {
+        fprintf(stderr, "%s holds no process id\n", path);
+        close(fd);
+        return 1;
+    }
+    printf("killing process with pid: %ld\n", pid);
+    fflush(stdout);
+    if (kill((pid_t)pid, SIGTERM) != 0) {
+        fprintf(stderr, "failed to kill process: %s\n", strerror(errno));
+        close(fd);
+        return 1;
+    }
+    for (int i = 0; i < 6000; i++) { /* up to 60 s */
+        if (flock(fd, LOCK_SH | LOCK_NB) == 0) {
+            close(fd);
+            return 0;
+        }
+        usleep(10000);
+    }
+    fprintf(stderr, "the server (pid %ld) did not stop within 60 s\n", pid);
+    close(fd);
+    return 1;
+}
+
+/* Opens --logpath; without --logappend an existing file is first renamed
+ * to FILE.<timestamp>, as mongod does. */
+static FILE *main_open_log(const options_t *o)
+{
+    if (!o->log_append && access(o->log_path, F_OK) == 0) {
+        char stamp[32], old[4200];
+        time_t now = time(NULL);
+        struct tm tm;
+        gmtime_r(&now, &tm);
+        strftime(stamp, sizeof stamp, "%Y-%m-%dT%H-%M-%S", &tm);
+        snprintf(old, sizeof old, "%s.%s", o->log_path, stamp);
+        if (rename(o->log_path, old) != 0) {
+            fprintf(stderr, "atomdb: cannot rename the old log %s: %s\n", o->log_path,
+                    strerror(errno));
+            return NULL;
+        }
+    }
+    FILE *f = fopen(o->log_path, "a");
+    if (!f)
+        fprintf(stderr, "atomdb: cannot open --logpath %s: %s\n", o->log_path, strerror(errno));
+    return f;
+}
+
+/* --fork: the parent waits until the child listens (or fails) and exits;
+ * returns the write end of the ready pipe in the child. */
+static int main_fork(void)
+{
+    int fds[2];
+    if (pipe(fds) != 0) {
+        fprintf(stderr, "atomdb: --fork: pipe: %s\n", strerror(errno));
+        exit(1);
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "atomdb: --fork: fork: %s\n", strerror(errno));
+        exit(1);
+    }
+    if (pid > 0) {
+        close(fds[1]);
+        printf("about to fork child process, waiting until server is ready for connections.\n"
+               "forked process: %d\n",
+               (int)pid);
+        char c;
+        ssize_t n;
+        do
+            n = read(fds[0], &c, 1);
+        while (n < 0 && errno == EINTR);
+        if (n == 1) {
+            printf("child process started successfully, parent exiting\n");
+            exit(0);
+        }
+        int status = 0;
+        waitpid(pid, &status, 0);
+        int code = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+        printf("ERROR: child process failed, exited with %d\n"
+               "To see additional information in this output, start without the \"--fork\" "
+               "option.\n",
+               code);
+        exit(code ? code : 1);
+    }
+    close(fds[0]);
+    setsid();
+    int null = open("/dev/null", O_RDWR);
+    if (null >= 0) {
+        dup2(null, 0);
+        dup2(null, 1);
+        dup2(null, 2);
+        if (null > 2)
+            close(null);
+    }
+    return fds[1];
+}
+
+/* Appends `addr` unless it is already listed ("localhost,127.0.0.1"). */
+static void main_add_address(char addrs[][64], int *n, const char *addr, size_t len)
+{
+    char a[64];
+    snprintf(a, sizeof a, "%.*s", (int)(len < 63 ? len : 63), addr);
+    for (int i = 0; i < *n; i++)
+        if (strcmp(addrs[i], a) == 0)
+            return;
+    snprintf(addrs[(*n)++], 64, "%s", a);
+}
+
+/* Splits --bind_ip into addresses ("localhost" is 127.0.0.1, and ::1 with
+ * --ipv6); --bind_ip_all is 0.0.0.0 (and ::). Returns the count, 0 when
+ * there are too many. */
+static int main_addresses(const options_t *o, char addrs[][64])
+{
+    int n = 0;
+    if (o->bind_ip_all) {
+        snprintf(addrs[n++], 64, "0.0.0.0");
+        if (o->ipv6)
+            snprintf(addrs[n++], 64, "::");
+        return n;
+    }
+    const char *p = o->bind_ip;
+    while (*p) {
+        while (*p == ' ')
+            p++;
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        while (len && p[len - 1] == ' ')
+            len--;
+        if (len) {
+            if (n + 2 > MAIN_MAX_ADDRS)
+                return 0;
+            if (len == 9 && strncmp(p, "localhost", 9) == 0) {
+                main_add_address(addrs, &n, "127.0.0.1", 9);
+                if (o->ipv6)
+                    main_add_address(addrs, &n, "::1", 3);
+            } else {
+                main_add_address(addrs, &n, p, len);
+            }
+        }
+        if (!end)
+            break;
+        p = end + 1;
+    }
+    return n;
+}
+
+static bool main_is_loopback(const char *addr)
+{
+    return strncmp(addr, "127.", 4) == 0 || strcmp(addr, "::1") == 0;
+}
+
+/* A start-up failure, logged as mongod does (tools match this line), and
+ * mongod's exit code for it. */
+static int main_fail(int code, const char *codename, const char *msg)
+{
+    char text[1200];
+    snprintf(text, sizeof text, "%s: %s", codename, msg);
+    log_event(LOG_ERROR, "CONTROL", 20557, "DBException in initAndListen, terminating",
+              LOG_STR("error", text));
+    log_event(LOG_INFO, "CONTROL", 23138, "Shutting down", LOG_INT("exitCode", code));
+    return code;
+}
+
+static void main_log_startup(const options_t *o)
+{
+    char host[256] = "localhost";
+    gethostname(host, sizeof host - 1);
+    struct utsname u;
+    uname(&u);
+    log_event(LOG_INFO, "CONTROL", 4615611, "MongoDB starting", LOG_INT("pid", getpid()),
+              LOG_INT("port", o->port), LOG_STR("dbPath", o->dbpath),
+              LOG_STR("architecture", "64-bit"), LOG_STR("host", host));
+    bson_t bi = BSON_INITIALIZER, env;
+    BSON_APPEND_UTF8(&bi, "version", SERVER_MONGODB_VERSION);
+    BSON_APPEND_UTF8(&bi, "gitVersion", "atomdb-" ATOMDB_VERSION);
+    BSON_APPEND_UTF8(&bi, "atomdbVersion", ATOMDB_VERSION);
+    BSON_APPEND_UTF8(&bi, "allocator", "system");
+    bson_append_document_begin(&bi, "environment", -1, &env);
+    BSON_APPEND_UTF8(&env, "distarch", u.machine);
+    BSON_APPEND_UTF8(&env, "target_arch", u.machine);
+    bson_append_document_end(&bi, &env);
+    log_event(LOG_INFO, "CONTROL", 23403, "Build Info", LOG_DOC("buildInfo", &bi));
+    bson_destroy(&bi);
+    log_event(LOG_INFO, "CONTROL", 21951, "Options set by command line",
+              LOG_DOC("options", &o->parsed));
+}
+
+/* Applies --setParameter / setParameter: through the setParameter
+ * command's code. */
+static bool main_set_parameters(const options_t *o)
+{
+    bson_iter_t it;
+    bson_iter_init(&it, &o->set_parameters);
+    while (bson_iter_next(&it)) {
+        dberr_t err = {0};
+        if (!admin_set_parameter(bson_iter_key(&it), &it, &err)) {
+            fprintf(stderr, "atomdb: --setParameter %s: %s\n", bson_iter_key(&it), err.msg);
+            return false;
+        }
+    }
+    return true;
+}
+
 int main(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"bind", required_argument, NULL, 'b'},      {"bind_ip", required_argument, NULL, 'b'},
-        {"port", required_argument, NULL, 'p'},      {"dbpath", required_argument, NULL, 'd'},
-        {"replSet", required_argument, NULL, 'r'},   {"advertise", required_argument, NULL, 'a'},
-        {"max-conns", required_argument, NULL, 'm'}, {"log-level", required_argument, NULL, 'l'},
-        {"version", no_argument, NULL, 'V'},         {"help", no_argument, NULL, 'h'},
-        {"journal", required_argument, NULL, 'j'},   {"snapshot-interval", required_argument, NULL, 'i'},
-        {"snapshot-wal-mb", required_argument, NULL, 'w'}, {"repair", no_argument, NULL, 'R'},
-        {"txn-isolation", required_argument, NULL, 'I'},
-        {NULL, 0, NULL, 0}};
-    server_config_t *cfg = &server.config;
-    cfg->bind = "127.0.0.1";
-    cfg->port = 27017;
-    cfg->dbpath = "./data";
-    cfg->replset = "rs0";
-    cfg->max_conns = 0;
-    const char *advertise = NULL;
-    journal_options_t jopts = {.mode = JOURNAL_WRITE,
-                               .snapshot_interval_s = 300,
-                               .snapshot_wal_bytes = 256ll * 1024 * 1024};
-    int c;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        char *end = NULL;
-        switch (c) {
-        case 'b':
-            cfg->bind = optarg;
-            break;
-        case 'p':
-            cfg->port = (int)strtol(optarg, &end, 10);
-            if (*end || cfg->port < 0 || cfg->port > 65535) {
-                fprintf(stderr, "atomdb: --port must be 0..65535, got '%s'\n", optarg);
-                return 2;
-            }
-            break;
-        case 'd':
-            cfg->dbpath = optarg;
-            break;
-        case 'r':
-            cfg->replset = optarg;
-            break;
-        case 'a':
-            advertise = optarg;
-            break;
-        case 'm':
-            cfg->max_conns = (int)strtol(optarg, &end, 10);
-            if (*end || cfg->max_conns < 0) {
-                fprintf(stderr, "atomdb: --max-conns must be a non-negative number\n");
-                return 2;
-            }
-            break;
-        case 'l': {
-            log_level_t level;
-            if (!log_parse_level(optarg, &level)) {
-                fprintf(stderr, "atomdb: --log-level must be debug, info, warn or error\n");
-                return 2;
-            }
-            log_set_level(level);
-            break;
-        }
-        case 'j':
-            if (!journal_parse_mode(optarg, &jopts.mode)) {
-                fprintf(stderr, "atomdb: --journal must be fsync, write or none\n");
-                return 2;
-            }
-            break;
-        case 'i':
-            jopts.snapshot_interval_s = strtoll(optarg, &end, 10);
-            if (*end || jopts.snapshot_interval_s < 0) {
-                fprintf(stderr, "atomdb: --snapshot-interval must be a number of seconds\n");
-                return 2;
-            }
-            break;
-        case 'w':
-            jopts.snapshot_wal_bytes = strtoll(optarg, &end, 10) * 1024 * 1024;
-            if (*end || jopts.snapshot_wal_bytes < 0) {
-                fprintf(stderr, "atomdb: --snapshot-wal-mb must be a number of MiB\n");
-                return 2;
-            }
-            break;
-        case 'R':
-            jopts.repair = true;
-            break;
-        case 'I': {
-            txn_isolation_t level;
-            if (!txn_parse_isolation(optarg, &level)) {
-                fprintf(stderr, "atomdb: --txn-isolation must be snapshot or serializable\n");
-                return 2;
-            }
-            server.txn_isolation = level;
-            break;
-        }
-        case 'V':
-            printf("atomdb %s (MongoDB wire protocol %s, maxWireVersion %d)\n", ATOMDB_VERSION,
-                   SERVER_MONGODB_VERSION, SERVER_MAX_WIRE_VERSION);
-            return 0;
-        case 'h':
-            main_usage(stdout);
-            return 0;
-        default:
-            main_usage(stderr);
-            return 2;
-        }
+    static options_t o;
+    options_init(&o);
+    dberr_t err = {0};
+    if (!options_parse(&o, argc, argv, &err)) {
+        fprintf(stderr, "atomdb: %s\ntry 'atomdb --help' for more information\n", err.msg);
+        return MAIN_EXIT_BADOPTIONS;
     }
-    if (optind < argc) {
-        fprintf(stderr, "atomdb: unexpected argument '%s'\n", argv[optind]);
-        main_usage(stderr);
-        return 2;
+    switch (o.action) {
+    case OPTIONS_VERSION:
+        main_print_version();
+        return 0;
+    case OPTIONS_HELP:
+        options_usage(stdout);
+        return 0;
+    case OPTIONS_SHUTDOWN:
+        return main_shutdown(&o);
+    case OPTIONS_RUN:
+        break;
     }
-    if (advertise)
-        snprintf(cfg->advertise, sizeof cfg->advertise, "%s", advertise);
-    else
-        snprintf(cfg->advertise, sizeof cfg->advertise, "%s:%d",
-                 strcmp(cfg->bind, "0.0.0.0") == 0 ? "127.0.0.1" : cfg->bind, cfg->port);
+    char addrs[MAIN_MAX_ADDRS][64];
+    int naddrs = main_addresses(&o, addrs);
+    if (naddrs == 0) {
+        fprintf(stderr, "atomdb: --bind_ip takes 1 to %d addresses\n", MAIN_MAX_ADDRS);
+        return MAIN_EXIT_BADOPTIONS;
+    }
+    server.txn_lock_timeout_ms = 5;
+    server.txn_lifetime_s = 60;
+    if (!main_set_parameters(&o))
+        return MAIN_EXIT_BADOPTIONS;
 
-    bson_init(&cfg->argv);
-    for (int i = 0; i < argc; i++) {
-        char key[16];
-        BSON_APPEND_UTF8(&cfg->argv, cmd_index_key((uint32_t)i, key, sizeof key), argv[i]);
+    server_config_t *cfg = &server.config;
+    cfg->bind = o.bind_ip_all ? (o.ipv6 ? "0.0.0.0,::" : "0.0.0.0") : o.bind_ip;
+    cfg->port = o.port;
+    cfg->dbpath = o.dbpath;
+    cfg->replset = o.replset;
+    cfg->max_conns = o.max_conns;
+    if (o.advertise) {
+        snprintf(cfg->advertise, sizeof cfg->advertise, "%s", o.advertise);
+    } else {
+        const char *first = addrs[0];
+        if (strcmp(first, "0.0.0.0") == 0 || strcmp(first, "::") == 0)
+            first = "127.0.0.1";
+        snprintf(cfg->advertise, sizeof cfg->advertise, strchr(first, ':') ? "[%s]:%d" : "%s:%d",
+                 first, cfg->port);
     }
-    bson_init(&cfg->parsed);
-    bson_t sub;
-    bson_append_document_begin(&cfg->parsed, "net", -1, &sub);
-    BSON_APPEND_UTF8(&sub, "bindIp", cfg->bind);
-    BSON_APPEND_INT32(&sub, "port", cfg->port);
-    bson_append_document_end(&cfg->parsed, &sub);
-    bson_append_document_begin(&cfg->parsed, "replication", -1, &sub);
-    BSON_APPEND_UTF8(&sub, "replSet", cfg->replset);
-    bson_append_document_end(&cfg->parsed, &sub);
-    bson_append_document_begin(&cfg->parsed, "storage", -1, &sub);
-    BSON_APPEND_UTF8(&sub, "dbPath", cfg->dbpath);
-    bson_t jdoc;
-    bson_append_document_begin(&sub, "journal", -1, &jdoc);
-    BSON_APPEND_UTF8(&jdoc, "mode", jopts.mode == JOURNAL_NONE    ? "none"
-                                    : jopts.mode == JOURNAL_FSYNC ? "fsync"
-                                                                  : "write");
-    BSON_APPEND_BOOL(&jdoc, "enabled", jopts.mode != JOURNAL_NONE);
-    bson_append_document_end(&sub, &jdoc);
-    bson_append_document_end(&cfg->parsed, &sub);
+    bson_copy_to(&o.argv, &cfg->argv);
+    bson_copy_to(&o.parsed, &cfg->parsed);
+
+    log_set_level(o.log_level);
+    log_set_format(o.log_format);
+    log_set_quiet(o.quiet);
+    FILE *logfile = NULL;
+    if (o.log_path) {
+        logfile = main_open_log(&o);
+        if (!logfile)
+            return 1;
+        log_set_output(logfile);
+    }
+    int ready_fd = o.fork ? main_fork() : -1;
+    if (o.pidfile) {
+        FILE *pf = fopen(o.pidfile, "w");
+        if (!pf || fprintf(pf, "%d\n", (int)getpid()) < 0 || fclose(pf) != 0) {
+            log_error("CONTROL", "cannot write --pidfilepath %s: %s", o.pidfile, strerror(errno));
+            return 1;
+        }
+    }
 
     signal(SIGPIPE, SIG_IGN);
     srand((unsigned)(uv_hrtime() ^ (uint64_t)getpid()));
@@ -274,46 +438,73 @@ int main(int argc, char **argv)
     server.start_hr = uv_hrtime();
     bson_oid_init(&server.process_id, NULL);
     bson_oid_init_from_string(&server.election_id, "7fffffff0000000000000001");
-    server.txn_lock_timeout_ms = 5;
-    server.txn_lifetime_s = 60;
     server.loop = uv_default_loop();
     server.request_stop = main_stop;
-    log_info("CONTROL", "atomdb %s starting: pid %d, dbpath %s, replSet %s", ATOMDB_VERSION,
-             (int)getpid(), cfg->dbpath, cfg->replset);
+    log_set_ctx("initandlisten");
+    main_log_startup(&o);
 
     if (!main_mkdirs(cfg->dbpath)) {
-        log_error("STORAGE", "cannot use --dbpath %s: %s", cfg->dbpath, strerror(errno));
-        return 1;
+        char msg[4300];
+        snprintf(msg, sizeof msg, "Data directory %s cannot be used: %s", cfg->dbpath,
+                 strerror(errno));
+        return main_fail(MAIN_EXIT_UNCAUGHT, "NonExistentPath", msg);
     }
-    if (jopts.mode == JOURNAL_NONE)
+    if (o.journal.mode == JOURNAL_NONE)
         log_startup_warning("--journal none: data is kept in memory only and is lost when the "
                             "server stops");
-    if (strcmp(cfg->bind, "127.0.0.1") != 0 && strcmp(cfg->bind, "::1") != 0 &&
-        strcmp(cfg->bind, "localhost") != 0)
-        log_startup_warning("atomdb has no access control: anyone who can reach %s may read "
-                            "and write all data",
-                            cfg->bind);
+    for (int i = 0; i < naddrs; i++) {
+        if (!main_is_loopback(addrs[i])) {
+            log_startup_warning("atomdb has no access control: anyone who can reach %s may "
+                                "read and write all data",
+                                addrs[i]);
+            break;
+        }
+    }
 
     server.catalog = catalog_new();
     server.cursors = cursors_new();
-    dberr_t err = {0};
+    journal_options_t jopts = o.journal;
     jopts.dbpath = cfg->dbpath;
-    if (!journal_open(server.loop, &jopts, server.catalog, &err)) {
-        log_error("STORAGE", "%s", err.msg);
-        return err.code == 98 ? 100 : 1;
-    }
+    if (!journal_open(server.loop, &jopts, server.catalog, &err))
+        return main_fail(MAIN_EXIT_UNCAUGHT, err.code == 98 ? "DBPathInUse" : "InternalError",
+                         err.msg);
     lease_init(server.loop, server.catalog); /* after recovery: stored tokens count */
     session_set_end_hook(main_on_session_end);
-    if (!net_listen(server.loop, cfg->bind, cfg->port, cfg->max_conns, &err)) {
-        log_error("NETWORK", "%s", err.msg);
-        return 1;
-    }
-    log_info("NETWORK", "listening on %s:%d", cfg->bind, cfg->port);
-
+    /* before "Waiting for connections": a tool may signal right after it */
     uv_signal_init(server.loop, &main_sigint);
     uv_signal_start(&main_sigint, main_on_signal, SIGINT);
     uv_signal_init(server.loop, &main_sigterm);
     uv_signal_start(&main_sigterm, main_on_signal, SIGTERM);
+    const char *addr_ptrs[MAIN_MAX_ADDRS];
+    for (int i = 0; i < naddrs; i++)
+        addr_ptrs[i] = addrs[i];
+    if (!net_listen(server.loop, addr_ptrs, naddrs, cfg->port, cfg->max_conns, &err)) {
+        log_event(LOG_ERROR, "NETWORK", 23024, "Failed to set up listener",
+                  LOG_STR("error", err.msg));
+        journal_close();
+        log_event(LOG_INFO, "CONTROL", 23138, "Shutting down",
+                  LOG_INT("exitCode", MAIN_EXIT_NET_ERROR));
+        return MAIN_EXIT_NET_ERROR;
+    }
+    for (int i = 0; i < naddrs; i++)
+        log_event_n(LOG_INFO, "NETWORK", &(log_line_opts_t){.id = 23015, .ctx = "listener"},
+                    "Listening on", (const log_attr_t[]){LOG_STR("address", addrs[i])}, 1);
+    log_event_n(LOG_INFO, "NETWORK", &(log_line_opts_t){.id = 23016, .ctx = "listener"},
+                "Waiting for connections",
+                (const log_attr_t[]){LOG_INT("port", cfg->port), LOG_STR("ssl", "off")}, 2);
+    /* atomdb is its set's primary from the start (docs/testing-with-atomdb.md) */
+    log_event(LOG_INFO, "REPL", 21358, "Replica set state transition",
+              LOG_STR("newState", "PRIMARY"), LOG_STR("oldState", "SECONDARY"));
+    log_event(LOG_INFO, "REPL", 21331,
+              "Transition to primary complete; database writes are now permitted",
+              LOG_INT("term", 1));
+    if (ready_fd >= 0) {
+        if (write(ready_fd, "k", 1) != 1) {
+            /* the parent is gone: nobody waits for the answer */
+        }
+        close(ready_fd);
+    }
+
     uv_timer_init(server.loop, &main_tick);
     uv_timer_start(&main_tick, main_on_tick, 1000, 1000);
 
@@ -325,6 +516,10 @@ int main(int argc, char **argv)
     catalog_destroy(server.catalog);
     bson_destroy(&cfg->argv);
     bson_destroy(&cfg->parsed);
-    log_info("CONTROL", "atomdb stopped");
+    log_event(LOG_INFO, "CONTROL", 23138, "Shutting down", LOG_INT("exitCode", 0));
+    log_set_output(stdout);
+    if (logfile)
+        fclose(logfile);
+    options_destroy(&o);
     return 0;
 }

@@ -111,6 +111,39 @@ bool cmd_get_parameter(cmd_ctx_t *ctx, dberr_t *err)
     return true;
 }
 
+bool admin_set_parameter(const char *k, const bson_iter_t *it, dberr_t *err)
+{
+    if (strcmp(k, "maxTransactionLockRequestTimeoutMillis") == 0) {
+        if (!BSON_ITER_HOLDS_NUMBER(it))
+            return dberr_set(err, DBERR_BAD_VALUE, "%s must be a number", k);
+        server.txn_lock_timeout_ms = (int32_t)bson_iter_as_int64(it);
+    } else if (strcmp(k, "atomdbTransactionIsolation") == 0) {
+        txn_isolation_t level;
+        if (!BSON_ITER_HOLDS_UTF8(it) || !txn_parse_isolation(bson_iter_utf8(it, NULL), &level))
+            return dberr_set(err, DBERR_BAD_VALUE,
+                             "atomdbTransactionIsolation must be 'snapshot' or 'serializable'");
+        server.txn_isolation = level;
+    } else if (strcmp(k, "transactionLifetimeLimitSeconds") == 0) {
+        if (!BSON_ITER_HOLDS_NUMBER(it) || bson_iter_as_int64(it) < 1)
+            return dberr_set(err, DBERR_BAD_VALUE, "%s must be a positive number", k);
+        server.txn_lifetime_s = (int32_t)bson_iter_as_int64(it);
+    } else if (strcmp(k, "logLevel") == 0) {
+        if (!BSON_ITER_HOLDS_NUMBER(it))
+            return dberr_set(err, DBERR_BAD_VALUE, "logLevel must be a number");
+        log_set_level(bson_iter_as_int64(it) > 0 ? LOG_DEBUG : LOG_INFO);
+    } else if (strcmp(k, "cursorTimeoutMillis") == 0) {
+        if (!BSON_ITER_HOLDS_NUMBER(it) || bson_iter_as_int64(it) <= 0)
+            return dberr_set(err, DBERR_BAD_VALUE, "cursorTimeoutMillis must be positive");
+        admin_cursor_timeout_ms = bson_iter_as_int64(it);
+    } else {
+        return dberr_set(err, DBERR_INVALID_OPTIONS,
+                         "attempted to set unrecognized parameter [%s], use help:true to see "
+                         "options ",
+                         k);
+    }
+    return true;
+}
+
 bool cmd_set_parameter(cmd_ctx_t *ctx, dberr_t *err)
 {
     bson_iter_t it;
@@ -127,34 +160,8 @@ bool cmd_set_parameter(cmd_ctx_t *ctx, dberr_t *err)
         if (bson_iter_init(&w, &was) && bson_iter_next(&w))
             bson_append_value(ctx->reply, "was", -1, bson_iter_value(&w));
         bson_destroy(&was);
-        if (strcmp(k, "maxTransactionLockRequestTimeoutMillis") == 0) {
-            if (!BSON_ITER_HOLDS_NUMBER(&it))
-                return dberr_set(err, DBERR_BAD_VALUE, "%s must be a number", k);
-            server.txn_lock_timeout_ms = (int32_t)bson_iter_as_int64(&it);
-        } else if (strcmp(k, "atomdbTransactionIsolation") == 0) {
-            txn_isolation_t level;
-            if (!BSON_ITER_HOLDS_UTF8(&it) || !txn_parse_isolation(bson_iter_utf8(&it, NULL), &level))
-                return dberr_set(err, DBERR_BAD_VALUE,
-                                 "atomdbTransactionIsolation must be 'snapshot' or 'serializable'");
-            server.txn_isolation = level;
-        } else if (strcmp(k, "transactionLifetimeLimitSeconds") == 0) {
-            if (!BSON_ITER_HOLDS_NUMBER(&it) || bson_iter_as_int64(&it) < 1)
-                return dberr_set(err, DBERR_BAD_VALUE, "%s must be a positive number", k);
-            server.txn_lifetime_s = (int32_t)bson_iter_as_int64(&it);
-        } else if (strcmp(k, "logLevel") == 0) {
-            if (!BSON_ITER_HOLDS_NUMBER(&it))
-                return dberr_set(err, DBERR_BAD_VALUE, "logLevel must be a number");
-            log_set_level(bson_iter_as_int64(&it) > 0 ? LOG_DEBUG : LOG_INFO);
-        } else if (strcmp(k, "cursorTimeoutMillis") == 0) {
-            if (!BSON_ITER_HOLDS_NUMBER(&it) || bson_iter_as_int64(&it) <= 0)
-                return dberr_set(err, DBERR_BAD_VALUE, "cursorTimeoutMillis must be positive");
-            admin_cursor_timeout_ms = bson_iter_as_int64(&it);
-        } else {
-            return dberr_set(err, DBERR_INVALID_OPTIONS,
-                             "attempted to set unrecognized parameter [%s], use help:true to see "
-                             "options ",
-                             k);
-        }
+        if (!admin_set_parameter(k, &it, err))
+            return false;
         set++;
     }
     if (!set)
@@ -194,8 +201,9 @@ bool cmd_get_log(cmd_ctx_t *ctx, dberr_t *err)
     if (!startup && strcmp(which, "global") != 0)
         return dberr_set(err, DBERR_INVALID_OPTIONS, "No log named '%s'", which);
     bson_t lines = BSON_INITIALIZER;
-    int n = log_append_recent(&lines, startup);
-    BSON_APPEND_INT32(ctx->reply, "totalLinesWritten", n);
+    int64_t total = 0;
+    log_append_recent(&lines, startup, &total);
+    BSON_APPEND_INT32(ctx->reply, "totalLinesWritten", (int32_t)total);
     BSON_APPEND_ARRAY(ctx->reply, "log", &lines);
     bson_destroy(&lines);
     return true;

@@ -105,6 +105,12 @@ bool cmd_get_parameter(cmd_ctx_t *ctx, dberr_t *err);
 bool cmd_set_parameter(cmd_ctx_t *ctx, dberr_t *err);
 bool cmd_get_cmd_line_opts(cmd_ctx_t *ctx, dberr_t *err);
 bool cmd_get_log(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_repl_set_initiate(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_repl_set_reconfig(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_repl_set_get_config(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_repl_set_get_status(cmd_ctx_t *ctx, dberr_t *err);
+/* The replica-set config version hello presents as setVersion. */
+int32_t repl_config_version(void);
 bool cmd_host_info(cmd_ctx_t *ctx, dberr_t *err);
 bool cmd_whatsmyuri(cmd_ctx_t *ctx, dberr_t *err);
 bool cmd_connection_status(cmd_ctx_t *ctx, dberr_t *err);
@@ -179,6 +185,10 @@ void cmd_locks_session_ended(const bson_value_t *lsid);
 
 /* The idle timeout in force for cursors (setParameter cursorTimeoutMillis). */
 int64_t admin_cursor_timeout(void);
+/* Sets server parameter `name` to the value at `it` (the setParameter
+ * command, and --setParameter at start); false for an unknown name or a bad
+ * value. */
+bool admin_set_parameter(const char *name, const bson_iter_t *it, dberr_t *err);
 
 /* The names of every command atomdb knows, for listCommands. */
 void cmd_append_command_names(bson_t *commands);

@@ -39,6 +39,10 @@ static const cmd_def_t cmd_table[] = {
     {"setParameter", cmd_set_parameter, CMD_COUNT_COMMAND, true},
     {"getCmdLineOpts", cmd_get_cmd_line_opts, CMD_COUNT_COMMAND, true},
     {"getLog", cmd_get_log, CMD_COUNT_COMMAND, true},
+    {"replSetInitiate", cmd_repl_set_initiate, CMD_COUNT_COMMAND, true},
+    {"replSetReconfig", cmd_repl_set_reconfig, CMD_COUNT_COMMAND, true},
+    {"replSetGetConfig", cmd_repl_set_get_config, CMD_COUNT_COMMAND, true},
+    {"replSetGetStatus", cmd_repl_set_get_status, CMD_COUNT_COMMAND, true},
     {"hostInfo", cmd_host_info, CMD_COUNT_COMMAND, false},
     {"whatsmyuri", cmd_whatsmyuri, CMD_COUNT_COMMAND, false},
     {"connectionStatus", cmd_connection_status, CMD_COUNT_COMMAND, false},
@@ -198,7 +202,7 @@ static bool cmd_check_generic(cmd_ctx_t *ctx, dberr_t *err)
     return true;
 }
 
-cmd_status_t cmd_run(cmd_client_t *client, const wire_request_t *req, bson_t *reply)
+static cmd_status_t cmd_run_one(cmd_client_t *client, const wire_request_t *req, bson_t *reply)
 {
     client->wait_lsn = 0;
     client->wait_sync = false;
@@ -298,6 +302,37 @@ fail:
     log_debug("COMMAND", "%s failed: %s (%d)", ctx.name ? ctx.name : "?", err.msg, err.code);
     cmd_error_reply(reply, &err);
     return CMD_REPLIED;
+}
+
+/* mongod's default slowms: a command that took longer is logged as
+ * "Slow query" (id 51803). */
+#define CMD_SLOW_MS 100
+#define CMD_SLOW_LOG_MAX_BYTES 4096
+
+cmd_status_t cmd_run(cmd_client_t *client, const wire_request_t *req, bson_t *reply)
+{
+    uint64_t t0 = uv_hrtime();
+    cmd_status_t st = cmd_run_one(client, req, reply);
+    int64_t ms = (int64_t)((uv_hrtime() - t0) / 1000000);
+    if (ms < CMD_SLOW_MS)
+        return st;
+    bson_iter_t it;
+    const char *name = "?", *coll = "$cmd";
+    if (bson_iter_init(&it, &req->cmd) && bson_iter_next(&it)) {
+        name = bson_iter_key(&it);
+        if (BSON_ITER_HOLDS_UTF8(&it))
+            coll = bson_iter_utf8(&it, NULL);
+    }
+    char ns[512], ctx[32];
+    snprintf(ns, sizeof ns, "%s.%s", req->db, coll);
+    snprintf(ctx, sizeof ctx, "conn%lld", (long long)client->id);
+    bool whole = req->cmd.len <= CMD_SLOW_LOG_MAX_BYTES;
+    log_attr_t attrs[] = {LOG_STR("type", "command"), LOG_STR("ns", ns),
+                          LOG_STR("commandName", name), LOG_INT("durationMillis", ms),
+                          LOG_DOC("command", &req->cmd)};
+    log_event_n(LOG_INFO, "COMMAND", &(log_line_opts_t){.id = 51803, .ctx = ctx}, "Slow query",
+                attrs, whole ? 5 : 4);
+    return st;
 }
 
 /* ---- helpers shared by the handlers ---- */

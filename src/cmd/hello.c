@@ -21,7 +21,7 @@ static void hello_append(cmd_ctx_t *ctx, bson_t *reply, bool legacy, bool helloO
     BSON_APPEND_UTF8(&arr, "0", server.config.advertise);
     bson_append_array_end(reply, &arr);
     BSON_APPEND_UTF8(reply, "setName", server.config.replset);
-    BSON_APPEND_INT32(reply, "setVersion", 1);
+    BSON_APPEND_INT32(reply, "setVersion", repl_config_version());
     BSON_APPEND_BOOL(reply, legacy ? "ismaster" : "isWritablePrimary", true);
     BSON_APPEND_BOOL(reply, "secondary", false);
     BSON_APPEND_UTF8(reply, "primary", server.config.advertise);

@@ -16,9 +16,10 @@
 struct catalog;
 struct cursors;
 
-/* Command-line configuration. Strings are owned by argv or static. */
+/* The configuration the commands see (from conf/options.c). Strings are
+ * owned by main's options and live as long as the process. */
 typedef struct server_config {
-    const char *bind;        /* --bind, default 127.0.0.1 */
+    const char *bind;        /* --bind_ip: comma-separated addresses, default 127.0.0.1 */
     int port;                /* --port, default 27017 */
     const char *dbpath;      /* --dbpath, default ./data */
     const char *replset;     /* --replSet, default rs0 */

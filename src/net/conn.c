@@ -3,6 +3,7 @@
  * the reply. A malformed frame closes only this connection. */
 #include "net/net-private.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "cmd/cmd.h"
@@ -41,9 +42,15 @@ void conn_close(conn_t *c, const char *why)
     if (why)
         log_info("NETWORK", "connection %lld from %s closed: %s", (long long)c->client.id,
                  c->client.remote, why);
-    else
-        log_debug("NETWORK", "connection %lld from %s closed", (long long)c->client.id,
-                  c->client.remote);
+    char ctx[32];
+    snprintf(ctx, sizeof ctx, "conn%lld", (long long)c->client.id);
+    log_event_n(LOG_INFO, "NETWORK", &(log_line_opts_t){.id = 22944, .ctx = ctx, .routine = true},
+                "Connection ended",
+                (const log_attr_t[]){LOG_STR("remote", c->client.remote),
+                                     LOG_BOOL("isLoadBalanced", false),
+                                     LOG_INT("connectionId", c->client.id),
+                                     LOG_INT("connectionCount", server.connections_current - 1)},
+                4);
     journal_cancel(&c->waiter);
     if (c->held_reply) {
         bson_destroy(c->held_reply);
@@ -365,8 +372,14 @@ conn_t *conn_accept(uv_stream_t *listener)
     server.connections_current++;
     server.connections_total++;
     conn_list_add(c);
-    log_debug("NETWORK", "connection %lld accepted from %s", (long long)c->client.id,
-              c->client.remote);
+    log_event_n(LOG_INFO, "NETWORK",
+                &(log_line_opts_t){.id = 22943, .ctx = "listener", .routine = true},
+                "Connection accepted",
+                (const log_attr_t[]){LOG_STR("remote", c->client.remote),
+                                     LOG_BOOL("isLoadBalanced", false),
+                                     LOG_INT("connectionId", c->client.id),
+                                     LOG_INT("connectionCount", server.connections_current)},
+                4);
     conn_start_reading(c);
     return c;
 }

@@ -7,8 +7,10 @@
 #include "cmd/server.h"
 #include "util/log.h"
 
-static uv_tcp_t net_listener;
-static bool net_listening;
+#define NET_MAX_LISTENERS 8
+
+static uv_tcp_t net_listeners[NET_MAX_LISTENERS];
+static int net_nlisteners;
 static int net_max_conns;
 static conn_t *net_conns;
 
@@ -46,33 +48,52 @@ static void net_on_connection(uv_stream_t *listener, int status)
     }
 }
 
-bool net_listen(uv_loop_t *loop, const char *bind, int port, int max_conns, dberr_t *err)
+/* Binds and listens on one address. */
+static bool net_listen_one(uv_loop_t *loop, const char *addr, int port, dberr_t *err)
 {
     struct sockaddr_storage sa;
     memset(&sa, 0, sizeof sa);
-    if (uv_ip4_addr(bind, port, (struct sockaddr_in *)&sa) != 0 &&
-        uv_ip6_addr(bind, port, (struct sockaddr_in6 *)&sa) != 0)
-        return dberr_set(err, DBERR_BAD_VALUE, "--bind %s is not an IP address", bind);
-    uv_tcp_init(loop, &net_listener);
-    int rc = uv_tcp_bind(&net_listener, (const struct sockaddr *)&sa, 0);
+    unsigned flags = 0;
+    if (uv_ip4_addr(addr, port, (struct sockaddr_in *)&sa) != 0) {
+        if (uv_ip6_addr(addr, port, (struct sockaddr_in6 *)&sa) != 0)
+            return dberr_set(err, DBERR_BAD_VALUE, "--bind_ip %s is not an IP address", addr);
+        flags = UV_TCP_IPV6ONLY; /* so :: and 0.0.0.0 can both be bound */
+    }
+    uv_tcp_t *l = &net_listeners[net_nlisteners];
+    uv_tcp_init(loop, l);
+    int rc = uv_tcp_bind(l, (const struct sockaddr *)&sa, flags);
     if (rc == 0)
-        rc = uv_listen((uv_stream_t *)&net_listener, 511, net_on_connection);
+        rc = uv_listen((uv_stream_t *)l, 511, net_on_connection);
     if (rc != 0) {
-        uv_close((uv_handle_t *)&net_listener, NULL);
-        return dberr_set(err, DBERR_INTERNAL_ERROR, "cannot listen on %s:%d: %s", bind, port,
+        uv_close((uv_handle_t *)l, NULL);
+        return dberr_set(err, DBERR_INTERNAL_ERROR, "cannot listen on %s:%d: %s", addr, port,
                          uv_strerror(rc));
     }
-    net_listening = true;
+    net_nlisteners++;
+    return true;
+}
+
+bool net_listen(uv_loop_t *loop, const char *const *addrs, int naddrs, int port, int max_conns,
+                dberr_t *err)
+{
+    if (naddrs < 1 || naddrs > NET_MAX_LISTENERS)
+        return dberr_set(err, DBERR_BAD_VALUE, "--bind_ip takes 1 to %d addresses, got %d",
+                         NET_MAX_LISTENERS, naddrs);
+    for (int i = 0; i < naddrs; i++) {
+        if (!net_listen_one(loop, addrs[i], port, err)) {
+            net_stop();
+            return false;
+        }
+    }
     net_max_conns = max_conns;
     return true;
 }
 
 void net_stop(void)
 {
-    if (net_listening) {
-        net_listening = false;
-        uv_close((uv_handle_t *)&net_listener, NULL);
-    }
+    for (int i = 0; i < net_nlisteners; i++)
+        uv_close((uv_handle_t *)&net_listeners[i], NULL);
+    net_nlisteners = 0;
     while (net_conns)
         conn_close(net_conns, NULL);
 }

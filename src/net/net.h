@@ -9,9 +9,11 @@
 
 #include "util/dberr.h"
 
-/* Starts listening on `bind`:`port` on `loop`. False with `err` set when
- * the address cannot be bound. */
-bool net_listen(uv_loop_t *loop, const char *bind, int port, int max_conns, dberr_t *err);
+/* Starts listening on each of the `naddrs` IP addresses in `addrs` at
+ * `port` on `loop`. False with `err` set (and nothing listening) when an
+ * address cannot be bound. */
+bool net_listen(uv_loop_t *loop, const char *const *addrs, int naddrs, int port, int max_conns,
+                dberr_t *err);
 
 /* Stops accepting, closes every connection and the listener; the loop then
  * runs out of work once other timers are closed. Safe to call twice. */

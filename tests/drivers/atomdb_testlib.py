@@ -84,8 +84,10 @@ class AtomdbServer:
             return ""
 
     def log_tail(self, n=60):
-        """The last n lines of stderr that are not debug-level log lines."""
-        lines = [l for l in self.log().splitlines() if " D " not in l[:30]]
+        """The last n lines of output that are not debug-level log lines
+        (text: " D " near the start; mongod's JSON: "s":"D1")."""
+        lines = [l for l in self.log().splitlines()
+                 if " D " not in l[:30] and '"s":"D' not in l[:60]]
         return "\n".join(lines[-n:])
 
     def start(self):

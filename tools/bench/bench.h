@@ -293,6 +293,9 @@ bool report_svg(const char *path, const row_t *rows, int n);
 /* Runs issue 3/4 measurements (only: comma list of startup,cpu,memory,restart,
  * journal, or NULL for all; perf_dir: record perf profiles of the CPU phase
  * there, or NULL); returns the process exit status. */
+/* mongodb-memory-server create() -> first insert, server and one-member
+ * replica set, median of 10 (tools/bench/mms.c). */
+void measure_mms(const char *atomdb);
 int measure_server(const char *atomdb_path, bool quick, long docs, const char *perf_dir,
                    const char *only);
 

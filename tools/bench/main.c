@@ -44,7 +44,7 @@ static void main_usage(FILE *f)
     fprintf(f,
             "Usage: atomdb-bench [options]\n"
             "       atomdb-bench measure-server [--quick] [--docs N] [--atomdb PATH]\n"
-            "                    [--only startup,cpu,memory,restart,journal] [--perf DIR]\n"
+            "                    [--only startup,cpu,memory,restart,journal,mms] [--perf DIR]\n"
             "Runs the seed scenarios x strategies against atomdb, Redis and PostgreSQL, each\n"
             "started by the bench on 127.0.0.1, and checks every invariant.\n\n"
             "  --quick               clients 4,16; 0.2 s per cell; OS-buffered durability only\n"

@@ -426,5 +426,7 @@ int measure_server(const char *atomdb_path, bool quick, long docs, const char *p
         measure_restart(atomdb_path, docs);
     if (!only || strstr(only, "journal"))
         measure_journal_cost(atomdb_path, quick ? 1.0 : 3.0);
+    if (!only || strstr(only, "mms"))
+        measure_mms(atomdb_path);
     return engine_interrupted ? 130 : 0;
 }
