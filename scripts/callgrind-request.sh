@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# Instructions the server spends per request on the two hot paths of the seed
+# scenarios, counted by callgrind: the hot counter (update by _id with $inc,
+# with lsid + txnNumber as drivers send it) and the sold-out conditional sale.
+#
+# Usage: scripts/callgrind-request.sh [--bin PATH] [--small N] [--large N]
+#                                     [--only counter|soldout] [--keep DIR]
+# For each workload it starts the server twice under
+# `valgrind --tool=callgrind` (--journal none, a free 127.0.0.1 port, a fresh
+# --dbpath), sends the same set-up and then N identical requests through a
+# lean raw-wire client (/usr/bin/python3 + tests/drivers/wireproto.py), stops
+# the server with `shutdown`, and prints
+#   (instructions with N=large - instructions with N=small) / (large - small)
+# so start-up, set-up and shutdown cancel out. Numbers are deterministic to a
+# few instructions per request for a given binary; compare two builds with
+# the same --small/--large.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+repo=$(pwd)
+bin="$repo/build/atomdb"
+small=200
+large=2200
+only=""
+keep=""
+
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --bin) bin=$2; shift 2 ;;
+    --small) small=$2; shift 2 ;;
+    --large) large=$2; shift 2 ;;
+    --only) only=$2; shift 2 ;;
+    --keep) keep=$2; shift 2 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    *) echo "callgrind-request: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+
+command -v valgrind >/dev/null || { echo "callgrind-request: valgrind is not installed" >&2; exit 1; }
+[ -x "$bin" ] || { echo "callgrind-request: no server binary at $bin (build first)" >&2; exit 1; }
+if [ "$large" -le "$small" ]; then
+  echo "callgrind-request: --large must be greater than --small" >&2
+  exit 2
+fi
+
+if [ -n "$keep" ]; then
+  mkdir -p "$keep"
+  work=$keep
+else
+  work=$(mktemp -d /tmp/atomdb-callgrind.XXXXXX)
+  trap 'rm -rf "$work"' EXIT
+fi
+
+# run_one WORKLOAD N: one server under callgrind; prints its total instructions.
+run_one() {
+  local workload=$1 n=$2
+  local dir="$work/$workload-$n"
+  rm -rf "$dir"
+  mkdir -p "$dir/data"
+  /usr/bin/python3 - "$bin" "$dir" "$workload" "$n" "$repo/tests/drivers" <<'PY'
+import os, socket, subprocess, sys, time
+
+binary, dir_, workload, n, libdir = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
+sys.path.insert(0, libdir)
+import bson
+import wireproto as wp
+
+with socket.socket() as s:
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+
+out = os.path.join(dir_, "callgrind.out")
+log = open(os.path.join(dir_, "server.log"), "wb")
+proc = subprocess.Popen(
+    ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out,
+     binary, "--bind", "127.0.0.1", "--port", str(port),
+     "--dbpath", os.path.join(dir_, "data"), "--journal", "none", "--log-level", "warn"],
+    stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+
+deadline = time.monotonic() + 120
+sock = None
+while time.monotonic() < deadline:
+    if proc.poll() is not None:
+        sys.exit("server exited during start-up, see " + log.name)
+    try:
+        sock = wp.connect("127.0.0.1", port, timeout=60)
+        break
+    except OSError:
+        time.sleep(0.2)
+if sock is None:
+    proc.kill()
+    sys.exit("server did not accept connections within 120 s")
+
+def cmd(doc, seq=None):
+    extra = () if seq is None else (wp.section_kind1(seq[0], seq[1]),)
+    msg = wp.op_msg(doc, extra_sections=extra)
+    wp.send(sock, msg)
+    reply = wp.read_reply(sock).doc
+    if reply.get("ok") != 1 or reply.get("writeErrors"):
+        sys.exit("request failed: %r" % (reply,))
+    return reply
+
+lsid = {"id": bson.Binary(os.urandom(16), 4)}
+cmd({"hello": 1, "helloOk": True, "client": {"driver": {"name": "callgrind-request", "version": "1"}},
+     "$db": "admin"})
+if workload == "counter":
+    cmd({"insert": "courses", "ordered": True, "$db": "test"}, ("documents", [{"_id": 1, "favCount": 0}]))
+    update = {"q": {"_id": 1}, "u": {"$inc": {"favCount": 1}}}
+    want_modified = 1
+else:
+    cmd({"insert": "items", "ordered": True, "$db": "test"}, ("documents", [{"_id": "sku1", "stock": 0}]))
+    update = {"q": {"_id": "sku1", "stock": {"$gte": 1}}, "u": {"$inc": {"stock": -1}}}
+    want_modified = 0
+coll = "courses" if workload == "counter" else "items"
+# Identical requests, as a driver sends them: command fields in the body,
+# the statements in a kind-1 "updates" sequence, a new txnNumber each time.
+for i in range(n):
+    r = cmd({"update": coll, "ordered": True, "lsid": lsid, "txnNumber": bson.Int64(i + 1), "$db": "test"},
+            ("updates", [update]))
+    if r.get("nModified") != want_modified:
+        sys.exit("unexpected write result %r" % (r,))
+try:
+    wp.send(sock, wp.op_msg({"shutdown": 1, "$db": "admin"}))
+    wp.outcome(sock, timeout=60)
+except Exception:
+    pass
+try:
+    proc.wait(timeout=120)
+except subprocess.TimeoutExpired:
+    proc.kill()
+    sys.exit("server did not stop after shutdown")
+PY
+  local total
+  total=$(awk '/^(summary|totals):/ {print $2; exit}' "$dir/callgrind.out")
+  [ -n "$total" ] || { echo "callgrind-request: no totals in $dir/callgrind.out" >&2; exit 1; }
+  echo "$total"
+}
+
+for workload in counter soldout; do
+  if [ -n "$only" ] && [ "$only" != "$workload" ]; then
+    continue
+  fi
+  a=$(run_one "$workload" "$small")
+  b=$(run_one "$workload" "$large")
+  per=$(( (b - a) / (large - small) ))
+  case $workload in
+    counter) what='hot counter ($inc by _id, lsid+txnNumber)' ;;
+    soldout) what='sold-out sale (conditional $inc, matches nothing)' ;;
+  esac
+  printf '%-52s %8d instructions/request  (N=%d: %d, N=%d: %d)\n' \
+    "$what" "$per" "$small" "$a" "$large" "$b"
+done
