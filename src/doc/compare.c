@@ -1,13 +1,14 @@
 /* compare: MongoDB's total order over BSON values (cross-type ranks, numbers
  * by value across int32/int64/double/decimal128, documents field by field).
- * The key encoding in keystring.c must agree with every rule here. */
+ * Numbers are valued by the number model (num.h), which the key encoding in
+ * keystring.c shares; it must agree with every rule here. */
 #include "doc/compare.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "doc/compare-private.h"
+#include "doc/num.h"
 
 int compare_type_rank(bson_type_t type)
 {
@@ -57,78 +58,12 @@ int compare_type_rank(bson_type_t type)
 
 bool compare_is_number(const bson_value_t *v)
 {
-    switch (v->value_type) {
-    case BSON_TYPE_DOUBLE:
-    case BSON_TYPE_INT32:
-    case BSON_TYPE_INT64:
-    case BSON_TYPE_DECIMAL128:
-        return true;
-    default:
-        return false;
-    }
-}
-
-long double compare_number_ld(const bson_value_t *v)
-{
-    switch (v->value_type) {
-    case BSON_TYPE_DOUBLE:
-        return (long double)v->value.v_double;
-    case BSON_TYPE_INT32:
-        return (long double)v->value.v_int32;
-    case BSON_TYPE_INT64:
-        return (long double)v->value.v_int64;
-    case BSON_TYPE_DECIMAL128: {
-        char s[BSON_DECIMAL128_STRING];
-        bson_decimal128_to_string(&v->value.v_decimal128, s);
-        long double x = strtold(s, NULL);
-        if (isnan(x) || isinf(x) || x == 0)
-            return isnan(x) ? NAN : x;
-        /* Round to a 64-bit mantissa so that targets with a wider long
-         * double (quad) still agree with the key encoding. */
-        int e;
-        long double m = frexpl(x, &e);
-        m = truncl(ldexpl(m, 64));
-        return ldexpl(m, e - 64);
-    }
-    default:
-        return 0;
-    }
+    return num_is_number(v);
 }
 
 double compare_to_double(const bson_value_t *v)
 {
-    if (!compare_is_number(v))
-        return 0;
-    if (v->value_type == BSON_TYPE_DOUBLE)
-        return v->value.v_double;
-    return (double)compare_number_ld(v);
-}
-
-static bool is_intlike(const bson_value_t *v, int64_t *out)
-{
-    if (v->value_type == BSON_TYPE_INT32) {
-        *out = v->value.v_int32;
-        return true;
-    }
-    if (v->value_type == BSON_TYPE_INT64) {
-        *out = v->value.v_int64;
-        return true;
-    }
-    return false;
-}
-
-/* Numbers by value; NaN equals NaN and sorts below every other number. */
-static int compare_numbers(const bson_value_t *a, const bson_value_t *b)
-{
-    int64_t ia, ib;
-    if (is_intlike(a, &ia) && is_intlike(b, &ib))
-        return ia < ib ? -1 : ia > ib ? 1 : 0;
-    long double x = compare_number_ld(a);
-    long double y = compare_number_ld(b);
-    bool nx = isnan(x), ny = isnan(y);
-    if (nx || ny)
-        return nx && ny ? 0 : nx ? -1 : 1;
-    return x < y ? -1 : x > y ? 1 : 0;
+    return num_to_double(v);
 }
 
 /* Bytewise, shorter first on a common prefix (strings may hold NULs). */
@@ -196,7 +131,7 @@ int compare_values(const bson_value_t *a, const bson_value_t *b)
     case BSON_TYPE_INT32:
     case BSON_TYPE_INT64:
     case BSON_TYPE_DECIMAL128:
-        return compare_numbers(a, b);
+        return num_compare(a, b);
     case BSON_TYPE_UTF8:
     case BSON_TYPE_SYMBOL: {
         const char *sa, *sb;

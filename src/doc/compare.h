@@ -26,10 +26,10 @@ int compare_docs(const bson_t *a, const bson_t *b);
 /* True when the two values are equal in this order (1 == 1.0 == 1L). */
 bool compare_equal(const bson_value_t *a, const bson_value_t *b);
 
-/* True when `v` is a number (int32, int64, double, decimal128). */
+/* True when `v` is a number (int32, int64, double, decimal128): num_is_number. */
 bool compare_is_number(const bson_value_t *v);
 
-/* `v` as a double (decimal128 approximated); 0 for non-numbers. */
+/* `v` as a double (decimal128 approximated); 0 for non-numbers: num_to_double. */
 double compare_to_double(const bson_value_t *v);
 
 #endif

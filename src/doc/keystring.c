@@ -6,8 +6,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "doc/compare-private.h"
 #include "doc/compare.h"
+#include "doc/num.h"
 
 /* Number body classes, in order. */
 enum { KS_NUM_NAN = 1, KS_NUM_NEG = 2, KS_NUM_ZERO = 3, KS_NUM_POS = 4 };
@@ -67,7 +67,7 @@ static void put_magnitude(buf_t *out, long double x)
 
 static void put_number(buf_t *out, const bson_value_t *v)
 {
-    long double x = compare_number_ld(v);
+    long double x = num_to_ld(v);
     if (isnan(x)) {
         buf_push(out, KS_NUM_NAN);
     } else if (x == 0) {

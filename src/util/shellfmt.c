@@ -1,7 +1,12 @@
-/* shellfmt: mongod-style rendering of BSON values for error messages. */
+/* shellfmt: mongod-style rendering of BSON values for error messages, the
+ * one renderer every message uses (mongod's BSONElement::toString). */
 #include "util/shellfmt.h"
 
 #include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#define SHELLFMT_MAX_DEPTH 20
 
 static void shellfmt_append(bson_string_t *s, const bson_value_t *v, int depth);
 
@@ -10,15 +15,15 @@ static void shellfmt_container(bson_string_t *s, const uint8_t *data, uint32_t l
 {
     bson_t doc;
     bson_iter_t it;
-    if (depth > 20 || !bson_init_static(&doc, data, len) || !bson_iter_init(&it, &doc)) {
+    if (depth > SHELLFMT_MAX_DEPTH || !bson_init_static(&doc, data, len) ||
+        !bson_iter_init(&it, &doc)) {
         bson_string_append(s, array ? "[...]" : "{...}");
         return;
     }
     bool first = true;
-    bson_string_append(s, array ? "[ " : "{ ");
+    bson_string_append_c(s, array ? '[' : '{');
     while (bson_iter_next(&it)) {
-        if (!first)
-            bson_string_append(s, ", ");
+        bson_string_append(s, first ? " " : ", ");
         first = false;
         if (!array) {
             bson_string_append(s, bson_iter_key(&it));
@@ -26,33 +31,37 @@ static void shellfmt_container(bson_string_t *s, const uint8_t *data, uint32_t l
         }
         shellfmt_append(s, bson_iter_value(&it), depth + 1);
     }
-    if (first) {
-        bson_string_truncate(s, s->len - 1);
-        bson_string_append(s, array ? "]" : "}");
-    } else {
-        bson_string_append(s, array ? " ]" : " }");
-    }
+    bson_string_append(s, first ? (array ? "]" : "}") : (array ? " ]" : " }"));
+}
+
+/* StringBuilder::appendDoubleNice: "%.16g", then ".0" unless the text
+ * already shows a '.', an 'E' or an 'N'. */
+static void shellfmt_double(bson_string_t *s, double d)
+{
+    char buf[40];
+    snprintf(buf, sizeof buf, "%.16g", d);
+    bson_string_append(s, buf);
+    if (!strchr(buf, '.') && !strchr(buf, 'E') && !strchr(buf, 'N'))
+        bson_string_append(s, ".0");
 }
 
 static void shellfmt_append(bson_string_t *s, const bson_value_t *v, int depth)
 {
-    char oid[25];
+    char buf[BSON_DECIMAL128_STRING + 32];
     switch (v->value_type) {
     case BSON_TYPE_INT32:
-        bson_string_append_printf(s, "%d", v->value.v_int32);
+        bson_string_append_printf(s, "%" PRId32, v->value.v_int32);
         break;
     case BSON_TYPE_INT64:
         bson_string_append_printf(s, "%" PRId64, v->value.v_int64);
         break;
     case BSON_TYPE_DOUBLE:
-        bson_string_append_printf(s, "%.17g", v->value.v_double);
+        shellfmt_double(s, v->value.v_double);
         break;
-    case BSON_TYPE_DECIMAL128: {
-        char str[BSON_DECIMAL128_STRING];
-        bson_decimal128_to_string(&v->value.v_decimal128, str);
-        bson_string_append_printf(s, "%s", str);
+    case BSON_TYPE_DECIMAL128:
+        bson_decimal128_to_string(&v->value.v_decimal128, buf);
+        bson_string_append(s, buf);
         break;
-    }
     case BSON_TYPE_UTF8:
         bson_string_append_printf(s, "\"%.*s\"", (int)v->value.v_utf8.len, v->value.v_utf8.str);
         break;
@@ -66,17 +75,16 @@ static void shellfmt_append(bson_string_t *s, const bson_value_t *v, int depth)
         bson_string_append(s, "undefined");
         break;
     case BSON_TYPE_OID:
-        bson_oid_to_string(&v->value.v_oid, oid);
-        bson_string_append_printf(s, "ObjectId('%s')", oid);
+        bson_oid_to_string(&v->value.v_oid, buf);
+        bson_string_append_printf(s, "ObjectId('%s')", buf);
         break;
     case BSON_TYPE_DATE_TIME:
         bson_string_append_printf(s, "new Date(%" PRId64 ")", v->value.v_datetime);
         break;
     case BSON_TYPE_DOCUMENT:
-        shellfmt_container(s, v->value.v_doc.data, v->value.v_doc.data_len, false, depth);
-        break;
     case BSON_TYPE_ARRAY:
-        shellfmt_container(s, v->value.v_doc.data, v->value.v_doc.data_len, true, depth);
+        shellfmt_container(s, v->value.v_doc.data, v->value.v_doc.data_len,
+                           v->value_type == BSON_TYPE_ARRAY, depth);
         break;
     case BSON_TYPE_MINKEY:
         bson_string_append(s, "MinKey");
@@ -85,8 +93,8 @@ static void shellfmt_append(bson_string_t *s, const bson_value_t *v, int depth)
         bson_string_append(s, "MaxKey");
         break;
     case BSON_TYPE_TIMESTAMP:
-        bson_string_append_printf(s, "Timestamp(%u, %u)", v->value.v_timestamp.timestamp,
-                                  v->value.v_timestamp.increment);
+        bson_string_append_printf(s, "Timestamp(%" PRIu32 ", %" PRIu32 ")",
+                                  v->value.v_timestamp.timestamp, v->value.v_timestamp.increment);
         break;
     case BSON_TYPE_REGEX:
         bson_string_append_printf(s, "/%s/%s", v->value.v_regex.regex,
@@ -95,10 +103,33 @@ static void shellfmt_append(bson_string_t *s, const bson_value_t *v, int depth)
     case BSON_TYPE_BINARY:
         bson_string_append_printf(s, "BinData(%d, ...)", (int)v->value.v_binary.subtype);
         break;
+    case BSON_TYPE_CODE:
+        bson_string_append(s, v->value.v_code.code);
+        break;
+    case BSON_TYPE_SYMBOL:
+        bson_string_append(s, v->value.v_symbol.symbol);
+        break;
     default:
-        bson_string_append(s, "?");
+        bson_string_append(s, shellfmt_type_name(v->value_type));
         break;
     }
+}
+
+void shellfmt_append_value(bson_string_t *s, const bson_value_t *v)
+{
+    shellfmt_append(s, v, 0);
+}
+
+void shellfmt_append_element(bson_string_t *s, const char *name, const bson_value_t *v)
+{
+    bson_string_append(s, name);
+    bson_string_append(s, ": ");
+    shellfmt_append(s, v, 0);
+}
+
+void shellfmt_append_doc(bson_string_t *s, const bson_t *doc)
+{
+    shellfmt_container(s, bson_get_data(doc), doc->len, false, 0);
 }
 
 char *shellfmt_value(const bson_value_t *v)
@@ -111,7 +142,7 @@ char *shellfmt_value(const bson_value_t *v)
 char *shellfmt_doc(const bson_t *doc)
 {
     bson_string_t *s = bson_string_new(NULL);
-    shellfmt_container(s, bson_get_data(doc), doc->len, false, 0);
+    shellfmt_append_doc(s, doc);
     return bson_string_free(s, false);
 }
 

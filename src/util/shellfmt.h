@@ -1,15 +1,28 @@
-/* shellfmt: renders BSON the way mongod writes it into error messages
- * ({ _id: 1, name: "x" }), for duplicate-key and update errors, and names
- * BSON types as those messages do. */
+/* shellfmt: atomdb's one value renderer — BSON written the way mongod writes
+ * it into error messages ({ _id: 1, name: "x" }, 0.1, 5.0, ObjectId('...')),
+ * appended to a bson_string_t, and the names mongod gives BSON types. */
 #ifndef ATOMDB_SHELLFMT_H
 #define ATOMDB_SHELLFMT_H
 
 #include <bson/bson.h>
 
-/* `doc` rendered as "{ a: 1, b: "x" }"; the caller frees with bson_free. */
+/* Appends `v` to `s` as mongod's BSONElement::toString renders a value:
+ * doubles as "%.16g" with ".0" added when that shows no '.', 'E' or 'N'
+ * (0.1, 5.0, 1e+20.0), decimal128 as its string ("0.30"), strings in double
+ * quotes, documents "{ a: 1 }" / "{}", arrays "[ 1, 2 ]" / "[]". Containers
+ * nested more than 20 levels print as "{...}" / "[...]". */
+void shellfmt_append_value(bson_string_t *s, const bson_value_t *v);
+
+/* Appends "name: value" (an element as mongod prints one). */
+void shellfmt_append_element(bson_string_t *s, const char *name, const bson_value_t *v);
+
+/* Appends the whole document `doc` as "{ a: 1, b: "x" }". */
+void shellfmt_append_doc(bson_string_t *s, const bson_t *doc);
+
+/* `doc` rendered as above; the caller frees it with bson_free. */
 char *shellfmt_doc(const bson_t *doc);
 
-/* One value rendered the same way; the caller frees with bson_free. */
+/* One value rendered as above; the caller frees it with bson_free. */
 char *shellfmt_value(const bson_value_t *v);
 
 /* mongod's alias of a BSON type ("int", "string", "object") as its
