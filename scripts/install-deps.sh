@@ -23,9 +23,10 @@ apt_packages=(
   build-essential cmake pkg-config git ca-certificates
   libbson-dev libmongoc-dev libuv1-dev libpcre2-dev
   libsnappy-dev libzstd-dev zlib1g-dev libssl-dev libyaml-dev
+  libintelrdfpmath-dev uthash-dev
   python3 python3-pymongo python3-pymongo-ext python3-bson-ext python3-pytest
   python3-pexpect python3-pytest-timeout python3-zstandard python3-snappy
-  tmux procps
+  tmux procps valgrind
   redis-server libhiredis-dev postgresql libpq-dev
 )
 

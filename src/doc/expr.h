@@ -47,6 +47,10 @@ bool expr_check_vars(const expr_t *e, const bson_t *vars, dberr_t *err);
  * on a bad variable name (Location16867), a parse or an evaluation error. */
 bool expr_eval_let(const bson_t *let, int64_t now_ms, bson_t *out, dberr_t *err);
 
+/* Moves the bytes of `b` into `out` as an owned document or array value
+ * (`type`), then destroys `b`. */
+void expr_value_take_bson(bson_value_t *out, bson_t *b, bson_type_t type);
+
 /* True when the value is "truthy" for $cond / $expr: not false, null,
  * undefined, missing or numeric zero. */
 bool expr_truthy(const bson_value_t *v);

@@ -81,11 +81,16 @@ bson_decimal128_t num_decimal_from_double(double d, int digits)
 bson_decimal128_t num_to_decimal(const bson_value_t *v)
 {
     switch (v->value_type) {
-    case BSON_TYPE_INT32: return dec_from_int64(v->value.v_int32);
-    case BSON_TYPE_INT64: return dec_from_int64(v->value.v_int64);
-    case BSON_TYPE_DOUBLE: return num_decimal_from_double(v->value.v_double, 15);
-    case BSON_TYPE_DECIMAL128: return v->value.v_decimal128;
-    default: return dec_from_int64(0);
+    case BSON_TYPE_INT32:
+        return dec_from_int64(v->value.v_int32);
+    case BSON_TYPE_INT64:
+        return dec_from_int64(v->value.v_int64);
+    case BSON_TYPE_DOUBLE:
+        return num_decimal_from_double(v->value.v_double, 15);
+    case BSON_TYPE_DECIMAL128:
+        return v->value.v_decimal128;
+    default:
+        return dec_from_int64(0);
     }
 }
 
@@ -101,11 +106,21 @@ void num_to_value(const num_t *n, bson_value_t *out)
     memset(out, 0, sizeof *out);
     out->value_type = n->type;
     switch (n->type) {
-    case BSON_TYPE_INT32: out->value.v_int32 = n->v.i32; break;
-    case BSON_TYPE_INT64: out->value.v_int64 = n->v.i64; break;
-    case BSON_TYPE_DOUBLE: out->value.v_double = n->v.d; break;
-    case BSON_TYPE_DECIMAL128: out->value.v_decimal128 = n->v.dec; break;
-    default: out->value_type = BSON_TYPE_NULL; break;
+    case BSON_TYPE_INT32:
+        out->value.v_int32 = n->v.i32;
+        break;
+    case BSON_TYPE_INT64:
+        out->value.v_int64 = n->v.i64;
+        break;
+    case BSON_TYPE_DOUBLE:
+        out->value.v_double = n->v.d;
+        break;
+    case BSON_TYPE_DECIMAL128:
+        out->value.v_decimal128 = n->v.dec;
+        break;
+    default:
+        out->value_type = BSON_TYPE_NULL;
+        break;
     }
 }
 
@@ -153,9 +168,12 @@ static bool value_is_int(const bson_value_t *v, int64_t *out)
 long double num_to_ld(const bson_value_t *v)
 {
     switch (v->value_type) {
-    case BSON_TYPE_DOUBLE: return (long double)v->value.v_double;
-    case BSON_TYPE_INT32: return (long double)v->value.v_int32;
-    case BSON_TYPE_INT64: return (long double)v->value.v_int64;
+    case BSON_TYPE_DOUBLE:
+        return (long double)v->value.v_double;
+    case BSON_TYPE_INT32:
+        return (long double)v->value.v_int32;
+    case BSON_TYPE_INT64:
+        return (long double)v->value.v_int64;
     case BSON_TYPE_DECIMAL128: {
         char s[BSON_DECIMAL128_STRING];
         bson_decimal128_to_string(&v->value.v_decimal128, s);
@@ -169,7 +187,8 @@ long double num_to_ld(const bson_value_t *v)
         m = truncl(ldexpl(m, 64));
         return ldexpl(m, e - 64);
     }
-    default: return 0;
+    default:
+        return 0;
     }
 }
 
@@ -199,7 +218,8 @@ bool num_to_int64_whole(const bson_value_t *v, int64_t *out)
 {
     switch (v->value_type) {
     case BSON_TYPE_INT32:
-    case BSON_TYPE_INT64: return value_is_int(v, out);
+    case BSON_TYPE_INT64:
+        return value_is_int(v, out);
     case BSON_TYPE_DOUBLE: {
         double d = v->value.v_double;
         if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0) || d != floor(d))
@@ -215,7 +235,8 @@ bool num_to_int64_whole(const bson_value_t *v, int64_t *out)
         *out = i;
         return true;
     }
-    default: return false;
+    default:
+        return false;
     }
 }
 
@@ -229,10 +250,14 @@ static int64_t num_int(const num_t *n)
 static double num_dbl(const num_t *n)
 {
     switch (n->type) {
-    case BSON_TYPE_INT32: return n->v.i32;
-    case BSON_TYPE_INT64: return (double)n->v.i64;
-    case BSON_TYPE_DOUBLE: return n->v.d;
-    default: return 0;
+    case BSON_TYPE_INT32:
+        return n->v.i32;
+    case BSON_TYPE_INT64:
+        return (double)n->v.i64;
+    case BSON_TYPE_DOUBLE:
+        return n->v.d;
+    default:
+        return 0;
     }
 }
 
@@ -294,15 +319,19 @@ bool num_identical(const num_t *a, const num_t *b)
     if (a->type != b->type)
         return false;
     switch (a->type) {
-    case BSON_TYPE_INT32: return a->v.i32 == b->v.i32;
-    case BSON_TYPE_INT64: return a->v.i64 == b->v.i64;
-    case BSON_TYPE_DOUBLE: return a->v.d == b->v.d || (isnan(a->v.d) && isnan(b->v.d));
+    case BSON_TYPE_INT32:
+        return a->v.i32 == b->v.i32;
+    case BSON_TYPE_INT64:
+        return a->v.i64 == b->v.i64;
+    case BSON_TYPE_DOUBLE:
+        return a->v.d == b->v.d || (isnan(a->v.d) && isnan(b->v.d));
     case BSON_TYPE_DECIMAL128: {
         _IDEC_flags f = 0;
         return memcmp(&a->v.dec, &b->v.dec, sizeof a->v.dec) == 0 ||
                bid128_quiet_equal(bid_of(a->v.dec), bid_of(b->v.dec), &f);
     }
-    default: return false;
+    default:
+        return false;
     }
 }
 
@@ -310,9 +339,9 @@ void num_append_debug(bson_string_t *s, const num_t *n)
 {
     static const char *const tags[] = {"(NumberInt)", "(NumberLong)", "(NumberDouble)",
                                        "(NumberDecimal)"};
-    int t = n->type == BSON_TYPE_INT32   ? 0
-            : n->type == BSON_TYPE_INT64 ? 1
-            : n->type == BSON_TYPE_DOUBLE ? 2
+    int t = n->type == BSON_TYPE_INT32        ? 0
+            : n->type == BSON_TYPE_INT64      ? 1
+            : n->type == BSON_TYPE_DOUBLE     ? 2
             : n->type == BSON_TYPE_DECIMAL128 ? 3
                                               : -1;
     if (t < 0) {

@@ -34,11 +34,21 @@ static inline bool num_from_value(const bson_value_t *v, num_t *out)
 {
     out->type = v->value_type;
     switch (v->value_type) {
-    case BSON_TYPE_INT32: out->v.i32 = v->value.v_int32; return true;
-    case BSON_TYPE_INT64: out->v.i64 = v->value.v_int64; return true;
-    case BSON_TYPE_DOUBLE: out->v.d = v->value.v_double; return true;
-    case BSON_TYPE_DECIMAL128: out->v.dec = v->value.v_decimal128; return true;
-    default: out->type = BSON_TYPE_EOD; return false;
+    case BSON_TYPE_INT32:
+        out->v.i32 = v->value.v_int32;
+        return true;
+    case BSON_TYPE_INT64:
+        out->v.i64 = v->value.v_int64;
+        return true;
+    case BSON_TYPE_DOUBLE:
+        out->v.d = v->value.v_double;
+        return true;
+    case BSON_TYPE_DECIMAL128:
+        out->v.dec = v->value.v_decimal128;
+        return true;
+    default:
+        out->type = BSON_TYPE_EOD;
+        return false;
     }
 }
 

@@ -389,9 +389,12 @@ static bool apply_array(update_apply_t *c, unode_t **nodes, size_t k, doctree_t 
 static bool apply_nodes(update_apply_t *c, unode_t **nodes, size_t k, doctree_t *element)
 {
     switch (nodes[0]->kind) {
-    case UN_LEAF: return apply_leaf(c, nodes[0], element);
-    case UN_OBJECT: return apply_object(c, nodes, k, element);
-    case UN_ARRAY: return apply_array(c, nodes, k, element);
+    case UN_LEAF:
+        return apply_leaf(c, nodes[0], element);
+    case UN_OBJECT:
+        return apply_object(c, nodes, k, element);
+    case UN_ARRAY:
+        return apply_array(c, nodes, k, element);
     }
     return false;
 }

@@ -68,7 +68,8 @@ static bool push_parse_sort(unode_t *leaf, const bson_value_t *v, dberr_t *err)
     if (num_is_number(v)) {
         double d = num_to_double(v);
         if (d != 1 && d != -1)
-            return dberr_set(err, DBERR_BAD_VALUE, "The $sort element value must be either 1 or -1");
+            return dberr_set(err, DBERR_BAD_VALUE,
+                             "The $sort element value must be either 1 or -1");
         leaf->u.push.sort = PUSH_SORT_VALUE;
         leaf->u.push.sort_dir = d < 0 ? -1 : 1;
         return true;
@@ -87,7 +88,8 @@ static bool push_parse_sort(unode_t *leaf, const bson_value_t *v, dberr_t *err)
         const bson_value_t *pv = bson_iter_value(&pi);
         double d = num_is_number(pv) ? num_to_double(pv) : 0;
         if (d != 1 && d != -1)
-            return dberr_set(err, DBERR_BAD_VALUE, "The $sort element value must be either 1 or -1");
+            return dberr_set(err, DBERR_BAD_VALUE,
+                             "The $sort element value must be either 1 or -1");
         const char *f = bson_iter_key(&pi);
         if (!*f)
             return dberr_set(err, DBERR_BAD_VALUE, "The $sort field cannot be empty");
@@ -120,7 +122,8 @@ static bool push_parse_clause(unode_t *leaf, int c, const bson_value_t *v, dberr
                              shellfmt_type_name(v->value_type));
         leaf->u.push.has_slice = true;
         return true;
-    case 2: return push_parse_sort(leaf, v, err);
+    case 2:
+        return push_parse_sort(leaf, v, err);
     default:
         if (!update_integer_arg(v, &leaf->u.push.position))
             return dberr_set(err, DBERR_BAD_VALUE,
@@ -313,9 +316,10 @@ static bool add_to_set_parse(unode_t *leaf, dberr_t *err)
     }
     const bson_value_t *each = bson_iter_value(&it);
     if (each->value_type != BSON_TYPE_ARRAY)
-        return dberr_set(err, DBERR_TYPE_MISMATCH,
-                         "The argument to $each in $addToSet must be an array but it was of type %s",
-                         shellfmt_type_name(each->value_type));
+        return dberr_set(
+            err, DBERR_TYPE_MISMATCH,
+            "The argument to $each in $addToSet must be an array but it was of type %s",
+            shellfmt_type_name(each->value_type));
     if (bson_count_keys(&obj) > 1) {
         bson_string_t *s = bson_string_new("Found unexpected fields after $each in $addToSet: ");
         shellfmt_append_value(s, &leaf->arg);
@@ -372,8 +376,8 @@ static bool pop_parse(unode_t *leaf, dberr_t *err)
 {
     int64_t p;
     if (!update_integer_arg(&leaf->arg, &p))
-        return update_err_spec(err, DBERR_FAILED_TO_PARSE, "Expected a number in: ",
-                               leaf->spec_name, &leaf->arg, "");
+        return update_err_spec(err, DBERR_FAILED_TO_PARSE,
+                               "Expected a number in: ", leaf->spec_name, &leaf->arg, "");
     if (p != 1 && p != -1)
         return dberr_set(err, DBERR_FAILED_TO_PARSE, "$pop expects 1 or -1, found: %lld",
                          (long long)p);
@@ -460,13 +464,16 @@ static bool pull_matches(const unode_t *leaf, const doctree_t *elem)
     bson_t d = BSON_INITIALIZER;
     bool m;
     switch (leaf->u.pull.kind) {
-    case PULL_EQUAL: return doctree_compare_value(elem, &leaf->arg) == 0;
+    case PULL_EQUAL:
+        return doctree_compare_value(elem, &leaf->arg) == 0;
     case PULL_OBJECT:
         if (elem->type != BSON_TYPE_DOCUMENT)
             return false;
         doctree_write_kids(&d, elem);
         break;
-    default: doctree_write(&d, "x", elem); break;
+    default:
+        doctree_write(&d, "x", elem);
+        break;
     }
     m = matcher_matches(leaf->u.pull.matcher, &d, NULL);
     bson_destroy(&d);

@@ -12,10 +12,10 @@ typedef struct doctree doctree_t;
 
 /* One node: the root document, a field, or an array element. */
 struct doctree {
-    char *name;        /* owned field name; NULL for array elements and the root */
-    bson_type_t type;  /* BSON type of the value */
-    bson_value_t v;    /* owned scalar value (unused for documents and arrays) */
-    doctree_t **kids;  /* documents and arrays: children in order */
+    char *name;       /* owned field name; NULL for array elements and the root */
+    bson_type_t type; /* BSON type of the value */
+    bson_value_t v;   /* owned scalar value (unused for documents and arrays) */
+    doctree_t **kids; /* documents and arrays: children in order */
     size_t nkids;
     size_t cap;
     doctree_t *parent; /* NULL for the root or a detached node */

@@ -248,10 +248,13 @@ static bool bit_parse(unode_t *leaf, dberr_t *err)
     while (bson_iter_next(&it)) {
         const char *k = bson_iter_key(&it);
         const bson_value_t *v = bson_iter_value(&it);
-        char op = strcmp(k, "and") == 0 ? 'a' : strcmp(k, "or") == 0 ? 'o' : strcmp(k, "xor") == 0 ? 'x' : 0;
+        char op = strcmp(k, "and") == 0   ? 'a'
+                  : strcmp(k, "or") == 0  ? 'o'
+                  : strcmp(k, "xor") == 0 ? 'x'
+                                          : 0;
         if (!op)
-            return bit_fail(err, "The $bit modifier only supports 'and', 'or', and 'xor', not '",
-                            k, "' which is an unknown operator: ", k, v);
+            return bit_fail(err, "The $bit modifier only supports 'and', 'or', and 'xor', not '", k,
+                            "' which is an unknown operator: ", k, v);
         if (v->value_type != BSON_TYPE_INT32 && v->value_type != BSON_TYPE_INT64)
             return bit_fail(err, "The $bit modifier field must be an Integer(32/64 bit); a '",
                             shellfmt_type_name(v->value_type), "' is not supported here: ", k, v);

@@ -85,8 +85,8 @@ struct unode {
             pull_kind_t kind;
             matcher_t *matcher;
         } pull;
-        bool pop_front;    /* $pop: -1 */
-        bool timestamp;    /* $currentDate: {$type: "timestamp"} */
+        bool pop_front; /* $pop: -1 */
+        bool timestamp; /* $currentDate: {$type: "timestamp"} */
         struct {
             bitop_t *ops;
             size_t n;

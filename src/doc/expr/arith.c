@@ -1,0 +1,464 @@
+/* expr/arith: the arithmetic operators — $add $subtract $multiply $divide
+ * $mod $abs $ceil $floor $round $trunc $sqrt $exp $ln $log10 $pow, $sum and
+ * $avg over arguments, $rand — computed through the number model (num.h). */
+#include "doc/expr/expr-private.h"
+
+#include <math.h>
+#include <string.h>
+#include <time.h>
+
+#include "util/shellfmt.h"
+
+static bool op_add(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+{
+    num_acc_t acc;
+    bool have_date = false;
+    int64_t date = 0;
+    num_acc_init(&acc, 0);
+    for (size_t i = 0; i < e->nargs; i++) {
+        bson_value_t v;
+        if (!expr_eval_node(e->args[i], ctx, &v, err))
+            return false;
+        if (expr_is_nullish(&v)) {
+            expr_val_free(&v);
+            expr_val_null(out);
+            return true;
+        }
+        if (num_is_number(&v)) {
+            num_acc_add(&acc, &v);
+        } else if (v.value_type == BSON_TYPE_DATE_TIME) {
+            if (have_date) {
+                expr_val_free(&v);
+                return dberr_set(err, 16612, "only one date allowed in an $add expression");
+            }
+            have_date = true;
+            date = v.value.v_datetime;
+        } else {
+            const char *tn = shellfmt_type_name(v.value_type);
+            expr_val_free(&v);
+            return dberr_set(err, DBERR_LOCATION_16554,
+                             "$add only supports numeric or date types, not %s", tn);
+        }
+        expr_val_free(&v);
+    }
+    if (have_date) {
+        expr_val_date(out, date + num_acc_millis(&acc));
+        return true;
+    }
+    num_acc_value(&acc, out);
+    return true;
+}
+
+static bool op_multiply(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+{
+    num_acc_t acc;
+    num_acc_init(&acc, 1);
+    for (size_t i = 0; i < e->nargs; i++) {
+        bson_value_t v;
+        if (!expr_eval_node(e->args[i], ctx, &v, err))
+            return false;
+        if (expr_is_nullish(&v)) {
+            expr_val_free(&v);
+            expr_val_null(out);
+            return true;
+        }
+        if (!num_is_number(&v)) {
+            const char *tn = shellfmt_type_name(v.value_type);
+            expr_val_free(&v);
+            return dberr_set(err, 16555, "$multiply only supports numeric types, not %s", tn);
+        }
+        num_acc_mul(&acc, &v);
+        expr_val_free(&v);
+    }
+    num_acc_value(&acc, out);
+    return true;
+}
+
+static bool op_subtract(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+{
+    bson_value_t v[2];
+    bool ok = true;
+    if (!expr_eval_args(e, ctx, v, err))
+        return false;
+    if (expr_is_nullish(&v[0]) || expr_is_nullish(&v[1])) {
+        expr_val_null(out);
+    } else if (num_is_number(&v[0]) && num_is_number(&v[1])) {
+        num_subtract(&v[0], &v[1], out);
+    } else if (v[0].value_type == BSON_TYPE_DATE_TIME && v[1].value_type == BSON_TYPE_DATE_TIME) {
+        expr_val_int64(out, v[0].value.v_datetime - v[1].value.v_datetime);
+    } else if (v[0].value_type == BSON_TYPE_DATE_TIME && num_is_number(&v[1])) {
+        int64_t d = v[1].value_type == BSON_TYPE_INT32   ? v[1].value.v_int32
+                    : v[1].value_type == BSON_TYPE_INT64 ? v[1].value.v_int64
+                                                         : (int64_t)llround(num_to_double(&v[1]));
+        expr_val_date(out, v[0].value.v_datetime - d);
+    } else {
+        ok = dberr_set(err, DBERR_TYPE_MISMATCH, "can't $subtract %s from %s",
+                       shellfmt_type_name(v[1].value_type), shellfmt_type_name(v[0].value_type));
+    }
+    expr_free_args(v, 2);
+    return ok;
+}
+
+static bool op_divide(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+{
+    bson_value_t v[2];
+    bool ok = true;
+    if (!expr_eval_args(e, ctx, v, err))
+        return false;
+    if (expr_is_nullish(&v[0]) || expr_is_nullish(&v[1])) {
+        expr_val_null(out);
+    } else if (!num_is_number(&v[0]) || !num_is_number(&v[1])) {
+        ok = dberr_set(err, 16609, "$divide only supports numeric types, not %s and %s",
+                       shellfmt_type_name(v[0].value_type), shellfmt_type_name(v[1].value_type));
+    } else if (!num_divide(&v[0], &v[1], out)) {
+        ok = dberr_set(err, 16608, "can't $divide by zero");
+    }
+    expr_free_args(v, 2);
+    return ok;
+}
+
+static bool op_mod(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+{
+    bson_value_t v[2];
+    bool ok = true;
+    if (!expr_eval_args(e, ctx, v, err))
+        return false;
+    if (expr_is_nullish(&v[0]) || expr_is_nullish(&v[1])) {
+        expr_val_null(out);
+    } else if (!num_is_number(&v[0]) || !num_is_number(&v[1])) {
+        ok = dberr_set(err, 16611, "$mod only supports numeric types, not %s and %s",
+                       shellfmt_type_name(v[0].value_type), shellfmt_type_name(v[1].value_type));
+    } else if (num_to_double(&v[1]) == 0.0) {
+        ok = dberr_set(err, 16610, "can't $mod by 0");
+    } else if (v[0].value_type == BSON_TYPE_DOUBLE || v[1].value_type == BSON_TYPE_DOUBLE ||
+               v[0].value_type == BSON_TYPE_DECIMAL128 || v[1].value_type == BSON_TYPE_DECIMAL128) {
+        expr_val_double(out, fmod(num_to_double(&v[0]), num_to_double(&v[1])));
+    } else {
+        int64_t a = v[0].value_type == BSON_TYPE_INT32 ? v[0].value.v_int32 : v[0].value.v_int64;
+        int64_t b = v[1].value_type == BSON_TYPE_INT32 ? v[1].value.v_int32 : v[1].value.v_int64;
+        int64_t r = (b == -1) ? 0 : a % b;
+        if (v[0].value_type == BSON_TYPE_INT32 && v[1].value_type == BSON_TYPE_INT32)
+            expr_val_int32(out, (int32_t)r);
+        else
+            expr_val_int64(out, r);
+    }
+    expr_free_args(v, 2);
+    return ok;
+}
+
+/* Evaluates the single numeric argument of $abs/$ceil/$floor etc.; *done is
+ * set when `out` already holds the answer (null). */
+static bool one_number(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *v, bool *done,
+                       bson_value_t *out, dberr_t *err)
+{
+    *done = false;
+    if (!expr_eval_arg(e, 0, ctx, v, err))
+        return false;
+    if (expr_is_nullish(v)) {
+        expr_val_free(v);
+        expr_val_null(out);
+        *done = true;
+        return true;
+    }
+    if (!num_is_number(v)) {
+        const char *tn = shellfmt_type_name(v->value_type);
+        expr_val_free(v);
+        return dberr_set(err, 28765, "%s only supports numeric types, not %s", e->op->name, tn);
+    }
+    return true;
+}
+
+static bool op_abs(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+{
+    bson_value_t v;
+    bool done;
+    if (!one_number(e, ctx, &v, &done, out, err))
+        return false;
+    if (done)
+        return true;
+    switch (v.value_type) {
+    case BSON_TYPE_INT32:
+        if (v.value.v_int32 == INT32_MIN)
+            expr_val_int64(out, -(int64_t)INT32_MIN);
+        else
+            expr_val_int32(out, v.value.v_int32 < 0 ? -v.value.v_int32 : v.value.v_int32);
+        break;
+    case BSON_TYPE_INT64:
+        if (v.value.v_int64 == INT64_MIN)
+            return dberr_set(err, 28680, "can't take $abs of long long min");
+        expr_val_int64(out, v.value.v_int64 < 0 ? -v.value.v_int64 : v.value.v_int64);
+        break;
+    default:
+        expr_val_double(out, fabs(num_to_double(&v)));
+        break;
+    }
+    return true;
+}
+
+static bool op_rounding(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err,
+                        double (*fn)(double))
+{
+    bson_value_t v;
+    bool done;
+    if (!one_number(e, ctx, &v, &done, out, err))
+        return false;
+    if (done)
+        return true;
+    if (v.value_type == BSON_TYPE_INT32 || v.value_type == BSON_TYPE_INT64)
+        *out = v;
+    else
+        expr_val_double(out, fn(num_to_double(&v)));
+    return true;
+}
+
+static bool op_ceil(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+{
+    return op_rounding(e, ctx, out, err, ceil);
+}
+
+static bool op_floor(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+{
+    return op_rounding(e, ctx, out, err, floor);
+}
+
+/* Rounds half to even, as $round does. */
+static double round_even(double x)
+{
+    return nearbyint(x);
+}
+
+/* $round and $trunc: [number, place]. */
+static bool round_trunc(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err,
+                        bool is_round)
+{
+    bson_value_t v[2];
+    bool ok = true;
+    if (!expr_eval_args(e, ctx, v, err))
+        return false;
+    long place = 0;
+    if (expr_is_nullish(&v[0]) || (e->nargs > 1 && expr_is_nullish(&v[1]))) {
+        expr_val_null(out);
+        goto cleanup;
+    }
+    if (!num_is_number(&v[0])) {
+        ok = dberr_set(err, 51081, "%s only supports numeric types, not %s", e->op->name,
+                       shellfmt_type_name(v[0].value_type));
+        goto cleanup;
+    }
+    if (e->nargs > 1) {
+        double p = num_is_number(&v[1]) ? num_to_double(&v[1]) : NAN;
+        if (!num_is_number(&v[1]) || p != floor(p)) {
+            ok = dberr_set(err, 51082, "precision argument to %s must be a integral value",
+                           e->op->name);
+            goto cleanup;
+        }
+        if (p < -20 || p > 100) {
+            ok = dberr_set(err, 51083,
+                           "cannot apply %s with precision value %g value must be in [-20, 100]",
+                           e->op->name, p);
+            goto cleanup;
+        }
+        place = (long)p;
+    }
+    if (v[0].value_type == BSON_TYPE_INT32 || v[0].value_type == BSON_TYPE_INT64) {
+        int64_t x = v[0].value_type == BSON_TYPE_INT32 ? v[0].value.v_int32 : v[0].value.v_int64;
+        if (place >= 0) {
+            bson_value_copy(&v[0], out);
+            goto cleanup;
+        }
+        double scale = pow(10.0, (double)-place);
+        double r =
+            is_round ? round_even((double)x / scale) * scale : trunc((double)x / scale) * scale;
+        if (v[0].value_type == BSON_TYPE_INT32 && r >= INT32_MIN && r <= INT32_MAX)
+            expr_val_int32(out, (int32_t)r);
+        else if (r >= -9.2e18 && r <= 9.2e18)
+            expr_val_int64(out, (int64_t)r);
+        else
+            expr_val_double(out, r);
+        goto cleanup;
+    }
+    {
+        double x = num_to_double(&v[0]), r;
+        if (!isfinite(x)) {
+            r = x;
+        } else if (place >= 0) {
+            double scale = pow(10.0, (double)place);
+            double y = x * scale;
+            if (!isfinite(y))
+                r = x;
+            else
+                r = (is_round ? round_even(y) : trunc(y)) / scale;
+        } else {
+            double scale = pow(10.0, (double)-place);
+            r = (is_round ? round_even(x / scale) : trunc(x / scale)) * scale;
+        }
+        expr_val_double(out, r);
+    }
+cleanup:
+    expr_free_args(v, e->nargs);
+    return ok;
+}
+
+static bool op_round(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+{
+    return round_trunc(e, ctx, out, err, true);
+}
+
+static bool op_trunc(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+{
+    return round_trunc(e, ctx, out, err, false);
+}
+
+/* $sqrt / $exp / $ln / $log10: double results, null on null. */
+static bool math1(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err,
+                  double (*fn)(double), bool need_nonneg, bool need_pos)
+{
+    bson_value_t v;
+    bool done;
+    if (!one_number(e, ctx, &v, &done, out, err))
+        return false;
+    if (done)
+        return true;
+    double x = num_to_double(&v);
+    expr_val_free(&v);
+    if (need_nonneg && x < 0)
+        return dberr_set(err, 28714, "%s's argument must be greater than or equal to 0",
+                         e->op->name);
+    if (need_pos && !(x > 0))
+        return dberr_set(err, 28766, "%s's argument must be a positive number, but is %g",
+                         e->op->name, x);
+    expr_val_double(out, fn(x));
+    return true;
+}
+
+static bool op_sqrt(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+{
+    return math1(e, ctx, out, err, sqrt, true, false);
+}
+
+static bool op_exp(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+{
+    return math1(e, ctx, out, err, exp, false, false);
+}
+
+static bool op_ln(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+{
+    return math1(e, ctx, out, err, log, false, true);
+}
+
+static bool op_log10(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+{
+    return math1(e, ctx, out, err, log10, false, true);
+}
+
+static bool op_pow(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+{
+    bson_value_t v[2];
+    bool ok = true;
+    if (!expr_eval_args(e, ctx, v, err))
+        return false;
+    if (expr_is_nullish(&v[0]) || expr_is_nullish(&v[1])) {
+        expr_val_null(out);
+    } else if (!num_is_number(&v[0])) {
+        ok = dberr_set(err, 28762, "$pow's base must be numeric, not %s",
+                       shellfmt_type_name(v[0].value_type));
+    } else if (!num_is_number(&v[1])) {
+        ok = dberr_set(err, 28763, "$pow's exponent must be numeric, not %s",
+                       shellfmt_type_name(v[1].value_type));
+    } else {
+        double b = num_to_double(&v[0]), x = num_to_double(&v[1]);
+        if (b == 0 && x < 0) {
+            ok = dberr_set(err, 28764, "$pow cannot take a base of 0 and a negative exponent");
+        } else if ((v[0].value_type == BSON_TYPE_INT32 || v[0].value_type == BSON_TYPE_INT64) &&
+                   (v[1].value_type == BSON_TYPE_INT32 || v[1].value_type == BSON_TYPE_INT64) &&
+                   x >= 0) {
+            num_acc_t acc;
+            num_acc_init(&acc, 1);
+            int64_t n =
+                v[1].value_type == BSON_TYPE_INT32 ? v[1].value.v_int32 : v[1].value.v_int64;
+            int64_t base =
+                v[0].value_type == BSON_TYPE_INT32 ? v[0].value.v_int32 : v[0].value.v_int64;
+            if (base >= -1 && base <= 1) {
+                /* |base| <= 1 never overflows: answer directly, no loop */
+                acc.l = base == 0 ? (n == 0 ? 1 : 0) : base == 1 ? 1 : (n % 2 ? -1 : 1);
+                acc.d = (double)acc.l;
+            } else {
+                for (int64_t i = 0; i < n && acc.type != BSON_TYPE_DOUBLE; i++)
+                    num_acc_mul(&acc, &v[0]);
+            }
+            if (acc.type == BSON_TYPE_DOUBLE)
+                acc.d = pow(b, x);
+            if (v[0].value_type == BSON_TYPE_INT64 || v[1].value_type == BSON_TYPE_INT64)
+                if (acc.type == BSON_TYPE_INT32)
+                    acc.type = BSON_TYPE_INT64;
+            num_acc_value(&acc, out);
+        } else {
+            expr_val_double(out, pow(b, x));
+        }
+    }
+    expr_free_args(v, 2);
+    return ok;
+}
+
+static void sum_fn(const bson_value_t *v, void *p)
+{
+    num_sum_add(p, v);
+}
+
+/* $sum and $avg (aux 1) over the operands, as the accumulators. */
+static bool op_sum_avg(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+{
+    num_sum_t st;
+    num_sum_init(&st);
+    if (!expr_for_operands(e, ctx, sum_fn, &st, err))
+        return false;
+    if (e->op->aux)
+        num_avg_value(&st, out);
+    else
+        num_sum_value(&st, out);
+    return true;
+}
+
+/* $rand: a double in [0, 1). */
+static bool op_rand(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+{
+    static uint64_t state;
+    (void)e;
+    (void)ctx;
+    (void)err;
+    if (state == 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        state = ((uint64_t)ts.tv_sec * 1000000007u) ^ (uint64_t)ts.tv_nsec ^
+                (uint64_t)(uintptr_t)&state;
+        if (state == 0)
+            state = 88172645463325252ULL;
+    }
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    expr_val_double(out, (double)(state >> 11) / 9007199254740992.0);
+    return true;
+}
+
+const expr_op_t expr_arith_ops[] = {
+    {"$abs", op_abs, OPP_ARGS, 1, 1, {0}, 0, NULL},
+    {"$add", op_add, OPP_ARGS, 0, -1, {0}, 0, NULL},
+    {"$avg", op_sum_avg, OPP_ARGS, 0, -1, {0}, 1, NULL},
+    {"$ceil", op_ceil, OPP_ARGS, 1, 1, {0}, 0, NULL},
+    {"$divide", op_divide, OPP_ARGS, 2, 2, {0}, 0, NULL},
+    {"$exp", op_exp, OPP_ARGS, 1, 1, {0}, 0, NULL},
+    {"$floor", op_floor, OPP_ARGS, 1, 1, {0}, 0, NULL},
+    {"$ln", op_ln, OPP_ARGS, 1, 1, {0}, 0, NULL},
+    {"$log10", op_log10, OPP_ARGS, 1, 1, {0}, 0, NULL},
+    {"$mod", op_mod, OPP_ARGS, 2, 2, {0}, 0, NULL},
+    {"$multiply", op_multiply, OPP_ARGS, 0, -1, {0}, 0, NULL},
+    {"$pow", op_pow, OPP_ARGS, 2, 2, {0}, 0, NULL},
+    {"$rand", op_rand, OPP_NOARGS, 0, 0, {0}, 0, NULL},
+    {"$round", op_round, OPP_ARGS, 1, 2, {0}, 0, NULL},
+    {"$sqrt", op_sqrt, OPP_ARGS, 1, 1, {0}, 0, NULL},
+    {"$subtract", op_subtract, OPP_ARGS, 2, 2, {0}, 0, NULL},
+    {"$sum", op_sum_avg, OPP_ARGS, 0, -1, {0}, 0, NULL},
+    {"$trunc", op_trunc, OPP_ARGS, 1, 2, {0}, 0, NULL},
+    {NULL, NULL, OPP_ARGS, 0, 0, {0}, 0, NULL},
+};

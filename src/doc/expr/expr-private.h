@@ -1,0 +1,158 @@
+/* expr-private: what the files of src/doc/expr/ share — the parsed
+ * expression node, the operator table row (one per operator: name,
+ * evaluator, how its arguments are parsed, how it scopes variables), value
+ * helpers and the evaluation entry points the operator families call. */
+#ifndef ATOMDB_EXPR_PRIVATE_H
+#define ATOMDB_EXPR_PRIVATE_H
+
+#include <bson/bson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "doc/expr.h"
+#include "doc/num.h"
+
+typedef enum expr_kind {
+    EK_CONST, /* a literal value */
+    EK_PATH,  /* "$a.b" or "$$var.a.b" */
+    EK_OP,    /* {$op: args} */
+    EK_DOC,   /* {a: <expr>, b: <expr>} */
+    EK_ARRAY, /* [<expr>, <expr>] */
+} expr_kind_t;
+
+/* How an operator's argument is parsed. */
+typedef enum op_parse {
+    OPP_ARGS,    /* an array of expressions, or one expression */
+    OPP_LITERAL, /* the argument is taken as is */
+    OPP_COND,    /* [if, then, else] or {if, then, else} */
+    OPP_LET,     /* {vars: {...}, in: expr} */
+    OPP_NAMED,   /* a document of named parameters (see expr_op_t.params) */
+    OPP_FIELD,   /* $getField/$setField/$unsetField: {field, input, value} */
+    OPP_NOARGS,  /* {} (or []): no arguments, as $rand */
+} op_parse_t;
+
+typedef struct expr_op expr_op_t;
+
+/* A chain of names bound by enclosing $let/$map/$filter/$reduce. */
+typedef struct var_scope {
+    const char *name;
+    const struct var_scope *up;
+} var_scope_t;
+
+/* Evaluates the operator node `e` into `out` (owned). */
+typedef bool (*expr_op_fn)(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err);
+
+/* Checks the variables of an operator that binds some ($let, $map, ...). */
+typedef bool (*expr_scope_fn)(const expr_t *e, const var_scope_t *scope, const bson_t *vars,
+                              dberr_t *err);
+
+/* One row of an operator table. */
+struct expr_op {
+    const char *name; /* "$add"; NULL ends a table */
+    expr_op_fn fn;
+    op_parse_t parse;
+    int min_args; /* OPP_ARGS: argument count bounds (-1 = unbounded) */
+    int max_args;
+    const char *params[5]; /* OPP_NAMED: parameter names; '!' prefix = required */
+    int aux;               /* a per-row constant the shared evaluator reads
+                            * ($eq vs $lt, $first vs $last, a target type) */
+    expr_scope_fn scope;   /* NULL: arguments see the enclosing scope */
+};
+
+struct expr {
+    expr_kind_t kind;
+    bson_value_t cval; /* EK_CONST; the field name of $getField & co. */
+    char *var;         /* EK_PATH: variable name, NULL for $$CURRENT */
+    char **path;       /* EK_PATH: components after the variable */
+    size_t npath;
+    const expr_op_t *op; /* EK_OP */
+    expr_t **args;       /* EK_OP arguments / EK_DOC values / EK_ARRAY elements */
+    size_t nargs;
+    char **names; /* EK_DOC field names / $let variable names */
+};
+
+/* The operator families, one table each (see expr.c for the registry). */
+extern const expr_op_t expr_arith_ops[];  /* arithmetic, $sum $avg, $rand */
+extern const expr_op_t expr_cond_ops[];   /* comparison, logic, $cond $ifNull, $min $max */
+extern const expr_op_t expr_string_ops[]; /* strings */
+extern const expr_op_t expr_array_ops[];  /* arrays, $map $filter $reduce */
+extern const expr_op_t expr_type_ops[];   /* $type and conversions */
+extern const expr_op_t expr_object_ops[]; /* documents, $getField $setField $unsetField */
+extern const expr_op_t expr_var_ops[];    /* $let, $literal */
+
+/* ---- values ---- */
+
+void expr_val_null(bson_value_t *out);
+void expr_val_missing(bson_value_t *out);
+void expr_val_bool(bson_value_t *out, bool b);
+void expr_val_int32(bson_value_t *out, int32_t i);
+void expr_val_int64(bson_value_t *out, int64_t i);
+void expr_val_double(bson_value_t *out, double d);
+void expr_val_date(bson_value_t *out, int64_t ms);
+/* A copy of the `len` bytes at `s` as a string value. */
+void expr_val_string(bson_value_t *out, const char *s, size_t len);
+/* Frees an owned value (missing needs nothing) and leaves it missing. */
+void expr_val_free(bson_value_t *v);
+/* null, undefined or missing. */
+bool expr_is_nullish(const bson_value_t *v);
+/* Initialises `b` over the bytes of a document or array value (borrowed). */
+void expr_bson_of(const bson_value_t *v, bson_t *b);
+/* Aggregation comparison: like compare_values, except that missing and
+ * undefined sort below null (so {$eq: ["$nope", null]} is false). */
+int expr_agg_compare(const bson_value_t *a, const bson_value_t *b);
+/* A number that is a whole 32-bit integer. */
+bool expr_as_int32(const bson_value_t *v, int32_t *out);
+/* Binds `name` to `v` on top of `base` into `vars` (initialised here). */
+void expr_bind_var(bson_t *vars, const bson_t *base, const char *name, const bson_value_t *v);
+/* Appends `v` to the array `arr` under the next index `*idx`. */
+void expr_array_append(bson_t *arr, uint32_t *idx, const bson_value_t *v);
+
+/* ---- evaluation ---- */
+
+/* Evaluates any node. */
+bool expr_eval_node(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err);
+/* Evaluates every argument of `e` into `vals` (e->nargs owned values); on
+ * failure nothing is left to free. */
+bool expr_eval_args(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *vals, dberr_t *err);
+/* Frees `n` evaluated arguments. */
+void expr_free_args(bson_value_t *vals, size_t n);
+/* Evaluates argument `i` (missing when absent). */
+bool expr_eval_arg(const expr_t *e, size_t i, const expr_ctx_t *ctx, bson_value_t *out,
+                   dberr_t *err);
+
+/* Called for each operand of $min/$max/$sum/$avg. */
+typedef void (*operand_fn)(const bson_value_t *v, void *st);
+
+/* Calls `fn` for each operand: the elements of a single array argument, or
+ * the arguments themselves. */
+bool expr_for_operands(const expr_t *e, const expr_ctx_t *ctx, operand_fn fn, void *st,
+                       dberr_t *err);
+
+/* ---- parsing and variables ---- */
+
+/* Parses the expression under `it`. */
+expr_t *expr_parse(bson_iter_t *it, dberr_t *err);
+/* A new node of `kind`. */
+expr_t *expr_node_new(expr_kind_t kind);
+/* Adds `arg` to `e` (with a name for $let variables and documents). */
+void expr_add_arg(expr_t *e, expr_t *arg, const char *name);
+/* A valid user variable name: a lowercase letter or a non-ASCII byte, then
+ * letters, digits, '_'. */
+bool expr_valid_var_name(const char *name);
+/* {$let: {vars, in}} into `e`. */
+bool expr_parse_let(expr_t *e, bson_iter_t *arg, dberr_t *err);
+/* {$getField/$setField/$unsetField: ...} into `e`. */
+bool expr_parse_field_op(expr_t *e, bson_iter_t *arg, dberr_t *err);
+/* Checks the variables `e` reads under `scope` and the command's `vars`. */
+bool expr_check_scope(const expr_t *e, const var_scope_t *scope, const bson_t *vars, dberr_t *err);
+
+/* ---- strings (shared with conversions) ---- */
+
+/* Coerces `v` to a string as the string operators do: null → "", numbers
+ * and dates print; an owned copy in *s. False for other types. */
+bool expr_coerce_string(const bson_value_t *v, char **s, size_t *len);
+/* A double converted to a string as $toString does (shortest form that
+ * reads back as the same double; NaN, Infinity). */
+void expr_double_to_string(double d, char *buf, size_t n);
+
+#endif
