@@ -1,0 +1,390 @@
+/* pipeline/output: the terminal stages $out and $merge — parsed here (the
+ * target namespace, $merge's on / whenMatched / whenNotMatched / let and its
+ * whenMatched pipeline), performed by the caller (see pipeline_output). */
+#include "doc/pipeline/pipeline-private.h"
+
+#include <string.h>
+
+#include "util/shellfmt.h"
+
+static void output_free(output_stage_t *o)
+{
+    if (!o)
+        return;
+    if (o->spec)
+        bson_destroy(o->spec);
+    for (size_t i = 0; i < o->pub.non; i++)
+        bson_free(o->pub.on[i]);
+    bson_free(o->pub.on);
+    pipeline_destroy(o->pub.when_matched_pipeline);
+    for (size_t i = 0; i < o->nlet; i++) {
+        bson_free(o->let_names[i]);
+        expr_destroy(o->let_exprs[i]);
+    }
+    bson_free(o->let_names);
+    bson_free(o->let_exprs);
+    bson_free(o);
+}
+
+/* Copies a namespace part into `dst` (`cap` bytes); false when empty, too
+ * long or holding a character mongod refuses there. */
+static bool copy_ns_part(char *dst, size_t cap, const char *src, uint32_t len, bool is_db)
+{
+    if (len == 0 || len >= cap || strlen(src) != len)
+        return false;
+    if (strpbrk(src, is_db ? "/\\. \"$" : "$"))
+        return false;
+    memcpy(dst, src, len + 1);
+    return true;
+}
+
+/* The `{db, coll}` form of $out and of $merge's `into`. */
+static bool parse_ns_doc(output_stage_t *o, bson_iter_t *it, const char *field, dberr_t *err)
+{
+    bson_iter_t f;
+    bool have_db = false, have_coll = false;
+    bson_iter_recurse(it, &f);
+    while (bson_iter_next(&f)) {
+        const char *k = bson_iter_key(&f);
+        bool is_db = strcmp(k, "db") == 0;
+        if (!is_db && strcmp(k, "coll") != 0) {
+            if (!o->pub.is_merge && strcmp(k, "timeseries") == 0)
+                return dberr_set(err, DBERR_NOT_IMPLEMENTED,
+                                 "atomdb does not support $out to a time-series collection");
+            return dberr_set(err, 40415, "BSON field '%s.%s' is an unknown field.", field, k);
+        }
+        if (!BSON_ITER_HOLDS_UTF8(&f))
+            return dberr_set(err, DBERR_TYPE_MISMATCH,
+                             "BSON field '%s.%s' is the wrong type '%s', expected type 'string'",
+                             field, k, shellfmt_type_name(bson_iter_type(&f)));
+        uint32_t len;
+        const char *v = bson_iter_utf8(&f, &len);
+        if (is_db) {
+            if (!copy_ns_part(o->pub.db, sizeof o->pub.db, v, len, true))
+                return dberr_set(err, DBERR_INVALID_NAMESPACE, "Invalid %s target database: '%s'",
+                                 o->pub.is_merge ? "$merge" : "$out", v);
+            have_db = true;
+        } else {
+            if (len == 0 && o->pub.is_merge)
+                return dberr_set(err, 5786801,
+                                 "$merge 'into' field must specify a 'coll' that "
+                                 "is not empty, null or undefined");
+            if (!copy_ns_part(o->pub.coll, sizeof o->pub.coll, v, len, false))
+                return dberr_set(err, DBERR_INVALID_NAMESPACE, "Invalid %s target namespace: '%s'",
+                                 o->pub.is_merge ? "$merge" : "$out", v);
+            have_coll = true;
+        }
+    }
+    if (!have_coll)
+        return o->pub.is_merge
+                   ? dberr_set(err, 5786801,
+                               "$merge 'into' field must specify a 'coll' that is "
+                               "not empty, null or undefined")
+                   : dberr_set(err, 40414,
+                               "BSON field '$out.coll' is missing but a required field");
+    if (!have_db && !o->pub.is_merge)
+        return dberr_set(err, 40414, "BSON field '$out.db' is missing but a required field");
+    return true;
+}
+
+/* $out: "coll" or {db, coll}. */
+static bool parse_out(output_stage_t *o, bson_iter_t *it, dberr_t *err)
+{
+    if (BSON_ITER_HOLDS_UTF8(it)) {
+        uint32_t len;
+        const char *v = bson_iter_utf8(it, &len);
+        if (!copy_ns_part(o->pub.coll, sizeof o->pub.coll, v, len, false))
+            return dberr_set(err, DBERR_INVALID_NAMESPACE, "Invalid $out target namespace: '%s'",
+                             v);
+        return true;
+    }
+    if (BSON_ITER_HOLDS_DOCUMENT(it))
+        return parse_ns_doc(o, it, "$out", err);
+    return dberr_set(err, 16990, "$out only supports a string or object argument, but found %s",
+                     shellfmt_type_name(bson_iter_type(it)));
+}
+
+static void add_on_field(output_stage_t *o, const char *f)
+{
+    o->pub.on = bson_realloc(o->pub.on, (o->pub.non + 1) * sizeof *o->pub.on);
+    o->pub.on[o->pub.non++] = bson_strdup(f);
+}
+
+/* $merge `let`: each variable an expression evaluated per output document
+ * (default {new: "$$ROOT"}); `new`, when given, must be "$$ROOT". */
+static bool parse_merge_let(output_stage_t *o, const bson_iter_t *let_it, dberr_t *err)
+{
+    bool have_new = false;
+    if (let_it) {
+        bson_iter_t f;
+        bson_iter_recurse(let_it, &f);
+        while (bson_iter_next(&f)) {
+            const char *k = bson_iter_key(&f);
+            if (strcmp(k, "new") == 0) {
+                if (!BSON_ITER_HOLDS_UTF8(&f) || strcmp(bson_iter_utf8(&f, NULL), "$$ROOT") != 0)
+                    return dberr_set(err, 51273,
+                                     "'let' may not define a value for the reserved "
+                                     "'new' variable other than '$$ROOT'");
+                have_new = true;
+            }
+            expr_t *e = expr_new(&f, err);
+            if (!e)
+                return false;
+            o->let_names = bson_realloc(o->let_names, (o->nlet + 1) * sizeof *o->let_names);
+            o->let_exprs = bson_realloc(o->let_exprs, (o->nlet + 1) * sizeof *o->let_exprs);
+            o->let_names[o->nlet] = bson_strdup(k);
+            o->let_exprs[o->nlet++] = e;
+            if (!expr_check_vars(e, o->outer_let, err))
+                return false;
+        }
+    }
+    if (!have_new) {
+        bson_t *d = BCON_NEW("new", BCON_UTF8("$$ROOT"));
+        bson_iter_t f;
+        bson_iter_init(&f, d);
+        bson_iter_next(&f);
+        expr_t *e = expr_new(&f, err);
+        bson_destroy(d);
+        if (!e)
+            return false;
+        o->let_names = bson_realloc(o->let_names, (o->nlet + 1) * sizeof *o->let_names);
+        o->let_exprs = bson_realloc(o->let_exprs, (o->nlet + 1) * sizeof *o->let_exprs);
+        o->let_names[o->nlet] = bson_strdup("new");
+        o->let_exprs[o->nlet++] = e;
+    }
+    return true;
+}
+
+static const char *when_matched_name(pipeline_when_matched_t m)
+{
+    switch (m) {
+    case PIPELINE_WHEN_MATCHED_MERGE:
+        return "merge";
+    case PIPELINE_WHEN_MATCHED_REPLACE:
+        return "replace";
+    case PIPELINE_WHEN_MATCHED_KEEP_EXISTING:
+        return "keepExisting";
+    case PIPELINE_WHEN_MATCHED_FAIL:
+        return "fail";
+    case PIPELINE_WHEN_MATCHED_PIPELINE:
+        return "pipeline";
+    }
+    return "?";
+}
+
+static const char *when_not_matched_name(pipeline_when_not_matched_t m)
+{
+    switch (m) {
+    case PIPELINE_WHEN_NOT_MATCHED_INSERT:
+        return "insert";
+    case PIPELINE_WHEN_NOT_MATCHED_DISCARD:
+        return "discard";
+    case PIPELINE_WHEN_NOT_MATCHED_FAIL:
+        return "fail";
+    }
+    return "?";
+}
+
+/* $merge: "coll" or {into, on, whenMatched, whenNotMatched, let}. */
+static bool parse_merge(output_stage_t *o, bson_iter_t *it, dberr_t *err)
+{
+    bson_iter_t f, wm_pipeline, let_it;
+    bool have_into = false, have_let = false;
+    o->pub.is_merge = true;
+    if (BSON_ITER_HOLDS_UTF8(it)) {
+        o->spec = BCON_NEW("into", BCON_UTF8(bson_iter_utf8(it, NULL)));
+    } else if (BSON_ITER_HOLDS_DOCUMENT(it)) {
+        bson_t d;
+        pipeline_borrow_doc(it, &d);
+        o->spec = bson_copy(&d);
+    } else {
+        return dberr_set(err, 51182, "$merge only supports a string or object argument, not %s",
+                         shellfmt_type_name(bson_iter_type(it)));
+    }
+    o->pub.merge_spec = o->spec;
+    bson_iter_init(&f, o->spec);
+    while (bson_iter_next(&f)) {
+        const char *k = bson_iter_key(&f);
+        if (strcmp(k, "into") == 0) {
+            have_into = true;
+            if (BSON_ITER_HOLDS_UTF8(&f)) {
+                uint32_t len;
+                const char *v = bson_iter_utf8(&f, &len);
+                if (len == 0)
+                    return dberr_set(err, 5786800, "$merge 'into' field cannot be an empty string");
+                if (!copy_ns_part(o->pub.coll, sizeof o->pub.coll, v, len, false))
+                    return dberr_set(err, DBERR_INVALID_NAMESPACE,
+                                     "Invalid $merge target namespace: '%s'", v);
+            } else if (BSON_ITER_HOLDS_DOCUMENT(&f)) {
+                if (!parse_ns_doc(o, &f, "$merge.into", err))
+                    return false;
+            } else {
+                return dberr_set(err, 51178,
+                                 "$merge 'into' field  must be either a string or an "
+                                 "object, but found %s",
+                                 shellfmt_type_name(bson_iter_type(&f)));
+            }
+        } else if (strcmp(k, "on") == 0) {
+            for (size_t i = 0; i < o->pub.non; i++)
+                bson_free(o->pub.on[i]);
+            o->pub.non = 0;
+            o->pub.on_given = true;
+            if (BSON_ITER_HOLDS_UTF8(&f)) {
+                add_on_field(o, bson_iter_utf8(&f, NULL));
+            } else if (BSON_ITER_HOLDS_ARRAY(&f)) {
+                bson_iter_t a;
+                bson_iter_recurse(&f, &a);
+                while (bson_iter_next(&a)) {
+                    if (!BSON_ITER_HOLDS_UTF8(&a))
+                        return dberr_set(err, 51134,
+                                         "$merge 'on' array elements must be strings, "
+                                         "but found %s",
+                                         shellfmt_type_name(bson_iter_type(&a)));
+                    add_on_field(o, bson_iter_utf8(&a, NULL));
+                }
+                if (o->pub.non == 0)
+                    return dberr_set(err, 51187,
+                                     "If explicitly specifying $merge 'on', must "
+                                     "include at least one field");
+            } else {
+                return dberr_set(err, 51186,
+                                 "$merge 'on' field  must be either a string or an "
+                                 "array of strings, but found %s",
+                                 shellfmt_type_name(bson_iter_type(&f)));
+            }
+        } else if (strcmp(k, "whenMatched") == 0) {
+            if (BSON_ITER_HOLDS_ARRAY(&f)) {
+                o->pub.when_matched = PIPELINE_WHEN_MATCHED_PIPELINE;
+                wm_pipeline = f;
+            } else if (BSON_ITER_HOLDS_UTF8(&f)) {
+                const char *v = bson_iter_utf8(&f, NULL);
+                if (strcmp(v, "merge") == 0)
+                    o->pub.when_matched = PIPELINE_WHEN_MATCHED_MERGE;
+                else if (strcmp(v, "replace") == 0)
+                    o->pub.when_matched = PIPELINE_WHEN_MATCHED_REPLACE;
+                else if (strcmp(v, "keepExisting") == 0)
+                    o->pub.when_matched = PIPELINE_WHEN_MATCHED_KEEP_EXISTING;
+                else if (strcmp(v, "fail") == 0)
+                    o->pub.when_matched = PIPELINE_WHEN_MATCHED_FAIL;
+                else
+                    return dberr_set(err, DBERR_BAD_VALUE,
+                                     "Enumeration value '%s' for field "
+                                     "'whenMatched' is not a valid value.",
+                                     v);
+            } else {
+                return dberr_set(err, 51191,
+                                 "$merge 'whenMatched' field  must be either a string "
+                                 "or an array, but found %s",
+                                 shellfmt_type_name(bson_iter_type(&f)));
+            }
+        } else if (strcmp(k, "whenNotMatched") == 0) {
+            if (!BSON_ITER_HOLDS_UTF8(&f))
+                return dberr_set(err, DBERR_TYPE_MISMATCH,
+                                 "BSON field '$merge.whenNotMatched' is "
+                                 "the wrong type '%s', expected type "
+                                 "'string'",
+                                 shellfmt_type_name(bson_iter_type(&f)));
+            const char *v = bson_iter_utf8(&f, NULL);
+            if (strcmp(v, "insert") == 0)
+                o->pub.when_not_matched = PIPELINE_WHEN_NOT_MATCHED_INSERT;
+            else if (strcmp(v, "discard") == 0)
+                o->pub.when_not_matched = PIPELINE_WHEN_NOT_MATCHED_DISCARD;
+            else if (strcmp(v, "fail") == 0)
+                o->pub.when_not_matched = PIPELINE_WHEN_NOT_MATCHED_FAIL;
+            else
+                return dberr_set(err, DBERR_BAD_VALUE,
+                                 "Enumeration value '%s' for field "
+                                 "'whenNotMatched' is not a valid value.",
+                                 v);
+        } else if (strcmp(k, "let") == 0) {
+            if (!BSON_ITER_HOLDS_DOCUMENT(&f))
+                return dberr_set(err, DBERR_TYPE_MISMATCH,
+                                 "BSON field '$merge.let' is the wrong "
+                                 "type '%s', expected type 'object'",
+                                 shellfmt_type_name(bson_iter_type(&f)));
+            have_let = true;
+            let_it = f;
+        } else {
+            return dberr_set(err, 40415, "BSON field '$merge.%s' is an unknown field.", k);
+        }
+    }
+    if (!have_into)
+        return dberr_set(err, 40414, "BSON field '$merge.into' is missing but a required field");
+    if (o->pub.non == 0)
+        add_on_field(o, "_id");
+    pipeline_when_matched_t wm = o->pub.when_matched;
+    pipeline_when_not_matched_t wnm = o->pub.when_not_matched;
+    if ((wm == PIPELINE_WHEN_MATCHED_KEEP_EXISTING || wm == PIPELINE_WHEN_MATCHED_FAIL) &&
+        wnm != PIPELINE_WHEN_NOT_MATCHED_INSERT)
+        return dberr_set(err, 51189,
+                         "Combination of $merge modes 'whenMatched: %s' and "
+                         "'whenNotMatched: %s' is not supported",
+                         when_matched_name(wm), when_not_matched_name(wnm));
+    if (wm != PIPELINE_WHEN_MATCHED_PIPELINE) {
+        if (have_let)
+            return dberr_set(err, 51199, "Cannot use 'let' variables with 'whenMatched: %s' mode",
+                             when_matched_name(wm));
+        return true;
+    }
+    if (!parse_merge_let(o, have_let ? &let_it : NULL, err))
+        return false;
+    /* the whenMatched pipeline sees the command's let and $merge's own */
+    bson_t *names = o->outer_let ? bson_copy(o->outer_let) : bson_new();
+    for (size_t i = 0; i < o->nlet; i++)
+        if (!bson_has_field(names, o->let_names[i]))
+            bson_append_null(names, o->let_names[i], -1);
+    o->pub.when_matched_pipeline = pipeline_build(&wm_pipeline, PIPELINE_UPDATE, names, err);
+    return o->pub.when_matched_pipeline != NULL;
+}
+
+bool pipeline_merge_vars(const pipeline_output_t *o, const bson_t *new_doc, bson_t *vars,
+                         dberr_t *err)
+{
+    const output_stage_t *os = (const output_stage_t *)o; /* pub is the first member */
+    expr_ctx_t ctx = {.root = new_doc, .now_ms = pipeline_now_ms(), .vars = os->outer_let};
+    for (size_t i = 0; i < os->nlet; i++) {
+        bson_value_t v;
+        if (!expr_eval(os->let_exprs[i], &ctx, &v, err))
+            return false;
+        if (v.value_type == BSON_TYPE_EOD) {
+            bson_append_undefined(vars, os->let_names[i], -1);
+        } else {
+            bson_append_value(vars, os->let_names[i], -1, &v);
+            bson_value_destroy(&v);
+        }
+    }
+    return true;
+}
+
+static bool out_parse(stage_t *s, bson_iter_t *it, const bson_t *let, dberr_t *err)
+{
+    s->u.output = bson_malloc0(sizeof *s->u.output);
+    s->u.output->outer_let = let;
+    return parse_out(s->u.output, it, err);
+}
+
+static bool merge_parse(stage_t *s, bson_iter_t *it, const bson_t *let, dberr_t *err)
+{
+    s->u.output = bson_malloc0(sizeof *s->u.output);
+    s->u.output->outer_let = let;
+    return parse_merge(s->u.output, it, err);
+}
+
+/* Passes the documents through for the caller to write. */
+static bool output_run(const stage_t *s, const expr_ctx_t *ctx, doclist_t *in, doclist_t *out,
+                       dberr_t *err)
+{
+    pipeline_pass_all(in, out);
+    return true;
+}
+
+static void output_stage_free(stage_t *s)
+{
+    output_free(s->u.output);
+}
+
+const stage_def_t pipeline_output_stages[] = {
+    {"$out", out_parse, output_run, NULL, output_stage_free, STAGE_LAST},
+    {"$merge", merge_parse, output_run, NULL, output_stage_free, STAGE_LAST},
+    {NULL, NULL, NULL, NULL, NULL, 0},
+};

@@ -1,0 +1,111 @@
+/* pipeline-private: what the files of src/doc/pipeline/ share — a parsed
+ * stage, the stage table row (one per stage: parse, run, variable check,
+ * where it may stand) and the helpers the stage families use. */
+#ifndef ATOMDB_PIPELINE_PRIVATE_H
+#define ATOMDB_PIPELINE_PRIVATE_H
+
+#include <bson/bson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "doc/expr.h"
+#include "doc/matcher.h"
+#include "doc/pipeline.h"
+#include "doc/projection-private.h"
+#include "doc/sortspec.h"
+
+typedef struct stage stage_t;
+typedef struct stage_def stage_def_t;
+typedef struct group_spec group_spec_t;
+
+/* A parsed $out/$merge: the public part first, so pipeline_merge_vars can
+ * get back to the rest. */
+typedef struct output_stage {
+    pipeline_output_t pub;
+    bson_t *spec;     /* pub.merge_spec */
+    char **let_names; /* $merge let (whenMatched pipeline only) */
+    expr_t **let_exprs;
+    size_t nlet;
+    const bson_t *outer_let; /* the pipeline's evaluated let (borrowed), or NULL */
+} output_stage_t;
+
+/* One parsed stage: its row and what its parse read (one member per stage). */
+struct stage {
+    const stage_def_t *def;
+    const char *name; /* the stage name as the row spells it, for errors */
+    union {
+        struct {
+            matcher_t *matcher;
+            bson_t *filter; /* for pipeline_leading_match */
+        } match;
+        sortspec_t *sort;
+        int64_t n;          /* $skip, $limit */
+        projection_t *proj; /* $project, $addFields/$set, $unset */
+        struct {
+            char **path; /* the path's components */
+            size_t npath;
+            char **index_path; /* includeArrayIndex components, or NULL */
+            size_t nindex;
+            bool preserve; /* preserveNullAndEmptyArrays */
+        } unwind;
+        char *count_field;      /* $count */
+        expr_t *expr;           /* $replaceRoot/$replaceWith newRoot, $documents */
+        group_spec_t *group;    /* $group */
+        output_stage_t *output; /* $out, $merge */
+    } u;
+};
+
+/* Where a stage may stand and what the pipeline reads off it. */
+enum {
+    STAGE_IN_UPDATE = 1, /* allowed in a pipeline-style update */
+    STAGE_FIRST = 2,     /* only first ($documents: makes its own input) */
+    STAGE_LAST = 4,      /* only last ($out, $merge: the caller writes) */
+    STAGE_MATCH = 8,     /* a filter the planner may use when it leads */
+};
+
+/* One row of a stage table. */
+struct stage_def {
+    const char *name; /* "$match"; NULL ends a table */
+    /* Reads the stage's argument under `it` into s->u; `let` holds the
+     * pipeline's evaluated variables (NULL: none). */
+    bool (*parse)(stage_t *s, bson_iter_t *it, const bson_t *let, dberr_t *err);
+    /* Runs the stage from `in` (its documents end up freed, moved to `out`
+     * with in->docs[i] set to NULL, or kept) into `out`. */
+    bool (*run)(const stage_t *s, const expr_ctx_t *ctx, doclist_t *in, doclist_t *out,
+                dberr_t *err);
+    /* Checks the stage's $$variables against the pipeline's let (NULL: none). */
+    bool (*check_vars)(stage_t *s, const bson_t *let, dberr_t *err);
+    /* Frees what parse put in s->u (NULL: nothing). */
+    void (*free)(stage_t *s);
+    unsigned flags;
+};
+
+/* The stage families: filter.c ($match $sort $skip $limit $count), shape.c
+ * ($project $addFields $set $unset $replaceRoot $replaceWith $unwind
+ * $documents), group.c ($group), output.c ($out $merge). */
+extern const stage_def_t pipeline_filter_stages[];
+extern const stage_def_t pipeline_shape_stages[];
+extern const stage_def_t pipeline_group_stages[];
+extern const stage_def_t pipeline_output_stages[];
+
+/* Borrows the document under `it` into `out`. */
+void pipeline_borrow_doc(const bson_iter_t *it, bson_t *out);
+
+/* Splits dotted `s` into owned components; false on an empty component. */
+bool pipeline_split_path(const char *s, char ***out, size_t *n);
+
+/* Frees components from pipeline_split_path. */
+void pipeline_free_path(char **path, size_t n);
+
+/* Moves every document of `in` to `out` unchanged. */
+void pipeline_pass_all(doclist_t *in, doclist_t *out);
+
+/* pipeline_new with an evaluated `let` (owned by the result, also on
+ * failure; NULL for none). */
+pipeline_t *pipeline_build(const bson_iter_t *stages, pipeline_mode_t mode, bson_t *let,
+                           dberr_t *err);
+
+/* The wall clock in milliseconds ($$NOW). */
+int64_t pipeline_now_ms(void);
+
+#endif

@@ -1,0 +1,307 @@
+/* pipeline: aggregation pipelines over an in-memory list of documents — each
+ * stage is parsed once by its row in a stage table and run as a
+ * transformation from one doclist to the next. A terminal $out/$merge is
+ * parsed for the caller to perform. Also runs pipeline-style updates. */
+#include "doc/pipeline/pipeline-private.h"
+
+#include <string.h>
+#include <sys/time.h>
+
+/* ---------------------------------------------------------------- doclist */
+
+void doclist_init(doclist_t *l)
+{
+    l->docs = NULL;
+    l->len = l->cap = 0;
+}
+
+void doclist_push(doclist_t *l, bson_t *doc)
+{
+    if (l->len == l->cap) {
+        l->cap = l->cap ? l->cap * 2 : 16;
+        l->docs = bson_realloc(l->docs, l->cap * sizeof *l->docs);
+    }
+    l->docs[l->len++] = doc;
+}
+
+void doclist_destroy(doclist_t *l)
+{
+    if (!l)
+        return;
+    for (size_t i = 0; i < l->len; i++)
+        bson_destroy(l->docs[i]);
+    bson_free(l->docs);
+    doclist_init(l);
+}
+
+/* ---------------------------------------------------------------- helpers */
+
+void pipeline_borrow_doc(const bson_iter_t *it, bson_t *out)
+{
+    const uint8_t *d;
+    uint32_t n;
+    bson_iter_document(it, &n, &d);
+    if (!bson_init_static(out, d, n))
+        bson_init(out);
+}
+
+bool pipeline_split_path(const char *s, char ***out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    for (;;) {
+        const char *dot = strchr(s, '.');
+        size_t len = dot ? (size_t)(dot - s) : strlen(s);
+        if (len == 0)
+            return false;
+        *out = bson_realloc(*out, (*n + 1) * sizeof **out);
+        (*out)[(*n)++] = bson_strndup(s, len);
+        if (!dot)
+            return true;
+        s = dot + 1;
+    }
+}
+
+void pipeline_free_path(char **path, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        bson_free(path[i]);
+    bson_free(path);
+}
+
+void pipeline_pass_all(doclist_t *in, doclist_t *out)
+{
+    for (size_t i = 0; i < in->len; i++) {
+        doclist_push(out, in->docs[i]);
+        in->docs[i] = NULL;
+    }
+}
+
+int64_t pipeline_now_ms(void)
+{
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+}
+
+/* ----------------------------------------------------------------- stages */
+
+struct pipeline {
+    stage_t *stages;
+    size_t n;
+    bson_t *let; /* user variables, already evaluated, or NULL */
+};
+
+/* Every stage family; a stage is one row in its family's table. */
+static const stage_def_t *const stage_families[] = {
+    pipeline_filter_stages,
+    pipeline_shape_stages,
+    pipeline_group_stages,
+    pipeline_output_stages,
+};
+
+static const stage_def_t *find_stage(const char *name)
+{
+    for (size_t f = 0; f < sizeof stage_families / sizeof stage_families[0]; f++)
+        for (const stage_def_t *d = stage_families[f]; d->name; d++)
+            if (strcmp(d->name, name) == 0)
+                return d;
+    return NULL;
+}
+
+/* Stages atomdb knows of but does not run. */
+static const char *const unsupported[] = {
+    "$lookup",
+    "$facet",
+    "$bucket",
+    "$bucketAuto",
+    "$graphLookup",
+    "$geoNear",
+    "$sample",
+    "$collStats",
+    "$indexStats",
+    "$currentOp",
+    "$listSessions",
+    "$listLocalSessions",
+    "$redact",
+    "$sortByCount",
+    "$unionWith",
+    "$densify",
+    "$fill",
+    "$setWindowFields",
+    "$changeStream",
+    "$search",
+    "$searchMeta",
+    "$planCacheStats",
+    "$listSearchIndexes",
+    "$shardedDataDistribution",
+    NULL,
+};
+
+static void stage_free(stage_t *s)
+{
+    if (s->def && s->def->free)
+        s->def->free(s);
+}
+
+void pipeline_destroy(pipeline_t *p)
+{
+    if (!p)
+        return;
+    for (size_t i = 0; i < p->n; i++)
+        stage_free(&p->stages[i]);
+    bson_free(p->stages);
+    if (p->let)
+        bson_destroy(p->let);
+    bson_free(p);
+}
+
+/* Parses one stage document `doc` into `s`; `let` holds the pipeline's
+ * evaluated variables (NULL: none). */
+static bool parse_stage(stage_t *s, const bson_t *doc, pipeline_mode_t mode, const bson_t *let,
+                        dberr_t *err)
+{
+    bson_iter_t it;
+    if (bson_count_keys(doc) != 1 || !bson_iter_init(&it, doc) || !bson_iter_next(&it))
+        return dberr_set(err, 40323,
+                         "A pipeline stage specification object must contain exactly one field.");
+    const char *name = bson_iter_key(&it);
+    const stage_def_t *def = find_stage(name);
+    if (!def) {
+        for (int i = 0; unsupported[i]; i++)
+            if (strcmp(unsupported[i], name) == 0)
+                return dberr_set(err, DBERR_NOT_IMPLEMENTED,
+                                 "atomdb does not support the %s aggregation stage yet", name);
+        return dberr_set(err, 40324, "Unrecognized pipeline stage name: '%s'", name);
+    }
+    if (mode == PIPELINE_UPDATE && !(def->flags & STAGE_IN_UPDATE))
+        return dberr_set(err, DBERR_INVALID_OPTIONS,
+                         "%s is not allowed to be used within an update", name);
+    s->def = def;
+    s->name = def->name;
+    return def->parse(s, &it, let, err) && (!def->check_vars || def->check_vars(s, let, err));
+}
+
+pipeline_t *pipeline_new(const bson_iter_t *stages, pipeline_mode_t mode, const bson_t *let,
+                         dberr_t *err)
+{
+    bson_t *vars = NULL;
+    dberr_clear(err);
+    if (let) {
+        vars = bson_new();
+        if (!expr_eval_let(let, pipeline_now_ms(), vars, err)) {
+            bson_destroy(vars);
+            return NULL;
+        }
+    }
+    return pipeline_build(stages, mode, vars, err);
+}
+
+pipeline_t *pipeline_build(const bson_iter_t *stages, pipeline_mode_t mode, bson_t *let,
+                           dberr_t *err)
+{
+    pipeline_t *p = bson_malloc0(sizeof *p);
+    bson_iter_t it;
+    p->let = let;
+    if (!BSON_ITER_HOLDS_ARRAY(stages)) {
+        dberr_set(err, DBERR_TYPE_MISMATCH, "'pipeline' option must be specified as an array");
+        goto fail;
+    }
+    bson_iter_recurse(stages, &it);
+    while (bson_iter_next(&it)) {
+        bson_t doc;
+        if (!BSON_ITER_HOLDS_DOCUMENT(&it)) {
+            dberr_set(err, DBERR_TYPE_MISMATCH,
+                      "Each element of the 'pipeline' array must be an object");
+            goto fail;
+        }
+        pipeline_borrow_doc(&it, &doc);
+        if (p->n > 0 && (p->stages[p->n - 1].def->flags & STAGE_LAST)) {
+            dberr_set(err, 40601, "%s can only be the final stage in the pipeline",
+                      p->stages[p->n - 1].name);
+            goto fail;
+        }
+        p->stages = bson_realloc(p->stages, (p->n + 1) * sizeof *p->stages);
+        memset(&p->stages[p->n], 0, sizeof p->stages[p->n]);
+        p->n++;
+        stage_t *s = &p->stages[p->n - 1];
+        if (!parse_stage(s, &doc, mode, p->let, err))
+            goto fail;
+        if ((s->def->flags & STAGE_FIRST) && p->n > 1) {
+            dberr_set(err, 40602, "%s is only valid as the first stage in a pipeline", s->name);
+            goto fail;
+        }
+    }
+    return p;
+fail:
+    pipeline_destroy(p);
+    return NULL;
+}
+
+const pipeline_output_t *pipeline_output(const pipeline_t *p)
+{
+    if (!p || p->n == 0 || !(p->stages[p->n - 1].def->flags & STAGE_LAST))
+        return NULL;
+    return &p->stages[p->n - 1].u.output->pub;
+}
+
+bool pipeline_is_collectionless(const pipeline_t *p)
+{
+    return p && p->n > 0 && (p->stages[0].def->flags & STAGE_FIRST);
+}
+
+const bson_t *pipeline_leading_match(const pipeline_t *p)
+{
+    if (!p || p->n == 0 || !(p->stages[0].def->flags & STAGE_MATCH))
+        return NULL;
+    return p->stages[0].u.match.filter;
+}
+
+/* ------------------------------------------------------------------ run */
+
+/* Runs the stages of `p` over `docs` under `ctx`. */
+static bool run_stages(const pipeline_t *p, const expr_ctx_t *ctx, doclist_t *docs, dberr_t *err)
+{
+    for (size_t i = 0; i < p->n; i++) {
+        doclist_t next;
+        doclist_init(&next);
+        const stage_t *s = &p->stages[i];
+        bool ok = s->def->run(s, ctx, docs, &next, err);
+        /* documents moved to `next` were nulled in `docs` */
+        for (size_t j = 0; j < docs->len; j++)
+            if (docs->docs[j])
+                bson_destroy(docs->docs[j]);
+        bson_free(docs->docs);
+        *docs = next;
+        if (!ok) {
+            doclist_destroy(docs);
+            return false;
+        }
+    }
+    return true;
+}
+
+bool pipeline_run(const pipeline_t *p, doclist_t *docs, dberr_t *err)
+{
+    return pipeline_run_vars(p, NULL, docs, err);
+}
+
+bool pipeline_run_vars(const pipeline_t *p, const bson_t *vars, doclist_t *docs, dberr_t *err)
+{
+    bson_t merged = BSON_INITIALIZER;
+    bool ok = true;
+    expr_ctx_t ctx = {.root = NULL, .now_ms = pipeline_now_ms(), .vars = p->let};
+    dberr_clear(err);
+    if (vars && !bson_empty(vars)) {
+        bson_iter_t it;
+        if (p->let && bson_iter_init(&it, p->let))
+            while (bson_iter_next(&it))
+                if (!bson_has_field(vars, bson_iter_key(&it)))
+                    bson_append_value(&merged, bson_iter_key(&it), -1, bson_iter_value(&it));
+        bson_concat(&merged, vars);
+        ctx.vars = &merged;
+    }
+    ok = run_stages(p, &ctx, docs, err);
+    bson_destroy(&merged);
+    return ok;
+}
