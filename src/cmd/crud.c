@@ -176,6 +176,41 @@ static void crud_reply(cmd_ctx_t *ctx, crud_result_t *r, bool is_update)
         BSON_APPEND_ARRAY(ctx->reply, "writeErrors", &r->write_errors);
 }
 
+/* Runs statement `index` of a write batch (the array element under `item`),
+ * counting what it did into `r`; `arg` is the command's own state. */
+typedef bool (*crud_stmt_fn)(cmd_ctx_t *ctx, const bson_iter_t *item, uint32_t index,
+                             crud_result_t *r, void *arg, dberr_t *err);
+
+/* The one park-and-resume loop of insert, update and delete: resumes a
+ * batch that waited for a lock where it stopped, runs each statement
+ * (counting it in `opcounter`), parks the batch when a statement finds a
+ * document locked, turns other failures into writeErrors (stopping at the
+ * first when `ordered`), then appends the write result. */
+static bool crud_run_batch(cmd_ctx_t *ctx, bson_iter_t *items, bool ordered, bool is_update,
+                           int64_t *opcounter, crud_stmt_fn fn, void *arg, dberr_t *err)
+{
+    crud_result_t r;
+    crud_result_init(&r);
+    uint32_t start = crud_resume_take(ctx, &r);
+    for (uint32_t index = 0; bson_iter_next(items); index++) {
+        if (index < start)
+            continue;
+        dberr_t e;
+        dberr_clear(&e);
+        (*opcounter)++;
+        if (fn(ctx, items, index, &r, arg, &e))
+            continue;
+        if (crud_stops_batch(ctx, &e))
+            return crud_park_batch(ctx, index, &r, &e, err);
+        crud_add_error(&r, index, &e);
+        if (ordered)
+            break;
+    }
+    crud_reply(ctx, &r, is_update);
+    crud_result_destroy(&r);
+    return true;
+}
+
 /* The array argument `key` (insert.documents, update.updates, ...), checked
  * against maxWriteBatchSize. */
 static bool crud_batch(cmd_ctx_t *ctx, const char *key, bson_iter_t *items, bool *ordered,
@@ -271,6 +306,25 @@ bool cmd_prepare_insert_doc(const bson_t *doc, bson_t *out, dberr_t *err)
     return true;
 }
 
+/* One insert statement: a document, prepared (_id first), locked, inserted. */
+static bool crud_insert_stmt(cmd_ctx_t *ctx, const bson_iter_t *item, uint32_t index,
+                             crud_result_t *r, void *arg, dberr_t *err)
+{
+    collection_t *c = arg;
+    bson_t doc, prepared = BSON_INITIALIZER;
+    bool ok = false;
+    if (!BSON_ITER_HOLDS_DOCUMENT(item) || !cmd_iter_doc(item, &doc))
+        dberr_set(err, DBERR_TYPE_MISMATCH, "documents to insert must be objects");
+    else if (cmd_prepare_insert_doc(&doc, &prepared, err) &&
+             view_lock(ctx->view, c, &prepared, err) &&
+             view_insert(ctx->view, c, &prepared, err))
+        ok = true;
+    bson_destroy(&prepared);
+    if (ok)
+        r->n++;
+    return ok;
+}
+
 bool cmd_insert(cmd_ctx_t *ctx, dberr_t *err)
 {
     collection_t *c;
@@ -278,41 +332,8 @@ bool cmd_insert(cmd_ctx_t *ctx, dberr_t *err)
     bool ordered;
     if (!crud_batch(ctx, "documents", &items, &ordered, err) || !crud_collection(ctx, &c, err))
         return false;
-    crud_result_t r;
-    crud_result_init(&r);
-    uint32_t start = crud_resume_take(ctx, &r);
-    uint32_t index = 0;
-    while (bson_iter_next(&items)) {
-        if (index < start) {
-            index++;
-            continue;
-        }
-        dberr_t e;
-        dberr_clear(&e);
-        bson_t doc, prepared = BSON_INITIALIZER;
-        server.ops.insert++;
-        bool ok = false;
-        if (!BSON_ITER_HOLDS_DOCUMENT(&items) || !cmd_iter_doc(&items, &doc))
-            dberr_set(&e, DBERR_TYPE_MISMATCH, "documents to insert must be objects");
-        else if (cmd_prepare_insert_doc(&doc, &prepared, &e) &&
-                 view_lock(ctx->view, c, &prepared, &e) &&
-                 view_insert(ctx->view, c, &prepared, &e))
-            ok = true;
-        bson_destroy(&prepared);
-        if (!ok && crud_stops_batch(ctx, &e))
-            return crud_park_batch(ctx, index, &r, &e, err);
-        if (ok) {
-            r.n++;
-        } else {
-            crud_add_error(&r, index, &e);
-            if (ordered)
-                break;
-        }
-        index++;
-    }
-    crud_reply(ctx, &r, false);
-    crud_result_destroy(&r);
-    return true;
+    return crud_run_batch(ctx, &items, ordered, false, &server.ops.insert, crud_insert_stmt, c,
+                          err);
 }
 
 /* One parsed update statement. */
@@ -535,6 +556,18 @@ cleanup:
     return ok;
 }
 
+/* One update statement: parsed, then run. */
+static bool crud_update_stmt(cmd_ctx_t *ctx, const bson_iter_t *item, uint32_t index,
+                             crud_result_t *r, void *arg, dberr_t *err)
+{
+    bson_t stmt;
+    crud_update_stmt_t s;
+    if (!BSON_ITER_HOLDS_DOCUMENT(item) || !cmd_iter_doc(item, &stmt))
+        return dberr_set(err, DBERR_TYPE_MISMATCH, "update statements must be objects");
+    return crud_parse_update_stmt(&stmt, &s, err) &&
+           crud_update_one(ctx, ctx->view, arg, index, &s, r, err);
+}
+
 bool cmd_update(cmd_ctx_t *ctx, dberr_t *err)
 {
     collection_t *c;
@@ -542,38 +575,8 @@ bool cmd_update(cmd_ctx_t *ctx, dberr_t *err)
     bool ordered;
     if (!crud_batch(ctx, "updates", &items, &ordered, err) || !crud_collection(ctx, &c, err))
         return false;
-    crud_result_t r;
-    crud_result_init(&r);
-    uint32_t start = crud_resume_take(ctx, &r);
-    uint32_t index = 0;
-    while (bson_iter_next(&items)) {
-        if (index < start) {
-            index++;
-            continue;
-        }
-        dberr_t e;
-        dberr_clear(&e);
-        bson_t stmt;
-        crud_update_stmt_t s;
-        server.ops.update++;
-        bool ok;
-        if (!BSON_ITER_HOLDS_DOCUMENT(&items) || !cmd_iter_doc(&items, &stmt))
-            ok = dberr_set(&e, DBERR_TYPE_MISMATCH, "update statements must be objects");
-        else
-            ok = crud_parse_update_stmt(&stmt, &s, &e) &&
-                 crud_update_one(ctx, ctx->view, c, index, &s, &r, &e);
-        if (!ok && crud_stops_batch(ctx, &e))
-            return crud_park_batch(ctx, index, &r, &e, err);
-        if (!ok) {
-            crud_add_error(&r, index, &e);
-            if (ordered)
-                break;
-        }
-        index++;
-    }
-    crud_reply(ctx, &r, true);
-    crud_result_destroy(&r);
-    return true;
+    return crud_run_batch(ctx, &items, ordered, true, &server.ops.update, crud_update_stmt, c,
+                          err);
 }
 
 /* Runs one delete statement {q, limit}. */
@@ -643,51 +646,40 @@ static bool crud_delete_one(const cmd_ctx_t *ctx, view_t *view, collection_t *c,
     return ok;
 }
 
+/* The collection a delete batch runs on (NULL when it does not exist). */
+typedef struct crud_delete_target {
+    collection_t *c;
+    const char *coll;
+} crud_delete_target_t;
+
+/* One delete statement. */
+static bool crud_delete_stmt(cmd_ctx_t *ctx, const bson_iter_t *item, uint32_t index,
+                             crud_result_t *r, void *arg, dberr_t *err)
+{
+    crud_delete_target_t *t = arg;
+    bson_t stmt;
+    if (!BSON_ITER_HOLDS_DOCUMENT(item) || !cmd_iter_doc(item, &stmt))
+        return dberr_set(err, DBERR_TYPE_MISMATCH, "delete statements must be objects");
+    if (!t->c && !ctx->view->txn)
+        return true; /* nothing to delete in a collection that does not exist */
+    return crud_delete_one(ctx, ctx->view, t->c, t->coll, &stmt, r, err);
+}
+
 bool cmd_delete(cmd_ctx_t *ctx, dberr_t *err)
 {
     bson_iter_t items;
     bool ordered;
-    const char *coll;
+    crud_delete_target_t t;
     if (!crud_batch(ctx, "deletes", &items, &ordered, err) ||
-        !cmd_collection_name(ctx, &coll, err))
+        !cmd_collection_name(ctx, &t.coll, err))
         return false;
-    if (!catalog_valid_coll_name(ctx->db, coll, err))
+    if (!catalog_valid_coll_name(ctx->db, t.coll, err))
         return false;
-    collection_t *c = catalog_get(server.catalog, ctx->db, coll);
-    if (c && collection_is_view(c))
-        return dberr_set(err, 166, "Namespace %s.%s is a view, not a collection", ctx->db, coll);
-    crud_result_t r;
-    crud_result_init(&r);
-    uint32_t start = crud_resume_take(ctx, &r);
-    uint32_t index = 0;
-    while (bson_iter_next(&items)) {
-        if (index < start) {
-            index++;
-            continue;
-        }
-        dberr_t e;
-        dberr_clear(&e);
-        bson_t stmt;
-        server.ops.delete_++;
-        bool ok;
-        if (!BSON_ITER_HOLDS_DOCUMENT(&items) || !cmd_iter_doc(&items, &stmt))
-            ok = dberr_set(&e, DBERR_TYPE_MISMATCH, "delete statements must be objects");
-        else if (!c && !ctx->view->txn)
-            ok = true; /* nothing to delete in a collection that does not exist */
-        else
-            ok = crud_delete_one(ctx, ctx->view, c, coll, &stmt, &r, &e);
-        if (!ok && crud_stops_batch(ctx, &e))
-            return crud_park_batch(ctx, index, &r, &e, err);
-        if (!ok) {
-            crud_add_error(&r, index, &e);
-            if (ordered)
-                break;
-        }
-        index++;
-    }
-    crud_reply(ctx, &r, false);
-    crud_result_destroy(&r);
-    return true;
+    t.c = catalog_get(server.catalog, ctx->db, t.coll);
+    if (t.c && collection_is_view(t.c))
+        return dberr_set(err, 166, "Namespace %s.%s is a view, not a collection", ctx->db, t.coll);
+    return crud_run_batch(ctx, &items, ordered, false, &server.ops.delete_, crud_delete_stmt, &t,
+                          err);
 }
 
 /* findAndModify's arguments. */

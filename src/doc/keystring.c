@@ -12,24 +12,6 @@
 /* Number body classes, in order. */
 enum { KS_NUM_NAN = 1, KS_NUM_NEG = 2, KS_NUM_ZERO = 3, KS_NUM_POS = 4 };
 
-static void put_u16be(buf_t *out, uint16_t v)
-{
-    uint8_t b[2] = {(uint8_t)(v >> 8), (uint8_t)v};
-    buf_append(out, b, 2);
-}
-
-static void put_u32be(buf_t *out, uint32_t v)
-{
-    uint8_t b[4] = {(uint8_t)(v >> 24), (uint8_t)(v >> 16), (uint8_t)(v >> 8), (uint8_t)v};
-    buf_append(out, b, 4);
-}
-
-static void put_u64be(buf_t *out, uint64_t v)
-{
-    put_u32be(out, (uint32_t)(v >> 32));
-    put_u32be(out, (uint32_t)v);
-}
-
 /* Bytes with 0x00 escaped as 0x00 0xFF, closed by 0x00 0x00: prefix-free,
  * and a shorter string orders before any extension of it. */
 static void put_escaped(buf_t *out, const char *s, size_t len)
@@ -54,15 +36,15 @@ static void put_escaped(buf_t *out, const char *s, size_t len)
 static void put_magnitude(buf_t *out, long double x)
 {
     if (isinf(x)) {
-        put_u16be(out, 0xFFFF);
-        put_u64be(out, 0);
+        buf_append_be16(out, 0xFFFF);
+        buf_append_be64(out, 0);
         return;
     }
     int e;
     long double m = frexpl(x, &e); /* m in [0.5, 1) */
     uint64_t mant = (uint64_t)ldexpl(m, 64);
-    put_u16be(out, (uint16_t)(e + 32768));
-    put_u64be(out, mant);
+    buf_append_be16(out, (uint16_t)(e + 32768));
+    buf_append_be64(out, mant);
 }
 
 static void put_number(buf_t *out, const bson_value_t *v)
@@ -128,7 +110,7 @@ static void put_value(buf_t *out, const bson_value_t *v)
         put_doc(out, v->value.v_doc.data, v->value.v_doc.data_len, false);
         break;
     case BSON_TYPE_BINARY:
-        put_u32be(out, v->value.v_binary.data_len);
+        buf_append_be32(out, v->value.v_binary.data_len);
         buf_push(out, (uint8_t)v->value.v_binary.subtype);
         buf_append(out, v->value.v_binary.data, v->value.v_binary.data_len);
         break;
@@ -139,11 +121,11 @@ static void put_value(buf_t *out, const bson_value_t *v)
         buf_push(out, v->value.v_bool ? 1 : 0);
         break;
     case BSON_TYPE_DATE_TIME:
-        put_u64be(out, (uint64_t)v->value.v_datetime ^ (UINT64_C(1) << 63));
+        buf_append_be64(out, (uint64_t)v->value.v_datetime ^ (UINT64_C(1) << 63));
         break;
     case BSON_TYPE_TIMESTAMP:
-        put_u32be(out, v->value.v_timestamp.timestamp);
-        put_u32be(out, v->value.v_timestamp.increment);
+        buf_append_be32(out, v->value.v_timestamp.timestamp);
+        buf_append_be32(out, v->value.v_timestamp.increment);
         break;
     case BSON_TYPE_REGEX: {
         const char *re = v->value.v_regex.regex ? v->value.v_regex.regex : "";

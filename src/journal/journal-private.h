@@ -22,6 +22,33 @@
 /* Snapshot file: magic, u64 lsn, tagged entries, u32 crc32c of all before. */
 #define SNAPSHOT_MAGIC "ATOMDBS1"
 
+/* ---- walrec.c (the record format) ---- */
+
+/* Appends one record holding `payload` as log record `lsn` to `b`. */
+void walrec_encode(buf_t *b, uint64_t lsn, const uint8_t *payload, uint32_t len);
+
+/* What walrec_decode found at an offset of a segment. */
+typedef enum walrec_status {
+    WALREC_OK,           /* a whole record with a good checksum */
+    WALREC_SHORT_HEADER, /* fewer bytes left than a record header */
+    WALREC_TRUNCATED,    /* a plausible length that runs past the end (a torn write) */
+    WALREC_BAD_LENGTH,   /* a length above WAL_MAX_RECORD */
+    WALREC_BAD_CHECKSUM, /* the bytes are there but the checksum does not match */
+} walrec_status_t;
+
+/* One decoded record; `payload` borrows from the decoded bytes. */
+typedef struct walrec {
+    uint64_t lsn;
+    const uint8_t *payload;
+    uint32_t len;
+    size_t size; /* header + payload: the offset of the next record */
+} walrec_t;
+
+/* Decodes the record at `data`, `left` bytes before the end of the
+ * segment. `out` is filled as far as the header allows (for BAD_CHECKSUM,
+ * out->size tells whether the record ends the segment: a torn tail). */
+walrec_status_t walrec_decode(const uint8_t *data, size_t left, walrec_t *out);
+
 /* ---- wal.c (log writer thread) ---- */
 
 /* Starts the writer on `dir`, appending to a new segment whose first record

@@ -23,7 +23,6 @@
 #include "doc/updater.h"
 #include "store/observer.h"
 #include "util/log.h"
-#include "wire/wire.h"
 
 #define JOURNAL_MAX_FILES 4096
 
@@ -408,19 +407,6 @@ static bool journal_backup(dberr_t *err)
     return true;
 }
 
-static uint32_t journal_le32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t journal_le64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
-
 /* Replays segment `name` into `cat`, applying records after *applied.
  * `last` is true for the newest segment, whose torn tail is dropped.
  * *damaged_at gets the offset of damage (or -1). */
@@ -462,33 +448,23 @@ static bool journal_replay_segment(const char *name, bool last, catalog_t *cat,
     } else {
         off = WAL_HEADER_SIZE;
         while (off < size) {
-            size_t left = size - off;
-            if (left < WAL_RECORD_HEADER) {
-                damage = last ? NULL : "truncated record header";
-                if (last)
-                    log_warn("JOURNAL", "%s: torn last record at offset %zu dropped", path, off);
+            walrec_t rec;
+            walrec_status_t rs = walrec_decode(map + off, size - off, &rec);
+            bool torn = last && (rs == WALREC_SHORT_HEADER || rs == WALREC_TRUNCATED ||
+                                 (rs == WALREC_BAD_CHECKSUM && off + rec.size == size));
+            if (torn) {
+                log_warn("JOURNAL", "%s: torn last record at offset %zu%s dropped", path, off,
+                         rs == WALREC_BAD_CHECKSUM ? " (checksum)" : "");
                 break;
             }
-            uint32_t len = journal_le32(map + off), crc = journal_le32(map + off + 4);
-            uint64_t lsn = journal_le64(map + off + 8);
-            if (len > WAL_MAX_RECORD || len > left - WAL_RECORD_HEADER) {
-                if (last && len <= WAL_MAX_RECORD) {
-                    log_warn("JOURNAL", "%s: torn last record at offset %zu dropped", path, off);
-                    break;
-                }
-                damage = "bad record length";
+            if (rs != WALREC_OK) {
+                damage = rs == WALREC_SHORT_HEADER  ? "truncated record header"
+                         : rs == WALREC_BAD_CHECKSUM ? "checksum mismatch"
+                                                     : "bad record length";
                 break;
             }
-            if (wire_crc32c(map + off + 8, 8 + (size_t)len) != crc) {
-                bool at_end = off + WAL_RECORD_HEADER + len == size;
-                if (last && at_end) {
-                    log_warn("JOURNAL", "%s: torn last record at offset %zu (checksum) dropped",
-                             path, off);
-                    break;
-                }
-                damage = "checksum mismatch";
-                break;
-            }
+            uint64_t lsn = rec.lsn;
+            uint32_t len = rec.len;
             if (lsn > *applied) {
                 if (lsn != *applied + 1) { /* a missing segment or snapshot */
                     dberr_set(err, DBERR_INTERNAL_ERROR,

@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "wire/wire.h"
+#include "util/crc32c.h"
 
 #define SNAPSHOT_FLUSH (1u << 20)
 
@@ -44,7 +44,7 @@ static void snapshot_flush(snapshot_writer_t *w)
 
 static void snapshot_entry(snapshot_writer_t *w, char tag, const bson_t *doc)
 {
-    uint32_t crc = wire_crc32c(bson_get_data(doc), doc->len);
+    uint32_t crc = crc32c(bson_get_data(doc), doc->len);
     buf_push(&w->buf, (uint8_t)tag);
     buf_append_i32le(&w->buf, (int32_t)doc->len);
     buf_append_i32le(&w->buf, (int32_t)crc);
@@ -96,8 +96,7 @@ bool snapshot_write(const catalog_t *cat, const char *dir, uint64_t lsn)
         return false;
     uint8_t header[16];
     memcpy(header, SNAPSHOT_MAGIC, 8);
-    for (int i = 0; i < 8; i++)
-        header[8 + i] = (uint8_t)(lsn >> (8 * i));
+    buf_put_le64(header + 8, lsn);
     buf_append(&w.buf, header, sizeof header);
     catalog_foreach_all(cat, snapshot_write_coll, &w);
     bson_t end = BSON_INITIALIZER;
@@ -123,11 +122,6 @@ bool snapshot_write(const catalog_t *cat, const char *dir, uint64_t lsn)
     return true;
 }
 
-static uint32_t snapshot_le32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 bool snapshot_load(const char *path, catalog_t *cat, uint64_t *lsn, dberr_t *err)
 {
     bool ok = false;
@@ -150,9 +144,7 @@ bool snapshot_load(const char *path, catalog_t *cat, uint64_t *lsn, dberr_t *err
         dberr_set(err, DBERR_INTERNAL_ERROR, "%s is not a snapshot (bad magic)", path);
         goto cleanup;
     }
-    uint64_t file_lsn = 0;
-    for (int i = 0; i < 8; i++)
-        file_lsn |= (uint64_t)map[8 + i] << (8 * i);
+    uint64_t file_lsn = buf_get_le64(map + 8);
     size_t off = 16;
     collection_t *cur = NULL;
     bool ended = false;
@@ -162,14 +154,14 @@ bool snapshot_load(const char *path, catalog_t *cat, uint64_t *lsn, dberr_t *err
             goto cleanup;
         }
         char tag = (char)map[off];
-        uint32_t len = snapshot_le32(map + off + 1), crc = snapshot_le32(map + off + 5);
+        uint32_t len = buf_get_le32(map + off + 1), crc = buf_get_le32(map + off + 5);
         if (len < 5 || len > size - off - 9) {
             dberr_set(err, DBERR_INTERNAL_ERROR, "%s: bad entry length at offset %zu", path, off);
             goto cleanup;
         }
         const uint8_t *data = map + off + 9;
         bson_t doc;
-        if (wire_crc32c(data, len) != crc || !bson_init_static(&doc, data, len)) {
+        if (crc32c(data, len) != crc || !bson_init_static(&doc, data, len)) {
             dberr_set(err, DBERR_INTERNAL_ERROR, "%s: checksum mismatch at offset %zu", path, off);
             goto cleanup;
         }

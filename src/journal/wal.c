@@ -20,7 +20,6 @@
 #include <unistd.h>
 
 #include "util/log.h"
-#include "wire/wire.h"
 
 #define WAL_BACKGROUND_SYNC_MS 100
 #define WAL_RETRY_MS 200
@@ -79,25 +78,6 @@ void wal_segment_name(char *out, size_t size, const char *dir, uint64_t lsn)
     snprintf(out, size, "%s/wal-%016" PRIx64 ".log", dir, lsn);
 }
 
-static void wal_le64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t wal_get_le64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
-
-static uint32_t wal_get_le32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 /* Opens a new segment whose first record is `lsn` (writer thread). */
 static bool wal_open_segment(uint64_t lsn, char *why, size_t size)
 {
@@ -110,7 +90,7 @@ static bool wal_open_segment(uint64_t lsn, char *why, size_t size)
     }
     uint8_t header[WAL_HEADER_SIZE];
     memcpy(header, WAL_MAGIC, 8);
-    wal_le64(header + 8, lsn);
+    buf_put_le64(header + 8, lsn);
     if (write(fd, header, sizeof header) != (ssize_t)sizeof header || fdatasync(fd) != 0) {
         snprintf(why, size, "cannot write %s: %s", path, strerror(errno));
         close(fd);
@@ -193,8 +173,8 @@ static bool wal_write_records(const buf_t *b, uint64_t rotate_after, bool *rotat
     size_t off = 0;
     if (rotate_after && !*rotated) {
         while (off + WAL_RECORD_HEADER <= b->len &&
-               wal_get_le64(b->data + off + 8) <= rotate_after)
-            off += WAL_RECORD_HEADER + wal_get_le32(b->data + off);
+               buf_get_le64(b->data + off + 8) <= rotate_after)
+            off += WAL_RECORD_HEADER + buf_get_le32(b->data + off);
         if (off > 0 && !wal_write_all(b->data, off, why, size))
             return false;
         if (off < b->len) {
@@ -509,16 +489,7 @@ uint64_t wal_append(const bson_t *payload)
     uint64_t lsn = wal.next_lsn++;
     if (wal.pending.len == 0)
         wal.pending_first = lsn;
-    uint8_t lsnle[8];
-    wal_le64(lsnle, lsn);
-    size_t start = wal.pending.len;
-    buf_append_i32le(&wal.pending, (int32_t)payload->len);
-    buf_append_i32le(&wal.pending, 0); /* crc, filled below */
-    buf_append(&wal.pending, lsnle, 8);
-    buf_append(&wal.pending, bson_get_data(payload), payload->len);
-    uint32_t crc = wire_crc32c(wal.pending.data + start + 8, 8 + payload->len);
-    for (int i = 0; i < 4; i++)
-        wal.pending.data[start + 4 + i] = (uint8_t)(crc >> (8 * i));
+    walrec_encode(&wal.pending, lsn, bson_get_data(payload), payload->len);
     wal.growth += WAL_RECORD_HEADER + payload->len;
     return lsn;
 }

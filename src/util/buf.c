@@ -46,8 +46,8 @@ void buf_push(buf_t *b, uint8_t byte)
 
 void buf_append_i32le(buf_t *b, int32_t v)
 {
-    uint32_t u = (uint32_t)v;
-    uint8_t le[4] = {u & 0xff, (u >> 8) & 0xff, (u >> 16) & 0xff, (u >> 24) & 0xff};
+    uint8_t le[4];
+    buf_put_le32(le, (uint32_t)v);
     buf_append(b, le, 4);
 }
 

@@ -9,14 +9,13 @@
 #include <stdint.h>
 
 #include "util/buf.h"
+#include "util/crc32c.h"
 #include "util/dberr.h"
 
 /* Reads a little-endian int32 at `p` (caller checked 4 bytes are there). */
 static inline int32_t wire_rd_i32(const uint8_t *p)
 {
-    uint32_t u =
-        (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
-    return (int32_t)u;
+    return (int32_t)buf_get_le32(p);
 }
 
 /* Reads a little-endian uint32 at `p` (caller checked 4 bytes are there). */
@@ -28,11 +27,7 @@ static inline uint32_t wire_rd_u32(const uint8_t *p)
 /* Writes a little-endian int32 at `p`. */
 static inline void wire_wr_i32(uint8_t *p, int32_t v)
 {
-    uint32_t u = (uint32_t)v;
-    p[0] = (uint8_t)u;
-    p[1] = (uint8_t)(u >> 8);
-    p[2] = (uint8_t)(u >> 16);
-    p[3] = (uint8_t)(u >> 24);
+    buf_put_le32(p, (uint32_t)v);
 }
 
 /* Decompresses `in_len` bytes with compressor `id` into exactly `out_len`
@@ -52,6 +47,9 @@ bool wire_decompressed_size_plausible(int id, const uint8_t *in, size_t in_len, 
 
 /* Software-only CRC-32C (the table path), for tests comparing it with the
  * SSE4.2 path that wire_crc32c may take. */
-uint32_t wire_crc32c_sw(const uint8_t *data, size_t len);
+static inline uint32_t wire_crc32c_sw(const uint8_t *data, size_t len)
+{
+    return crc32c_sw(data, len);
+}
 
 #endif

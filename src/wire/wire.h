@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "util/buf.h"
+#include "util/crc32c.h"
 #include "util/dberr.h"
 
 /* Opcodes. */
@@ -119,7 +120,11 @@ void wire_error_reply_append(buf_t *out, const wire_request_t *req, int32_t repl
  * with compressor -1. Looks only at the first field of `cmd`. */
 bool wire_command_compressible(const bson_t *cmd);
 
-/* CRC-32C (Castagnoli) of `len` bytes, as OP_MSG checksums use. */
-uint32_t wire_crc32c(const uint8_t *data, size_t len);
+/* CRC-32C (Castagnoli) of `len` bytes, as OP_MSG checksums use: the one in
+ * util/crc32c.h, which the journal shares. */
+static inline uint32_t wire_crc32c(const uint8_t *data, size_t len)
+{
+    return crc32c(data, len);
+}
 
 #endif

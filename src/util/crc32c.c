@@ -1,14 +1,17 @@
 /* crc32c: CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), the checksum
- * of OP_MSG's checksumPresent flag. Software slicing-by-8, and the SSE4.2
- * crc32 instruction when the CPU has it (checked once at first use). */
-#include "wire/wire.h"
+ * of OP_MSG's checksumPresent flag and of log and snapshot records. Software
+ * slicing-by-8, and the SSE4.2 crc32 instruction when the CPU has it
+ * (checked once at first use). */
+#include "util/crc32c.h"
+
+#include <stdbool.h>
 
 #include <pthread.h>
 #include <string.h>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <nmmintrin.h>
-#define WIRE_CRC32C_HW 1
+#define CRC32C_HW 1
 #endif
 
 #define CRC32C_POLY 0x82F63B78u
@@ -33,14 +36,14 @@ static void crc32c_init(void)
             crc32c_table[t][i] = c;
         }
     }
-#ifdef WIRE_CRC32C_HW
+#ifdef CRC32C_HW
     __builtin_cpu_init();
     crc32c_use_hw = __builtin_cpu_supports("sse4.2");
 #endif
 }
 
 /* Software CRC-32C over `len` bytes, continuing from the raw register `crc`. */
-static uint32_t crc32c_sw(uint32_t crc, const uint8_t *p, size_t len)
+static uint32_t crc32c_table_run(uint32_t crc, const uint8_t *p, size_t len)
 {
     while (len >= 8) {
         uint32_t lo, hi;
@@ -63,8 +66,8 @@ static uint32_t crc32c_sw(uint32_t crc, const uint8_t *p, size_t len)
     return crc;
 }
 
-#ifdef WIRE_CRC32C_HW
-/* Hardware CRC-32C (SSE4.2 crc32 instruction), same contract as crc32c_sw. */
+#ifdef CRC32C_HW
+/* Hardware CRC-32C (SSE4.2 crc32 instruction), same contract as crc32c_table_run. */
 __attribute__((target("sse4.2"))) static uint32_t crc32c_hw(uint32_t crc, const uint8_t *p,
                                                             size_t len)
 {
@@ -83,20 +86,19 @@ __attribute__((target("sse4.2"))) static uint32_t crc32c_hw(uint32_t crc, const 
 }
 #endif
 
-uint32_t wire_crc32c(const uint8_t *data, size_t len)
+uint32_t crc32c(const uint8_t *data, size_t len)
 {
     pthread_once(&crc32c_once, crc32c_init);
     uint32_t crc = 0xFFFFFFFFu;
-#ifdef WIRE_CRC32C_HW
+#ifdef CRC32C_HW
     if (crc32c_use_hw)
         return crc32c_hw(crc, data, len) ^ 0xFFFFFFFFu;
 #endif
-    return crc32c_sw(crc, data, len) ^ 0xFFFFFFFFu;
+    return crc32c_table_run(crc, data, len) ^ 0xFFFFFFFFu;
 }
 
-/* Software-only CRC-32C, for tests comparing both implementations. */
-uint32_t wire_crc32c_sw(const uint8_t *data, size_t len)
+uint32_t crc32c_sw(const uint8_t *data, size_t len)
 {
     pthread_once(&crc32c_once, crc32c_init);
-    return crc32c_sw(0xFFFFFFFFu, data, len) ^ 0xFFFFFFFFu;
+    return crc32c_table_run(0xFFFFFFFFu, data, len) ^ 0xFFFFFFFFu;
 }
