@@ -1,38 +1,47 @@
 /* plancache: compiled filters and update documents kept between requests
- * (see plancache.h). Two direct-mapped tables of PLANCACHE_SLOTS entries,
- * indexed by an FNV-1a hash of the key bytes; a colliding key replaces the
- * older entry. Keys over PLANCACHE_MAX_KEY bytes are not cached. */
+ * (see plancache.h). Two hash tables (util/hash.h) of at most
+ * PLANCACHE_SLOTS entries, keyed by the exact BSON bytes; when one is full
+ * the oldest entry makes room. Keys over PLANCACHE_MAX_KEY bytes are not
+ * cached. */
 #include "cmd/plancache.h"
 
 #include <string.h>
+
+#include "util/hash.h"
 
 #define PLANCACHE_SLOTS 256
 #define PLANCACHE_MAX_KEY 1024
 
 typedef struct plancache_entry {
-    uint8_t *key; /* owned copy of the BSON bytes; NULL when empty */
+    uint8_t *key; /* owned copy of the BSON bytes */
     uint32_t len;
-    void *obj;    /* matcher_t * or updater_t *; NULL while taken */
+    void *obj; /* matcher_t * or updater_t *; NULL while taken */
+    UT_hash_handle hh;
 } plancache_entry_t;
 
-static plancache_entry_t plancache_matchers[PLANCACHE_SLOTS];
-static plancache_entry_t plancache_updaters[PLANCACHE_SLOTS];
+/* One cache: its entries (in insertion order) and how to free an object. */
+typedef struct plancache_table {
+    plancache_entry_t *entries;
+    void (*destroy)(void *);
+} plancache_table_t;
 
-static uint32_t plancache_hash(const uint8_t *p, uint32_t len)
+static void plancache_entry_free(plancache_table_t *t, plancache_entry_t *e)
 {
-    uint32_t h = 2166136261u;
-    for (uint32_t i = 0; i < len; i++)
-        h = (h ^ p[i]) * 16777619u;
-    return h % PLANCACHE_SLOTS;
+    HASH_DEL(t->entries, e);
+    if (e->obj)
+        t->destroy(e->obj);
+    bson_free(e->key);
+    bson_free(e);
 }
 
-/* The cached object for the key, taken out of its slot, or NULL. */
-static void *plancache_take(plancache_entry_t *table, const uint8_t *key, uint32_t len)
+/* The cached object for the key, taken out of its entry, or NULL. */
+static void *plancache_take(plancache_table_t *t, const uint8_t *key, uint32_t len)
 {
+    plancache_entry_t *e;
     if (len > PLANCACHE_MAX_KEY)
         return NULL;
-    plancache_entry_t *e = &table[plancache_hash(key, len)];
-    if (!e->obj || e->len != len || memcmp(e->key, key, len) != 0)
+    HASH_FIND(hh, t->entries, key, len, e);
+    if (!e || !e->obj)
         return NULL;
     void *obj = e->obj;
     e->obj = NULL;
@@ -40,29 +49,27 @@ static void *plancache_take(plancache_entry_t *table, const uint8_t *key, uint32
 }
 
 /* Stores `obj` under the key; false when it was not stored (the caller
- * destroys it). An object already in the slot is handed to `destroy`. */
-static bool plancache_put(plancache_entry_t *table, const uint8_t *key, uint32_t len, void *obj,
-                          void (*destroy)(void *))
+ * destroys it). */
+static bool plancache_put(plancache_table_t *t, const uint8_t *key, uint32_t len, void *obj)
 {
+    plancache_entry_t *e;
     if (len > PLANCACHE_MAX_KEY)
         return false;
-    plancache_entry_t *e = &table[plancache_hash(key, len)];
-    if (e->key && (e->len != len || memcmp(e->key, key, len) != 0)) {
+    HASH_FIND(hh, t->entries, key, len, e);
+    if (e) {
         if (e->obj)
-            destroy(e->obj);
-        bson_free(e->key);
-        e->key = NULL;
-        e->obj = NULL;
+            return false; /* another request already put the same one back */
+        e->obj = obj;
+        return true;
     }
-    if (e->obj) {
-        return false; /* another request already put the same one back */
-    }
-    if (!e->key) {
-        e->key = bson_malloc(len);
-        memcpy(e->key, key, len);
-        e->len = len;
-    }
+    if (HASH_COUNT(t->entries) >= PLANCACHE_SLOTS)
+        plancache_entry_free(t, t->entries); /* the oldest */
+    e = bson_malloc0(sizeof *e);
+    e->key = bson_malloc(len);
+    memcpy(e->key, key, len);
+    e->len = len;
     e->obj = obj;
+    HASH_ADD_KEYPTR(hh, t->entries, e->key, e->len, e);
     return true;
 }
 
@@ -76,9 +83,12 @@ static void plancache_destroy_updater(void *u)
     updater_destroy(u);
 }
 
+static plancache_table_t plancache_matchers = {NULL, plancache_destroy_matcher};
+static plancache_table_t plancache_updaters = {NULL, plancache_destroy_updater};
+
 matcher_t *plancache_take_matcher(const bson_t *filter)
 {
-    return plancache_take(plancache_matchers, bson_get_data(filter), filter->len);
+    return plancache_take(&plancache_matchers, bson_get_data(filter), filter->len);
 }
 
 void plancache_put_matcher(const bson_t *filter, matcher_t *m)
@@ -87,8 +97,7 @@ void plancache_put_matcher(const bson_t *filter, matcher_t *m)
         return;
     /* a pending error or $expr (let, $$NOW) makes it single-use */
     if (matcher_has_expr(m) || matcher_take_error(m, NULL) ||
-        !plancache_put(plancache_matchers, bson_get_data(filter), filter->len, m,
-                       plancache_destroy_matcher))
+        !plancache_put(&plancache_matchers, bson_get_data(filter), filter->len, m))
         matcher_destroy(m);
 }
 
@@ -99,7 +108,7 @@ updater_t *plancache_take_updater(const bson_iter_t *spec)
     uint32_t len;
     const uint8_t *data;
     bson_iter_document(spec, &len, &data);
-    return plancache_take(plancache_updaters, data, len);
+    return plancache_take(&plancache_updaters, data, len);
 }
 
 void plancache_put_updater(const bson_iter_t *spec, updater_t *u)
@@ -113,20 +122,18 @@ void plancache_put_updater(const bson_iter_t *spec, updater_t *u)
     uint32_t len;
     const uint8_t *data;
     bson_iter_document(spec, &len, &data);
-    if (!plancache_put(plancache_updaters, data, len, u, plancache_destroy_updater))
+    if (!plancache_put(&plancache_updaters, data, len, u))
         updater_destroy(u);
 }
 
 void plancache_clear(void)
 {
-    for (int i = 0; i < PLANCACHE_SLOTS; i++) {
-        if (plancache_matchers[i].obj)
-            matcher_destroy(plancache_matchers[i].obj);
-        if (plancache_updaters[i].obj)
-            updater_destroy(plancache_updaters[i].obj);
-        bson_free(plancache_matchers[i].key);
-        bson_free(plancache_updaters[i].key);
+    plancache_table_t *tables[] = {&plancache_matchers, &plancache_updaters};
+    for (size_t i = 0; i < 2; i++) {
+        plancache_entry_t *e, *tmp;
+        HASH_ITER(hh, tables[i]->entries, e, tmp)
+        {
+            plancache_entry_free(tables[i], e);
+        }
     }
-    memset(plancache_matchers, 0, sizeof plancache_matchers);
-    memset(plancache_updaters, 0, sizeof plancache_updaters);
 }

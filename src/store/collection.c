@@ -10,6 +10,7 @@
 #include "doc/keystring.h"
 #include "store/mvcc.h"
 #include "store/observer.h"
+#include "util/hash.h"
 #include "util/omap.h"
 
 #define COLLECTION_MAX_INDEXES 64
@@ -470,39 +471,34 @@ static void collection_emit_ddl(const collection_t *c, const char *op, const bso
 
 /* ---- planner ---- */
 
-/* A pointer set, to return each record once from a multikey scan. */
-typedef struct ptrset {
-    const void **slots;
-    size_t cap;
-    size_t len;
-} ptrset_t;
+/* The records a multikey scan already returned (util/hash.h, keyed by the
+ * record pointer): each is returned once. */
+typedef struct seen_record {
+    const void *rec;
+    UT_hash_handle hh;
+} seen_record_t;
 
-static bool ptrset_add(ptrset_t *s, const void *p)
+/* Adds `rec` to `*set`; false when it was there already. */
+static bool seen_add(seen_record_t **set, const void *rec)
 {
-    if (s->len * 2 >= s->cap) {
-        size_t ncap = s->cap ? s->cap * 2 : 64;
-        const void **ns = bson_malloc0(ncap * sizeof *ns);
-        for (size_t i = 0; i < s->cap; i++) {
-            if (!s->slots[i])
-                continue;
-            size_t h = ((uintptr_t)s->slots[i] >> 4) * 0x9E3779B97F4A7C15ull % ncap;
-            while (ns[h])
-                h = (h + 1) % ncap;
-            ns[h] = s->slots[i];
-        }
-        bson_free(s->slots);
-        s->slots = ns;
-        s->cap = ncap;
-    }
-    size_t h = ((uintptr_t)p >> 4) * 0x9E3779B97F4A7C15ull % s->cap;
-    while (s->slots[h]) {
-        if (s->slots[h] == p)
-            return false;
-        h = (h + 1) % s->cap;
-    }
-    s->slots[h] = p;
-    s->len++;
+    seen_record_t *e;
+    HASH_FIND_PTR(*set, &rec, e);
+    if (e)
+        return false;
+    e = bson_malloc(sizeof *e);
+    e->rec = rec;
+    HASH_ADD_PTR(*set, rec, e);
     return true;
+}
+
+static void seen_clear(seen_record_t **set)
+{
+    seen_record_t *e, *tmp;
+    HASH_ITER(hh, *set, e, tmp)
+    {
+        HASH_DEL(*set, e);
+        bson_free(e);
+    }
 }
 
 /* A planned index scan: keys from `lo` while they start with `prefix` and
@@ -615,7 +611,7 @@ static void collection_run_scan(const scan_plan_t *p, const collection_query_opt
                                 bool stop_early, int64_t want, recvec_t *out,
                                 collection_plan_t *plan)
 {
-    ptrset_t seen = {0};
+    seen_record_t *seen = NULL;
     omap_node_t *n = omap_seek(p->ix->map, p->lo.len ? p->lo.data : NULL, p->lo.len);
     for (; n; n = omap_next(n)) {
         size_t klen;
@@ -630,7 +626,7 @@ static void collection_run_scan(const scan_plan_t *p, const collection_query_opt
         }
         plan->keys_examined++;
         record_t *r = omap_node_value(n);
-        if (p->ix->multikey && !ptrset_add(&seen, r))
+        if (p->ix->multikey && !seen_add(&seen, r))
             continue;
         plan->docs_examined++;
         bson_t doc;
@@ -641,7 +637,7 @@ static void collection_run_scan(const scan_plan_t *p, const collection_query_opt
         if (stop_early && want > 0 && (int64_t)out->len >= want)
             break;
     }
-    bson_free(seen.slots);
+    seen_clear(&seen);
 }
 
 static index_t *collection_hinted(collection_t *c, const collection_query_opts_t *o, dberr_t *err)
