@@ -12,9 +12,9 @@
 
 #include "doc/compare.h"
 #include "doc/expr.h"
+#include "doc/matcher-private.h"
 #include "doc/path.h"
 
-#define MATCHER_MAX_DEPTH 100
 
 typedef enum {
     MN_AND,
@@ -526,8 +526,7 @@ static bool starts_dollar(const char *s)
     return s[0] == '$';
 }
 
-/* {$ref, $id, $db} documents are plain values, not operator documents. */
-static bool is_operator_doc(const bson_iter_t *it)
+bool matcher_is_operator_doc(const bson_iter_t *it)
 {
     if (bson_iter_type(it) != BSON_TYPE_DOCUMENT)
         return false;
@@ -656,7 +655,7 @@ static bool parse_in(mnode_t *n, const char *op, const bson_iter_t *it, dberr_t 
     if (!bson_iter_recurse(it, &child))
         return dberr_set(err, DBERR_BAD_VALUE, "%s needs an array", op);
     while (bson_iter_next(&child)) {
-        if (is_operator_doc(&child))
+        if (matcher_is_operator_doc(&child))
             return dberr_set(err, DBERR_BAD_VALUE, "cannot nest $ under %s", op);
         n->list = bson_realloc(n->list, (n->nlist + 1) * sizeof *n->list);
         n->list_re = bson_realloc(n->list_re, (n->nlist + 1) * sizeof *n->list_re);
@@ -739,7 +738,7 @@ static bool parse_all(const char *path, const bson_iter_t *it, mnode_t *and_node
     while (bson_iter_next(&child)) {
         count++;
         mnode_t *n = NULL;
-        if (is_operator_doc(&child)) {
+        if (matcher_is_operator_doc(&child)) {
             bson_iter_t inner;
             bson_iter_recurse(&child, &inner);
             bson_iter_next(&inner);
@@ -983,7 +982,7 @@ static bool parse_filter(const bson_t *filter, mnode_t *and_node, int depth, boo
             }
             continue;
         }
-        if (is_operator_doc(&it)) {
+        if (matcher_is_operator_doc(&it)) {
             if (!parse_ops(key, &it, and_node, depth + 1, err))
                 return false;
         } else if (bson_iter_type(&it) == BSON_TYPE_REGEX) {
@@ -1186,161 +1185,4 @@ bool matcher_bounds(const matcher_t *m, const char *path, matcher_bounds_t *out)
     memset(out, 0, sizeof *out);
     bounds_collect(m->root, path, out);
     return out->has_eq || out->has_lower || out->has_upper;
-}
-
-/* -- upsert seed -- */
-
-typedef struct seed_entry {
-    const char *path;   /* borrowed from the filter */
-    const char *rest;   /* the part still to place while building */
-    bson_value_t value; /* borrowed from the filter */
-} seed_entry_t;
-
-typedef struct seed {
-    seed_entry_t *v;
-    size_t n;
-} seed_t;
-
-/* True when `a` is `b` or a dotted prefix of it. */
-static bool path_prefix(const char *a, const char *b)
-{
-    size_t la = strlen(a);
-    return strncmp(a, b, la) == 0 && (b[la] == '\0' || b[la] == '.');
-}
-
-static bool seed_add(seed_t *s, const char *path, const bson_value_t *v, dberr_t *err)
-{
-    for (size_t i = 0; i < s->n; i++) {
-        if (strcmp(s->v[i].path, path) == 0)
-            return dberr_set(err, 54, "cannot infer query fields to set, path '%s' is matched twice",
-                             path);
-        if (path_prefix(s->v[i].path, path) || path_prefix(path, s->v[i].path))
-            return dberr_set(err, 54,
-                             "cannot infer query fields to set, both paths '%s' and '%s' are matched",
-                             s->v[i].path, path);
-    }
-    s->v = bson_realloc(s->v, (s->n + 1) * sizeof *s->v);
-    s->v[s->n].path = path;
-    s->v[s->n].rest = path;
-    s->v[s->n].value = *v;
-    s->n++;
-    return true;
-}
-
-static bool seed_collect(seed_t *s, const bson_t *filter, int depth, dberr_t *err)
-{
-    if (depth > MATCHER_MAX_DEPTH)
-        return dberr_set(err, DBERR_BAD_VALUE, "exceeded depth limit of %d when parsing",
-                         MATCHER_MAX_DEPTH);
-    bson_iter_t it;
-    if (!bson_iter_init(&it, filter))
-        return dberr_set(err, DBERR_BAD_VALUE, "invalid filter document");
-    while (bson_iter_next(&it)) {
-        const char *key = bson_iter_key(&it);
-        if (starts_dollar(key)) {
-            bool is_and = strcmp(key, "$and") == 0;
-            bool is_or = strcmp(key, "$or") == 0;
-            if ((!is_and && !is_or) || bson_iter_type(&it) != BSON_TYPE_ARRAY)
-                continue;
-            bson_iter_t child;
-            bson_iter_recurse(&it, &child);
-            uint32_t count = 0;
-            bson_iter_t probe = child;
-            while (bson_iter_next(&probe))
-                count++;
-            if (is_or && count != 1)
-                continue; /* a real disjunction fixes no field */
-            while (bson_iter_next(&child)) {
-                if (bson_iter_type(&child) != BSON_TYPE_DOCUMENT)
-                    continue;
-                uint32_t len;
-                const uint8_t *data;
-                bson_t sub;
-                bson_iter_document(&child, &len, &data);
-                if (bson_init_static(&sub, data, len) && !seed_collect(s, &sub, depth + 1, err))
-                    return false;
-            }
-            continue;
-        }
-        if (is_operator_doc(&it)) {
-            bson_iter_t ops;
-            bson_iter_recurse(&it, &ops);
-            while (bson_iter_next(&ops)) {
-                if (strcmp(bson_iter_key(&ops), "$eq") == 0 &&
-                    !seed_add(s, key, bson_iter_value(&ops), err))
-                    return false;
-            }
-        } else if (bson_iter_type(&it) != BSON_TYPE_REGEX) {
-            if (!seed_add(s, key, bson_iter_value(&it), err))
-                return false;
-        }
-    }
-    return true;
-}
-
-static size_t first_comp_len(const char *p)
-{
-    const char *dot = strchr(p, '.');
-    return dot ? (size_t)(dot - p) : strlen(p);
-}
-
-/* Appends the entries whose index is in idx[0..n) to `out`, grouping those
- * that share a first component into one nested document. */
-static void seed_build(bson_t *out, seed_entry_t *e, size_t *idx, size_t n)
-{
-    bool *done = bson_malloc0(n ? n : 1);
-    size_t *group = bson_malloc((n ? n : 1) * sizeof *group);
-    for (size_t i = 0; i < n; i++) {
-        if (done[i])
-            continue;
-        seed_entry_t *a = &e[idx[i]];
-        size_t la = first_comp_len(a->rest);
-        if (a->rest[la] == '\0') {
-            bson_append_value(out, a->rest, (int)la, &a->value);
-            done[i] = true;
-            continue;
-        }
-        size_t ng = 0;
-        for (size_t j = i; j < n; j++) {
-            seed_entry_t *b = &e[idx[j]];
-            if (!done[j] && first_comp_len(b->rest) == la && strncmp(a->rest, b->rest, la) == 0 &&
-                b->rest[la] == '.') {
-                group[ng++] = idx[j];
-                done[j] = true;
-            }
-        }
-        bson_t child;
-        bson_append_document_begin(out, a->rest, (int)la, &child);
-        for (size_t j = 0; j < ng; j++)
-            e[group[j]].rest += la + 1;
-        seed_build(&child, e, group, ng);
-        bson_append_document_end(out, &child);
-    }
-    bson_free(group);
-    bson_free(done);
-}
-
-bool matcher_upsert_seed(const bson_t *filter, bson_t *out, dberr_t *err)
-{
-    seed_t s = {NULL, 0};
-    size_t *idx = NULL;
-    bool ok = false;
-    if (!seed_collect(&s, filter, 0, err))
-        goto cleanup;
-    idx = bson_malloc((s.n ? s.n : 1) * sizeof *idx);
-    size_t k = 0;
-    for (size_t i = 0; i < s.n; i++) { /* _id first */
-        if (path_prefix("_id", s.v[i].path))
-            idx[k++] = i;
-    }
-    for (size_t i = 0; i < s.n; i++) {
-        if (!path_prefix("_id", s.v[i].path))
-            idx[k++] = i;
-    }
-    seed_build(out, s.v, idx, s.n);
-    ok = true;
-cleanup:
-    bson_free(idx);
-    bson_free(s.v);
-    return ok;
 }

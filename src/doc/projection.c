@@ -116,17 +116,6 @@ static void flist_write(const flist_t *l, bson_t *out)
         bson_append_value(out, l->names[i], -1, &l->vals[i]);
 }
 
-/* Moves `b` into an owned document/array value; destroys `b`. */
-static void value_from_bson(bson_value_t *out, bson_t *b, bson_type_t type)
-{
-    memset(out, 0, sizeof *out);
-    out->value_type = type;
-    out->value.v_doc.data_len = b->len;
-    out->value.v_doc.data = bson_malloc(b->len);
-    memcpy(out->value.v_doc.data, bson_get_data(b), b->len);
-    bson_destroy(b);
-}
-
 static void array_key(uint32_t i, char *buf, const char **key)
 {
     bson_uint32_to_string(i, key, buf, 16);
@@ -653,7 +642,7 @@ static bool apply_array(actx_t *ac, const pnode_t *t, const bson_value_t *arr, b
             bson_destroy(&r);
         }
     }
-    value_from_bson(out, &res, BSON_TYPE_ARRAY);
+    expr_value_take_bson(out, &res, BSON_TYPE_ARRAY);
     return true;
 }
 
@@ -689,7 +678,7 @@ static void slice_array(const pnode_t *n, const bson_value_t *arr, bson_value_t 
         array_key(idx++, buf, &key);
         bson_append_value(&res, key, -1, bson_iter_value(&it));
     }
-    value_from_bson(out, &res, BSON_TYPE_ARRAY);
+    expr_value_take_bson(out, &res, BSON_TYPE_ARRAY);
 }
 
 /* The $elemMatch projection: [first matching element], or false if none. */
@@ -709,7 +698,7 @@ static bool elemmatch_array(const pnode_t *n, const bson_value_t *arr, bson_valu
         if (hit) {
             bson_t res = BSON_INITIALIZER;
             bson_append_value(&res, "0", 1, bson_iter_value(&it));
-            value_from_bson(out, &res, BSON_TYPE_ARRAY);
+            expr_value_take_bson(out, &res, BSON_TYPE_ARRAY);
             return true;
         }
     }
@@ -731,7 +720,7 @@ static bool compute_missing_tree(actx_t *ac, const pnode_t *k, bson_value_t *out
         bson_destroy(&r);
         return false;
     }
-    value_from_bson(out, &r, BSON_TYPE_DOCUMENT);
+    expr_value_take_bson(out, &r, BSON_TYPE_DOCUMENT);
     return true;
 }
 
@@ -778,7 +767,7 @@ static bool apply_doc(actx_t *ac, const pnode_t *t, const bson_t *doc, bson_t *o
                     ok = false;
                     goto cleanup;
                 }
-                value_from_bson(&v, &r, BSON_TYPE_DOCUMENT);
+                expr_value_take_bson(&v, &r, BSON_TYPE_DOCUMENT);
                 flist_set(&fl, key, &v);
             } else if (BSON_ITER_HOLDS_ARRAY(&it)) {
                 if (!apply_array(ac, k, bson_iter_value(&it), &v, err)) {
@@ -820,7 +809,7 @@ static bool apply_doc(actx_t *ac, const pnode_t *t, const bson_t *doc, bson_t *o
                     if (i == ac->positional) {
                         bson_t res = BSON_INITIALIZER;
                         bson_append_value(&res, "0", 1, bson_iter_value(&ai));
-                        value_from_bson(&v, &res, BSON_TYPE_ARRAY);
+                        expr_value_take_bson(&v, &res, BSON_TYPE_ARRAY);
                         flist_set(&fl, key, &v);
                         found = true;
                         break;
