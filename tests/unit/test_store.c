@@ -1,0 +1,149 @@
+/* test_store: collections (src/store/collection.c) keep their records and
+ * every index in step through inserts, replaces and removes, refuse what a
+ * unique index forbids without changing anything, and the planner picks the
+ * plan mongod would (_id lookup, an index's equality prefix, index order for
+ * a sort, a hint, else a collection scan). */
+#include <string.h>
+
+#include "doc/matcher.h"
+#include "doc/sortspec.h"
+#include "store/collection.h"
+#include "unit.h"
+
+static bson_t *json(const char *s)
+{
+    bson_error_t e;
+    bson_t *b = bson_new_from_json((const uint8_t *)s, -1, &e);
+    if (!b) {
+        fprintf(stderr, "bad test JSON %s: %s\n", s, e.message);
+        exit(2);
+    }
+    return b;
+}
+
+static void insert(collection_t *c, const char *doc)
+{
+    bson_t *d = json(doc);
+    dberr_t err;
+    CHECK(collection_insert(c, d, &err), "insert %s: %s", doc, err.msg);
+    bson_destroy(d);
+}
+
+static void index_on(collection_t *c, const char *spec)
+{
+    bson_t *s = json(spec);
+    dberr_t err;
+    bool created;
+    CHECK(collection_create_index(c, s, &created, &err) && created, "index %s: %s", spec, err.msg);
+    bson_destroy(s);
+}
+
+/* Runs `filter` (sorted by `sort`, hinted by `hint`, each may be NULL):
+ * the number of results, the plan in `plan`. */
+static size_t query(collection_t *c, const char *filter, const char *sort, const char *hint,
+                    collection_plan_t *plan)
+{
+    bson_t *f = json(filter), *s = sort ? json(sort) : NULL, *h = hint ? json(hint) : NULL;
+    dberr_t err;
+    matcher_t *m = matcher_new(f, &err);
+    sortspec_t *ss = s ? sortspec_new(s, &err) : NULL;
+    recvec_t out;
+    recvec_init(&out);
+    collection_query_opts_t o = {0};
+    o.matcher = m;
+    o.sort = ss;
+    o.hint = h;
+    memset(plan, 0, sizeof *plan);
+    CHECK(collection_query(c, &o, &out, plan, &err), "query %s: %s", filter, err.msg);
+    size_t n = out.len;
+    recvec_destroy(&out);
+    sortspec_destroy(ss);
+    matcher_destroy(m);
+    bson_destroy(f);
+    if (s)
+        bson_destroy(s);
+    if (h)
+        bson_destroy(h);
+    return n;
+}
+
+static collection_t *people(void)
+{
+    collection_t *c = collection_new("db", "people", NULL);
+    index_on(c, "{\"key\": {\"city\": 1}, \"name\": \"city_1\"}");
+    insert(c, "{\"_id\": 1, \"city\": \"Oslo\", \"age\": 30}");
+    insert(c, "{\"_id\": 2, \"city\": \"Rome\", \"age\": 40}");
+    insert(c, "{\"_id\": 3, \"city\": \"Oslo\", \"age\": 50}");
+    return c;
+}
+
+static void test_indexes_follow_inserts_replaces_and_removes(void)
+{
+    collection_t *c = people();
+    collection_plan_t plan;
+    CHECK(query(c, "{\"city\": \"Oslo\"}", NULL, NULL, &plan) == 2 &&
+              strcmp(plan.stage, "IXSCAN") == 0,
+          "two Oslo people through the city index");
+    bson_value_t id = {.value_type = BSON_TYPE_INT32};
+    id.value.v_int32 = 1;
+    record_t *r = collection_find_id(c, &id);
+    bson_t *moved = json("{\"_id\": 1, \"city\": \"Rome\", \"age\": 31}");
+    dberr_t err;
+    CHECK(r && collection_replace(c, r, moved, &err), "replace _id 1: %s", err.msg);
+    bson_destroy(moved);
+    CHECK(query(c, "{\"city\": \"Oslo\"}", NULL, NULL, &plan) == 1, "the index forgot 1's old key");
+    CHECK(query(c, "{\"city\": \"Rome\"}", NULL, NULL, &plan) == 2, "and knows its new one");
+    id.value.v_int32 = 2;
+    collection_remove(c, collection_find_id(c, &id));
+    CHECK(query(c, "{\"city\": \"Rome\"}", NULL, NULL, &plan) == 1,
+          "a removed record leaves the index");
+    CHECK(collection_count(c) == 2, "two records remain");
+    collection_destroy(c);
+}
+
+static void test_a_unique_index_refuses_a_duplicate_and_changes_nothing(void)
+{
+    collection_t *c = collection_new("db", "u", NULL);
+    index_on(c, "{\"key\": {\"email\": 1}, \"name\": \"email_1\", \"unique\": true}");
+    insert(c, "{\"_id\": 1, \"email\": \"a@x\"}");
+    bson_t *dup = json("{\"_id\": 2, \"email\": \"a@x\"}");
+    dberr_t err;
+    CHECK(!collection_insert(c, dup, &err) && err.code == 11000,
+          "a second a@x is DuplicateKey 11000");
+    bson_destroy(dup);
+    collection_plan_t plan;
+    CHECK(collection_count(c) == 1, "nothing was inserted");
+    CHECK(query(c, "{\"_id\": 2}", NULL, NULL, &plan) == 0, "no record 2 in the _id index");
+    CHECK(query(c, "{\"email\": \"a@x\"}", NULL, NULL, &plan) == 1, "one a@x in the email index");
+    collection_destroy(c);
+}
+
+static void test_the_planner_picks_mongods_plans(void)
+{
+    collection_t *c = people();
+    collection_plan_t plan;
+    query(c, "{\"_id\": 2}", NULL, NULL, &plan);
+    CHECK(strcmp(plan.stage, "IDHACK") == 0, "_id equality is an _id lookup, got %s", plan.stage);
+    query(c, "{\"city\": \"Rome\"}", NULL, NULL, &plan);
+    CHECK(strcmp(plan.stage, "IXSCAN") == 0 && plan.keys_examined == 1,
+          "an equality on an indexed field scans one key, got %s/%zu", plan.stage,
+          plan.keys_examined);
+    query(c, "{\"age\": {\"$gt\": 35}}", NULL, NULL, &plan);
+    CHECK(strcmp(plan.stage, "COLLSCAN") == 0 && plan.docs_examined == 3,
+          "no index on age: a collection scan of all 3, got %s/%zu", plan.stage,
+          plan.docs_examined);
+    query(c, "{}", "{\"city\": -1}", NULL, &plan);
+    CHECK(strcmp(plan.stage, "IXSCAN") == 0 && plan.sorted_by_index && plan.direction == -1,
+          "a sort on city reads the city index backwards, got %s", plan.stage);
+    query(c, "{\"age\": 30}", NULL, "{\"city\": 1}", &plan);
+    CHECK(strcmp(plan.stage, "IXSCAN") == 0, "a hint forces the city index, got %s", plan.stage);
+    collection_destroy(c);
+}
+
+int main(void)
+{
+    UNIT_RUN(test_indexes_follow_inserts_replaces_and_removes);
+    UNIT_RUN(test_a_unique_index_refuses_a_duplicate_and_changes_nothing);
+    UNIT_RUN(test_the_planner_picks_mongods_plans);
+    return unit_finish();
+}
