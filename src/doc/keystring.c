@@ -36,15 +36,15 @@ static void put_escaped(buf_t *out, const char *s, size_t len)
 static void put_magnitude(buf_t *out, long double x)
 {
     if (isinf(x)) {
-        buf_append_be16(out, 0xFFFF);
-        buf_append_be64(out, 0);
+        buf_append_be(out, 2, 0xFFFF);
+        buf_append_be(out, 8, 0);
         return;
     }
     int e;
     long double m = frexpl(x, &e); /* m in [0.5, 1) */
     uint64_t mant = (uint64_t)ldexpl(m, 64);
-    buf_append_be16(out, (uint16_t)(e + 32768));
-    buf_append_be64(out, mant);
+    buf_append_be(out, 2, (uint16_t)(e + 32768));
+    buf_append_be(out, 8, mant);
 }
 
 static void put_number(buf_t *out, const bson_value_t *v)
@@ -110,7 +110,7 @@ static void put_value(buf_t *out, const bson_value_t *v)
         put_doc(out, v->value.v_doc.data, v->value.v_doc.data_len, false);
         break;
     case BSON_TYPE_BINARY:
-        buf_append_be32(out, v->value.v_binary.data_len);
+        buf_append_be(out, 4, v->value.v_binary.data_len);
         buf_push(out, (uint8_t)v->value.v_binary.subtype);
         buf_append(out, v->value.v_binary.data, v->value.v_binary.data_len);
         break;
@@ -121,11 +121,11 @@ static void put_value(buf_t *out, const bson_value_t *v)
         buf_push(out, v->value.v_bool ? 1 : 0);
         break;
     case BSON_TYPE_DATE_TIME:
-        buf_append_be64(out, (uint64_t)v->value.v_datetime ^ (UINT64_C(1) << 63));
+        buf_append_be(out, 8, (uint64_t)v->value.v_datetime ^ (UINT64_C(1) << 63));
         break;
     case BSON_TYPE_TIMESTAMP:
-        buf_append_be32(out, v->value.v_timestamp.timestamp);
-        buf_append_be32(out, v->value.v_timestamp.increment);
+        buf_append_be(out, 4, v->value.v_timestamp.timestamp);
+        buf_append_be(out, 4, v->value.v_timestamp.increment);
         break;
     case BSON_TYPE_REGEX: {
         const char *re = v->value.v_regex.regex ? v->value.v_regex.regex : "";

@@ -47,12 +47,9 @@ static bool seed_add(seed_t *s, const char *path, const bson_value_t *v, dberr_t
 
 static bool seed_collect(seed_t *s, const bson_t *filter, int depth, dberr_t *err)
 {
-    if (depth > MATCHER_MAX_DEPTH)
-        return dberr_set(err, DBERR_BAD_VALUE, "exceeded depth limit of %d when parsing",
-                         MATCHER_MAX_DEPTH);
     bson_iter_t it;
-    if (!bson_iter_init(&it, filter))
-        return dberr_set(err, DBERR_BAD_VALUE, "invalid filter document");
+    if (!matcher_iter_filter(filter, depth, &it, err))
+        return false;
     while (bson_iter_next(&it)) {
         const char *key = bson_iter_key(&it);
         if (key[0] == '$') {

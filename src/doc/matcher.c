@@ -312,25 +312,6 @@ static bool mod_test(const mnode_t *n, const bson_value_t *v)
     return r == n->mod_rem;
 }
 
-static bool truthy(const bson_value_t *v)
-{
-    switch (v->value_type) {
-    case BSON_TYPE_EOD:
-    case BSON_TYPE_NULL:
-    case BSON_TYPE_UNDEFINED:
-        return false;
-    case BSON_TYPE_BOOL:
-        return v->value.v_bool;
-    case BSON_TYPE_INT32:
-    case BSON_TYPE_INT64:
-    case BSON_TYPE_DOUBLE:
-    case BSON_TYPE_DECIMAL128:
-        return compare_to_double(v) != 0;
-    default:
-        return true;
-    }
-}
-
 static bool eval(const matcher_t *m, const mnode_t *n, const bson_t *doc, int *pos);
 static bool eval_value(const mnode_t *n, const bson_value_t *v);
 
@@ -817,7 +798,7 @@ static bool parse_ops(const char *path, const bson_iter_t *ops, mnode_t *and_nod
             }
         } else if (strcmp(op, "$exists") == 0) {
             n = node_new(MN_EXISTS, path);
-            if (!truthy(v)) {
+            if (!expr_truthy(v)) {
                 mnode_t *not = node_new(MN_NOT, NULL);
                 node_add(not, n);
                 n = not;
@@ -950,12 +931,9 @@ static bool parse_logical(const char *op, const bson_iter_t *it, mnode_t *and_no
 static bool parse_filter(const bson_t *filter, mnode_t *and_node, int depth, bool top,
                          dberr_t *err)
 {
-    if (depth > MATCHER_MAX_DEPTH)
-        return dberr_set(err, DBERR_BAD_VALUE, "exceeded depth limit of %d when parsing",
-                         MATCHER_MAX_DEPTH);
     bson_iter_t it;
-    if (!bson_iter_init(&it, filter))
-        return dberr_set(err, DBERR_BAD_VALUE, "invalid filter document");
+    if (!matcher_iter_filter(filter, depth, &it, err))
+        return false;
     while (bson_iter_next(&it)) {
         const char *key = bson_iter_key(&it);
         if (starts_dollar(key)) {
@@ -1185,4 +1163,14 @@ bool matcher_bounds(const matcher_t *m, const char *path, matcher_bounds_t *out)
     memset(out, 0, sizeof *out);
     bounds_collect(m->root, path, out);
     return out->has_eq || out->has_lower || out->has_upper;
+}
+
+bool matcher_iter_filter(const bson_t *filter, int depth, bson_iter_t *it, dberr_t *err)
+{
+    if (depth > MATCHER_MAX_DEPTH)
+        return dberr_set(err, DBERR_BAD_VALUE, "exceeded depth limit of %d when parsing",
+                         MATCHER_MAX_DEPTH);
+    if (!bson_iter_init(it, filter))
+        return dberr_set(err, DBERR_BAD_VALUE, "invalid filter document");
+    return true;
 }

@@ -34,29 +34,19 @@ static bson_decimal128_t dec_of(BID_UINT128 x)
     return d;
 }
 
-static bson_decimal128_t dec_add(bson_decimal128_t a, bson_decimal128_t b)
+/* a (op) b, rounded half to even as mongod's Decimal128 does. */
+typedef BID_UINT128 (*dec_op_t)(BID_UINT128, BID_UINT128, _IDEC_round, _IDEC_flags *);
+
+static bson_decimal128_t dec_apply(dec_op_t op, bson_decimal128_t a, bson_decimal128_t b)
 {
     _IDEC_flags f = 0;
-    return dec_of(bid128_add(bid_of(a), bid_of(b), BID_ROUNDING_TO_NEAREST, &f));
+    return dec_of(op(bid_of(a), bid_of(b), BID_ROUNDING_TO_NEAREST, &f));
 }
 
-static bson_decimal128_t dec_sub(bson_decimal128_t a, bson_decimal128_t b)
-{
-    _IDEC_flags f = 0;
-    return dec_of(bid128_sub(bid_of(a), bid_of(b), BID_ROUNDING_TO_NEAREST, &f));
-}
-
-static bson_decimal128_t dec_mul(bson_decimal128_t a, bson_decimal128_t b)
-{
-    _IDEC_flags f = 0;
-    return dec_of(bid128_mul(bid_of(a), bid_of(b), BID_ROUNDING_TO_NEAREST, &f));
-}
-
-static bson_decimal128_t dec_div(bson_decimal128_t a, bson_decimal128_t b)
-{
-    _IDEC_flags f = 0;
-    return dec_of(bid128_div(bid_of(a), bid_of(b), BID_ROUNDING_TO_NEAREST, &f));
-}
+#define dec_add(a, b) dec_apply(bid128_add, a, b)
+#define dec_sub(a, b) dec_apply(bid128_sub, a, b)
+#define dec_mul(a, b) dec_apply(bid128_mul, a, b)
+#define dec_div(a, b) dec_apply(bid128_div, a, b)
 
 static bson_decimal128_t dec_from_int64(int64_t i)
 {

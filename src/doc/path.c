@@ -205,3 +205,50 @@ size_t path_visit(const bson_t *doc, const char *path, path_visit_fn fn, void *c
     path_walk(doc, path, true, visit_hit, &vc);
     return vc.count;
 }
+
+char **path_split(const char *path, size_t *n)
+{
+    size_t count = 1;
+    for (const char *p = path; *p; p++)
+        count += *p == '.';
+    char **parts = bson_malloc0(count * sizeof *parts);
+    const char *start = path;
+    size_t i = 0;
+    for (const char *p = path;; p++) {
+        if (*p == '.' || *p == '\0') {
+            parts[i++] = bson_strndup(start, (size_t)(p - start));
+            if (*p == '\0')
+                break;
+            start = p + 1;
+        }
+    }
+    *n = count;
+    return parts;
+}
+
+void path_free(char **parts, size_t n)
+{
+    for (size_t i = 0; parts && i < n; i++)
+        bson_free(parts[i]);
+    bson_free(parts);
+}
+
+bool path_split_field(const char *path, char ***parts, size_t *n, dberr_t *err)
+{
+    *parts = path_split(path, n);
+    for (size_t i = 0; i < *n; i++) {
+        if ((*parts)[i][0] == '\0' || (*parts)[i][0] == '$') {
+            if ((*parts)[i][0] == '\0')
+                dberr_set(err, 15998, "FieldPath field names may not be empty strings.");
+            else
+                dberr_set(err, 16410,
+                          "FieldPath field names may not start with '$'. Consider "
+                          "using $getField or $setField.");
+            path_free(*parts, *n);
+            *parts = NULL;
+            *n = 0;
+            return false;
+        }
+    }
+    return true;
+}

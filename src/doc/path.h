@@ -6,6 +6,8 @@
 #include <bson/bson.h>
 #include <stdbool.h>
 
+#include "util/dberr.h"
+
 /* Finds the value at dotted `path` with no array expansion: each component
  * names a field, or a numeric index into an array. Returns false when
  * missing. `out` borrows from `doc`. */
@@ -40,5 +42,17 @@ typedef bool (*path_hit_fn)(const path_hit_t *hit, void *ctx);
  * when `expand_leaf` (the whole array is always visited, before them).
  * Returns false when `fn` stopped the walk. Values borrow from `doc`. */
 bool path_walk(const bson_t *doc, const char *path, bool expand_leaf, path_hit_fn fn, void *ctx);
+
+/* Splits dotted `path` into owned components ("a..b" gives an empty one);
+ * free them with path_free. */
+char **path_split(const char *path, size_t *n);
+
+/* Frees components from path_split / path_split_field (accepts NULL). */
+void path_free(char **parts, size_t n);
+
+/* Splits an aggregation field path ("a.b" of "$a.b") as mongod's FieldPath
+ * checks it: no empty component (Location15998), none starting with '$'
+ * (Location16410). False with `err` (and nothing to free) otherwise. */
+bool path_split_field(const char *path, char ***parts, size_t *n, dberr_t *err);
 
 #endif

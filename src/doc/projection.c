@@ -8,6 +8,7 @@
 
 #include "doc/expr.h"
 #include "doc/matcher.h"
+#include "doc/path.h"
 #include "doc/projection-private.h"
 
 typedef enum pn_kind {
@@ -27,21 +28,21 @@ struct pnode {
     pn_kind_t kind;
     pnode_t **kids; /* PN_TREE children, in spec order */
     size_t nkids;
-    expr_t *expr;      /* PN_EXPR */
-    bool has_skip;     /* PN_SLICE: [skip, limit] form */
-    int32_t skip;      /* PN_SLICE */
-    int32_t limit;     /* PN_SLICE */
-    matcher_t *em;     /* PN_ELEMMATCH: {name: {$elemMatch: ...}} */
-    bool computes;     /* this subtree holds PN_EXPR nodes */
-    bool positional;   /* this subtree holds the PN_POSITIONAL node */
+    expr_t *expr;    /* PN_EXPR */
+    bool has_skip;   /* PN_SLICE: [skip, limit] form */
+    int32_t skip;    /* PN_SLICE */
+    int32_t limit;   /* PN_SLICE */
+    matcher_t *em;   /* PN_ELEMMATCH: {name: {$elemMatch: ...}} */
+    bool computes;   /* this subtree holds PN_EXPR nodes */
+    bool positional; /* this subtree holds the PN_POSITIONAL node */
 };
 
 struct projection {
     pnode_t root;
     projection_policy_t policy;
-    bool inclusion;    /* inclusion (true) or exclusion (false) projection */
-    bool positional;   /* holds "a.$" */
-    bool empty;        /* {}: documents pass through unchanged */
+    bool inclusion;  /* inclusion (true) or exclusion (false) projection */
+    bool positional; /* holds "a.$" */
+    bool empty;      /* {}: documents pass through unchanged */
 };
 
 /* ----------------------------------------------------------------- values */
@@ -159,34 +160,30 @@ static pnode_t *pnode_add(pnode_t *parent, const char *name, size_t len)
  * not exist yet (31250) and inner nodes must be sub-projections (31249). */
 static pnode_t *node_at(pnode_t *root, const char *path, const char *full, dberr_t *err)
 {
-    pnode_t *cur = root;
-    const char *p = path;
-    for (;;) {
-        const char *dot = strchr(p, '.');
-        size_t len = dot ? (size_t)(dot - p) : strlen(p);
-        if (len == 0) {
-            dberr_set(err, 15998, "FieldPath field names may not be empty strings.");
-            return NULL;
-        }
-        if (p[0] == '$') {
-            dberr_set(err, 16410, "FieldPath field names may not start with '$'. Consider using $getField or $setField.");
-            return NULL;
-        }
-        pnode_t *k = pnode_child(cur, p, len);
-        if (!dot) {
-            if (k) {
+    char **parts;
+    size_t n, off = 0;
+    pnode_t *cur = root, *leaf = NULL;
+    if (!path_split_field(path, &parts, &n, err))
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strlen(parts[i]);
+        pnode_t *k = pnode_child(cur, parts[i], len);
+        off += len + 1;
+        if (i + 1 == n) {
+            if (k)
                 dberr_set(err, 31250, "Path collision at %s", full);
-                return NULL;
-            }
-            return pnode_add(cur, p, len);
+            else
+                leaf = pnode_add(cur, parts[i], len);
+            break;
         }
         if (k && k->kind != PN_TREE) {
-            dberr_set(err, 31249, "Path collision at %s remaining portion %s", full, dot + 1);
-            return NULL;
+            dberr_set(err, 31249, "Path collision at %s remaining portion %s", full, path + off);
+            break;
         }
-        cur = k ? k : pnode_add(cur, p, len);
-        p = dot + 1;
+        cur = k ? k : pnode_add(cur, parts[i], len);
     }
+    path_free(parts, n);
+    return leaf;
 }
 
 /* Parse state shared by the whole spec. */
@@ -214,7 +211,8 @@ static bool iter_truthy(const bson_iter_t *it)
 static bool set_inclusion(pctx_t *pc, const char *key, dberr_t *err)
 {
     if (pc->type < 0)
-        return dberr_set(err, 31253, "Cannot do inclusion on field %s in exclusion projection", key);
+        return dberr_set(err, 31253, "Cannot do inclusion on field %s in exclusion projection",
+                         key);
     pc->type = 1;
     return true;
 }
@@ -315,11 +313,13 @@ static bool parse_elem(pctx_t *pc, pnode_t *parent, bson_iter_t *it, const char 
         bson_iter_document(it, &len, &d);
         bson_init_static(&sub, d, len);
         if (positional)
-            return dberr_set(err, 31271,
-                             "positional projection cannot be used with an expression or sub object");
+            return dberr_set(
+                err, 31271,
+                "positional projection cannot be used with an expression or sub object");
         if (bson_empty(&sub))
-            return dberr_set(err, 51270,
-                             "An empty sub-projection is not a valid value. Found empty object at path");
+            return dberr_set(
+                err, 51270,
+                "An empty sub-projection is not a valid value. Found empty object at path");
         bson_iter_init(&f, &sub);
         bson_iter_next(&f);
         const char *op = bson_iter_key(&f);
@@ -353,9 +353,11 @@ static bool parse_elem(pctx_t *pc, pnode_t *parent, bson_iter_t *it, const char 
                                      "elemMatch: Invalid argument, object required, but got %s",
                                      "a non-object");
                 if (pc->positional)
-                    return dberr_set(err, 31255, "Cannot specify positional operator and $elemMatch.");
+                    return dberr_set(err, 31255,
+                                     "Cannot specify positional operator and $elemMatch.");
                 if (parent->name != NULL || strchr(key, '.'))
-                    return dberr_set(err, 31275, "Cannot use $elemMatch projection on a nested field.");
+                    return dberr_set(err, 31275,
+                                     "Cannot use $elemMatch projection on a nested field.");
                 pnode_t *n = node_at(parent, key, full, err);
                 if (!n)
                     return false;
@@ -370,18 +372,20 @@ static bool parse_elem(pctx_t *pc, pnode_t *parent, bson_iter_t *it, const char 
                 return n->em != NULL;
             }
             if (strcmp(op, "$meta") == 0)
-                return dberr_set(err, DBERR_NOT_IMPLEMENTED, "atomdb does not support $meta projections yet");
+                return dberr_set(err, DBERR_NOT_IMPLEMENTED,
+                                 "atomdb does not support $meta projections yet");
             /* a generic expression: inclusion */
             if (pc->type < 0)
-                return dberr_set(err, 31252, "Cannot use expression other than $meta in exclusion projection");
+                return dberr_set(err, 31252,
+                                 "Cannot use expression other than $meta in exclusion projection");
             pnode_t *n = node_at(parent, key, full, err);
             if (!n)
                 return false;
             n->kind = PN_EXPR;
             n->expr = expr_new(it, err);
             if (!n->expr) {
-                if (err && err->code == DBERR_INVALID_PIPELINE_OPERATOR &&
-                    strstr(err->msg, op) && !strchr(op, '.'))
+                if (err && err->code == DBERR_INVALID_PIPELINE_OPERATOR && strstr(err->msg, op) &&
+                    !strchr(op, '.'))
                     dberr_set(err, 31325, "Unknown expression %s", op);
                 return false;
             }
@@ -398,11 +402,15 @@ static bool parse_elem(pctx_t *pc, pnode_t *parent, bson_iter_t *it, const char 
         if (iter_truthy(it)) {
             if (positional) {
                 if (pc->positional)
-                    return dberr_set(err, 31276, "Cannot specify more than one positional projection per query.");
+                    return dberr_set(
+                        err, 31276,
+                        "Cannot specify more than one positional projection per query.");
                 if (pc->has_elemmatch)
-                    return dberr_set(err, 31256, "Cannot specify positional operator and $elemMatch.");
+                    return dberr_set(err, 31256,
+                                     "Cannot specify positional operator and $elemMatch.");
                 if (pc->policy != PROJECTION_FIND)
-                    return dberr_set(err, 31324, "Cannot use positional projection in aggregation projection");
+                    return dberr_set(err, 31324,
+                                     "Cannot use positional projection in aggregation projection");
                 char *path = bson_strndup(key, klen - 2);
                 pnode_t *n = node_at(parent, path, full, err);
                 bson_free(path);
@@ -431,7 +439,8 @@ static bool parse_elem(pctx_t *pc, pnode_t *parent, bson_iter_t *it, const char 
             return true;
         }
         if (pc->type > 0)
-            return dberr_set(err, 31254, "Cannot do exclusion on field %s in inclusion projection", full);
+            return dberr_set(err, 31254, "Cannot do exclusion on field %s in inclusion projection",
+                             full);
         pc->type = -1;
         return true;
     }
@@ -440,7 +449,8 @@ static bool parse_elem(pctx_t *pc, pnode_t *parent, bson_iter_t *it, const char 
     if (positional)
         return dberr_set(err, 31308, "positional projection cannot be used with a literal");
     if (pc->type < 0)
-        return dberr_set(err, 31310, "Cannot use an expression %s in an exclusion projection", full);
+        return dberr_set(err, 31310, "Cannot use an expression %s in an exclusion projection",
+                         full);
     pnode_t *n = node_at(parent, key, full, err);
     if (!n)
         return false;
@@ -500,7 +510,9 @@ projection_t *projection_new_policy(const bson_t *spec, projection_policy_t poli
 
     if (bson_empty(spec)) {
         if (policy == PROJECTION_AGGREGATE) {
-            dberr_set(err, 51272, "Invalid $project :: caused by :: projection specification must have at least one field");
+            dberr_set(err, 51272,
+                      "Invalid $project :: caused by :: projection specification must have at "
+                      "least one field");
             goto fail;
         }
         p->empty = true;
@@ -590,7 +602,8 @@ static bool apply_array(actx_t *ac, const pnode_t *t, const bson_value_t *arr, b
     if (t->positional && !ac->pos_used) {
         if (ac->positional < 0)
             return dberr_set(err, 51246,
-                             "Executor error during find command :: caused by :: positional operator '.$' couldn't find a matching element in the array");
+                             "Executor error during find command :: caused by :: positional "
+                             "operator '.$' couldn't find a matching element in the array");
         only_pos = true;
         ac->pos_used = true;
     }
@@ -746,8 +759,11 @@ static bool apply_doc(actx_t *ac, const pnode_t *t, const bson_t *doc, bson_t *o
             continue;
         }
         switch (k->kind) {
-        case PN_TRUE: flist_add_iter(&fl, &it); break;
-        case PN_FALSE: break;
+        case PN_TRUE:
+            flist_add_iter(&fl, &it);
+            break;
+        case PN_FALSE:
+            break;
         case PN_EXPR:
             if (addf) {
                 /* keep the position; the value is computed below */
@@ -790,7 +806,8 @@ static bool apply_doc(actx_t *ac, const pnode_t *t, const bson_t *doc, bson_t *o
                 flist_add_iter(&fl, &it);
             }
             break;
-        case PN_ELEMMATCH: break; /* computed below, appended */
+        case PN_ELEMMATCH:
+            break; /* computed below, appended */
         case PN_POSITIONAL:
             if (BSON_ITER_HOLDS_ARRAY(&it) && !ac->pos_used) {
                 bson_t a;
@@ -799,7 +816,8 @@ static bool apply_doc(actx_t *ac, const pnode_t *t, const bson_t *doc, bson_t *o
                 ac->pos_used = true;
                 if (ac->positional < 0) {
                     ok = dberr_set(err, 51246,
-                                   "Executor error during find command :: caused by :: positional operator '.$' couldn't find a matching element in the array");
+                                   "Executor error during find command :: caused by :: positional "
+                                   "operator '.$' couldn't find a matching element in the array");
                     goto cleanup;
                 }
                 bson_init_static(&a, bson_iter_value(&it)->value.v_doc.data,
@@ -816,7 +834,8 @@ static bool apply_doc(actx_t *ac, const pnode_t *t, const bson_t *doc, bson_t *o
                     }
                 if (!found) {
                     ok = dberr_set(err, 51246,
-                                   "Executor error during find command :: caused by :: positional operator '.$' element mismatch");
+                                   "Executor error during find command :: caused by :: positional "
+                                   "operator '.$' element mismatch");
                     goto cleanup;
                 }
             } else {
@@ -842,7 +861,8 @@ static bool apply_doc(actx_t *ac, const pnode_t *t, const bson_t *doc, bson_t *o
                         if (strcmp(fl.names[j], k->name) == 0) {
                             bson_free(fl.names[j]);
                             bson_value_destroy(&fl.vals[j]);
-                            memmove(&fl.names[j], &fl.names[j + 1], (fl.n - j - 1) * sizeof *fl.names);
+                            memmove(&fl.names[j], &fl.names[j + 1],
+                                    (fl.n - j - 1) * sizeof *fl.names);
                             memmove(&fl.vals[j], &fl.vals[j + 1], (fl.n - j - 1) * sizeof *fl.vals);
                             fl.n--;
                             break;
@@ -896,7 +916,7 @@ bool projection_apply(const projection_t *p, const bson_t *doc, int positional, 
 {
     struct timeval tv;
     gettimeofday(&tv, NULL);
-    expr_ctx_t ctx = {.root = doc, .now_ms = (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000,
-                      .vars = NULL};
+    expr_ctx_t ctx = {
+        .root = doc, .now_ms = (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000, .vars = NULL};
     return projection_apply_ctx(p, doc, positional, &ctx, out, err);
 }

@@ -96,7 +96,7 @@ bool snapshot_write(const catalog_t *cat, const char *dir, uint64_t lsn)
         return false;
     uint8_t header[16];
     memcpy(header, SNAPSHOT_MAGIC, 8);
-    buf_put_le64(header + 8, lsn);
+    buf_put_le(header + 8, 8, lsn);
     buf_append(&w.buf, header, sizeof header);
     catalog_foreach_all(cat, snapshot_write_coll, &w);
     bson_t end = BSON_INITIALIZER;
@@ -144,7 +144,7 @@ bool snapshot_load(const char *path, catalog_t *cat, uint64_t *lsn, dberr_t *err
         dberr_set(err, DBERR_INTERNAL_ERROR, "%s is not a snapshot (bad magic)", path);
         goto cleanup;
     }
-    uint64_t file_lsn = buf_get_le64(map + 8);
+    uint64_t file_lsn = buf_get_le(map + 8, 8);
     size_t off = 16;
     collection_t *cur = NULL;
     bool ended = false;
@@ -154,7 +154,8 @@ bool snapshot_load(const char *path, catalog_t *cat, uint64_t *lsn, dberr_t *err
             goto cleanup;
         }
         char tag = (char)map[off];
-        uint32_t len = buf_get_le32(map + off + 1), crc = buf_get_le32(map + off + 5);
+        uint32_t len = (uint32_t)buf_get_le(map + off + 1, 4),
+                 crc = (uint32_t)buf_get_le(map + off + 5, 4);
         if (len < 5 || len > size - off - 9) {
             dberr_set(err, DBERR_INTERNAL_ERROR, "%s: bad entry length at offset %zu", path, off);
             goto cleanup;
@@ -181,8 +182,8 @@ bool snapshot_load(const char *path, catalog_t *cat, uint64_t *lsn, dberr_t *err
                 bson_init_static(&options, odata, olen);
             }
             if (!db || !name || !(cur = catalog_create(cat, db, name, &options, err))) {
-                dberr_set(err, DBERR_INTERNAL_ERROR, "%s: bad collection entry at offset %zu",
-                          path, off);
+                dberr_set(err, DBERR_INTERNAL_ERROR, "%s: bad collection entry at offset %zu", path,
+                          off);
                 goto cleanup;
             }
             if (bson_iter_init_find(&it, &doc, "indexes") && BSON_ITER_HOLDS_ARRAY(&it)) {
@@ -203,8 +204,9 @@ bool snapshot_load(const char *path, catalog_t *cat, uint64_t *lsn, dberr_t *err
         } else if (tag == 'D') {
             if (!cur || !collection_insert(cur, &doc, err)) {
                 if (cur)
-                    dberr_set(err, DBERR_INTERNAL_ERROR, "%s: cannot load document at offset "
-                                                         "%zu: %s",
+                    dberr_set(err, DBERR_INTERNAL_ERROR,
+                              "%s: cannot load document at offset "
+                              "%zu: %s",
                               path, off, err->msg);
                 else
                     dberr_set(err, DBERR_INTERNAL_ERROR, "%s: document before any collection",

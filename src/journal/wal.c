@@ -90,7 +90,7 @@ static bool wal_open_segment(uint64_t lsn, char *why, size_t size)
     }
     uint8_t header[WAL_HEADER_SIZE];
     memcpy(header, WAL_MAGIC, 8);
-    buf_put_le64(header + 8, lsn);
+    buf_put_le(header + 8, 8, lsn);
     if (write(fd, header, sizeof header) != (ssize_t)sizeof header || fdatasync(fd) != 0) {
         snprintf(why, size, "cannot write %s: %s", path, strerror(errno));
         close(fd);
@@ -173,8 +173,8 @@ static bool wal_write_records(const buf_t *b, uint64_t rotate_after, bool *rotat
     size_t off = 0;
     if (rotate_after && !*rotated) {
         while (off + WAL_RECORD_HEADER <= b->len &&
-               buf_get_le64(b->data + off + 8) <= rotate_after)
-            off += WAL_RECORD_HEADER + buf_get_le32(b->data + off);
+               buf_get_le(b->data + off + 8, 8) <= rotate_after)
+            off += WAL_RECORD_HEADER + (uint32_t)buf_get_le(b->data + off, 4);
         if (off > 0 && !wal_write_all(b->data, off, why, size))
             return false;
         if (off < b->len) {

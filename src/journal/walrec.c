@@ -9,27 +9,27 @@ void walrec_encode(buf_t *b, uint64_t lsn, const uint8_t *payload, uint32_t len)
 {
     uint8_t head[WAL_RECORD_HEADER];
     size_t start = b->len;
-    buf_put_le32(head, len);
-    buf_put_le32(head + 4, 0); /* crc, filled below */
-    buf_put_le64(head + 8, lsn);
+    buf_put_le(head, 4, len);
+    buf_put_le(head + 4, 4, 0); /* crc, filled below */
+    buf_put_le(head + 8, 8, lsn);
     buf_append(b, head, sizeof head);
     buf_append(b, payload, len);
-    buf_put_le32(b->data + start + 4, crc32c(b->data + start + 8, 8 + (size_t)len));
+    buf_put_le(b->data + start + 4, 4, crc32c(b->data + start + 8, 8 + (size_t)len));
 }
 
 walrec_status_t walrec_decode(const uint8_t *data, size_t left, walrec_t *out)
 {
     if (left < WAL_RECORD_HEADER)
         return WALREC_SHORT_HEADER;
-    out->len = buf_get_le32(data);
-    out->lsn = buf_get_le64(data + 8);
+    out->len = (uint32_t)buf_get_le(data, 4);
+    out->lsn = buf_get_le(data + 8, 8);
     out->payload = data + WAL_RECORD_HEADER;
     out->size = WAL_RECORD_HEADER + (size_t)out->len;
     if (out->len > WAL_MAX_RECORD)
         return WALREC_BAD_LENGTH;
     if (out->len > left - WAL_RECORD_HEADER)
         return WALREC_TRUNCATED;
-    if (crc32c(data + 8, 8 + (size_t)out->len) != buf_get_le32(data + 4))
+    if (crc32c(data + 8, 8 + (size_t)out->len) != (uint32_t)buf_get_le(data + 4, 4))
         return WALREC_BAD_CHECKSUM;
     return WALREC_OK;
 }

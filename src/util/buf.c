@@ -47,7 +47,7 @@ void buf_push(buf_t *b, uint8_t byte)
 void buf_append_i32le(buf_t *b, int32_t v)
 {
     uint8_t le[4];
-    buf_put_le32(le, (uint32_t)v);
+    buf_put_le(le, 4, (uint32_t)v);
     buf_append(b, le, 4);
 }
 

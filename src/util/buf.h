@@ -28,50 +28,26 @@ void buf_push(buf_t *b, uint8_t byte);
 /* Appends little-endian integers. */
 void buf_append_i32le(buf_t *b, int32_t v);
 
-/* Byte order, through libbson's macros: reads and writes of little-endian
- * integers at `p` (unaligned is fine), and big-endian appends (index keys). */
-static inline uint32_t buf_get_le32(const uint8_t *p)
+/* Byte order, through libbson's macros: the `n`-byte (n <= 8) little-endian
+ * integer at `p` (unaligned is fine), written or read, and a big-endian
+ * append (index keys). */
+static inline uint64_t buf_get_le(const uint8_t *p, size_t n)
 {
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return BSON_UINT32_FROM_LE(v);
-}
-
-static inline uint64_t buf_get_le64(const uint8_t *p)
-{
-    uint64_t v;
-    memcpy(&v, p, 8);
+    uint64_t v = 0;
+    memcpy(&v, p, n);
     return BSON_UINT64_FROM_LE(v);
 }
 
-static inline void buf_put_le32(uint8_t *p, uint32_t v)
-{
-    v = BSON_UINT32_TO_LE(v);
-    memcpy(p, &v, 4);
-}
-
-static inline void buf_put_le64(uint8_t *p, uint64_t v)
+static inline void buf_put_le(uint8_t *p, size_t n, uint64_t v)
 {
     v = BSON_UINT64_TO_LE(v);
-    memcpy(p, &v, 8);
+    memcpy(p, &v, n);
 }
 
-static inline void buf_append_be16(buf_t *b, uint16_t v)
+static inline void buf_append_be(buf_t *b, size_t n, uint64_t v)
 {
-    v = BSON_UINT16_TO_BE(v);
-    buf_append(b, &v, 2);
-}
-
-static inline void buf_append_be32(buf_t *b, uint32_t v)
-{
-    v = BSON_UINT32_TO_BE(v);
-    buf_append(b, &v, 4);
-}
-
-static inline void buf_append_be64(buf_t *b, uint64_t v)
-{
-    v = BSON_UINT64_TO_BE(v);
-    buf_append(b, &v, 8);
+    v = BSON_UINT64_TO_BE(n < 8 ? v << (64 - 8 * n) : v);
+    buf_append(b, &v, n);
 }
 
 /* Drops the first `n` bytes, moving the rest to the front. */

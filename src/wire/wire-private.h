@@ -15,7 +15,7 @@
 /* Reads a little-endian int32 at `p` (caller checked 4 bytes are there). */
 static inline int32_t wire_rd_i32(const uint8_t *p)
 {
-    return (int32_t)buf_get_le32(p);
+    return (int32_t)(uint32_t)buf_get_le(p, 4);
 }
 
 /* Reads a little-endian uint32 at `p` (caller checked 4 bytes are there). */
@@ -27,7 +27,7 @@ static inline uint32_t wire_rd_u32(const uint8_t *p)
 /* Writes a little-endian int32 at `p`. */
 static inline void wire_wr_i32(uint8_t *p, int32_t v)
 {
-    buf_put_le32(p, (uint32_t)v);
+    buf_put_le(p, 4, (uint32_t)v);
 }
 
 /* Decompresses `in_len` bytes with compressor `id` into exactly `out_len`

@@ -195,9 +195,10 @@ static bool op_abs(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, db
     return true;
 }
 
-static bool op_rounding(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err,
-                        double (*fn)(double))
+/* $ceil (aux 1) and $floor. */
+static bool op_rounding(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
 {
+    double (*fn)(double) = e->op->aux ? ceil : floor;
     bson_value_t v;
     bool done;
     if (!one_number(e, ctx, &v, &done, out, err))
@@ -211,16 +212,6 @@ static bool op_rounding(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *ou
     return true;
 }
 
-static bool op_ceil(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
-{
-    return op_rounding(e, ctx, out, err, ceil);
-}
-
-static bool op_floor(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
-{
-    return op_rounding(e, ctx, out, err, floor);
-}
-
 /* Rounds half to even, as $round does. */
 static double round_even(double x)
 {
@@ -228,9 +219,9 @@ static double round_even(double x)
 }
 
 /* $round and $trunc: [number, place]. */
-static bool round_trunc(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err,
-                        bool is_round)
+static bool round_trunc(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
 {
+    bool is_round = e->op->aux;
     bson_value_t v[2];
     bool ok = true;
     if (!expr_eval_args(e, ctx, v, err))
@@ -299,20 +290,18 @@ cleanup:
     return ok;
 }
 
-static bool op_round(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
-{
-    return round_trunc(e, ctx, out, err, true);
-}
-
-static bool op_trunc(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
-{
-    return round_trunc(e, ctx, out, err, false);
-}
-
 /* $sqrt / $exp / $ln / $log10: double results, null on null. */
-static bool math1(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err,
-                  double (*fn)(double), bool need_nonneg, bool need_pos)
+/* The functions of $sqrt $exp $ln $log10 (aux indexes them), and which
+ * arguments they refuse. */
+static const struct {
+    double (*fn)(double);
+    bool need_nonneg, need_pos;
+} math1_fns[] = {{sqrt, true, false}, {exp, false, false}, {log, false, true}, {log10, false, true}};
+
+static bool math1(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
 {
+    double (*fn)(double) = math1_fns[e->op->aux].fn;
+    bool need_nonneg = math1_fns[e->op->aux].need_nonneg, need_pos = math1_fns[e->op->aux].need_pos;
     bson_value_t v;
     bool done;
     if (!one_number(e, ctx, &v, &done, out, err))
@@ -329,26 +318,6 @@ static bool math1(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dbe
                          e->op->name, x);
     expr_val_double(out, fn(x));
     return true;
-}
-
-static bool op_sqrt(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
-{
-    return math1(e, ctx, out, err, sqrt, true, false);
-}
-
-static bool op_exp(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
-{
-    return math1(e, ctx, out, err, exp, false, false);
-}
-
-static bool op_ln(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
-{
-    return math1(e, ctx, out, err, log, false, true);
-}
-
-static bool op_log10(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
-{
-    return math1(e, ctx, out, err, log10, false, true);
 }
 
 static bool op_pow(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
@@ -445,20 +414,20 @@ const expr_op_t expr_arith_ops[] = {
     {"$abs", op_abs, OPP_ARGS, 1, 1, {0}, 0, NULL},
     {"$add", op_add, OPP_ARGS, 0, -1, {0}, 0, NULL},
     {"$avg", op_sum_avg, OPP_ARGS, 0, -1, {0}, 1, NULL},
-    {"$ceil", op_ceil, OPP_ARGS, 1, 1, {0}, 0, NULL},
+    {"$ceil", op_rounding, OPP_ARGS, 1, 1, {0}, 1, NULL},
     {"$divide", op_divide, OPP_ARGS, 2, 2, {0}, 0, NULL},
-    {"$exp", op_exp, OPP_ARGS, 1, 1, {0}, 0, NULL},
-    {"$floor", op_floor, OPP_ARGS, 1, 1, {0}, 0, NULL},
-    {"$ln", op_ln, OPP_ARGS, 1, 1, {0}, 0, NULL},
-    {"$log10", op_log10, OPP_ARGS, 1, 1, {0}, 0, NULL},
+    {"$exp", math1, OPP_ARGS, 1, 1, {0}, 1, NULL},
+    {"$floor", op_rounding, OPP_ARGS, 1, 1, {0}, 0, NULL},
+    {"$ln", math1, OPP_ARGS, 1, 1, {0}, 2, NULL},
+    {"$log10", math1, OPP_ARGS, 1, 1, {0}, 3, NULL},
     {"$mod", op_mod, OPP_ARGS, 2, 2, {0}, 0, NULL},
     {"$multiply", op_multiply, OPP_ARGS, 0, -1, {0}, 0, NULL},
     {"$pow", op_pow, OPP_ARGS, 2, 2, {0}, 0, NULL},
     {"$rand", op_rand, OPP_NOARGS, 0, 0, {0}, 0, NULL},
-    {"$round", op_round, OPP_ARGS, 1, 2, {0}, 0, NULL},
-    {"$sqrt", op_sqrt, OPP_ARGS, 1, 1, {0}, 0, NULL},
+    {"$round", round_trunc, OPP_ARGS, 1, 2, {0}, 1, NULL},
+    {"$sqrt", math1, OPP_ARGS, 1, 1, {0}, 0, NULL},
     {"$subtract", op_subtract, OPP_ARGS, 2, 2, {0}, 0, NULL},
     {"$sum", op_sum_avg, OPP_ARGS, 0, -1, {0}, 0, NULL},
-    {"$trunc", op_trunc, OPP_ARGS, 1, 2, {0}, 0, NULL},
+    {"$trunc", round_trunc, OPP_ARGS, 1, 2, {0}, 0, NULL},
     {NULL, NULL, OPP_ARGS, 0, 0, {0}, 0, NULL},
 };

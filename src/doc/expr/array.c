@@ -350,9 +350,9 @@ static bool op_range(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, 
 }
 
 /* $map {input, as, in} and $filter {input, as, cond, limit}. */
-static bool map_filter(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err,
-                       bool is_map)
+static bool map_filter(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
 {
+    bool is_map = e->op->aux;
     bson_value_t input, asv;
     bool ok = true;
     const char *as = "this";
@@ -442,16 +442,6 @@ cleanup:
     return ok;
 }
 
-static bool op_map(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
-{
-    return map_filter(e, ctx, out, err, true);
-}
-
-static bool op_filter(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
-{
-    return map_filter(e, ctx, out, err, false);
-}
-
 /* $reduce {input, initialValue, in} with $$value and $$this. */
 static bool op_reduce(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
 {
@@ -529,13 +519,13 @@ static bool reduce_scope(const expr_t *e, const var_scope_t *scope, const bson_t
 const expr_op_t expr_array_ops[] = {
     {"$arrayElemAt", op_arrayelemat, OPP_ARGS, 2, 2, {0}, 0, NULL},
     {"$concatArrays", op_concatarrays, OPP_ARGS, 0, -1, {0}, 0, NULL},
-    {"$filter", op_filter, OPP_NAMED, 0, 0, {"!input", "as", "!cond", "limit", NULL}, 0, map_scope},
+    {"$filter", map_filter, OPP_NAMED, 0, 0, {"!input", "as", "!cond", "limit", NULL}, 0, map_scope},
     {"$first", op_first_last, OPP_ARGS, 1, 1, {0}, 1, NULL},
     {"$in", op_in, OPP_ARGS, 2, 2, {0}, 0, NULL},
     {"$indexOfArray", op_indexofarray, OPP_ARGS, 2, 4, {0}, 0, NULL},
     {"$isArray", op_isarray, OPP_ARGS, 1, 1, {0}, 0, NULL},
     {"$last", op_first_last, OPP_ARGS, 1, 1, {0}, 0, NULL},
-    {"$map", op_map, OPP_NAMED, 0, 0, {"!input", "as", "!in", NULL}, 0, map_scope},
+    {"$map", map_filter, OPP_NAMED, 0, 0, {"!input", "as", "!in", NULL}, 1, map_scope},
     {"$range", op_range, OPP_ARGS, 2, 3, {0}, 0, NULL},
     {"$reduce",
      op_reduce,

@@ -11,6 +11,8 @@
 #include <string.h>
 
 #include "doc/compare.h"
+#include "doc/path.h"
+#include "util/table.h"
 
 /* ------------------------------------------------------------------ values */
 
@@ -361,11 +363,9 @@ static const expr_op_t *const expr_op_families[] = {
 
 static const expr_op_t *find_op(const char *name)
 {
-    for (size_t f = 0; f < sizeof expr_op_families / sizeof expr_op_families[0]; f++)
-        for (const expr_op_t *op = expr_op_families[f]; op->name; op++)
-            if (strcmp(op->name, name) == 0)
-                return op;
-    return NULL;
+    return table_find((const void *const *)expr_op_families,
+                      sizeof expr_op_families / sizeof expr_op_families[0], sizeof(expr_op_t),
+                      name);
 }
 
 /* ------------------------------------------------------------------ parse */
@@ -458,25 +458,8 @@ static expr_t *parse_path(const char *s, dberr_t *err)
         dberr_set(err, 16872, "'$' by itself is not a valid FieldPath");
         goto fail;
     }
-    for (;;) {
-        const char *dot = strchr(p, '.');
-        size_t n = dot ? (size_t)(dot - p) : strlen(p);
-        if (n == 0) {
-            dberr_set(err, 15998, "FieldPath field names may not be empty strings.");
-            goto fail;
-        }
-        if (*p == '$') {
-            dberr_set(err, 16410,
-                      "FieldPath field names may not start with '$'. Consider using $getField or "
-                      "$setField.");
-            goto fail;
-        }
-        e->path = bson_realloc(e->path, (e->npath + 1) * sizeof *e->path);
-        e->path[e->npath++] = bson_strndup(p, n);
-        if (!dot)
-            break;
-        p = dot + 1;
-    }
+    if (!path_split_field(p, &e->path, &e->npath, err))
+        goto fail;
     return e;
 fail:
     expr_destroy(e);

@@ -239,11 +239,6 @@ cleanup:
     return ok;
 }
 
-static bool op_unsetfield(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
-{
-    return op_setfield(e, ctx, out, err);
-}
-
 /* Reads the `field` argument of $getField/$setField/$unsetField into
  * e->cval: a string constant, or {$literal: "..."} / {$const: "..."}. */
 static bool parse_field_name(expr_t *e, const bson_iter_t *f, dberr_t *err)
@@ -349,6 +344,6 @@ const expr_op_t expr_object_ops[] = {
     {"$mergeObjects", op_mergeobjects, OPP_ARGS, 0, -1, {0}, 0, NULL},
     {"$objectToArray", op_objecttoarray, OPP_ARGS, 1, 1, {0}, 0, NULL},
     {"$setField", op_setfield, OPP_FIELD, 0, 0, {0}, 0, NULL},
-    {"$unsetField", op_unsetfield, OPP_FIELD, 0, 0, {0}, 0, NULL},
+    {"$unsetField", op_setfield, OPP_FIELD, 0, 0, {0}, 0, NULL},
     {NULL, NULL, OPP_ARGS, 0, 0, {0}, 0, NULL},
 };

@@ -122,9 +122,10 @@ cleanup:
     return ok;
 }
 
-static bool case_op(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err,
-                    bool upper)
+/* $toLower and $toUpper (aux 1). */
+static bool case_op(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
 {
+    bool upper = e->op->aux;
     bson_value_t v;
     char *s;
     size_t len;
@@ -141,16 +142,6 @@ static bool case_op(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, d
     expr_val_string(out, s, len);
     bson_free(s);
     return true;
-}
-
-static bool op_tolower(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
-{
-    return case_op(e, ctx, out, err, false);
-}
-
-static bool op_toupper(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
-{
-    return case_op(e, ctx, out, err, true);
 }
 
 static bool op_strlenbytes(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
@@ -324,7 +315,7 @@ const expr_op_t expr_string_ops[] = {
     {"$strcasecmp", op_strcasecmp, OPP_ARGS, 2, 2, {0}, 0, NULL},
     {"$substr", op_substr, OPP_ARGS, 3, 3, {0}, 0, NULL},
     {"$substrBytes", op_substr, OPP_ARGS, 3, 3, {0}, 0, NULL},
-    {"$toLower", op_tolower, OPP_ARGS, 1, 1, {0}, 0, NULL},
-    {"$toUpper", op_toupper, OPP_ARGS, 1, 1, {0}, 0, NULL},
+    {"$toLower", case_op, OPP_ARGS, 1, 1, {0}, 0, NULL},
+    {"$toUpper", case_op, OPP_ARGS, 1, 1, {0}, 1, NULL},
     {NULL, NULL, OPP_ARGS, 0, 0, {0}, 0, NULL},
 };

@@ -165,9 +165,10 @@ static bool convert_to(const bson_value_t *v, bson_type_t to, bson_value_t *out,
     return true;
 }
 
-static bool convert_op(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err,
-                       bson_type_t to)
+/* $toInt $toLong $toDouble $toString $toBool: aux is the target type. */
+static bool convert_op(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
 {
+    bson_type_t to = (bson_type_t)e->op->aux;
     bson_value_t v;
     if (!expr_eval_arg(e, 0, ctx, &v, err))
         return false;
@@ -176,38 +177,13 @@ static bool convert_op(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out
     return ok;
 }
 
-static bool op_toint(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
-{
-    return convert_op(e, ctx, out, err, BSON_TYPE_INT32);
-}
-
-static bool op_tolong(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
-{
-    return convert_op(e, ctx, out, err, BSON_TYPE_INT64);
-}
-
-static bool op_todouble(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
-{
-    return convert_op(e, ctx, out, err, BSON_TYPE_DOUBLE);
-}
-
-static bool op_tostring(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
-{
-    return convert_op(e, ctx, out, err, BSON_TYPE_UTF8);
-}
-
-static bool op_tobool(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
-{
-    return convert_op(e, ctx, out, err, BSON_TYPE_BOOL);
-}
-
 const expr_op_t expr_type_ops[] = {
     {"$isNumber", op_isnumber, OPP_ARGS, 1, 1, {0}, 0, NULL},
-    {"$toBool", op_tobool, OPP_ARGS, 1, 1, {0}, 0, NULL},
-    {"$toDouble", op_todouble, OPP_ARGS, 1, 1, {0}, 0, NULL},
-    {"$toInt", op_toint, OPP_ARGS, 1, 1, {0}, 0, NULL},
-    {"$toLong", op_tolong, OPP_ARGS, 1, 1, {0}, 0, NULL},
-    {"$toString", op_tostring, OPP_ARGS, 1, 1, {0}, 0, NULL},
+    {"$toBool", convert_op, OPP_ARGS, 1, 1, {0}, BSON_TYPE_BOOL, NULL},
+    {"$toDouble", convert_op, OPP_ARGS, 1, 1, {0}, BSON_TYPE_DOUBLE, NULL},
+    {"$toInt", convert_op, OPP_ARGS, 1, 1, {0}, BSON_TYPE_INT32, NULL},
+    {"$toLong", convert_op, OPP_ARGS, 1, 1, {0}, BSON_TYPE_INT64, NULL},
+    {"$toString", convert_op, OPP_ARGS, 1, 1, {0}, BSON_TYPE_UTF8, NULL},
     {"$type", op_type, OPP_ARGS, 1, 1, {0}, 0, NULL},
     {NULL, NULL, OPP_ARGS, 0, 0, {0}, 0, NULL},
 };

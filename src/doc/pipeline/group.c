@@ -10,6 +10,7 @@
 #include "doc/num.h"
 #include "util/buf.h"
 #include "util/hash.h"
+#include "util/table.h"
 
 typedef struct acc_def acc_def_t;
 
@@ -172,10 +173,8 @@ static const acc_def_t accumulators[] = {
 
 static const acc_def_t *find_accumulator(const char *name)
 {
-    for (const acc_def_t *d = accumulators; d->name; d++)
-        if (strcmp(d->name, name) == 0)
-            return d;
-    return NULL;
+    const void *tables[] = {accumulators};
+    return table_find(tables, 1, sizeof(acc_def_t), name);
 }
 
 /* ---- parse ---- */

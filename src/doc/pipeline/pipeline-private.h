@@ -91,11 +91,9 @@ extern const stage_def_t pipeline_output_stages[];
 /* Borrows the document under `it` into `out`. */
 void pipeline_borrow_doc(const bson_iter_t *it, bson_t *out);
 
-/* Splits dotted `s` into owned components; false on an empty component. */
+/* Splits dotted `s` into owned components (free with path_free, also on
+ * failure); false on an empty component. */
 bool pipeline_split_path(const char *s, char ***out, size_t *n);
-
-/* Frees components from pipeline_split_path. */
-void pipeline_free_path(char **path, size_t n);
 
 /* Moves every document of `in` to `out` unchanged. */
 void pipeline_pass_all(doclist_t *in, doclist_t *out);

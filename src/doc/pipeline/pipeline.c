@@ -7,6 +7,9 @@
 #include <string.h>
 #include <sys/time.h>
 
+#include "doc/path.h"
+#include "util/table.h"
+
 /* ---------------------------------------------------------------- doclist */
 
 void doclist_init(doclist_t *l)
@@ -47,26 +50,11 @@ void pipeline_borrow_doc(const bson_iter_t *it, bson_t *out)
 
 bool pipeline_split_path(const char *s, char ***out, size_t *n)
 {
-    *out = NULL;
-    *n = 0;
-    for (;;) {
-        const char *dot = strchr(s, '.');
-        size_t len = dot ? (size_t)(dot - s) : strlen(s);
-        if (len == 0)
+    *out = path_split(s, n);
+    for (size_t i = 0; i < *n; i++)
+        if ((*out)[i][0] == '\0')
             return false;
-        *out = bson_realloc(*out, (*n + 1) * sizeof **out);
-        (*out)[(*n)++] = bson_strndup(s, len);
-        if (!dot)
-            return true;
-        s = dot + 1;
-    }
-}
-
-void pipeline_free_path(char **path, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        bson_free(path[i]);
-    bson_free(path);
+    return true;
 }
 
 void pipeline_pass_all(doclist_t *in, doclist_t *out)
@@ -102,11 +90,8 @@ static const stage_def_t *const stage_families[] = {
 
 static const stage_def_t *find_stage(const char *name)
 {
-    for (size_t f = 0; f < sizeof stage_families / sizeof stage_families[0]; f++)
-        for (const stage_def_t *d = stage_families[f]; d->name; d++)
-            if (strcmp(d->name, name) == 0)
-                return d;
-    return NULL;
+    return table_find((const void *const *)stage_families,
+                      sizeof stage_families / sizeof stage_families[0], sizeof(stage_def_t), name);
 }
 
 /* Stages atomdb knows of but does not run. */

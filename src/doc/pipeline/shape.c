@@ -5,6 +5,7 @@
 
 #include <string.h>
 
+#include "doc/path.h"
 #include "util/shellfmt.h"
 
 /* ---- $project, $addFields/$set, $unset: projections ---- */
@@ -381,8 +382,8 @@ static bool unwind_run(const stage_t *s, const expr_ctx_t *ctx, doclist_t *in, d
 
 static void unwind_free(stage_t *s)
 {
-    pipeline_free_path(s->u.unwind.path, s->u.unwind.npath);
-    pipeline_free_path(s->u.unwind.index_path, s->u.unwind.nindex);
+    path_free(s->u.unwind.path, s->u.unwind.npath);
+    path_free(s->u.unwind.index_path, s->u.unwind.nindex);
 }
 
 const stage_def_t pipeline_shape_stages[] = {

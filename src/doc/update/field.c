@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "doc/compare.h"
+#include "doc/path.h"
 #include "util/shellfmt.h"
 
 /* ---- shared pieces ---- */
@@ -324,10 +325,10 @@ static bool path_is_dynamic(const char *path)
 {
     size_t n;
     bool dynamic = false;
-    char **parts = update_split_path(path, &n);
+    char **parts = path_split(path, &n);
     for (size_t i = 0; i < n; i++)
         dynamic = dynamic || strcmp(parts[i], "$") == 0 || update_is_array_filter_ident(parts[i]);
-    update_free_parts(parts, n);
+    path_free(parts, n);
     return dynamic;
 }
 
@@ -378,7 +379,7 @@ static bool rename_merge(update_parse_t *p, const update_op_t *op, const char *f
 static bool rename_find_source(update_apply_t *c, const char *from, doctree_t **out)
 {
     size_t n;
-    char **parts = update_split_path(from, &n);
+    char **parts = path_split(from, &n);
     doctree_t *cur = c->root;
     bool ok = true;
     *out = NULL;
@@ -403,7 +404,7 @@ static bool rename_find_source(update_apply_t *c, const char *from, doctree_t **
         if (i == n - 1)
             *out = cur;
     }
-    update_free_parts(parts, n);
+    path_free(parts, n);
     return ok;
 }
 

@@ -7,36 +7,11 @@
 #include <math.h>
 #include <string.h>
 
+#include "doc/path.h"
 #include "util/shellfmt.h"
+#include "util/table.h"
 
 /* ---- paths and names ---- */
-
-char **update_split_path(const char *path, size_t *n)
-{
-    size_t count = 1;
-    for (const char *p = path; *p; p++)
-        count += *p == '.';
-    char **parts = bson_malloc0(count * sizeof *parts);
-    const char *start = path;
-    size_t i = 0;
-    for (const char *p = path;; p++) {
-        if (*p == '.' || *p == '\0') {
-            parts[i++] = bson_strndup(start, (size_t)(p - start));
-            if (*p == '\0')
-                break;
-            start = p + 1;
-        }
-    }
-    *n = count;
-    return parts;
-}
-
-void update_free_parts(char **parts, size_t n)
-{
-    for (size_t i = 0; parts && i < n; i++)
-        bson_free(parts[i]);
-    bson_free(parts);
-}
 
 bool update_is_array_filter_ident(const char *s)
 {
@@ -230,7 +205,7 @@ bool update_merge_path(update_parse_t *p, const update_op_t *op, const char *spe
         dberr_set(err, DBERR_EMPTY_FIELD_NAME, "An empty update path is not valid.");
         goto cleanup;
     }
-    parts = update_split_path(path, &n);
+    parts = path_split(path, &n);
     if (!check_path(parts, n, path, err) || !(leaf = make_leaf(op, spec_name, path, v, err)))
         goto cleanup;
     unode_t *cur = p->u->root;
@@ -281,7 +256,7 @@ bool update_merge_path(update_parse_t *p, const update_op_t *op, const char *spe
 cleanup:
     bson_free(name);
     unode_free(leaf);
-    update_free_parts(parts, n);
+    path_free(parts, n);
     return ok;
 }
 
@@ -291,11 +266,9 @@ static const update_op_t *const update_op_families[] = {update_field_ops, update
 
 static const update_op_t *find_op(const char *name)
 {
-    for (size_t f = 0; f < sizeof update_op_families / sizeof update_op_families[0]; f++)
-        for (const update_op_t *op = update_op_families[f]; op->name; op++)
-            if (strcmp(op->name, name) == 0)
-                return op;
-    return NULL;
+    return table_find((const void *const *)update_op_families,
+                      sizeof update_op_families / sizeof update_op_families[0], sizeof(update_op_t),
+                      name);
 }
 
 /* The operator document `{$op: {field: v, ...}}` of one modifier. */

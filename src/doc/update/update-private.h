@@ -188,10 +188,6 @@ void unode_free(unode_t *n);
  * numbers, everything else as bytes. */
 int update_cmp_field_names(const char *a, const char *b);
 
-/* Splits "a.b.c" into owned components; free with update_free_parts. */
-char **update_split_path(const char *path, size_t *n);
-void update_free_parts(char **parts, size_t n);
-
 /* True for "$[...]" path components. */
 bool update_is_array_filter_ident(const char *s);
 
