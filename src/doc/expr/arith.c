@@ -74,12 +74,9 @@ static bool op_multiply(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *ou
     return true;
 }
 
-static bool op_subtract(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+static bool op_subtract(const expr_t *e, const bson_value_t *v, bson_value_t *out, dberr_t *err)
 {
-    bson_value_t v[2];
     bool ok = true;
-    if (!expr_eval_args(e, ctx, v, err))
-        return false;
     if (expr_is_nullish(&v[0]) || expr_is_nullish(&v[1])) {
         expr_val_null(out);
     } else if (num_is_number(&v[0]) && num_is_number(&v[1])) {
@@ -95,16 +92,12 @@ static bool op_subtract(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *ou
         ok = dberr_set(err, DBERR_TYPE_MISMATCH, "can't $subtract %s from %s",
                        shellfmt_type_name(v[1].value_type), shellfmt_type_name(v[0].value_type));
     }
-    expr_free_args(v, 2);
     return ok;
 }
 
-static bool op_divide(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+static bool op_divide(const expr_t *e, const bson_value_t *v, bson_value_t *out, dberr_t *err)
 {
-    bson_value_t v[2];
     bool ok = true;
-    if (!expr_eval_args(e, ctx, v, err))
-        return false;
     if (expr_is_nullish(&v[0]) || expr_is_nullish(&v[1])) {
         expr_val_null(out);
     } else if (!num_is_number(&v[0]) || !num_is_number(&v[1])) {
@@ -113,16 +106,12 @@ static bool op_divide(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out,
     } else if (!num_divide(&v[0], &v[1], out)) {
         ok = dberr_set(err, 16608, "can't $divide by zero");
     }
-    expr_free_args(v, 2);
     return ok;
 }
 
-static bool op_mod(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+static bool op_mod(const expr_t *e, const bson_value_t *v, bson_value_t *out, dberr_t *err)
 {
-    bson_value_t v[2];
     bool ok = true;
-    if (!expr_eval_args(e, ctx, v, err))
-        return false;
     if (expr_is_nullish(&v[0]) || expr_is_nullish(&v[1])) {
         expr_val_null(out);
     } else if (!num_is_number(&v[0]) || !num_is_number(&v[1])) {
@@ -142,7 +131,6 @@ static bool op_mod(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, db
         else
             expr_val_int64(out, r);
     }
-    expr_free_args(v, 2);
     return ok;
 }
 
@@ -219,13 +207,10 @@ static double round_even(double x)
 }
 
 /* $round and $trunc: [number, place]. */
-static bool round_trunc(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+static bool round_trunc(const expr_t *e, const bson_value_t *v, bson_value_t *out, dberr_t *err)
 {
     bool is_round = e->op->aux;
-    bson_value_t v[2];
     bool ok = true;
-    if (!expr_eval_args(e, ctx, v, err))
-        return false;
     long place = 0;
     if (expr_is_nullish(&v[0]) || (e->nargs > 1 && expr_is_nullish(&v[1]))) {
         expr_val_null(out);
@@ -286,7 +271,6 @@ static bool round_trunc(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *ou
         expr_val_double(out, r);
     }
 cleanup:
-    expr_free_args(v, e->nargs);
     return ok;
 }
 
@@ -296,7 +280,8 @@ cleanup:
 static const struct {
     double (*fn)(double);
     bool need_nonneg, need_pos;
-} math1_fns[] = {{sqrt, true, false}, {exp, false, false}, {log, false, true}, {log10, false, true}};
+} math1_fns[] = {
+    {sqrt, true, false}, {exp, false, false}, {log, false, true}, {log10, false, true}};
 
 static bool math1(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
 {
@@ -320,12 +305,9 @@ static bool math1(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dbe
     return true;
 }
 
-static bool op_pow(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+static bool op_pow(const expr_t *e, const bson_value_t *v, bson_value_t *out, dberr_t *err)
 {
-    bson_value_t v[2];
     bool ok = true;
-    if (!expr_eval_args(e, ctx, v, err))
-        return false;
     if (expr_is_nullish(&v[0]) || expr_is_nullish(&v[1])) {
         expr_val_null(out);
     } else if (!num_is_number(&v[0])) {
@@ -365,7 +347,6 @@ static bool op_pow(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, db
             expr_val_double(out, pow(b, x));
         }
     }
-    expr_free_args(v, 2);
     return ok;
 }
 
@@ -415,19 +396,19 @@ const expr_op_t expr_arith_ops[] = {
     {"$add", op_add, OPP_ARGS, 0, -1, {0}, 0, NULL},
     {"$avg", op_sum_avg, OPP_ARGS, 0, -1, {0}, 1, NULL},
     {"$ceil", op_rounding, OPP_ARGS, 1, 1, {0}, 1, NULL},
-    {"$divide", op_divide, OPP_ARGS, 2, 2, {0}, 0, NULL},
+    {"$divide", NULL, OPP_ARGS, 2, 2, {0}, 0, NULL, op_divide},
     {"$exp", math1, OPP_ARGS, 1, 1, {0}, 1, NULL},
     {"$floor", op_rounding, OPP_ARGS, 1, 1, {0}, 0, NULL},
     {"$ln", math1, OPP_ARGS, 1, 1, {0}, 2, NULL},
     {"$log10", math1, OPP_ARGS, 1, 1, {0}, 3, NULL},
-    {"$mod", op_mod, OPP_ARGS, 2, 2, {0}, 0, NULL},
+    {"$mod", NULL, OPP_ARGS, 2, 2, {0}, 0, NULL, op_mod},
     {"$multiply", op_multiply, OPP_ARGS, 0, -1, {0}, 0, NULL},
-    {"$pow", op_pow, OPP_ARGS, 2, 2, {0}, 0, NULL},
+    {"$pow", NULL, OPP_ARGS, 2, 2, {0}, 0, NULL, op_pow},
     {"$rand", op_rand, OPP_NOARGS, 0, 0, {0}, 0, NULL},
-    {"$round", round_trunc, OPP_ARGS, 1, 2, {0}, 1, NULL},
+    {"$round", NULL, OPP_ARGS, 1, 2, {0}, 1, NULL, round_trunc},
     {"$sqrt", math1, OPP_ARGS, 1, 1, {0}, 0, NULL},
-    {"$subtract", op_subtract, OPP_ARGS, 2, 2, {0}, 0, NULL},
+    {"$subtract", NULL, OPP_ARGS, 2, 2, {0}, 0, NULL, op_subtract},
     {"$sum", op_sum_avg, OPP_ARGS, 0, -1, {0}, 0, NULL},
-    {"$trunc", round_trunc, OPP_ARGS, 1, 2, {0}, 0, NULL},
+    {"$trunc", NULL, OPP_ARGS, 1, 2, {0}, 0, NULL, round_trunc},
     {NULL, NULL, OPP_ARGS, 0, 0, {0}, 0, NULL},
 };

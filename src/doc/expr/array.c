@@ -25,13 +25,10 @@ static bool op_size(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, d
     return true;
 }
 
-static bool op_arrayelemat(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+static bool op_arrayelemat(const expr_t *e, const bson_value_t *v, bson_value_t *out, dberr_t *err)
 {
-    bson_value_t v[2];
     bool ok = true;
     int32_t idx;
-    if (!expr_eval_args(e, ctx, v, err))
-        return false;
     if (expr_is_nullish(&v[0]) || expr_is_nullish(&v[1])) {
         expr_val_null(out);
     } else if (v[0].value_type != BSON_TYPE_ARRAY) {
@@ -61,18 +58,14 @@ static bool op_arrayelemat(const expr_t *e, const expr_ctx_t *ctx, bson_value_t 
                 }
         }
     }
-    expr_free_args(v, 2);
     return ok;
 }
 
 /* $slice: [array, n] or [array, position, n]. */
-static bool op_slice(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+static bool op_slice(const expr_t *e, const bson_value_t *v, bson_value_t *out, dberr_t *err)
 {
-    bson_value_t v[3];
     bool ok = true;
     int32_t a = 0, b = 0;
-    if (!expr_eval_args(e, ctx, v, err))
-        return false;
     bool nul = false;
     for (size_t i = 0; i < e->nargs; i++)
         nul |= expr_is_nullish(&v[i]);
@@ -123,7 +116,6 @@ static bool op_slice(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, 
         expr_value_take_bson(out, &res, BSON_TYPE_ARRAY);
     }
 cleanup:
-    expr_free_args(v, e->nargs);
     return ok;
 }
 
@@ -160,12 +152,9 @@ static bool op_first_last(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *
     return true;
 }
 
-static bool op_in(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+static bool op_in(const expr_t *e, const bson_value_t *v, bson_value_t *out, dberr_t *err)
 {
-    bson_value_t v[2];
     bool ok = true;
-    if (!expr_eval_args(e, ctx, v, err))
-        return false;
     if (v[1].value_type != BSON_TYPE_ARRAY) {
         ok = dberr_set(err, 40081, "$in requires an array as a second argument, found: %s",
                        shellfmt_type_name(v[1].value_type));
@@ -179,17 +168,13 @@ static bool op_in(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dbe
                 found = expr_agg_compare(&v[0], bson_iter_value(&it)) == 0;
         expr_val_bool(out, found);
     }
-    expr_free_args(v, 2);
     return ok;
 }
 
-static bool op_indexofarray(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+static bool op_indexofarray(const expr_t *e, const bson_value_t *v, bson_value_t *out, dberr_t *err)
 {
-    bson_value_t v[4];
     bool ok = true;
     int32_t start = 0, end = INT32_MAX;
-    if (!expr_eval_args(e, ctx, v, err))
-        return false;
     if (expr_is_nullish(&v[0])) {
         expr_val_null(out);
         goto cleanup;
@@ -218,7 +203,6 @@ static bool op_indexofarray(const expr_t *e, const expr_ctx_t *ctx, bson_value_t
         expr_val_int32(out, found);
     }
 cleanup:
-    expr_free_args(v, e->nargs);
     return ok;
 }
 
@@ -315,13 +299,10 @@ static bool op_reversearray(const expr_t *e, const expr_ctx_t *ctx, bson_value_t
     return true;
 }
 
-static bool op_range(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+static bool op_range(const expr_t *e, const bson_value_t *v, bson_value_t *out, dberr_t *err)
 {
-    bson_value_t v[3];
     int32_t a, b, step = 1;
     bool ok = true;
-    if (!expr_eval_args(e, ctx, v, err))
-        return false;
     if (!expr_as_int32(&v[0], &a) || !expr_as_int32(&v[1], &b) ||
         (e->nargs > 2 && !expr_as_int32(&v[2], &step))) {
         ok = dberr_set(err, 34443,
@@ -339,13 +320,11 @@ static bool op_range(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, 
             bson_append_int32(&arr, k, -1, (int32_t)i);
             if (idx >= 1000000) {
                 bson_destroy(&arr);
-                expr_free_args(v, e->nargs);
                 return dberr_set(err, 548, "$range would use too much memory");
             }
         }
         expr_value_take_bson(out, &arr, BSON_TYPE_ARRAY);
     }
-    expr_free_args(v, e->nargs);
     return ok;
 }
 
@@ -517,16 +496,23 @@ static bool reduce_scope(const expr_t *e, const var_scope_t *scope, const bson_t
 }
 
 const expr_op_t expr_array_ops[] = {
-    {"$arrayElemAt", op_arrayelemat, OPP_ARGS, 2, 2, {0}, 0, NULL},
+    {"$arrayElemAt", NULL, OPP_ARGS, 2, 2, {0}, 0, NULL, op_arrayelemat},
     {"$concatArrays", op_concatarrays, OPP_ARGS, 0, -1, {0}, 0, NULL},
-    {"$filter", map_filter, OPP_NAMED, 0, 0, {"!input", "as", "!cond", "limit", NULL}, 0, map_scope},
+    {"$filter",
+     map_filter,
+     OPP_NAMED,
+     0,
+     0,
+     {"!input", "as", "!cond", "limit", NULL},
+     0,
+     map_scope},
     {"$first", op_first_last, OPP_ARGS, 1, 1, {0}, 1, NULL},
-    {"$in", op_in, OPP_ARGS, 2, 2, {0}, 0, NULL},
-    {"$indexOfArray", op_indexofarray, OPP_ARGS, 2, 4, {0}, 0, NULL},
+    {"$in", NULL, OPP_ARGS, 2, 2, {0}, 0, NULL, op_in},
+    {"$indexOfArray", NULL, OPP_ARGS, 2, 4, {0}, 0, NULL, op_indexofarray},
     {"$isArray", op_isarray, OPP_ARGS, 1, 1, {0}, 0, NULL},
     {"$last", op_first_last, OPP_ARGS, 1, 1, {0}, 0, NULL},
     {"$map", map_filter, OPP_NAMED, 0, 0, {"!input", "as", "!in", NULL}, 1, map_scope},
-    {"$range", op_range, OPP_ARGS, 2, 3, {0}, 0, NULL},
+    {"$range", NULL, OPP_ARGS, 2, 3, {0}, 0, NULL, op_range},
     {"$reduce",
      op_reduce,
      OPP_NAMED,
@@ -537,6 +523,6 @@ const expr_op_t expr_array_ops[] = {
      reduce_scope},
     {"$reverseArray", op_reversearray, OPP_ARGS, 1, 1, {0}, 0, NULL},
     {"$size", op_size, OPP_ARGS, 1, 1, {0}, 0, NULL},
-    {"$slice", op_slice, OPP_ARGS, 2, 3, {0}, 0, NULL},
+    {"$slice", NULL, OPP_ARGS, 2, 3, {0}, 0, NULL, op_slice},
     {NULL, NULL, OPP_ARGS, 0, 0, {0}, 0, NULL},
 };

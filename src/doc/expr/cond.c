@@ -10,13 +10,9 @@
 enum { CMP_CMP, CMP_EQ, CMP_NE, CMP_GT, CMP_GTE, CMP_LT, CMP_LTE };
 
 /* $cmp $eq $ne $gt $gte $lt $lte: the aggregation order (aux: CMP_*). */
-static bool compare_op(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+static bool compare_op(const expr_t *e, const bson_value_t *v, bson_value_t *out, dberr_t *err)
 {
-    bson_value_t v[2];
-    if (!expr_eval_args(e, ctx, v, err))
-        return false;
     int c = expr_agg_compare(&v[0], &v[1]);
-    expr_free_args(v, 2);
     switch (e->op->aux) {
     case CMP_CMP:
         expr_val_int32(out, c < 0 ? -1 : c > 0 ? 1 : 0);
@@ -137,17 +133,17 @@ static bool op_minmax(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out,
 
 const expr_op_t expr_cond_ops[] = {
     {"$and", op_and_or, OPP_ARGS, 0, -1, {0}, 1, NULL},
-    {"$cmp", compare_op, OPP_ARGS, 2, 2, {0}, CMP_CMP, NULL},
+    {"$cmp", NULL, OPP_ARGS, 2, 2, {0}, CMP_CMP, NULL, compare_op},
     {"$cond", op_cond, OPP_COND, 3, 3, {0}, 0, NULL},
-    {"$eq", compare_op, OPP_ARGS, 2, 2, {0}, CMP_EQ, NULL},
-    {"$gt", compare_op, OPP_ARGS, 2, 2, {0}, CMP_GT, NULL},
-    {"$gte", compare_op, OPP_ARGS, 2, 2, {0}, CMP_GTE, NULL},
+    {"$eq", NULL, OPP_ARGS, 2, 2, {0}, CMP_EQ, NULL, compare_op},
+    {"$gt", NULL, OPP_ARGS, 2, 2, {0}, CMP_GT, NULL, compare_op},
+    {"$gte", NULL, OPP_ARGS, 2, 2, {0}, CMP_GTE, NULL, compare_op},
     {"$ifNull", op_ifnull, OPP_ARGS, 2, -1, {0}, 0, NULL},
-    {"$lt", compare_op, OPP_ARGS, 2, 2, {0}, CMP_LT, NULL},
-    {"$lte", compare_op, OPP_ARGS, 2, 2, {0}, CMP_LTE, NULL},
+    {"$lt", NULL, OPP_ARGS, 2, 2, {0}, CMP_LT, NULL, compare_op},
+    {"$lte", NULL, OPP_ARGS, 2, 2, {0}, CMP_LTE, NULL, compare_op},
     {"$max", op_minmax, OPP_ARGS, 1, -1, {0}, 1, NULL},
     {"$min", op_minmax, OPP_ARGS, 1, -1, {0}, 0, NULL},
-    {"$ne", compare_op, OPP_ARGS, 2, 2, {0}, CMP_NE, NULL},
+    {"$ne", NULL, OPP_ARGS, 2, 2, {0}, CMP_NE, NULL, compare_op},
     {"$not", op_not, OPP_ARGS, 1, 1, {0}, 0, NULL},
     {"$or", op_and_or, OPP_ARGS, 0, -1, {0}, 0, NULL},
     {NULL, NULL, OPP_ARGS, 0, 0, {0}, 0, NULL},

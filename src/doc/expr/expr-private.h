@@ -42,6 +42,11 @@ typedef struct var_scope {
 /* Evaluates the operator node `e` into `out` (owned). */
 typedef bool (*expr_op_fn)(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err);
 
+/* Evaluates an operator whose arguments were evaluated first, into `args`
+ * (e->nargs owned values, freed by the caller). */
+typedef bool (*expr_eager_fn)(const expr_t *e, const bson_value_t *args, bson_value_t *out,
+                              dberr_t *err);
+
 /* Checks the variables of an operator that binds some ($let, $map, ...). */
 typedef bool (*expr_scope_fn)(const expr_t *e, const var_scope_t *scope, const bson_t *vars,
                               dberr_t *err);
@@ -57,7 +62,12 @@ struct expr_op {
     int aux;               /* a per-row constant the shared evaluator reads
                             * ($eq vs $lt, $first vs $last, a target type) */
     expr_scope_fn scope;   /* NULL: arguments see the enclosing scope */
+    expr_eager_fn eager;   /* set instead of `fn` for OPP_ARGS operators of at
+                            * most EXPR_EAGER_MAX arguments that need them all */
 };
+
+/* The most arguments an eager operator takes. */
+#define EXPR_EAGER_MAX 4
 
 struct expr {
     expr_kind_t kind;

@@ -264,6 +264,19 @@ static bool eval_array(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out
     return true;
 }
 
+/* An eager operator: its arguments evaluated, then the operator. */
+static bool eval_eager(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+{
+    bson_value_t args[EXPR_EAGER_MAX];
+    if (e->nargs > EXPR_EAGER_MAX)
+        return dberr_set(err, DBERR_INTERNAL_ERROR, "%s: too many arguments", e->op->name);
+    if (!expr_eval_args(e, ctx, args, err))
+        return false;
+    bool ok = e->op->eager(e, args, out, err);
+    expr_free_args(args, e->nargs);
+    return ok;
+}
+
 bool expr_eval_node(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
 {
     switch (e->kind) {
@@ -276,7 +289,7 @@ bool expr_eval_node(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, d
     case EK_PATH:
         return eval_path(e, ctx, out, err);
     case EK_OP:
-        return e->op->fn(e, ctx, out, err);
+        return e->op->eager ? eval_eager(e, ctx, out, err) : e->op->fn(e, ctx, out, err);
     case EK_DOC:
         return eval_doc(e, ctx, out, err);
     case EK_ARRAY:

@@ -178,14 +178,11 @@ static bool op_strlencp(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *ou
     return true;
 }
 
-static bool op_substr(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+static bool op_substr(const expr_t *e, const bson_value_t *v, bson_value_t *out, dberr_t *err)
 {
-    bson_value_t v[3];
     bool ok = true;
     char *s = NULL;
     size_t len;
-    if (!expr_eval_args(e, ctx, v, err))
-        return false;
     if (!expr_coerce_string(&v[0], &s, &len)) {
         ok = dberr_set(err, 16007, "can't convert from BSON type %s to String",
                        shellfmt_type_name(v[0].value_type));
@@ -222,18 +219,14 @@ static bool op_substr(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out,
     }
 cleanup:
     bson_free(s);
-    expr_free_args(v, 3);
     return ok;
 }
 
-static bool op_strcasecmp(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+static bool op_strcasecmp(const expr_t *e, const bson_value_t *v, bson_value_t *out, dberr_t *err)
 {
-    bson_value_t v[2];
     char *a = NULL, *b = NULL;
     size_t al, bl;
     bool ok = true;
-    if (!expr_eval_args(e, ctx, v, err))
-        return false;
     if (!expr_coerce_string(&v[0], &a, &al) || !expr_coerce_string(&v[1], &b, &bl)) {
         ok = dberr_set(err, 16007, "can't convert from BSON type %s to String",
                        shellfmt_type_name(a ? v[1].value_type : v[0].value_type));
@@ -246,16 +239,12 @@ static bool op_strcasecmp(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *
 cleanup:
     bson_free(a);
     bson_free(b);
-    expr_free_args(v, 2);
     return ok;
 }
 
-static bool op_split(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+static bool op_split(const expr_t *e, const bson_value_t *v, bson_value_t *out, dberr_t *err)
 {
-    bson_value_t v[2];
     bool ok = true;
-    if (!expr_eval_args(e, ctx, v, err))
-        return false;
     if (expr_is_nullish(&v[0])) {
         expr_val_null(out);
         goto cleanup;
@@ -303,18 +292,17 @@ static bool op_split(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, 
         expr_value_take_bson(out, &arr, BSON_TYPE_ARRAY);
     }
 cleanup:
-    expr_free_args(v, 2);
     return ok;
 }
 
 const expr_op_t expr_string_ops[] = {
     {"$concat", op_concat, OPP_ARGS, 0, -1, {0}, 0, NULL},
-    {"$split", op_split, OPP_ARGS, 2, 2, {0}, 0, NULL},
+    {"$split", NULL, OPP_ARGS, 2, 2, {0}, 0, NULL, op_split},
     {"$strLenBytes", op_strlenbytes, OPP_ARGS, 1, 1, {0}, 0, NULL},
     {"$strLenCP", op_strlencp, OPP_ARGS, 1, 1, {0}, 0, NULL},
-    {"$strcasecmp", op_strcasecmp, OPP_ARGS, 2, 2, {0}, 0, NULL},
-    {"$substr", op_substr, OPP_ARGS, 3, 3, {0}, 0, NULL},
-    {"$substrBytes", op_substr, OPP_ARGS, 3, 3, {0}, 0, NULL},
+    {"$strcasecmp", NULL, OPP_ARGS, 2, 2, {0}, 0, NULL, op_strcasecmp},
+    {"$substr", NULL, OPP_ARGS, 3, 3, {0}, 0, NULL, op_substr},
+    {"$substrBytes", NULL, OPP_ARGS, 3, 3, {0}, 0, NULL, op_substr},
     {"$toLower", case_op, OPP_ARGS, 1, 1, {0}, 0, NULL},
     {"$toUpper", case_op, OPP_ARGS, 1, 1, {0}, 1, NULL},
     {NULL, NULL, OPP_ARGS, 0, 0, {0}, 0, NULL},
