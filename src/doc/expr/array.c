@@ -7,21 +7,16 @@
 
 #include "util/shellfmt.h"
 
-static bool op_size(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+static bool op_size(const expr_t *e, const bson_value_t *v, bson_value_t *out, dberr_t *err)
 {
-    bson_value_t v;
-    if (!expr_eval_arg(e, 0, ctx, &v, err))
-        return false;
-    if (v.value_type != BSON_TYPE_ARRAY) {
-        const char *tn = shellfmt_type_name(v.value_type);
-        expr_val_free(&v);
+    if (v->value_type != BSON_TYPE_ARRAY) {
+        const char *tn = shellfmt_type_name(v->value_type);
         return dberr_set(err, 17124, "The argument to $size must be an array. Type of argument: %s",
                          tn);
     }
     bson_t b;
-    expr_bson_of(&v, &b);
+    expr_bson_of(v, &b);
     expr_val_int32(out, (int32_t)bson_count_keys(&b));
-    expr_val_free(&v);
     return true;
 }
 
@@ -120,25 +115,20 @@ cleanup:
 }
 
 /* $first / $last (array expression form). */
-static bool op_first_last(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+static bool op_first_last(const expr_t *e, const bson_value_t *v, bson_value_t *out, dberr_t *err)
 {
-    bson_value_t v;
     bool first = e->op->aux;
-    if (!expr_eval_arg(e, 0, ctx, &v, err))
-        return false;
-    if (expr_is_nullish(&v)) {
-        expr_val_free(&v);
+    if (expr_is_nullish(v)) {
         expr_val_null(out);
         return true;
     }
-    if (v.value_type != BSON_TYPE_ARRAY) {
-        const char *tn = shellfmt_type_name(v.value_type);
-        expr_val_free(&v);
+    if (v->value_type != BSON_TYPE_ARRAY) {
+        const char *tn = shellfmt_type_name(v->value_type);
         return dberr_set(err, 28689, "%s's argument must be an array, but is %s", e->op->name, tn);
     }
     bson_t b;
     bson_iter_t it;
-    expr_bson_of(&v, &b);
+    expr_bson_of(v, &b);
     expr_val_missing(out);
     if (bson_iter_init(&it, &b)) {
         while (bson_iter_next(&it)) {
@@ -148,7 +138,6 @@ static bool op_first_last(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *
                 break;
         }
     }
-    expr_val_free(&v);
     return true;
 }
 
@@ -206,13 +195,9 @@ cleanup:
     return ok;
 }
 
-static bool op_isarray(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+static bool op_isarray(const expr_t *e, const bson_value_t *v, bson_value_t *out, dberr_t *err)
 {
-    bson_value_t v;
-    if (!expr_eval_arg(e, 0, ctx, &v, err))
-        return false;
-    expr_val_bool(out, v.value_type == BSON_TYPE_ARRAY);
-    expr_val_free(&v);
+    expr_val_bool(out, v->value_type == BSON_TYPE_ARRAY);
     return true;
 }
 
@@ -258,26 +243,21 @@ static bool op_concatarrays(const expr_t *e, const expr_ctx_t *ctx, bson_value_t
     return true;
 }
 
-static bool op_reversearray(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+static bool op_reversearray(const expr_t *e, const bson_value_t *v, bson_value_t *out, dberr_t *err)
 {
-    bson_value_t v;
-    if (!expr_eval_arg(e, 0, ctx, &v, err))
-        return false;
-    if (expr_is_nullish(&v)) {
-        expr_val_free(&v);
+    if (expr_is_nullish(v)) {
         expr_val_null(out);
         return true;
     }
-    if (v.value_type != BSON_TYPE_ARRAY) {
-        const char *tn = shellfmt_type_name(v.value_type);
-        expr_val_free(&v);
+    if (v->value_type != BSON_TYPE_ARRAY) {
+        const char *tn = shellfmt_type_name(v->value_type);
         return dberr_set(err, 34435,
                          "The argument to $reverseArray must be an array, but was of type: %s", tn);
     }
     bson_t b, arr;
     bson_iter_t it;
     size_t n = 0;
-    expr_bson_of(&v, &b);
+    expr_bson_of(v, &b);
     n = bson_count_keys(&b);
     bson_value_t *copies = bson_malloc0((n ? n : 1) * sizeof *copies);
     size_t j = 0;
@@ -294,7 +274,6 @@ static bool op_reversearray(const expr_t *e, const expr_ctx_t *ctx, bson_value_t
     }
     expr_free_args(copies, n);
     bson_free(copies);
-    expr_val_free(&v);
     expr_value_take_bson(out, &arr, BSON_TYPE_ARRAY);
     return true;
 }
@@ -506,11 +485,11 @@ const expr_op_t expr_array_ops[] = {
      {"!input", "as", "!cond", "limit", NULL},
      0,
      map_scope},
-    {"$first", op_first_last, OPP_ARGS, 1, 1, {0}, 1, NULL},
+    {"$first", NULL, OPP_ARGS, 1, 1, {0}, 1, NULL, op_first_last},
     {"$in", NULL, OPP_ARGS, 2, 2, {0}, 0, NULL, op_in},
     {"$indexOfArray", NULL, OPP_ARGS, 2, 4, {0}, 0, NULL, op_indexofarray},
-    {"$isArray", op_isarray, OPP_ARGS, 1, 1, {0}, 0, NULL},
-    {"$last", op_first_last, OPP_ARGS, 1, 1, {0}, 0, NULL},
+    {"$isArray", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, op_isarray},
+    {"$last", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, op_first_last},
     {"$map", map_filter, OPP_NAMED, 0, 0, {"!input", "as", "!in", NULL}, 1, map_scope},
     {"$range", NULL, OPP_ARGS, 2, 3, {0}, 0, NULL, op_range},
     {"$reduce",
@@ -521,8 +500,8 @@ const expr_op_t expr_array_ops[] = {
      {"!input", "!initialValue", "!in", NULL},
      0,
      reduce_scope},
-    {"$reverseArray", op_reversearray, OPP_ARGS, 1, 1, {0}, 0, NULL},
-    {"$size", op_size, OPP_ARGS, 1, 1, {0}, 0, NULL},
+    {"$reverseArray", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, op_reversearray},
+    {"$size", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, op_size},
     {"$slice", NULL, OPP_ARGS, 2, 3, {0}, 0, NULL, op_slice},
     {NULL, NULL, OPP_ARGS, 0, 0, {0}, 0, NULL},
 };

@@ -61,13 +61,9 @@ static bool op_and_or(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out,
     return true;
 }
 
-static bool op_not(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+static bool op_not(const expr_t *e, const bson_value_t *v, bson_value_t *out, dberr_t *err)
 {
-    bson_value_t v;
-    if (!expr_eval_arg(e, 0, ctx, &v, err))
-        return false;
-    bool t = expr_truthy(&v);
-    expr_val_free(&v);
+    bool t = expr_truthy(v);
     expr_val_bool(out, !t);
     return true;
 }
@@ -144,7 +140,7 @@ const expr_op_t expr_cond_ops[] = {
     {"$max", op_minmax, OPP_ARGS, 1, -1, {0}, 1, NULL},
     {"$min", op_minmax, OPP_ARGS, 1, -1, {0}, 0, NULL},
     {"$ne", NULL, OPP_ARGS, 2, 2, {0}, CMP_NE, NULL, compare_op},
-    {"$not", op_not, OPP_ARGS, 1, 1, {0}, 0, NULL},
+    {"$not", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, op_not},
     {"$or", op_and_or, OPP_ARGS, 0, -1, {0}, 0, NULL},
     {NULL, NULL, OPP_ARGS, 0, 0, {0}, 0, NULL},
 };

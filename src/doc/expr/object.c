@@ -51,26 +51,21 @@ static bool op_mergeobjects(const expr_t *e, const expr_ctx_t *ctx, bson_value_t
     return true;
 }
 
-static bool op_objecttoarray(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out,
+static bool op_objecttoarray(const expr_t *e, const bson_value_t *v, bson_value_t *out,
                              dberr_t *err)
 {
-    bson_value_t v;
-    if (!expr_eval_arg(e, 0, ctx, &v, err))
-        return false;
-    if (expr_is_nullish(&v)) {
-        expr_val_free(&v);
+    if (expr_is_nullish(v)) {
         expr_val_null(out);
         return true;
     }
-    if (v.value_type != BSON_TYPE_DOCUMENT) {
-        const char *tn = shellfmt_type_name(v.value_type);
-        expr_val_free(&v);
+    if (v->value_type != BSON_TYPE_DOCUMENT) {
+        const char *tn = shellfmt_type_name(v->value_type);
         return dberr_set(err, 40390, "$objectToArray requires a document input, found: %s", tn);
     }
     bson_t b, arr;
     bson_iter_t it;
     uint32_t idx = 0;
-    expr_bson_of(&v, &b);
+    expr_bson_of(v, &b);
     bson_init(&arr);
     if (bson_iter_init(&it, &b))
         while (bson_iter_next(&it)) {
@@ -83,31 +78,25 @@ static bool op_objecttoarray(const expr_t *e, const expr_ctx_t *ctx, bson_value_
             bson_append_value(&kv, "v", 1, bson_iter_value(&it));
             bson_append_document_end(&arr, &kv);
         }
-    expr_val_free(&v);
     expr_value_take_bson(out, &arr, BSON_TYPE_ARRAY);
     return true;
 }
 
-static bool op_arraytoobject(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out,
+static bool op_arraytoobject(const expr_t *e, const bson_value_t *v, bson_value_t *out,
                              dberr_t *err)
 {
-    bson_value_t v;
     bool ok = true;
-    if (!expr_eval_arg(e, 0, ctx, &v, err))
-        return false;
-    if (expr_is_nullish(&v)) {
-        expr_val_free(&v);
+    if (expr_is_nullish(v)) {
         expr_val_null(out);
         return true;
     }
-    if (v.value_type != BSON_TYPE_ARRAY) {
-        const char *tn = shellfmt_type_name(v.value_type);
-        expr_val_free(&v);
+    if (v->value_type != BSON_TYPE_ARRAY) {
+        const char *tn = shellfmt_type_name(v->value_type);
         return dberr_set(err, 40386, "$arrayToObject requires an array input, found: %s", tn);
     }
     bson_t b, doc;
     bson_iter_t it;
-    expr_bson_of(&v, &b);
+    expr_bson_of(v, &b);
     bson_init(&doc);
     if (bson_iter_init(&it, &b))
         while (ok && bson_iter_next(&it)) {
@@ -151,7 +140,6 @@ static bool op_arraytoobject(const expr_t *e, const expr_ctx_t *ctx, bson_value_
             }
             expr_val_free(&valcopy);
         }
-    expr_val_free(&v);
     if (ok)
         expr_value_take_bson(out, &doc, BSON_TYPE_DOCUMENT);
     else
@@ -339,10 +327,10 @@ bool expr_parse_field_op(expr_t *e, bson_iter_t *arg, dberr_t *err)
 }
 
 const expr_op_t expr_object_ops[] = {
-    {"$arrayToObject", op_arraytoobject, OPP_ARGS, 1, 1, {0}, 0, NULL},
+    {"$arrayToObject", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, op_arraytoobject},
     {"$getField", op_getfield, OPP_FIELD, 0, 0, {0}, 0, NULL},
     {"$mergeObjects", op_mergeobjects, OPP_ARGS, 0, -1, {0}, 0, NULL},
-    {"$objectToArray", op_objecttoarray, OPP_ARGS, 1, 1, {0}, 0, NULL},
+    {"$objectToArray", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, op_objecttoarray},
     {"$setField", op_setfield, OPP_FIELD, 0, 0, {0}, 0, NULL},
     {"$unsetField", op_setfield, OPP_FIELD, 0, 0, {0}, 0, NULL},
     {NULL, NULL, OPP_ARGS, 0, 0, {0}, 0, NULL},

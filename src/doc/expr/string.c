@@ -123,20 +123,15 @@ cleanup:
 }
 
 /* $toLower and $toUpper (aux 1). */
-static bool case_op(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+static bool case_op(const expr_t *e, const bson_value_t *v, bson_value_t *out, dberr_t *err)
 {
     bool upper = e->op->aux;
-    bson_value_t v;
     char *s;
     size_t len;
-    if (!expr_eval_arg(e, 0, ctx, &v, err))
-        return false;
-    if (!expr_coerce_string(&v, &s, &len)) {
-        const char *tn = shellfmt_type_name(v.value_type);
-        expr_val_free(&v);
+    if (!expr_coerce_string(v, &s, &len)) {
+        const char *tn = shellfmt_type_name(v->value_type);
         return dberr_set(err, 16007, "can't convert from BSON type %s to String", tn);
     }
-    expr_val_free(&v);
     for (size_t i = 0; i < len; i++)
         s[i] = (char)(upper ? toupper((unsigned char)s[i]) : tolower((unsigned char)s[i]));
     expr_val_string(out, s, len);
@@ -144,37 +139,27 @@ static bool case_op(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, d
     return true;
 }
 
-static bool op_strlenbytes(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+static bool op_strlenbytes(const expr_t *e, const bson_value_t *v, bson_value_t *out, dberr_t *err)
 {
-    bson_value_t v;
-    if (!expr_eval_arg(e, 0, ctx, &v, err))
-        return false;
-    if (v.value_type != BSON_TYPE_UTF8) {
-        const char *tn = shellfmt_type_name(v.value_type);
-        expr_val_free(&v);
+    if (v->value_type != BSON_TYPE_UTF8) {
+        const char *tn = shellfmt_type_name(v->value_type);
         return dberr_set(err, 34473, "$strLenBytes requires a string argument, found: %s", tn);
     }
-    expr_val_int32(out, (int32_t)v.value.v_utf8.len);
-    expr_val_free(&v);
+    expr_val_int32(out, (int32_t)v->value.v_utf8.len);
     return true;
 }
 
-static bool op_strlencp(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+static bool op_strlencp(const expr_t *e, const bson_value_t *v, bson_value_t *out, dberr_t *err)
 {
-    bson_value_t v;
-    if (!expr_eval_arg(e, 0, ctx, &v, err))
-        return false;
-    if (v.value_type != BSON_TYPE_UTF8) {
-        const char *tn = shellfmt_type_name(v.value_type);
-        expr_val_free(&v);
+    if (v->value_type != BSON_TYPE_UTF8) {
+        const char *tn = shellfmt_type_name(v->value_type);
         return dberr_set(err, 34471, "$strLenCP requires a string argument, found: %s", tn);
     }
     int32_t n = 0;
-    for (uint32_t i = 0; i < v.value.v_utf8.len; i++)
-        if (((unsigned char)v.value.v_utf8.str[i] & 0xc0) != 0x80)
+    for (uint32_t i = 0; i < v->value.v_utf8.len; i++)
+        if (((unsigned char)v->value.v_utf8.str[i] & 0xc0) != 0x80)
             n++;
     expr_val_int32(out, n);
-    expr_val_free(&v);
     return true;
 }
 
@@ -298,12 +283,12 @@ cleanup:
 const expr_op_t expr_string_ops[] = {
     {"$concat", op_concat, OPP_ARGS, 0, -1, {0}, 0, NULL},
     {"$split", NULL, OPP_ARGS, 2, 2, {0}, 0, NULL, op_split},
-    {"$strLenBytes", op_strlenbytes, OPP_ARGS, 1, 1, {0}, 0, NULL},
-    {"$strLenCP", op_strlencp, OPP_ARGS, 1, 1, {0}, 0, NULL},
+    {"$strLenBytes", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, op_strlenbytes},
+    {"$strLenCP", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, op_strlencp},
     {"$strcasecmp", NULL, OPP_ARGS, 2, 2, {0}, 0, NULL, op_strcasecmp},
     {"$substr", NULL, OPP_ARGS, 3, 3, {0}, 0, NULL, op_substr},
     {"$substrBytes", NULL, OPP_ARGS, 3, 3, {0}, 0, NULL, op_substr},
-    {"$toLower", case_op, OPP_ARGS, 1, 1, {0}, 0, NULL},
-    {"$toUpper", case_op, OPP_ARGS, 1, 1, {0}, 1, NULL},
+    {"$toLower", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, case_op},
+    {"$toUpper", NULL, OPP_ARGS, 1, 1, {0}, 1, NULL, case_op},
     {NULL, NULL, OPP_ARGS, 0, 0, {0}, 0, NULL},
 };

@@ -10,24 +10,16 @@
 
 #include "util/shellfmt.h"
 
-static bool op_type(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+static bool op_type(const expr_t *e, const bson_value_t *v, bson_value_t *out, dberr_t *err)
 {
-    bson_value_t v;
-    if (!expr_eval_arg(e, 0, ctx, &v, err))
-        return false;
-    const char *tn = shellfmt_type_name(v.value_type);
+    const char *tn = shellfmt_type_name(v->value_type);
     expr_val_string(out, tn, strlen(tn));
-    expr_val_free(&v);
     return true;
 }
 
-static bool op_isnumber(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+static bool op_isnumber(const expr_t *e, const bson_value_t *v, bson_value_t *out, dberr_t *err)
 {
-    bson_value_t v;
-    if (!expr_eval_arg(e, 0, ctx, &v, err))
-        return false;
-    expr_val_bool(out, num_is_number(&v));
-    expr_val_free(&v);
+    expr_val_bool(out, num_is_number(v));
     return true;
 }
 
@@ -166,24 +158,20 @@ static bool convert_to(const bson_value_t *v, bson_type_t to, bson_value_t *out,
 }
 
 /* $toInt $toLong $toDouble $toString $toBool: aux is the target type. */
-static bool convert_op(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+static bool convert_op(const expr_t *e, const bson_value_t *v, bson_value_t *out, dberr_t *err)
 {
     bson_type_t to = (bson_type_t)e->op->aux;
-    bson_value_t v;
-    if (!expr_eval_arg(e, 0, ctx, &v, err))
-        return false;
-    bool ok = convert_to(&v, to, out, err);
-    expr_val_free(&v);
+    bool ok = convert_to(v, to, out, err);
     return ok;
 }
 
 const expr_op_t expr_type_ops[] = {
-    {"$isNumber", op_isnumber, OPP_ARGS, 1, 1, {0}, 0, NULL},
-    {"$toBool", convert_op, OPP_ARGS, 1, 1, {0}, BSON_TYPE_BOOL, NULL},
-    {"$toDouble", convert_op, OPP_ARGS, 1, 1, {0}, BSON_TYPE_DOUBLE, NULL},
-    {"$toInt", convert_op, OPP_ARGS, 1, 1, {0}, BSON_TYPE_INT32, NULL},
-    {"$toLong", convert_op, OPP_ARGS, 1, 1, {0}, BSON_TYPE_INT64, NULL},
-    {"$toString", convert_op, OPP_ARGS, 1, 1, {0}, BSON_TYPE_UTF8, NULL},
-    {"$type", op_type, OPP_ARGS, 1, 1, {0}, 0, NULL},
+    {"$isNumber", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, op_isnumber},
+    {"$toBool", NULL, OPP_ARGS, 1, 1, {0}, BSON_TYPE_BOOL, NULL, convert_op},
+    {"$toDouble", NULL, OPP_ARGS, 1, 1, {0}, BSON_TYPE_DOUBLE, NULL, convert_op},
+    {"$toInt", NULL, OPP_ARGS, 1, 1, {0}, BSON_TYPE_INT32, NULL, convert_op},
+    {"$toLong", NULL, OPP_ARGS, 1, 1, {0}, BSON_TYPE_INT64, NULL, convert_op},
+    {"$toString", NULL, OPP_ARGS, 1, 1, {0}, BSON_TYPE_UTF8, NULL, convert_op},
+    {"$type", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, op_type},
     {NULL, NULL, OPP_ARGS, 0, 0, {0}, 0, NULL},
 };
