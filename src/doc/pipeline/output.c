@@ -155,34 +155,24 @@ static bool parse_merge_let(output_stage_t *o, const bson_iter_t *let_it, dberr_
     return true;
 }
 
-static const char *when_matched_name(pipeline_when_matched_t m)
-{
-    switch (m) {
-    case PIPELINE_WHEN_MATCHED_MERGE:
-        return "merge";
-    case PIPELINE_WHEN_MATCHED_REPLACE:
-        return "replace";
-    case PIPELINE_WHEN_MATCHED_KEEP_EXISTING:
-        return "keepExisting";
-    case PIPELINE_WHEN_MATCHED_FAIL:
-        return "fail";
-    case PIPELINE_WHEN_MATCHED_PIPELINE:
-        return "pipeline";
-    }
-    return "?";
-}
+/* The names of the whenMatched and whenNotMatched modes, by enum value. */
+static const char *const when_matched_names[] = {"merge", "replace",  "keepExisting",
+                                                 "fail",  "pipeline", NULL};
+static const char *const when_not_matched_names[] = {"insert", "discard", "fail", NULL};
 
-static const char *when_not_matched_name(pipeline_when_not_matched_t m)
+/* The mode named `v` among `names` (the last, "pipeline", only by form);
+ * BadValue naming `field` otherwise. */
+static bool parse_mode(const char *const *names, size_t nnames, const char *v, const char *field,
+                       int *out, dberr_t *err)
 {
-    switch (m) {
-    case PIPELINE_WHEN_NOT_MATCHED_INSERT:
-        return "insert";
-    case PIPELINE_WHEN_NOT_MATCHED_DISCARD:
-        return "discard";
-    case PIPELINE_WHEN_NOT_MATCHED_FAIL:
-        return "fail";
+    for (size_t i = 0; i < nnames; i++) {
+        if (strcmp(names[i], v) == 0) {
+            *out = (int)i;
+            return true;
+        }
     }
-    return "?";
+    return dberr_set(err, DBERR_BAD_VALUE,
+                     "Enumeration value '%s' for field '%s' is not a valid value.", v, field);
 }
 
 /* $merge: "coll" or {into, on, whenMatched, whenNotMatched, let}. */
@@ -257,20 +247,11 @@ static bool parse_merge(output_stage_t *o, bson_iter_t *it, dberr_t *err)
                 o->pub.when_matched = PIPELINE_WHEN_MATCHED_PIPELINE;
                 wm_pipeline = f;
             } else if (BSON_ITER_HOLDS_UTF8(&f)) {
-                const char *v = bson_iter_utf8(&f, NULL);
-                if (strcmp(v, "merge") == 0)
-                    o->pub.when_matched = PIPELINE_WHEN_MATCHED_MERGE;
-                else if (strcmp(v, "replace") == 0)
-                    o->pub.when_matched = PIPELINE_WHEN_MATCHED_REPLACE;
-                else if (strcmp(v, "keepExisting") == 0)
-                    o->pub.when_matched = PIPELINE_WHEN_MATCHED_KEEP_EXISTING;
-                else if (strcmp(v, "fail") == 0)
-                    o->pub.when_matched = PIPELINE_WHEN_MATCHED_FAIL;
-                else
-                    return dberr_set(err, DBERR_BAD_VALUE,
-                                     "Enumeration value '%s' for field "
-                                     "'whenMatched' is not a valid value.",
-                                     v);
+                int m = 0;
+                if (!parse_mode(when_matched_names, 4, bson_iter_utf8(&f, NULL), "whenMatched", &m,
+                                err))
+                    return false;
+                o->pub.when_matched = (pipeline_when_matched_t)m;
             } else {
                 return dberr_set(err, 51191,
                                  "$merge 'whenMatched' field  must be either a string "
@@ -284,18 +265,11 @@ static bool parse_merge(output_stage_t *o, bson_iter_t *it, dberr_t *err)
                                  "the wrong type '%s', expected type "
                                  "'string'",
                                  shellfmt_type_name(bson_iter_type(&f)));
-            const char *v = bson_iter_utf8(&f, NULL);
-            if (strcmp(v, "insert") == 0)
-                o->pub.when_not_matched = PIPELINE_WHEN_NOT_MATCHED_INSERT;
-            else if (strcmp(v, "discard") == 0)
-                o->pub.when_not_matched = PIPELINE_WHEN_NOT_MATCHED_DISCARD;
-            else if (strcmp(v, "fail") == 0)
-                o->pub.when_not_matched = PIPELINE_WHEN_NOT_MATCHED_FAIL;
-            else
-                return dberr_set(err, DBERR_BAD_VALUE,
-                                 "Enumeration value '%s' for field "
-                                 "'whenNotMatched' is not a valid value.",
-                                 v);
+            int m = 0;
+            if (!parse_mode(when_not_matched_names, 3, bson_iter_utf8(&f, NULL), "whenNotMatched",
+                            &m, err))
+                return false;
+            o->pub.when_not_matched = (pipeline_when_not_matched_t)m;
         } else if (strcmp(k, "let") == 0) {
             if (!BSON_ITER_HOLDS_DOCUMENT(&f))
                 return dberr_set(err, DBERR_TYPE_MISMATCH,
@@ -319,11 +293,11 @@ static bool parse_merge(output_stage_t *o, bson_iter_t *it, dberr_t *err)
         return dberr_set(err, 51189,
                          "Combination of $merge modes 'whenMatched: %s' and "
                          "'whenNotMatched: %s' is not supported",
-                         when_matched_name(wm), when_not_matched_name(wnm));
+                         when_matched_names[wm], when_not_matched_names[wnm]);
     if (wm != PIPELINE_WHEN_MATCHED_PIPELINE) {
         if (have_let)
             return dberr_set(err, 51199, "Cannot use 'let' variables with 'whenMatched: %s' mode",
-                             when_matched_name(wm));
+                             when_matched_names[wm]);
         return true;
     }
     if (!parse_merge_let(o, have_let ? &let_it : NULL, err))

@@ -319,6 +319,19 @@ static void set_path(const bson_t *doc, char *const *path, size_t n, const bson_
         append_nested(out, path, n, v);
 }
 
+/* Pushes `d` (stolen) to `out`, with includeArrayIndex set to `iv` first
+ * when the stage asks for it. */
+static void push_with_index(const stage_t *s, bson_t *d, const bson_value_t *iv, doclist_t *out)
+{
+    if (s->u.unwind.index_path) {
+        bson_t *d2 = bson_new();
+        set_path(d, s->u.unwind.index_path, s->u.unwind.nindex, iv, d2);
+        bson_destroy(d);
+        d = d2;
+    }
+    doclist_push(out, d);
+}
+
 static bool unwind_run(const stage_t *s, const expr_ctx_t *ctx, doclist_t *in, doclist_t *out,
                        dberr_t *err)
 {
@@ -338,27 +351,14 @@ static bool unwind_run(const stage_t *s, const expr_ctx_t *ctx, doclist_t *in, d
             while (bson_iter_next(&el)) {
                 bson_t *d = bson_new();
                 set_path(doc, s->u.unwind.path, s->u.unwind.npath, bson_iter_value(&el), d);
-                if (s->u.unwind.index_path) {
-                    bson_value_t iv = {.value_type = BSON_TYPE_INT64};
-                    iv.value.v_int64 = idx;
-                    bson_t *d2 = bson_new();
-                    set_path(d, s->u.unwind.index_path, s->u.unwind.nindex, &iv, d2);
-                    bson_destroy(d);
-                    d = d2;
-                }
-                doclist_push(out, d);
-                idx++;
+                bson_value_t iv = {.value_type = BSON_TYPE_INT64};
+                iv.value.v_int64 = idx++;
+                push_with_index(s, d, &iv, out);
             }
             if (idx == 0 && s->u.unwind.preserve) {
                 bson_t *d = bson_new();
                 set_path(doc, s->u.unwind.path, s->u.unwind.npath, NULL, d);
-                if (s->u.unwind.index_path) {
-                    bson_t *d2 = bson_new();
-                    set_path(d, s->u.unwind.index_path, s->u.unwind.nindex, &nullv, d2);
-                    bson_destroy(d);
-                    d = d2;
-                }
-                doclist_push(out, d);
+                push_with_index(s, d, &nullv, out);
             }
             bson_value_destroy(&arr);
             continue;
@@ -367,14 +367,7 @@ static bool unwind_run(const stage_t *s, const expr_ctx_t *ctx, doclist_t *in, d
         if (nullish && !s->u.unwind.preserve)
             continue;
         /* a non-array value is unwound as itself; index null */
-        bson_t *d = bson_copy(doc);
-        if (s->u.unwind.index_path) {
-            bson_t *d2 = bson_new();
-            set_path(d, s->u.unwind.index_path, s->u.unwind.nindex, &nullv, d2);
-            bson_destroy(d);
-            d = d2;
-        }
-        doclist_push(out, d);
+        push_with_index(s, bson_copy(doc), &nullv, out);
     }
     (void)err;
     return true;
