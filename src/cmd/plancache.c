@@ -23,11 +23,14 @@ typedef struct plancache_entry {
 typedef struct plancache_table {
     plancache_entry_t *entries;
     void (*destroy)(void *);
+    plancache_entry_t *taken; /* the entry of the last take, for its put */
 } plancache_table_t;
 
 static void plancache_entry_free(plancache_table_t *t, plancache_entry_t *e)
 {
     HASH_DEL(t->entries, e);
+    if (t->taken == e)
+        t->taken = NULL;
     if (e->obj)
         t->destroy(e->obj);
     bson_free(e->key);
@@ -45,6 +48,7 @@ static void *plancache_take(plancache_table_t *t, const uint8_t *key, uint32_t l
         return NULL;
     void *obj = e->obj;
     e->obj = NULL;
+    t->taken = e;
     return obj;
 }
 
@@ -55,7 +59,10 @@ static bool plancache_put(plancache_table_t *t, const uint8_t *key, uint32_t len
     plancache_entry_t *e;
     if (len > PLANCACHE_MAX_KEY)
         return false;
-    HASH_FIND(hh, t->entries, key, len, e);
+    e = t->taken;
+    if (!e || e->len != len || memcmp(e->key, key, len) != 0)
+        HASH_FIND(hh, t->entries, key, len, e);
+    t->taken = NULL;
     if (e) {
         if (e->obj)
             return false; /* another request already put the same one back */
@@ -83,8 +90,8 @@ static void plancache_destroy_updater(void *u)
     updater_destroy(u);
 }
 
-static plancache_table_t plancache_matchers = {NULL, plancache_destroy_matcher};
-static plancache_table_t plancache_updaters = {NULL, plancache_destroy_updater};
+static plancache_table_t plancache_matchers = {NULL, plancache_destroy_matcher, NULL};
+static plancache_table_t plancache_updaters = {NULL, plancache_destroy_updater, NULL};
 
 matcher_t *plancache_take_matcher(const bson_t *filter)
 {

@@ -56,16 +56,6 @@ int compare_type_rank(bson_type_t type)
     }
 }
 
-bool compare_is_number(const bson_value_t *v)
-{
-    return num_is_number(v);
-}
-
-double compare_to_double(const bson_value_t *v)
-{
-    return num_to_double(v);
-}
-
 /* Bytewise, shorter first on a common prefix (strings may hold NULs). */
 static int compare_bytes(const void *a, size_t alen, const void *b, size_t blen)
 {

@@ -9,6 +9,8 @@
 #include <bson/bson.h>
 #include <stdbool.h>
 
+#include "doc/num.h"
+
 /* The rank of `type` in the cross-type order (numbers share one rank, as do
  * string and symbol; undefined ranks with null). */
 int compare_type_rank(bson_type_t type);
@@ -27,9 +29,15 @@ int compare_docs(const bson_t *a, const bson_t *b);
 bool compare_equal(const bson_value_t *a, const bson_value_t *b);
 
 /* True when `v` is a number (int32, int64, double, decimal128): num_is_number. */
-bool compare_is_number(const bson_value_t *v);
+static inline bool compare_is_number(const bson_value_t *v)
+{
+    return num_is_number(v);
+}
 
 /* `v` as a double (decimal128 approximated); 0 for non-numbers: num_to_double. */
-double compare_to_double(const bson_value_t *v);
+static inline double compare_to_double(const bson_value_t *v)
+{
+    return num_to_double(v);
+}
 
 #endif

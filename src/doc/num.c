@@ -182,15 +182,6 @@ long double num_to_ld(const bson_value_t *v)
     }
 }
 
-double num_to_double(const bson_value_t *v)
-{
-    if (v->value_type == BSON_TYPE_DOUBLE)
-        return v->value.v_double;
-    if (!num_is_number(v))
-        return 0;
-    return (double)num_to_ld(v);
-}
-
 int num_compare(const bson_value_t *a, const bson_value_t *b)
 {
     int64_t ia, ib;

@@ -64,7 +64,16 @@ long double num_to_ld(const bson_value_t *v);
 
 /* `v` as a double (decimal128 approximated through num_to_ld); 0 for
  * non-numbers. */
-double num_to_double(const bson_value_t *v);
+static inline double num_to_double(const bson_value_t *v)
+{
+    switch (v->value_type) {
+    case BSON_TYPE_DOUBLE: return v->value.v_double;
+    case BSON_TYPE_INT32: return v->value.v_int32;
+    case BSON_TYPE_INT64: return (double)v->value.v_int64;
+    case BSON_TYPE_DECIMAL128: return (double)num_to_ld(v);
+    default: return 0;
+    }
+}
 
 /* Orders two numbers by value (1 == 1L == 1.0 == Decimal128("1.00")); NaN
  * equals NaN and sorts below every other number. */
