@@ -56,7 +56,7 @@ static void test_a_torn_tail_is_told_from_damage(void)
     CHECK(walrec_decode(b.data, b.len, &r) == WALREC_BAD_CHECKSUM,
           "the lsn is covered by the checksum too");
     b.data[9] ^= 0x01;
-    buf_put_le32(b.data, WAL_MAX_RECORD + 1);
+    buf_put_le(b.data, 4, WAL_MAX_RECORD + 1);
     CHECK(walrec_decode(b.data, b.len, &r) == WALREC_BAD_LENGTH,
           "a length above the maximum is damage, not a torn write");
     buf_destroy(&b);
