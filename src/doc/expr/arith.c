@@ -95,28 +95,35 @@ static bool op_subtract(const expr_t *e, const bson_value_t *v, bson_value_t *ou
     return ok;
 }
 
+/* The two arguments of $divide/$mod: true with *done when `out` is already
+ * the answer (null for a nullish argument); false with `code` unless both
+ * are numbers. */
+static bool two_numbers(const expr_t *e, const bson_value_t *v, int code, bson_value_t *out,
+                        bool *done, dberr_t *err)
+{
+    *done = expr_is_nullish(&v[0]) || expr_is_nullish(&v[1]);
+    if (*done)
+        expr_val_null(out);
+    else if (!num_is_number(&v[0]) || !num_is_number(&v[1]))
+        return dberr_set(err, code, "%s only supports numeric types, not %s and %s", e->op->name,
+                         shellfmt_type_name(v[0].value_type), shellfmt_type_name(v[1].value_type));
+    return true;
+}
+
 static bool op_divide(const expr_t *e, const bson_value_t *v, bson_value_t *out, dberr_t *err)
 {
-    bool ok = true;
-    if (expr_is_nullish(&v[0]) || expr_is_nullish(&v[1])) {
-        expr_val_null(out);
-    } else if (!num_is_number(&v[0]) || !num_is_number(&v[1])) {
-        ok = dberr_set(err, 16609, "$divide only supports numeric types, not %s and %s",
-                       shellfmt_type_name(v[0].value_type), shellfmt_type_name(v[1].value_type));
-    } else if (!num_divide(&v[0], &v[1], out)) {
-        ok = dberr_set(err, 16608, "can't $divide by zero");
-    }
-    return ok;
+    bool done;
+    if (!two_numbers(e, v, 16609, out, &done, err))
+        return false;
+    return done || num_divide(&v[0], &v[1], out) || dberr_set(err, 16608, "can't $divide by zero");
 }
 
 static bool op_mod(const expr_t *e, const bson_value_t *v, bson_value_t *out, dberr_t *err)
 {
-    bool ok = true;
-    if (expr_is_nullish(&v[0]) || expr_is_nullish(&v[1])) {
-        expr_val_null(out);
-    } else if (!num_is_number(&v[0]) || !num_is_number(&v[1])) {
-        ok = dberr_set(err, 16611, "$mod only supports numeric types, not %s and %s",
-                       shellfmt_type_name(v[0].value_type), shellfmt_type_name(v[1].value_type));
+    bool ok = true, done;
+    if (!two_numbers(e, v, 16611, out, &done, err)) {
+        ok = false;
+    } else if (done) {
     } else if (num_to_double(&v[1]) == 0.0) {
         ok = dberr_set(err, 16610, "can't $mod by 0");
     } else if (v[0].value_type == BSON_TYPE_DOUBLE || v[1].value_type == BSON_TYPE_DOUBLE ||

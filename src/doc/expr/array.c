@@ -68,11 +68,9 @@ static bool op_slice(const expr_t *e, const bson_value_t *v, bson_value_t *out, 
         expr_val_null(out);
         goto cleanup;
     }
-    if (v[0].value_type != BSON_TYPE_ARRAY) {
-        ok = dberr_set(err, 28724, "First argument to $slice must be an array, but is of type: %s",
-                       shellfmt_type_name(v[0].value_type));
-        goto cleanup;
-    }
+    if (!expr_check_type(&v[0], BSON_TYPE_ARRAY, 28724,
+                         "First argument to $slice must be an array, but is of type: %s", err))
+        return false;
     if (!expr_as_int32(&v[1], &a) || (e->nargs == 3 && !expr_as_int32(&v[2], &b))) {
         ok = dberr_set(err, 28725, "Second argument to $slice must be a numeric value");
         goto cleanup;
@@ -168,11 +166,9 @@ static bool op_indexofarray(const expr_t *e, const bson_value_t *v, bson_value_t
         expr_val_null(out);
         goto cleanup;
     }
-    if (v[0].value_type != BSON_TYPE_ARRAY) {
-        ok = dberr_set(err, 40090, "$indexOfArray requires an array as a first argument, found: %s",
-                       shellfmt_type_name(v[0].value_type));
-        goto cleanup;
-    }
+    if (!expr_check_type(&v[0], BSON_TYPE_ARRAY, 40090,
+                         "$indexOfArray requires an array as a first argument, found: %s", err))
+        return false;
     if ((e->nargs > 2 && (!expr_as_int32(&v[2], &start) || start < 0)) ||
         (e->nargs > 3 && (!expr_as_int32(&v[3], &end) || end < 0))) {
         ok = dberr_set(err, 40097, "$indexOfArray requires a non-negative integral index");

@@ -8,6 +8,7 @@
 #include <bson/bson.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "doc/expr.h"
 #include "doc/num.h"
@@ -94,11 +95,21 @@ extern const expr_op_t expr_var_ops[];    /* $let, $literal */
 
 void expr_val_null(bson_value_t *out);
 void expr_val_missing(bson_value_t *out);
-void expr_val_bool(bson_value_t *out, bool b);
-void expr_val_int32(bson_value_t *out, int32_t i);
-void expr_val_int64(bson_value_t *out, int64_t i);
-void expr_val_double(bson_value_t *out, double d);
-void expr_val_date(bson_value_t *out, int64_t ms);
+
+/* expr_val_bool(out, b) and friends: `out` set to one scalar value. */
+#define EXPR_VAL_SETTER(fn, ctype, btype, member)                                                  \
+    static inline void fn(bson_value_t *out, ctype x)                                              \
+    {                                                                                              \
+        memset(out, 0, sizeof *out);                                                               \
+        out->value_type = btype;                                                                   \
+        out->value.member = x;                                                                     \
+    }
+EXPR_VAL_SETTER(expr_val_bool, bool, BSON_TYPE_BOOL, v_bool)
+EXPR_VAL_SETTER(expr_val_int32, int32_t, BSON_TYPE_INT32, v_int32)
+EXPR_VAL_SETTER(expr_val_int64, int64_t, BSON_TYPE_INT64, v_int64)
+EXPR_VAL_SETTER(expr_val_double, double, BSON_TYPE_DOUBLE, v_double)
+EXPR_VAL_SETTER(expr_val_date, int64_t, BSON_TYPE_DATE_TIME, v_datetime)
+
 /* A copy of the `len` bytes at `s` as a string value. */
 void expr_val_string(bson_value_t *out, const char *s, size_t len);
 /* Frees an owned value (missing needs nothing) and leaves it missing. */
@@ -110,6 +121,10 @@ void expr_bson_of(const bson_value_t *v, bson_t *b);
 /* Aggregation comparison: like compare_values, except that missing and
  * undefined sort below null (so {$eq: ["$nope", null]} is false). */
 int expr_agg_compare(const bson_value_t *a, const bson_value_t *b);
+/* True when `v` has type `want`; otherwise false with `code` and `fmt`
+ * (one %s: the name mongod gives the type `v` has). */
+bool expr_check_type(const bson_value_t *v, bson_type_t want, int code, const char *fmt,
+                     dberr_t *err);
 /* A number that is a whole 32-bit integer. */
 bool expr_as_int32(const bson_value_t *v, int32_t *out);
 /* Binds `name` to `v` on top of `base` into `vars` (initialised here). */

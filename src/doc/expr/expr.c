@@ -12,6 +12,7 @@
 
 #include "doc/compare.h"
 #include "doc/path.h"
+#include "util/shellfmt.h"
 #include "util/table.h"
 
 /* ------------------------------------------------------------------ values */
@@ -26,41 +27,6 @@ void expr_val_missing(bson_value_t *out)
 {
     memset(out, 0, sizeof *out);
     out->value_type = BSON_TYPE_EOD;
-}
-
-void expr_val_bool(bson_value_t *out, bool b)
-{
-    memset(out, 0, sizeof *out);
-    out->value_type = BSON_TYPE_BOOL;
-    out->value.v_bool = b;
-}
-
-void expr_val_int32(bson_value_t *out, int32_t i)
-{
-    memset(out, 0, sizeof *out);
-    out->value_type = BSON_TYPE_INT32;
-    out->value.v_int32 = i;
-}
-
-void expr_val_int64(bson_value_t *out, int64_t i)
-{
-    memset(out, 0, sizeof *out);
-    out->value_type = BSON_TYPE_INT64;
-    out->value.v_int64 = i;
-}
-
-void expr_val_double(bson_value_t *out, double d)
-{
-    memset(out, 0, sizeof *out);
-    out->value_type = BSON_TYPE_DOUBLE;
-    out->value.v_double = d;
-}
-
-void expr_val_date(bson_value_t *out, int64_t ms)
-{
-    memset(out, 0, sizeof *out);
-    out->value_type = BSON_TYPE_DATE_TIME;
-    out->value.v_datetime = ms;
 }
 
 void expr_val_string(bson_value_t *out, const char *s, size_t len)
@@ -803,4 +769,12 @@ void expr_bind_var(bson_t *vars, const bson_t *base, const char *name, const bso
     if (base)
         bson_copy_to_excluding_noinit(base, vars, name, NULL);
     bson_append_value(vars, name, -1, v);
+}
+
+bool expr_check_type(const bson_value_t *v, bson_type_t want, int code, const char *fmt,
+                     dberr_t *err)
+{
+    if (v->value_type == want)
+        return true;
+    return dberr_set(err, code, fmt, shellfmt_type_name(v->value_type));
 }

@@ -58,10 +58,9 @@ static bool op_objecttoarray(const expr_t *e, const bson_value_t *v, bson_value_
         expr_val_null(out);
         return true;
     }
-    if (v->value_type != BSON_TYPE_DOCUMENT) {
-        const char *tn = shellfmt_type_name(v->value_type);
-        return dberr_set(err, 40390, "$objectToArray requires a document input, found: %s", tn);
-    }
+    if (!expr_check_type(v, BSON_TYPE_DOCUMENT, 40390,
+                         "$objectToArray requires a document input, found: %s", err))
+        return false;
     bson_t b, arr;
     bson_iter_t it;
     uint32_t idx = 0;
@@ -90,10 +89,9 @@ static bool op_arraytoobject(const expr_t *e, const bson_value_t *v, bson_value_
         expr_val_null(out);
         return true;
     }
-    if (v->value_type != BSON_TYPE_ARRAY) {
-        const char *tn = shellfmt_type_name(v->value_type);
-        return dberr_set(err, 40386, "$arrayToObject requires an array input, found: %s", tn);
-    }
+    if (!expr_check_type(v, BSON_TYPE_ARRAY, 40386,
+                         "$arrayToObject requires an array input, found: %s", err))
+        return false;
     bson_t b, doc;
     bson_iter_t it;
     expr_bson_of(v, &b);

@@ -234,18 +234,15 @@ static bool op_split(const expr_t *e, const bson_value_t *v, bson_value_t *out, 
         expr_val_null(out);
         goto cleanup;
     }
-    if (v[0].value_type != BSON_TYPE_UTF8) {
-        ok = dberr_set(err, 40085,
-                       "$split requires an expression that evaluates to a string as a first "
-                       "argument, found: %s",
-                       shellfmt_type_name(v[0].value_type));
-        goto cleanup;
-    }
-    if (v[1].value_type != BSON_TYPE_UTF8) {
-        ok = dberr_set(err, 40086,
-                       "$split requires an expression that evaluates to a string as a second "
-                       "argument, found: %s",
-                       shellfmt_type_name(v[1].value_type));
+    if (!expr_check_type(&v[0], BSON_TYPE_UTF8, 40085,
+                         "$split requires an expression that evaluates to a string as a first "
+                         "argument, found: %s",
+                         err) ||
+        !expr_check_type(&v[1], BSON_TYPE_UTF8, 40086,
+                         "$split requires an expression that evaluates to a string as a second "
+                         "argument, found: %s",
+                         err)) {
+        ok = false;
         goto cleanup;
     }
     if (v[1].value.v_utf8.len == 0) {
