@@ -94,24 +94,9 @@ static bool dec_is_zero(bson_decimal128_t d)
 void num_to_value(const num_t *n, bson_value_t *out)
 {
     memset(out, 0, sizeof *out);
-    out->value_type = n->type;
-    switch (n->type) {
-    case BSON_TYPE_INT32:
-        out->value.v_int32 = n->v.i32;
-        break;
-    case BSON_TYPE_INT64:
-        out->value.v_int64 = n->v.i64;
-        break;
-    case BSON_TYPE_DOUBLE:
-        out->value.v_double = n->v.d;
-        break;
-    case BSON_TYPE_DECIMAL128:
-        out->value.v_decimal128 = n->v.dec;
-        break;
-    default:
-        out->value_type = BSON_TYPE_NULL;
-        break;
-    }
+    out->value_type = n->type == BSON_TYPE_EOD ? BSON_TYPE_NULL : n->type;
+    if (n->type != BSON_TYPE_EOD)
+        memcpy(&out->value, &n->v, sizeof n->v);
 }
 
 static void value_decimal(bson_value_t *out, bson_decimal128_t d)

@@ -9,6 +9,7 @@
 #include <bson/bson.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 /* A value of one of the four BSON number types. */
 typedef struct num {
@@ -32,24 +33,14 @@ static inline bool num_is_number(const bson_value_t *v)
 /* `v` as a num; type EOD (and false) when `v` is not a number. */
 static inline bool num_from_value(const bson_value_t *v, num_t *out)
 {
-    out->type = v->value_type;
-    switch (v->value_type) {
-    case BSON_TYPE_INT32:
-        out->v.i32 = v->value.v_int32;
-        return true;
-    case BSON_TYPE_INT64:
-        out->v.i64 = v->value.v_int64;
-        return true;
-    case BSON_TYPE_DOUBLE:
-        out->v.d = v->value.v_double;
-        return true;
-    case BSON_TYPE_DECIMAL128:
-        out->v.dec = v->value.v_decimal128;
-        return true;
-    default:
+    if (!num_is_number(v)) {
         out->type = BSON_TYPE_EOD;
         return false;
     }
+    /* the four number members share the start of both unions */
+    out->type = v->value_type;
+    memcpy(&out->v, &v->value, sizeof out->v);
+    return true;
 }
 
 /* `n` as a BSON value (null for a num of type EOD). */

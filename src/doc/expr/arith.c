@@ -9,14 +9,18 @@
 
 #include "util/shellfmt.h"
 
-static bool op_add(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+/* $add (aux 0: numbers, and at most one date the sum is added to) and
+ * $multiply (aux 1): through the number model, null for a nullish operand. */
+static bool op_add_mul(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
 {
+    bool mul = e->op->aux;
     num_acc_t acc;
     bool have_date = false;
     int64_t date = 0;
-    num_acc_init(&acc, 0);
+    num_acc_init(&acc, mul ? 1 : 0);
     for (size_t i = 0; i < e->nargs; i++) {
         bson_value_t v;
+        bool ok = true;
         if (!expr_eval_node(e->args[i], ctx, &v, err))
             return false;
         if (expr_is_nullish(&v)) {
@@ -24,53 +28,27 @@ static bool op_add(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, db
             expr_val_null(out);
             return true;
         }
-        if (num_is_number(&v)) {
-            num_acc_add(&acc, &v);
-        } else if (v.value_type == BSON_TYPE_DATE_TIME) {
-            if (have_date) {
-                expr_val_free(&v);
-                return dberr_set(err, 16612, "only one date allowed in an $add expression");
-            }
-            have_date = true;
-            date = v.value.v_datetime;
-        } else {
-            const char *tn = shellfmt_type_name(v.value_type);
-            expr_val_free(&v);
-            return dberr_set(err, DBERR_LOCATION_16554,
-                             "$add only supports numeric or date types, not %s", tn);
-        }
+        if (num_is_number(&v))
+            (mul ? num_acc_mul : num_acc_add)(&acc, &v);
+        else if (!mul && v.value_type == BSON_TYPE_DATE_TIME && !have_date)
+            have_date = true, date = v.value.v_datetime;
+        else if (!mul && v.value_type == BSON_TYPE_DATE_TIME)
+            ok = dberr_set(err, 16612, "only one date allowed in an $add expression");
+        else if (mul)
+            ok = dberr_set(err, 16555, "$multiply only supports numeric types, not %s",
+                           shellfmt_type_name(v.value_type));
+        else
+            ok = dberr_set(err, DBERR_LOCATION_16554,
+                           "$add only supports numeric or date types, not %s",
+                           shellfmt_type_name(v.value_type));
         expr_val_free(&v);
+        if (!ok)
+            return false;
     }
-    if (have_date) {
+    if (have_date)
         expr_val_date(out, date + num_acc_millis(&acc));
-        return true;
-    }
-    num_acc_value(&acc, out);
-    return true;
-}
-
-static bool op_multiply(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
-{
-    num_acc_t acc;
-    num_acc_init(&acc, 1);
-    for (size_t i = 0; i < e->nargs; i++) {
-        bson_value_t v;
-        if (!expr_eval_node(e->args[i], ctx, &v, err))
-            return false;
-        if (expr_is_nullish(&v)) {
-            expr_val_free(&v);
-            expr_val_null(out);
-            return true;
-        }
-        if (!num_is_number(&v)) {
-            const char *tn = shellfmt_type_name(v.value_type);
-            expr_val_free(&v);
-            return dberr_set(err, 16555, "$multiply only supports numeric types, not %s", tn);
-        }
-        num_acc_mul(&acc, &v);
-        expr_val_free(&v);
-    }
-    num_acc_value(&acc, out);
+    else
+        num_acc_value(&acc, out);
     return true;
 }
 
@@ -400,7 +378,7 @@ static bool op_rand(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, d
 
 const expr_op_t expr_arith_ops[] = {
     {"$abs", op_abs, OPP_ARGS, 1, 1, {0}, 0, NULL},
-    {"$add", op_add, OPP_ARGS, 0, -1, {0}, 0, NULL},
+    {"$add", op_add_mul, OPP_ARGS, 0, -1, {0}, 0, NULL},
     {"$avg", op_sum_avg, OPP_ARGS, 0, -1, {0}, 1, NULL},
     {"$ceil", op_rounding, OPP_ARGS, 1, 1, {0}, 1, NULL},
     {"$divide", NULL, OPP_ARGS, 2, 2, {0}, 0, NULL, op_divide},
@@ -409,7 +387,7 @@ const expr_op_t expr_arith_ops[] = {
     {"$ln", math1, OPP_ARGS, 1, 1, {0}, 2, NULL},
     {"$log10", math1, OPP_ARGS, 1, 1, {0}, 3, NULL},
     {"$mod", NULL, OPP_ARGS, 2, 2, {0}, 0, NULL, op_mod},
-    {"$multiply", op_multiply, OPP_ARGS, 0, -1, {0}, 0, NULL},
+    {"$multiply", op_add_mul, OPP_ARGS, 0, -1, {0}, 1, NULL},
     {"$pow", NULL, OPP_ARGS, 2, 2, {0}, 0, NULL, op_pow},
     {"$rand", op_rand, OPP_NOARGS, 0, 0, {0}, 0, NULL},
     {"$round", NULL, OPP_ARGS, 1, 2, {0}, 1, NULL, round_trunc},
