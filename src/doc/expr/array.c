@@ -197,39 +197,35 @@ static bool op_isarray(const expr_t *e, const bson_value_t *v, bson_value_t *out
     return true;
 }
 
+/* One $concatArrays input appended to `acc` (a null input makes the
+ * result null; *is_null in `st`). */
+static bool concat_one(const expr_t *e, size_t i, const bson_value_t *v, bson_t *acc, void *st,
+                       dberr_t *err)
+{
+    bool *is_null = st;
+    if (expr_is_nullish(v)) {
+        *is_null = true;
+        return true;
+    }
+    if (!expr_check_type(v, BSON_TYPE_ARRAY, 28664, "$concatArrays only supports arrays, not %s",
+                         err))
+        return false;
+    bson_t b;
+    bson_iter_t it;
+    uint32_t idx = bson_count_keys(acc);
+    expr_bson_of(v, &b);
+    if (!*is_null && bson_iter_init(&it, &b))
+        while (bson_iter_next(&it))
+            expr_array_append(acc, &idx, bson_iter_value(&it));
+    return true;
+}
+
 static bool op_concatarrays(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
 {
     bson_t arr;
-    uint32_t idx = 0;
     bool is_null = false;
-    bson_init(&arr);
-    for (size_t i = 0; i < e->nargs; i++) {
-        bson_value_t v;
-        if (!expr_eval_node(e->args[i], ctx, &v, err)) {
-            bson_destroy(&arr);
-            return false;
-        }
-        if (expr_is_nullish(&v)) {
-            is_null = true;
-        } else if (v.value_type != BSON_TYPE_ARRAY) {
-            const char *tn = shellfmt_type_name(v.value_type);
-            expr_val_free(&v);
-            bson_destroy(&arr);
-            return dberr_set(err, 28664, "$concatArrays only supports arrays, not %s", tn);
-        } else if (!is_null) {
-            bson_t b;
-            bson_iter_t it;
-            expr_bson_of(&v, &b);
-            if (bson_iter_init(&it, &b))
-                while (bson_iter_next(&it)) {
-                    char key[16];
-                    const char *k;
-                    bson_uint32_to_string(idx++, &k, key, sizeof key);
-                    bson_append_value(&arr, k, -1, bson_iter_value(&it));
-                }
-        }
-        expr_val_free(&v);
-    }
+    if (!expr_fold_args(e, ctx, concat_one, &is_null, &arr, err))
+        return false;
     if (is_null) {
         bson_destroy(&arr);
         expr_val_null(out);

@@ -145,6 +145,15 @@ void expr_free_args(bson_value_t *vals, size_t n);
 bool expr_eval_arg(const expr_t *e, size_t i, const expr_ctx_t *ctx, bson_value_t *out,
                    dberr_t *err);
 
+/* Folds argument `i`'s value `v` into `acc` (false with `err` to fail). */
+typedef bool (*expr_fold_fn)(const expr_t *e, size_t i, const bson_value_t *v, bson_t *acc,
+                             void *st, dberr_t *err);
+
+/* Evaluates the arguments of `e` in order, folding each into `acc`
+ * (initialised here); on failure `acc` is destroyed and false returned. */
+bool expr_fold_args(const expr_t *e, const expr_ctx_t *ctx, expr_fold_fn fn, void *st, bson_t *acc,
+                    dberr_t *err);
+
 /* Called for each operand of $min/$max/$sum/$avg. */
 typedef void (*operand_fn)(const bson_value_t *v, void *st);
 

@@ -189,20 +189,37 @@ static bool eval_path(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out,
     return dberr_set(err, 17276, "Use of undefined variable: %s", e->var);
 }
 
+bool expr_fold_args(const expr_t *e, const expr_ctx_t *ctx, expr_fold_fn fn, void *st, bson_t *acc,
+                    dberr_t *err)
+{
+    bson_init(acc);
+    for (size_t i = 0; i < e->nargs; i++) {
+        bson_value_t v;
+        bool ok = expr_eval_node(e->args[i], ctx, &v, err);
+        ok = ok && fn(e, i, &v, acc, st, err);
+        expr_val_free(&v);
+        if (!ok) {
+            bson_destroy(acc);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* A document of expressions: each field that is not missing. */
+static bool doc_field(const expr_t *e, size_t i, const bson_value_t *v, bson_t *acc, void *st,
+                      dberr_t *err)
+{
+    if (v->value_type != BSON_TYPE_EOD)
+        bson_append_value(acc, e->names[i], -1, v);
+    return true;
+}
+
 static bool eval_doc(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
 {
     bson_t b;
-    bson_init(&b);
-    for (size_t i = 0; i < e->nargs; i++) {
-        bson_value_t v;
-        if (!expr_eval_node(e->args[i], ctx, &v, err)) {
-            bson_destroy(&b);
-            return false;
-        }
-        if (v.value_type != BSON_TYPE_EOD)
-            bson_append_value(&b, e->names[i], -1, &v);
-        expr_val_free(&v);
-    }
+    if (!expr_fold_args(e, ctx, doc_field, NULL, &b, err))
+        return false;
     expr_value_take_bson(out, &b, BSON_TYPE_DOCUMENT);
     return true;
 }

@@ -7,46 +7,42 @@
 
 #include "util/shellfmt.h"
 
+/* One $mergeObjects input merged into `acc`: its fields replace acc's in
+ * place, new ones are appended; null inputs are skipped. */
+static bool merge_one(const expr_t *e, size_t i, const bson_value_t *v, bson_t *acc, void *st,
+                      dberr_t *err)
+{
+    if (expr_is_nullish(v))
+        return true;
+    if (!expr_check_type(v, BSON_TYPE_DOCUMENT, 40400,
+                         "$mergeObjects requires object inputs, but input is of type %s", err))
+        return false;
+    bson_t b, merged;
+    bson_iter_t it;
+    expr_bson_of(v, &b);
+    bson_init(&merged);
+    if (bson_iter_init(&it, acc))
+        while (bson_iter_next(&it)) {
+            bson_iter_t f;
+            if (bson_iter_init_find(&f, &b, bson_iter_key(&it)))
+                bson_append_value(&merged, bson_iter_key(&it), -1, bson_iter_value(&f));
+            else
+                bson_append_value(&merged, bson_iter_key(&it), -1, bson_iter_value(&it));
+        }
+    if (bson_iter_init(&it, &b))
+        while (bson_iter_next(&it))
+            if (!bson_has_field(acc, bson_iter_key(&it)))
+                bson_append_value(&merged, bson_iter_key(&it), -1, bson_iter_value(&it));
+    bson_destroy(acc);
+    bson_steal(acc, &merged);
+    return true;
+}
+
 static bool op_mergeobjects(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
 {
     bson_t acc;
-    bson_init(&acc);
-    for (size_t i = 0; i < e->nargs; i++) {
-        bson_value_t v;
-        if (!expr_eval_node(e->args[i], ctx, &v, err)) {
-            bson_destroy(&acc);
-            return false;
-        }
-        if (expr_is_nullish(&v))
-            continue;
-        if (v.value_type != BSON_TYPE_DOCUMENT) {
-            const char *tn = shellfmt_type_name(v.value_type);
-            expr_val_free(&v);
-            bson_destroy(&acc);
-            return dberr_set(err, 40400,
-                             "$mergeObjects requires object inputs, but input is of type %s", tn);
-        }
-        bson_t b, merged;
-        bson_iter_t it;
-        expr_bson_of(&v, &b);
-        bson_init(&merged);
-        /* keep acc's field order, replacing values, then append new fields */
-        if (bson_iter_init(&it, &acc))
-            while (bson_iter_next(&it)) {
-                bson_iter_t f;
-                if (bson_iter_init_find(&f, &b, bson_iter_key(&it)))
-                    bson_append_value(&merged, bson_iter_key(&it), -1, bson_iter_value(&f));
-                else
-                    bson_append_value(&merged, bson_iter_key(&it), -1, bson_iter_value(&it));
-            }
-        if (bson_iter_init(&it, &b))
-            while (bson_iter_next(&it))
-                if (!bson_has_field(&acc, bson_iter_key(&it)))
-                    bson_append_value(&merged, bson_iter_key(&it), -1, bson_iter_value(&it));
-        bson_destroy(&acc);
-        bson_steal(&acc, &merged);
-        expr_val_free(&v);
-    }
+    if (!expr_fold_args(e, ctx, merge_one, NULL, &acc, err))
+        return false;
     expr_value_take_bson(out, &acc, BSON_TYPE_DOCUMENT);
     return true;
 }
