@@ -121,67 +121,58 @@ static bool op_mod(const expr_t *e, const bson_value_t *v, bson_value_t *out, db
 
 /* Evaluates the single numeric argument of $abs/$ceil/$floor etc.; *done is
  * set when `out` already holds the answer (null). */
-static bool one_number(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *v, bool *done,
-                       bson_value_t *out, dberr_t *err)
+/* The one argument of $abs $ceil $floor $sqrt $exp $ln $log10: 0 when
+ * `out` is already the answer (null for a nullish argument), -1 with
+ * Location28765 when it is not a number, 1 to go on. */
+static int one_number(const expr_t *e, const bson_value_t *v, bson_value_t *out, dberr_t *err)
 {
-    *done = false;
-    if (!expr_eval_arg(e, 0, ctx, v, err))
-        return false;
     if (expr_is_nullish(v)) {
-        expr_val_free(v);
         expr_val_null(out);
-        *done = true;
-        return true;
+        return 0;
     }
     if (!num_is_number(v)) {
-        const char *tn = shellfmt_type_name(v->value_type);
-        expr_val_free(v);
-        return dberr_set(err, 28765, "%s only supports numeric types, not %s", e->op->name, tn);
+        dberr_set(err, 28765, "%s only supports numeric types, not %s", e->op->name,
+                  shellfmt_type_name(v->value_type));
+        return -1;
     }
-    return true;
+    return 1;
 }
 
-static bool op_abs(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+static bool op_abs(const expr_t *e, const bson_value_t *v, bson_value_t *out, dberr_t *err)
 {
-    bson_value_t v;
-    bool done;
-    if (!one_number(e, ctx, &v, &done, out, err))
-        return false;
-    if (done)
-        return true;
-    switch (v.value_type) {
+    int go = one_number(e, v, out, err);
+    if (go <= 0)
+        return go == 0;
+    switch (v->value_type) {
     case BSON_TYPE_INT32:
-        if (v.value.v_int32 == INT32_MIN)
+        if (v->value.v_int32 == INT32_MIN)
             expr_val_int64(out, -(int64_t)INT32_MIN);
         else
-            expr_val_int32(out, v.value.v_int32 < 0 ? -v.value.v_int32 : v.value.v_int32);
+            expr_val_int32(out, v->value.v_int32 < 0 ? -v->value.v_int32 : v->value.v_int32);
         break;
     case BSON_TYPE_INT64:
-        if (v.value.v_int64 == INT64_MIN)
+        if (v->value.v_int64 == INT64_MIN)
             return dberr_set(err, 28680, "can't take $abs of long long min");
-        expr_val_int64(out, v.value.v_int64 < 0 ? -v.value.v_int64 : v.value.v_int64);
+        expr_val_int64(out, v->value.v_int64 < 0 ? -v->value.v_int64 : v->value.v_int64);
         break;
     default:
-        expr_val_double(out, fabs(num_to_double(&v)));
+        expr_val_double(out, fabs(num_to_double(v)));
         break;
     }
     return true;
 }
 
 /* $ceil (aux 1) and $floor. */
-static bool op_rounding(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+static bool op_rounding(const expr_t *e, const bson_value_t *v, bson_value_t *out, dberr_t *err)
 {
     double (*fn)(double) = e->op->aux ? ceil : floor;
-    bson_value_t v;
-    bool done;
-    if (!one_number(e, ctx, &v, &done, out, err))
-        return false;
-    if (done)
-        return true;
-    if (v.value_type == BSON_TYPE_INT32 || v.value_type == BSON_TYPE_INT64)
-        *out = v;
+    int go = one_number(e, v, out, err);
+    if (go <= 0)
+        return go == 0;
+    if (v->value_type == BSON_TYPE_INT32 || v->value_type == BSON_TYPE_INT64)
+        bson_value_copy(v, out);
     else
-        expr_val_double(out, fn(num_to_double(&v)));
+        expr_val_double(out, fn(num_to_double(v)));
     return true;
 }
 
@@ -268,18 +259,14 @@ static const struct {
 } math1_fns[] = {
     {sqrt, true, false}, {exp, false, false}, {log, false, true}, {log10, false, true}};
 
-static bool math1(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+static bool math1(const expr_t *e, const bson_value_t *v, bson_value_t *out, dberr_t *err)
 {
     double (*fn)(double) = math1_fns[e->op->aux].fn;
     bool need_nonneg = math1_fns[e->op->aux].need_nonneg, need_pos = math1_fns[e->op->aux].need_pos;
-    bson_value_t v;
-    bool done;
-    if (!one_number(e, ctx, &v, &done, out, err))
-        return false;
-    if (done)
-        return true;
-    double x = num_to_double(&v);
-    expr_val_free(&v);
+    int go = one_number(e, v, out, err);
+    if (go <= 0)
+        return go == 0;
+    double x = num_to_double(v);
     if (need_nonneg && x < 0)
         return dberr_set(err, 28714, "%s's argument must be greater than or equal to 0",
                          e->op->name);
@@ -377,21 +364,21 @@ static bool op_rand(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, d
 }
 
 const expr_op_t expr_arith_ops[] = {
-    {"$abs", op_abs, OPP_ARGS, 1, 1, {0}, 0, NULL},
+    {"$abs", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, op_abs},
     {"$add", op_add_mul, OPP_ARGS, 0, -1, {0}, 0, NULL},
     {"$avg", op_sum_avg, OPP_ARGS, 0, -1, {0}, 1, NULL},
-    {"$ceil", op_rounding, OPP_ARGS, 1, 1, {0}, 1, NULL},
+    {"$ceil", NULL, OPP_ARGS, 1, 1, {0}, 1, NULL, op_rounding},
     {"$divide", NULL, OPP_ARGS, 2, 2, {0}, 0, NULL, op_divide},
-    {"$exp", math1, OPP_ARGS, 1, 1, {0}, 1, NULL},
-    {"$floor", op_rounding, OPP_ARGS, 1, 1, {0}, 0, NULL},
-    {"$ln", math1, OPP_ARGS, 1, 1, {0}, 2, NULL},
-    {"$log10", math1, OPP_ARGS, 1, 1, {0}, 3, NULL},
+    {"$exp", NULL, OPP_ARGS, 1, 1, {0}, 1, NULL, math1},
+    {"$floor", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, op_rounding},
+    {"$ln", NULL, OPP_ARGS, 1, 1, {0}, 2, NULL, math1},
+    {"$log10", NULL, OPP_ARGS, 1, 1, {0}, 3, NULL, math1},
     {"$mod", NULL, OPP_ARGS, 2, 2, {0}, 0, NULL, op_mod},
     {"$multiply", op_add_mul, OPP_ARGS, 0, -1, {0}, 1, NULL},
     {"$pow", NULL, OPP_ARGS, 2, 2, {0}, 0, NULL, op_pow},
     {"$rand", op_rand, OPP_NOARGS, 0, 0, {0}, 0, NULL},
     {"$round", NULL, OPP_ARGS, 1, 2, {0}, 1, NULL, round_trunc},
-    {"$sqrt", math1, OPP_ARGS, 1, 1, {0}, 0, NULL},
+    {"$sqrt", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, math1},
     {"$subtract", NULL, OPP_ARGS, 2, 2, {0}, 0, NULL, op_subtract},
     {"$sum", op_sum_avg, OPP_ARGS, 0, -1, {0}, 0, NULL},
     {"$trunc", NULL, OPP_ARGS, 1, 2, {0}, 0, NULL, round_trunc},

@@ -237,15 +237,11 @@ static bool op_concatarrays(const expr_t *e, const expr_ctx_t *ctx, bson_value_t
 
 static bool op_reversearray(const expr_t *e, const bson_value_t *v, bson_value_t *out, dberr_t *err)
 {
-    if (expr_is_nullish(v)) {
-        expr_val_null(out);
-        return true;
-    }
-    if (v->value_type != BSON_TYPE_ARRAY) {
-        const char *tn = shellfmt_type_name(v->value_type);
-        return dberr_set(err, 34435,
-                         "The argument to $reverseArray must be an array, but was of type: %s", tn);
-    }
+    int go =
+        expr_unary(v, BSON_TYPE_ARRAY, 34435,
+                   "The argument to $reverseArray must be an array, but was of type: %s", out, err);
+    if (go <= 0)
+        return go == 0;
     bson_t b, arr;
     bson_iter_t it;
     size_t n = 0;

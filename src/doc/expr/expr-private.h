@@ -125,6 +125,11 @@ int expr_agg_compare(const bson_value_t *a, const bson_value_t *b);
  * (one %s: the name mongod gives the type `v` has). */
 bool expr_check_type(const bson_value_t *v, bson_type_t want, int code, const char *fmt,
                      dberr_t *err);
+/* The one argument `v` of an operator that answers null for a nullish
+ * argument and takes only `want`: 0 when `out` is already that null, -1
+ * with `code` and `fmt` (as expr_check_type) for another type, 1 to go on. */
+int expr_unary(const bson_value_t *v, bson_type_t want, int code, const char *fmt,
+               bson_value_t *out, dberr_t *err);
 /* A number that is a whole 32-bit integer. */
 bool expr_as_int32(const bson_value_t *v, int32_t *out);
 /* Binds `name` to `v` on top of `base` into `vars` (initialised here). */
@@ -153,6 +158,11 @@ typedef bool (*expr_fold_fn)(const expr_t *e, size_t i, const bson_value_t *v, b
  * (initialised here); on failure `acc` is destroyed and false returned. */
 bool expr_fold_args(const expr_t *e, const expr_ctx_t *ctx, expr_fold_fn fn, void *st, bson_t *acc,
                     dberr_t *err);
+
+/* expr_fold_args with no state, its result moved into `out` as a value of
+ * `type` (a document or an array). */
+bool expr_fold_into(const expr_t *e, const expr_ctx_t *ctx, expr_fold_fn fn, bson_type_t type,
+                    bson_value_t *out, dberr_t *err);
 
 /* Called for each operand of $min/$max/$sum/$avg. */
 typedef void (*operand_fn)(const bson_value_t *v, void *st);

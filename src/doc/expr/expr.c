@@ -215,13 +215,19 @@ static bool doc_field(const expr_t *e, size_t i, const bson_value_t *v, bson_t *
     return true;
 }
 
+bool expr_fold_into(const expr_t *e, const expr_ctx_t *ctx, expr_fold_fn fn, bson_type_t type,
+                    bson_value_t *out, dberr_t *err)
+{
+    bson_t acc;
+    if (!expr_fold_args(e, ctx, fn, NULL, &acc, err))
+        return false;
+    expr_value_take_bson(out, &acc, type);
+    return true;
+}
+
 static bool eval_doc(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
 {
-    bson_t b;
-    if (!expr_fold_args(e, ctx, doc_field, NULL, &b, err))
-        return false;
-    expr_value_take_bson(out, &b, BSON_TYPE_DOCUMENT);
-    return true;
+    return expr_fold_into(e, ctx, doc_field, BSON_TYPE_DOCUMENT, out, err);
 }
 
 static bool eval_array(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
@@ -794,4 +800,14 @@ bool expr_check_type(const bson_value_t *v, bson_type_t want, int code, const ch
     if (v->value_type == want)
         return true;
     return dberr_set(err, code, fmt, shellfmt_type_name(v->value_type));
+}
+
+int expr_unary(const bson_value_t *v, bson_type_t want, int code, const char *fmt,
+               bson_value_t *out, dberr_t *err)
+{
+    if (expr_is_nullish(v)) {
+        expr_val_null(out);
+        return 0;
+    }
+    return expr_check_type(v, want, code, fmt, err) ? 1 : -1;
 }

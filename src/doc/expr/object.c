@@ -40,23 +40,16 @@ static bool merge_one(const expr_t *e, size_t i, const bson_value_t *v, bson_t *
 
 static bool op_mergeobjects(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
 {
-    bson_t acc;
-    if (!expr_fold_args(e, ctx, merge_one, NULL, &acc, err))
-        return false;
-    expr_value_take_bson(out, &acc, BSON_TYPE_DOCUMENT);
-    return true;
+    return expr_fold_into(e, ctx, merge_one, BSON_TYPE_DOCUMENT, out, err);
 }
 
 static bool op_objecttoarray(const expr_t *e, const bson_value_t *v, bson_value_t *out,
                              dberr_t *err)
 {
-    if (expr_is_nullish(v)) {
-        expr_val_null(out);
-        return true;
-    }
-    if (!expr_check_type(v, BSON_TYPE_DOCUMENT, 40390,
-                         "$objectToArray requires a document input, found: %s", err))
-        return false;
+    int go = expr_unary(v, BSON_TYPE_DOCUMENT, 40390,
+                        "$objectToArray requires a document input, found: %s", out, err);
+    if (go <= 0)
+        return go == 0;
     bson_t b, arr;
     bson_iter_t it;
     uint32_t idx = 0;
@@ -81,13 +74,10 @@ static bool op_arraytoobject(const expr_t *e, const bson_value_t *v, bson_value_
                              dberr_t *err)
 {
     bool ok = true;
-    if (expr_is_nullish(v)) {
-        expr_val_null(out);
-        return true;
-    }
-    if (!expr_check_type(v, BSON_TYPE_ARRAY, 40386,
-                         "$arrayToObject requires an array input, found: %s", err))
-        return false;
+    int go = expr_unary(v, BSON_TYPE_ARRAY, 40386,
+                        "$arrayToObject requires an array input, found: %s", out, err);
+    if (go <= 0)
+        return go == 0;
     bson_t b, doc;
     bson_iter_t it;
     expr_bson_of(v, &b);

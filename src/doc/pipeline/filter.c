@@ -152,6 +152,11 @@ static bool count_parse(stage_t *s, bson_iter_t *it, const bson_t *let, dberr_t 
     return true;
 }
 
+static void count_free(stage_t *s)
+{
+    bson_free(s->u.count_field);
+}
+
 static bool count_run(const stage_t *s, const expr_ctx_t *ctx, doclist_t *in, doclist_t *out,
                       dberr_t *err)
 {
@@ -164,11 +169,6 @@ static bool count_run(const stage_t *s, const expr_ctx_t *ctx, doclist_t *in, do
         doclist_push(out, d);
     }
     return true;
-}
-
-static void count_free(stage_t *s)
-{
-    bson_free(s->u.count_field);
 }
 
 const stage_def_t pipeline_filter_stages[] = {

@@ -344,17 +344,17 @@ static bool merge_parse(stage_t *s, bson_iter_t *it, const bson_t *let, dberr_t 
     return parse_merge(s->u.output, it, err);
 }
 
+static void output_stage_free(stage_t *s)
+{
+    output_free(s->u.output);
+}
+
 /* Passes the documents through for the caller to write. */
 static bool output_run(const stage_t *s, const expr_ctx_t *ctx, doclist_t *in, doclist_t *out,
                        dberr_t *err)
 {
     pipeline_pass_all(in, out);
     return true;
-}
-
-static void output_stage_free(stage_t *s)
-{
-    output_free(s->u.output);
 }
 
 const stage_def_t pipeline_output_stages[] = {

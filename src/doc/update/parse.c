@@ -337,6 +337,17 @@ cleanup:
 
 /* ---- the updater ---- */
 
+void updater_destroy(updater_t *u)
+{
+    if (!u)
+        return;
+    unode_free(u->root);
+    bson_destroy(u->replacement);
+    pipeline_destroy(u->pipeline);
+    afilter_free_all(u);
+    bson_free(u);
+}
+
 updater_t *updater_new(const bson_iter_t *spec, const bson_t *array_filters, dberr_t *err)
 {
     return updater_new_let(spec, array_filters, NULL, err);
@@ -393,17 +404,6 @@ updater_t *updater_new_let(const bson_iter_t *spec, const bson_t *array_filters,
 fail:
     updater_destroy(u);
     return NULL;
-}
-
-void updater_destroy(updater_t *u)
-{
-    if (!u)
-        return;
-    unode_free(u->root);
-    bson_destroy(u->replacement);
-    pipeline_destroy(u->pipeline);
-    afilter_free_all(u);
-    bson_free(u);
 }
 
 updater_kind_t updater_kind(const updater_t *u)
