@@ -22,6 +22,27 @@ typedef struct cmd_field {
     bson_iter_t it;
 } cmd_field_t;
 
+/* The command's writeConcern (src/cmd/concern.c). */
+typedef struct cmd_write_concern {
+    bool given;        /* a non-empty writeConcern was sent */
+    bool w_given;
+    int w;             /* number of nodes; -1: `mode` names them */
+    char mode[64];     /* "majority" or a tag set's name */
+    bool majority;
+    bool j, fsync;
+    int64_t wtimeout;  /* ms; 0: none */
+} cmd_write_concern_t;
+
+/* The command's readConcern. */
+#include "store/clock.h"
+typedef struct cmd_read_concern {
+    bool given;
+    char level[16];    /* "" when not given */
+    bool has_after, has_at;
+    clock_ts_t after;  /* afterClusterTime */
+    clock_ts_t at;     /* atClusterTime */
+} cmd_read_concern_t;
+
 /* One request as a handler sees it. */
 typedef struct cmd_ctx {
     cmd_client_t *client;
@@ -35,6 +56,8 @@ typedef struct cmd_ctx {
     bool parked;          /* set by a handler that will answer later */
     bool close;           /* set by shutdown: close without a reply */
     bool wait_sync;       /* writeConcern asks for fdatasync (j: true, w: majority) */
+    cmd_write_concern_t wc; /* parsed writeConcern */
+    cmd_read_concern_t rc;  /* parsed readConcern */
     struct view *view;    /* what the command reads and writes through */
     struct session *session; /* the lsid's session, or NULL */
     int64_t txn_number;   /* txnNumber, or -1 */
@@ -54,6 +77,28 @@ typedef bool (*cmd_fn)(cmd_ctx_t *ctx, dberr_t *err);
 /* Borrows the document or array under `it` into `out` (no copy). False
  * when `it` holds neither. */
 bool cmd_iter_doc(const bson_iter_t *it, bson_t *out);
+
+/* Parses and checks the command's writeConcern into ctx->wc (and sets
+ * ctx->wait_sync for j, fsync and "majority"); `is_write`: the command
+ * writes or changes the catalog. Fails (nothing runs) on a malformed one,
+ * or on a command that does not take one. */
+bool cmd_write_concern_parse(cmd_ctx_t *ctx, bool is_write, dberr_t *err);
+/* After a command that wrote: appends writeConcernError for what one node
+ * cannot satisfy (w > 1: UnsatisfiableWriteConcern 100; an unknown mode:
+ * UnknownReplWriteConcern 79), as a one-member replica set does. */
+void cmd_write_concern_report(cmd_ctx_t *ctx);
+/* Parses the command's readConcern into ctx->rc; fails as mongod on a
+ * malformed one. */
+bool cmd_read_concern_parse(cmd_ctx_t *ctx, dberr_t *err);
+/* Once the session is known: a level the command cannot use, and a
+ * cluster time the server cannot serve (ahead of the cluster time:
+ * InvalidOptions; atClusterTime before the newest commit: SnapshotTooOld
+ * 239). */
+bool cmd_read_concern_check(cmd_ctx_t *ctx, bool is_write, dberr_t *err);
+
+/* Appends $clusterTime and operationTime, as every reply carries them
+ * (cmd_run does it; so must a reply sent later for a parked command). */
+void cmd_append_cluster_time(bson_t *reply);
 
 /* Finds `key` in the command; false when absent. */
 bool cmd_find(const cmd_ctx_t *ctx, const char *key, bson_iter_t *out);

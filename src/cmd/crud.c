@@ -135,34 +135,6 @@ static void crud_add_upserted(crud_result_t *r, uint32_t index, const bson_value
     bson_append_document_end(&r->upserted, &u);
 }
 
-/* Checks the writeConcern argument (single node: any w >= 1 or "majority"
- * is satisfied once the write is applied). */
-static bool crud_check_write_concern(cmd_ctx_t *ctx, dberr_t *err)
-{
-    bson_iter_t it, w;
-    bson_t wc;
-    if (!cmd_find(ctx, "writeConcern", &it))
-        return true;
-    if (!cmd_iter_doc(&it, &wc) || !BSON_ITER_HOLDS_DOCUMENT(&it))
-        return dberr_set(err, DBERR_FAILED_TO_PARSE, "writeConcern must be an object");
-    if (bson_iter_init_find(&w, &wc, "w")) {
-        if (BSON_ITER_HOLDS_NUMBER(&w)) {
-            int64_t n = bson_iter_as_int64(&w);
-            if (n < 0)
-                return dberr_set(err, DBERR_FAILED_TO_PARSE, "w has to be a non-negative number");
-            if (n > 1)
-                return dberr_set(err, 100, "Not enough data-bearing nodes");
-        } else if (!BSON_ITER_HOLDS_UTF8(&w)) {
-            return dberr_set(err, DBERR_FAILED_TO_PARSE, "w has to be a number or a string");
-        } else if (strcmp(bson_iter_utf8(&w, NULL), "majority") != 0) {
-            return dberr_set(err, 79, "No write concern mode named '%s' found in replica set "
-                                      "configuration",
-                             bson_iter_utf8(&w, NULL));
-        }
-    }
-    return true;
-}
-
 /* Appends n / nModified / upserted / writeErrors to the reply. */
 static void crud_reply(cmd_ctx_t *ctx, crud_result_t *r, bool is_update)
 {
@@ -231,7 +203,7 @@ static bool crud_batch(cmd_ctx_t *ctx, const char *key, bson_iter_t *items, bool
         return dberr_set(err, 16, "Write batch sizes must be between 1 and %d. Got %u operations.",
                          WIRE_MAX_WRITE_BATCH_SIZE, n);
     *ordered = true;
-    if (!cmd_opt_bool(ctx, "ordered", ordered, err) || !crud_check_write_concern(ctx, err))
+    if (!cmd_opt_bool(ctx, "ordered", ordered, err))
         return false;
     bson_iter_recurse(&it, items);
     return true;
@@ -746,7 +718,7 @@ static bool crud_parse_fam(cmd_ctx_t *ctx, crud_fam_t *f, dberr_t *err)
     if (f->has_array_filters && f->remove)
         return dberr_set(err, DBERR_FAILED_TO_PARSE, "Cannot specify arrayFilters and "
                                                      "remove=true");
-    return crud_check_write_concern(ctx, err);
+    return true;
 }
 
 /* Appends `doc` (projected by `p` when set) as `value`. */

@@ -8,6 +8,7 @@
 #include "cmd/view.h"
 #include "doc/matcher.h"
 #include "journal/journal.h"
+#include "store/clock.h"
 #include "txn/txn.h"
 #include "util/log.h"
 #include "util/shellfmt.h"
@@ -112,6 +113,26 @@ static const cmd_def_t *cmd_lookup(const char *name)
     return NULL;
 }
 
+/* $clusterTime and operationTime, as every reply of a replica-set member
+ * carries them. The signature's key id is 0 and its hash zero: without
+ * keyfile authentication mongod signs nothing either; drivers only gossip
+ * the document back. operationTime is the cluster time of the command's
+ * own commit, or of the newest commit it could have read. */
+void cmd_append_cluster_time(bson_t *reply)
+{
+    static const uint8_t zero_hash[20];
+    clock_ts_t now = clock_now();
+    bson_t ct, sig;
+    bson_append_document_begin(reply, "$clusterTime", 12, &ct);
+    BSON_APPEND_TIMESTAMP(&ct, "clusterTime", now.t, now.i);
+    bson_append_document_begin(&ct, "signature", 9, &sig);
+    bson_append_binary(&sig, "hash", 4, BSON_SUBTYPE_BINARY, zero_hash, sizeof zero_hash);
+    BSON_APPEND_INT64(&sig, "keyId", 0);
+    bson_append_document_end(&ct, &sig);
+    bson_append_document_end(reply, &ct);
+    BSON_APPEND_TIMESTAMP(reply, "operationTime", now.t, now.i);
+}
+
 void cmd_error_reply(bson_t *reply, const dberr_t *err)
 {
     bson_reinit(reply);
@@ -172,19 +193,6 @@ static bool cmd_check_generic(cmd_ctx_t *ctx, dberr_t *err)
             return dberr_set(err, DBERR_BAD_VALUE,
                              "%g value for maxTimeMS is out of range [0, 2147483647]", v);
         ctx->max_time_ms = (int64_t)v;
-    }
-    if (cmd_find(ctx, "writeConcern", &it)) {
-        bson_t wc;
-        bson_iter_t f;
-        if (!cmd_iter_doc(&it, &wc) || !BSON_ITER_HOLDS_DOCUMENT(&it))
-            return dberr_set(err, DBERR_FAILED_TO_PARSE, "writeConcern must be an object");
-        if (bson_iter_init_find(&f, &wc, "j") && bson_iter_as_bool(&f))
-            ctx->wait_sync = true;
-        if (bson_iter_init_find(&f, &wc, "w") && BSON_ITER_HOLDS_UTF8(&f) &&
-            strcmp(bson_iter_utf8(&f, NULL), "majority") == 0)
-            ctx->wait_sync = true;
-        if (bson_iter_init_find(&f, &wc, "fsync") && bson_iter_as_bool(&f))
-            ctx->wait_sync = true;
     }
     if (cmd_find(ctx, "$readPreference", &it)) {
         bson_t rp;
@@ -254,7 +262,8 @@ static cmd_status_t cmd_run_one(cmd_client_t *client, const wire_request_t *req,
                   ctx.name);
         goto fail;
     }
-    if (!cmd_check_generic(&ctx, &err))
+    if (!cmd_check_generic(&ctx, &err) || !cmd_write_concern_parse(&ctx, def->is_write, &err) ||
+        !cmd_read_concern_parse(&ctx, &err))
         goto fail;
     if (def->is_write && !journal_writable(&err))
         goto fail;
@@ -264,7 +273,7 @@ static cmd_status_t cmd_run_one(cmd_client_t *client, const wire_request_t *req,
     view.bypass_validation = cmd_find(&ctx, "bypassDocumentValidation", &bdv) &&
                              bson_iter_as_bool(&bdv);
     int prep = cmd_session_prepare(&ctx, &err);
-    if (prep == CMD_SESSION_FAIL)
+    if (prep == CMD_SESSION_FAIL || !cmd_read_concern_check(&ctx, def->is_write, &err))
         goto fail;
     bool ok = true;
     if (prep == CMD_SESSION_RUN) {
@@ -295,12 +304,15 @@ static cmd_status_t cmd_run_one(cmd_client_t *client, const wire_request_t *req,
         return CMD_CLOSE;
     if (ctx.parked)
         return CMD_PARKED;
+    cmd_write_concern_report(&ctx);
     BSON_APPEND_DOUBLE(reply, "ok", 1.0);
+    cmd_append_cluster_time(reply);
     return CMD_REPLIED;
 fail:
     view_destroy(&view);
     log_debug("COMMAND", "%s failed: %s (%d)", ctx.name ? ctx.name : "?", err.msg, err.code);
     cmd_error_reply(reply, &err);
+    cmd_append_cluster_time(reply);
     return CMD_REPLIED;
 }
 

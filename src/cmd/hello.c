@@ -77,6 +77,7 @@ static void hello_on_await_done(uv_timer_t *t)
     ctx.cmd = &empty;
     hello_append(&ctx, &reply, client->park_legacy, client->park_hello_ok);
     BSON_APPEND_DOUBLE(&reply, "ok", 1.0);
+    cmd_append_cluster_time(&reply);
     if (client->park_exhaust && !server.stopping) {
         /* exhaust: answer with moreToCome and keep streaming, one reply per
          * maxAwaitTimeMS, until the client goes away */

@@ -134,6 +134,7 @@ static void locks_on_wake(void *arg, const lease_grant_t *g)
     bson_t reply = BSON_INITIALIZER;
     locks_append_grant(&reply, g);
     BSON_APPEND_DOUBLE(&reply, "ok", 1.0);
+    cmd_append_cluster_time(&reply);
     /* the network layer holds a parked reply until this record is durable,
      * as it does for a reply from cmd_run */
     client->wait_lsn = g->acquired ? g->lsn : 0;

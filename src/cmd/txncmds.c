@@ -335,24 +335,6 @@ static bool txncmds_need_txn(cmd_ctx_t *ctx, dberr_t *err)
     return true;
 }
 
-/* A single node satisfies w: 1 and "majority" only: for a larger w the
- * commit is applied and reported with a writeConcernError, as mongod. */
-static void txncmds_write_concern_error(cmd_ctx_t *ctx)
-{
-    bson_iter_t it, w;
-    bson_t wc;
-    if (!cmd_find(ctx, "writeConcern", &it) || !cmd_iter_doc(&it, &wc) ||
-        !bson_iter_init_find(&w, &wc, "w") || !BSON_ITER_HOLDS_NUMBER(&w) ||
-        bson_iter_as_int64(&w) <= 1)
-        return;
-    bson_t e;
-    bson_append_document_begin(ctx->reply, "writeConcernError", -1, &e);
-    BSON_APPEND_INT32(&e, "code", 100);
-    BSON_APPEND_UTF8(&e, "codeName", "UnsatisfiableWriteConcern");
-    BSON_APPEND_UTF8(&e, "errmsg", "Not enough data-bearing nodes");
-    bson_append_document_end(ctx->reply, &e);
-}
-
 bool cmd_commit_transaction(cmd_ctx_t *ctx, dberr_t *err)
 {
     if (!txncmds_need_txn(ctx, err))
@@ -387,7 +369,6 @@ bool cmd_commit_transaction(cmd_ctx_t *ctx, dberr_t *err)
     s->txn = NULL;
     s->state = SESSION_TXN_COMMITTED;
     txn_destroy(t); /* releases the locks: waiters run again */
-    txncmds_write_concern_error(ctx);
     return true;
 }
 

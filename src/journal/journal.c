@@ -21,6 +21,7 @@
 
 #include "doc/docdiff.h"
 #include "doc/updater.h"
+#include "store/clock.h"
 #include "store/observer.h"
 #include "util/log.h"
 
@@ -40,6 +41,7 @@ static struct {
     uint64_t child_lsn;
     uint64_t child_started_ms;
     uint64_t last_snapshot_ms;
+    clock_ts_t commit_ts;    /* the cluster time of the last sealed commit */
 } journal = {.lock_fd = -1};
 
 bool journal_parse_mode(const char *name, journal_mode_t *out)
@@ -132,11 +134,42 @@ static void journal_on_ddl(const char *db, const bson_t *cmd, void *ctx)
     bson_append_document_end(&journal.ops, &op);
 }
 
+/* --journal none: nothing is logged, but a command that changed something
+ * still commits at a new cluster time; these observers only count. */
+static void journal_count_insert(const char *db, const char *coll, const bson_t *doc, void *ctx)
+{
+    journal.nops++;
+}
+
+static void journal_count_update(const char *db, const char *coll, const bson_t *old_doc,
+                                 const bson_t *new_doc, void *ctx)
+{
+    journal.nops++;
+}
+
+static void journal_count_remove(const char *db, const char *coll, const bson_t *old_doc,
+                                 void *ctx)
+{
+    journal.nops++;
+}
+
+static void journal_count_ddl(const char *db, const bson_t *cmd, void *ctx)
+{
+    journal.nops++;
+}
+
 uint64_t journal_seal(void)
 {
-    if (!journal.open || journal.nops == 0)
+    if (journal.nops == 0)
         return 0;
+    journal.commit_ts = clock_tick();
+    if (!journal.open) {
+        journal.nops = 0;
+        return 0;
+    }
     bson_t payload = BSON_INITIALIZER;
+    BSON_APPEND_TIMESTAMP(&payload, "ts", journal.commit_ts.t, journal.commit_ts.i);
+    BSON_APPEND_DATE_TIME(&payload, "wall", (int64_t)time(NULL) * 1000);
     bson_append_array(&payload, "ops", 3, &journal.ops);
     uint64_t lsn = wal_append(&payload);
     bson_destroy(&payload);
@@ -147,7 +180,12 @@ uint64_t journal_seal(void)
 
 bool journal_pending(void)
 {
-    return journal.open && journal.nops > 0;
+    return journal.nops > 0;
+}
+
+clock_ts_t journal_commit_ts(void)
+{
+    return journal.commit_ts;
 }
 
 bool journal_writable(dberr_t *err)
@@ -300,6 +338,12 @@ static bool journal_apply_record(catalog_t *cat, const uint8_t *payload, uint32_
 {
     bson_t rec;
     bson_iter_t it, el;
+    if (bson_init_static(&rec, payload, len) && bson_iter_init_find(&it, &rec, "ts") &&
+        BSON_ITER_HOLDS_TIMESTAMP(&it)) {
+        clock_ts_t ts; /* records before cluster time existed have none */
+        bson_iter_timestamp(&it, &ts.t, &ts.i);
+        clock_advance_to(ts);
+    }
     if (!bson_init_static(&rec, payload, len) || !bson_iter_init_find(&it, &rec, "ops") ||
         !BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &el))
         return dberr_set(err, DBERR_INTERNAL_ERROR, "malformed log record");
@@ -673,8 +717,13 @@ bool journal_open(uv_loop_t *loop, const journal_options_t *opts, catalog_t *cat
     journal.cat = cat;
     if (!journal_lock(err))
         return false;
-    if (opts->mode == JOURNAL_NONE)
+    clock_init();
+    if (opts->mode == JOURNAL_NONE) {
+        store_observer_t count = {journal_count_insert, journal_count_update,
+                                  journal_count_remove, journal_count_ddl, NULL};
+        store_observer_set(&count);
         return true;
+    }
     uint64_t last = 0;
     if (!journal_recover(cat, &last, err))
         return false;

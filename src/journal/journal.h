@@ -10,6 +10,7 @@
 #include <uv.h>
 
 #include "store/catalog.h"
+#include "store/clock.h"
 #include "util/dberr.h"
 
 /* --journal modes. */
@@ -43,12 +44,17 @@ void journal_close(void);
 /* The journal mode in force. */
 journal_mode_t journal_mode(void);
 
-/* Seals the changes made since the last call into one log record and
- * returns its LSN, or 0 when nothing changed (or the mode is none). */
+/* Seals the changes made since the last call into one commit: a new
+ * cluster time (journal_commit_ts) and one log record, whose LSN it
+ * returns; 0 when nothing changed (or the mode is none: the commit still
+ * gets its cluster time). */
 uint64_t journal_seal(void);
 
 /* True when the running command has changed something (ops not sealed). */
 bool journal_pending(void);
+
+/* The cluster time of the last commit journal_seal made. */
+clock_ts_t journal_commit_ts(void);
 
 /* False with LogWriteFailed (42) while the log cannot be written (disk
  * full, I/O error): writes are refused until it recovers. */

@@ -101,6 +101,8 @@ bool snapshot_write(const catalog_t *cat, const char *dir, uint64_t lsn)
     catalog_foreach_all(cat, snapshot_write_coll, &w);
     bson_t end = BSON_INITIALIZER;
     BSON_APPEND_INT64(&end, "lsn", (int64_t)lsn);
+    clock_ts_t ts = clock_now(); /* the cluster time of record `lsn` */
+    BSON_APPEND_TIMESTAMP(&end, "ts", ts.t, ts.i);
     BSON_APPEND_INT64(&end, "collections", w.colls);
     BSON_APPEND_INT64(&end, "documents", w.docs);
     snapshot_entry(&w, 'E', &end);
@@ -214,6 +216,12 @@ bool snapshot_load(const char *path, catalog_t *cat, uint64_t *lsn, dberr_t *err
                 goto cleanup;
             }
         } else if (tag == 'E') {
+            bson_iter_t ts;
+            if (bson_iter_init_find(&ts, &doc, "ts") && BSON_ITER_HOLDS_TIMESTAMP(&ts)) {
+                clock_ts_t t;
+                bson_iter_timestamp(&ts, &t.t, &t.i);
+                clock_advance_to(t);
+            }
             ended = true;
         } else {
             dberr_set(err, DBERR_INTERNAL_ERROR, "%s: unknown entry at offset %zu", path, off);
