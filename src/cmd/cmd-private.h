@@ -58,6 +58,7 @@ typedef struct cmd_ctx {
     bool wait_sync;       /* writeConcern asks for fdatasync (j: true, w: majority) */
     cmd_write_concern_t wc; /* parsed writeConcern */
     cmd_read_concern_t rc;  /* parsed readConcern */
+    bool cursor_no_timeout; /* noCursorTimeout for the cursor this command opens */
     struct view *view;    /* what the command reads and writes through */
     struct session *session; /* the lsid's session, or NULL */
     int64_t txn_number;   /* txnNumber, or -1 */
@@ -99,6 +100,12 @@ bool cmd_read_concern_check(cmd_ctx_t *ctx, bool is_write, dberr_t *err);
 /* Appends $clusterTime and operationTime, as every reply carries them
  * (cmd_run does it; so must a reply sent later for a parked command). */
 void cmd_append_cluster_time(bson_t *reply);
+
+/* True for the arguments any command may carry (mongod's generic
+ * arguments: $db, lsid, txnNumber, readConcern, writeConcern, comment,
+ * maxTimeMS, $clusterTime, apiVersion..., and atomdb's fence), which a
+ * command's own strict parser skips. */
+bool cmd_is_generic_arg(const char *k);
 
 /* Finds `key` in the command; false when absent. */
 bool cmd_find(const cmd_ctx_t *ctx, const char *key, bson_iter_t *out);

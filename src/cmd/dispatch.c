@@ -182,6 +182,20 @@ void cmd_client_closed(cmd_client_t *client)
 }
 
 /* Checks the arguments every command may carry. */
+bool cmd_is_generic_arg(const char *k)
+{
+    /* mongod's generic_argument.idl: what any command may carry */
+    static const char *generic[] = {
+        "$db",           "lsid",        "txnNumber",      "autocommit",       "startTransaction",
+        "stmtId",        "comment",     "maxTimeMS",      "readConcern",      "writeConcern",
+        "$readPreference", "$clusterTime", "apiVersion",  "apiStrict",        "apiDeprecationErrors",
+        "$client",       "$audit",      "clientOperationKey", "txnRetryCounter", "fence"};
+    for (size_t i = 0; i < sizeof generic / sizeof generic[0]; i++)
+        if (k[0] == generic[i][0] && !strcmp(k, generic[i]))
+            return true;
+    return false;
+}
+
 static bool cmd_check_generic(cmd_ctx_t *ctx, dberr_t *err)
 {
     bson_iter_t it;

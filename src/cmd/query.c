@@ -13,6 +13,8 @@
 #include "doc/sortspec.h"
 #include "store/catalog.h"
 #include "store/cursor.h"
+#include "store/clock.h"
+#include "store/index.h"
 #include "store/observer.h"
 #include "txn/session.h"
 
@@ -74,13 +76,26 @@ bool cmd_reply_cursor(cmd_ctx_t *ctx, const char *ns, recvec_t *recs, projection
     c->projection = projection;
     c->matcher = matcher;
     c->conn_id = ctx->client->id;
+    c->no_timeout = ctx->cursor_no_timeout;
     bson_t cur;
     bson_append_document_begin(ctx->reply, "cursor", -1, &cur);
-    bool ok = query_fill_batch(c, &cur, "firstBatch",
-                               batch_size < 0 ? QUERY_DEFAULT_BATCH : batch_size, err);
+    bool ok;
+    if (batch_size == 0) { /* a cursor opened cheaply: nothing returned yet */
+        bson_t empty;
+        bson_append_array_begin(&cur, "firstBatch", -1, &empty);
+        bson_append_array_end(&cur, &empty);
+        ok = true;
+    } else {
+        ok = query_fill_batch(c, &cur, "firstBatch",
+                              batch_size < 0 ? QUERY_DEFAULT_BATCH : batch_size, err);
+    }
     bool done = !ok || single_batch || c->pos >= c->recs.len;
     BSON_APPEND_INT64(&cur, "id", done ? 0 : c->id);
     BSON_APPEND_UTF8(&cur, "ns", ns);
+    if (!ctx->in_txn && !strcmp(ctx->rc.level, "snapshot")) {
+        clock_ts_t at = clock_now(); /* the time the snapshot read saw */
+        BSON_APPEND_TIMESTAMP(&cur, "atClusterTime", at.t, at.i);
+    }
     bson_append_document_end(ctx->reply, &cur);
     if (done)
         cursors_close(server.cursors, c->id);
@@ -102,6 +117,10 @@ bool cmd_get_more(cmd_ctx_t *ctx, dberr_t *err)
     int64_t batch_size = 0;
     if (!cmd_opt_int64(ctx, "batchSize", &batch_size, err))
         return false;
+    bson_iter_t mt;
+    if (cmd_find(ctx, "maxTimeMS", &mt))
+        return dberr_set(err, DBERR_BAD_VALUE,
+                         "cannot set maxTimeMS on getMore command for a non-awaitData cursor");
     if (batch_size < 0)
         return dberr_set(err, DBERR_BAD_VALUE, "Batch size for getMore must be non-negative, "
                                                "but received: %lld",
@@ -161,14 +180,50 @@ bool cmd_kill_cursors(cmd_ctx_t *ctx, dberr_t *err)
     return true;
 }
 
+/* Fails with mongod's 40415 when the command has a field that is neither
+ * in `known` nor a generic argument. */
+static bool query_only_fields(const cmd_ctx_t *ctx, const char *const *known, size_t n,
+                              dberr_t *err)
+{
+    bson_iter_t f;
+    bson_iter_init(&f, ctx->cmd);
+    bson_iter_next(&f);
+    while (bson_iter_next(&f)) {
+        const char *k = bson_iter_key(&f);
+        size_t i = 0;
+        while (i < n && strcmp(k, known[i]))
+            i++;
+        if (i == n && !cmd_is_generic_arg(k))
+            return dberr_set(err, 40415, "BSON field '%s.%s' is an unknown field.", ctx->name, k);
+    }
+    return true;
+}
+
 /* The parsed options of a find (or the find inside explain). */
 typedef struct query_find {
-    bson_t filter, sort, projection, hint;
-    bool has_sort, has_projection, has_hint;
+    bson_t filter, sort, projection, hint, min, max;
+    bool has_sort, has_projection, has_hint, has_min, has_max;
     const char *hint_name;
     int64_t skip, limit, batch_size;
     bool single_batch;
+    bool return_key;
+    bool no_cursor_timeout;
 } query_find_t;
+
+/* find's own fields (mongod's find_command.idl) that atomdb honours;
+ * the others it refuses by name. */
+static bool query_find_field_known(const char *k)
+{
+    static const char *known[] = {"filter", "sort", "projection", "hint", "skip", "limit",
+                                  "batchSize", "singleBatch", "min", "max", "returnKey",
+                                  "noCursorTimeout", "allowPartialResults", "let", "allowDiskUse",
+                                  "tailable", "awaitData", "collation", "showRecordId",
+                                  "oplogReplay", "readOnce", "maxScan", "snapshot"};
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (!strcmp(k, known[i]))
+            return true;
+    return false;
+}
 
 static bool query_parse_find(cmd_ctx_t *ctx, query_find_t *q, dberr_t *err)
 {
@@ -176,13 +231,22 @@ static bool query_parse_find(cmd_ctx_t *ctx, query_find_t *q, dberr_t *err)
     memset(q, 0, sizeof *q);
     q->batch_size = -1;
     bson_init(&q->filter);
+    bson_iter_t it;
+    bson_iter_init(&it, ctx->cmd);
+    bson_iter_next(&it);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (!cmd_is_generic_arg(k) && !query_find_field_known(k))
+            return dberr_set(err, 40415, "BSON field 'find.%s' is an unknown field.", k);
+    }
     if (!cmd_opt_doc(ctx, "filter", &q->filter, &present, err) ||
         !cmd_opt_doc(ctx, "sort", &q->sort, &q->has_sort, err) ||
-        !cmd_opt_doc(ctx, "projection", &q->projection, &q->has_projection, err))
+        !cmd_opt_doc(ctx, "projection", &q->projection, &q->has_projection, err) ||
+        !cmd_opt_doc(ctx, "min", &q->min, &q->has_min, err) ||
+        !cmd_opt_doc(ctx, "max", &q->max, &q->has_max, err))
         return false;
     if (!present)
         bson_init(&q->filter);
-    bson_iter_t it;
     if (cmd_find(ctx, "hint", &it)) {
         if (BSON_ITER_HOLDS_UTF8(&it))
             q->hint_name = bson_iter_utf8(&it, NULL);
@@ -192,10 +256,16 @@ static bool query_parse_find(cmd_ctx_t *ctx, query_find_t *q, dberr_t *err)
             return dberr_set(err, DBERR_FAILED_TO_PARSE, "hint must be either a string or nested "
                                                          "object");
     }
+    bool partial = false, show_record_id = false, disk = false;
     if (!cmd_opt_int64(ctx, "skip", &q->skip, err) ||
         !cmd_opt_int64(ctx, "limit", &q->limit, err) ||
         !cmd_opt_int64(ctx, "batchSize", &q->batch_size, err) ||
-        !cmd_opt_bool(ctx, "singleBatch", &q->single_batch, err))
+        !cmd_opt_bool(ctx, "singleBatch", &q->single_batch, err) ||
+        !cmd_opt_bool(ctx, "returnKey", &q->return_key, err) ||
+        !cmd_opt_bool(ctx, "noCursorTimeout", &q->no_cursor_timeout, err) ||
+        !cmd_opt_bool(ctx, "allowPartialResults", &partial, err) ||
+        !cmd_opt_bool(ctx, "showRecordId", &show_record_id, err) ||
+        !cmd_opt_bool(ctx, "allowDiskUse", &disk, err))
         return false;
     if (q->skip < 0)
         return dberr_set(err, 51024, "BSON field 'skip' value must be >= 0, actual value '%lld'",
@@ -212,10 +282,123 @@ static bool query_parse_find(cmd_ctx_t *ctx, query_find_t *q, dberr_t *err)
                          (long long)q->batch_size);
     if (!has_bs)
         q->batch_size = -1;
-    if (cmd_find(ctx, "tailable", &it) && bson_iter_as_bool(&it))
-        return dberr_set(err, DBERR_BAD_VALUE, "atomdb does not support tailable cursors");
+    if ((q->has_min || q->has_max) && !q->has_hint && !q->hint_name)
+        return dberr_set(err, 51173,
+                         "When using min()/max() a hint of which index to use must be provided");
+    if (show_record_id)
+        return dberr_set(err, DBERR_NOT_IMPLEMENTED,
+                         "atomdb has no record ids: showRecordId is not supported");
+    if ((cmd_find(ctx, "tailable", &it) && bson_iter_as_bool(&it)) ||
+        (cmd_find(ctx, "awaitData", &it) && bson_iter_as_bool(&it)))
+        return dberr_set(err, DBERR_BAD_VALUE, "atomdb does not support tailable cursors yet");
     if (cmd_find(ctx, "collation", &it))
         return dberr_set(err, DBERR_NOT_IMPLEMENTED, "atomdb does not support collation yet");
+    if ((cmd_find(ctx, "readOnce", &it) && bson_iter_as_bool(&it)) ||
+        (cmd_find(ctx, "oplogReplay", &it) && bson_iter_as_bool(&it)) ||
+        cmd_find(ctx, "maxScan", &it) || cmd_find(ctx, "snapshot", &it))
+        return dberr_set(err, DBERR_NOT_IMPLEMENTED, "atomdb does not support the find option "
+                                                     "'%s'",
+                         bson_iter_key(&it));
+    /* allowPartialResults: one node holds all the data, so every result is
+     * complete; allowDiskUse: atomdb's in-memory sort has no limit to lift */
+    return true;
+}
+
+/* The values of `doc` for the fields of index key `pattern`, as the
+ * document {field: value, ...} returnKey and min/max work with (a missing
+ * field is null, an array's first element stands for it). */
+static void query_index_key_of(const bson_t *pattern, const bson_t *doc, bson_t *out)
+{
+    bson_iter_t it;
+    bson_iter_init(&it, pattern);
+    while (bson_iter_next(&it)) {
+        const char *f = bson_iter_key(&it);
+        bson_iter_t v, el;
+        if (!path_get(doc, f, &v))
+            bson_append_null(out, f, -1);
+        else if (BSON_ITER_HOLDS_ARRAY(&v) && bson_iter_recurse(&v, &el) && bson_iter_next(&el))
+            bson_append_value(out, f, -1, bson_iter_value(&el));
+        else
+            bson_append_value(out, f, -1, bson_iter_value(&v));
+    }
+}
+
+/* -1/0/1: the index key `key` against the bound `b` in the index's order
+ * (`pattern`'s directions); fields missing from `b` compare equal. */
+static int query_key_cmp(const bson_t *pattern, const bson_t *key, const bson_t *b)
+{
+    bson_iter_t p, k, x;
+    bson_iter_init(&p, pattern);
+    bson_iter_init(&k, key);
+    while (bson_iter_next(&p) && bson_iter_next(&k)) {
+        if (!bson_iter_init_find(&x, b, bson_iter_key(&p)))
+            return 0;
+        int c = compare_values(bson_iter_value(&k), bson_iter_value(&x));
+        bool desc = BSON_ITER_HOLDS_NUMBER(&p) && bson_iter_as_double(&p) < 0;
+        if (c)
+            return desc ? -c : c;
+    }
+    return 0;
+}
+
+/* The key pattern of the index a find's hint names, or NULL. */
+static const bson_t *query_hinted_pattern(collection_t *c, const query_find_t *q)
+{
+    for (int i = 0; c && i < collection_nindexes(c); i++) {
+        index_t *ix = collection_index(c, i);
+        if ((q->hint_name && !strcmp(ix->name, q->hint_name)) ||
+            (q->has_hint && index_key_equals(ix, &q->hint)))
+            return &ix->key;
+    }
+    return NULL;
+}
+
+/* min/max (the hinted index's range, min inclusive, max exclusive) and
+ * returnKey (the documents become their index keys), applied to the
+ * records of a find. */
+static bool query_apply_key_options(collection_t *c, const query_find_t *q,
+                                    const collection_plan_t *plan, recvec_t *recs, dberr_t *err)
+{
+    if (!q->has_min && !q->has_max && !q->return_key)
+        return true;
+    const bson_t *pattern = query_hinted_pattern(c, q);
+    if (!pattern && plan->index)
+        pattern = &plan->index->key;
+    if ((q->has_min || q->has_max) && pattern) {
+        const bson_t *bounds[2] = {q->has_min ? &q->min : NULL, q->has_max ? &q->max : NULL};
+        for (int b = 0; b < 2; b++) {
+            if (!bounds[b])
+                continue;
+            bson_iter_t x, p;
+            bson_iter_init(&x, bounds[b]);
+            bson_iter_init(&p, pattern);
+            while (bson_iter_next(&x)) {
+                if (!bson_iter_next(&p) || strcmp(bson_iter_key(&x), bson_iter_key(&p)))
+                    return dberr_set(err, 51174,
+                                     "The index chosen is not consistent with min/max");
+            }
+        }
+    }
+    size_t keep = 0;
+    for (size_t i = 0; i < recs->len; i++) {
+        record_t *r = recs->items[i];
+        bson_t doc, key = BSON_INITIALIZER;
+        record_view(r, &doc);
+        if (pattern)
+            query_index_key_of(pattern, &doc, &key);
+        bool in = !pattern || ((!q->has_min || query_key_cmp(pattern, &key, &q->min) >= 0) &&
+                               (!q->has_max || query_key_cmp(pattern, &key, &q->max) < 0));
+        if (!in) {
+            record_unref(r);
+        } else if (q->return_key) {
+            record_unref(r);
+            recs->items[keep++] = record_new(&key);
+        } else {
+            recs->items[keep++] = r;
+        }
+        bson_destroy(&key);
+    }
+    recs->len = keep;
     return true;
 }
 
@@ -232,15 +415,22 @@ static bool query_run(cmd_ctx_t *ctx, collection_t *c, const char *coll, const q
     o.sort = s;
     o.hint = q->has_hint ? &q->hint : NULL;
     o.hint_name = q->hint_name;
-    o.skip = q->skip;
-    o.limit = q->limit;
+    bool ranged = q->has_min || q->has_max;
+    o.skip = ranged ? 0 : q->skip;
+    o.limit = ranged ? 0 : q->limit;
     collection_plan_t local;
     if (!plan)
         plan = &local;
     memset(plan, 0, sizeof *plan);
     if (!view_query(ctx->view, c, coll, &o, false, out, plan, err))
         return false;
-    return !matcher_take_error(m, err); /* a $expr that failed fails the query */
+    if (matcher_take_error(m, err)) /* a $expr that failed fails the query */
+        return false;
+    if (!query_apply_key_options(c, q, plan, out, err))
+        return false;
+    if (ranged)
+        recvec_skip_limit(out, 0, q->skip, q->limit);
+    return true;
 }
 
 bool cmd_find_cmd(cmd_ctx_t *ctx, dberr_t *err)
@@ -271,6 +461,12 @@ bool cmd_find_cmd(cmd_ctx_t *ctx, dberr_t *err)
     char ns[512];
     snprintf(ns, sizeof ns, "%s.%s", ctx->db, coll);
     bool positional = p && projection_is_positional(p);
+    if (q.return_key) { /* the keys are the result: no projection */
+        projection_destroy(p);
+        p = NULL;
+        positional = false;
+    }
+    ctx->cursor_no_timeout = q.no_cursor_timeout;
     ok = cmd_reply_cursor(ctx, ns, &recs, p, positional ? m : NULL, q.batch_size,
                           q.single_batch || (q.limit > 0 && q.batch_size < 0 &&
                                              q.limit <= QUERY_DEFAULT_BATCH),
@@ -291,6 +487,9 @@ bool cmd_count(cmd_ctx_t *ctx, dberr_t *err)
     const char *coll;
     if (!cmd_collection_name(ctx, &coll, err))
         return false;
+    static const char *const known[] = {"query", "limit", "skip", "hint", "collation", "fields"};
+    if (!query_only_fields(ctx, known, sizeof known / sizeof known[0], err))
+        return false;
     bson_t filter;
     bool present;
     if (!cmd_opt_doc(ctx, "query", &filter, &present, err))
@@ -299,6 +498,8 @@ bool cmd_count(cmd_ctx_t *ctx, dberr_t *err)
         bson_init(&filter);
     query_find_t q = {0};
     bson_iter_t it;
+    if (cmd_find(ctx, "collation", &it))
+        return dberr_set(err, DBERR_NOT_IMPLEMENTED, "atomdb does not support collation yet");
     if (!cmd_opt_int64(ctx, "skip", &q.skip, err) || !cmd_opt_int64(ctx, "limit", &q.limit, err))
         return false;
     if (q.skip < 0)
@@ -379,6 +580,9 @@ bool cmd_distinct(cmd_ctx_t *ctx, dberr_t *err)
                          "'string'",
                          shellfmt_type_name(bson_iter_type(&it)));
     const char *key = bson_iter_utf8(&it, NULL);
+    static const char *const known[] = {"key", "query", "collation"};
+    if (!query_only_fields(ctx, known, sizeof known / sizeof known[0], err))
+        return false;
     bson_t filter;
     bool present;
     if (!cmd_opt_doc(ctx, "query", &filter, &present, err))
@@ -409,6 +613,10 @@ bool cmd_distinct(cmd_ctx_t *ctx, dberr_t *err)
         for (size_t i = 0; i < d.len; i++)
             bson_append_value(&arr, cmd_index_key((uint32_t)i, k, sizeof k), -1, &d.vals[i]);
         bson_append_array_end(ctx->reply, &arr);
+        if (!ctx->in_txn && !strcmp(ctx->rc.level, "snapshot")) {
+            clock_ts_t at = clock_now();
+            BSON_APPEND_TIMESTAMP(ctx->reply, "atClusterTime", at.t, at.i);
+        }
     }
     for (size_t i = 0; i < d.len; i++)
         bson_value_destroy(&d.vals[i]);
@@ -636,6 +844,21 @@ bool cmd_aggregate(cmd_ctx_t *ctx, dberr_t *err)
     }
     if (cmd_find(ctx, "collation", &cur))
         return dberr_set(err, DBERR_NOT_IMPLEMENTED, "atomdb does not support collation yet");
+    static const char *const known[] = {"pipeline", "explain", "cursor", "allowDiskUse", "let",
+                                        "hint", "bypassDocumentValidation", "collation"};
+    if (!query_only_fields(ctx, known, sizeof known / sizeof known[0], err))
+        return false;
+    bson_iter_t f;
+    query_find_t hq = {0};
+    if (cmd_find(ctx, "hint", &f)) {
+        if (BSON_ITER_HOLDS_UTF8(&f))
+            hq.hint_name = bson_iter_utf8(&f, NULL);
+        else if (BSON_ITER_HOLDS_DOCUMENT(&f) && cmd_iter_doc(&f, &hq.hint))
+            hq.has_hint = !bson_empty(&hq.hint);
+        else
+            return dberr_set(err, DBERR_FAILED_TO_PARSE,
+                             "hint must be a string or an object");
+    }
     bson_t let;
     bool has_let;
     if (!cmd_opt_doc(ctx, "let", &let, &has_let, err))
@@ -695,8 +918,7 @@ bool cmd_aggregate(cmd_ctx_t *ctx, dberr_t *err)
             goto cleanup;
         if (has_let)
             matcher_set_let(m, &let);
-        query_find_t q = {0};
-        if (!query_run(ctx, c, coll, &q, m, NULL, &recs, &plan, err) ||
+        if (!query_run(ctx, c, coll, &hq, m, NULL, &recs, &plan, err) ||
             matcher_take_error(m, err))
             goto cleanup;
     }

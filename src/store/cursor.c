@@ -72,7 +72,7 @@ size_t cursors_reap(cursors_t *t, int64_t now_ms, int64_t idle_ms)
     while (n) {
         omap_node_t *next = omap_next(n);
         cursor_t *c = omap_node_value(n);
-        if (c->last_used_ms < now_ms - idle_ms) {
+        if (!c->no_timeout && c->last_used_ms < now_ms - idle_ms) {
             cursors_close(t, c->id);
             closed++;
         }

@@ -25,6 +25,7 @@ typedef struct cursor {
     matcher_t *matcher;       /* owned, for positional projection, or NULL */
     int64_t last_used_ms;     /* for the idle timeout */
     int64_t conn_id;          /* connection that opened it */
+    bool no_timeout;          /* noCursorTimeout: never reaped for idleness */
 } cursor_t;
 
 typedef struct cursors cursors_t;
@@ -39,7 +40,8 @@ cursor_t *cursors_open(cursors_t *t, const char *ns, int64_t now_ms);
 cursor_t *cursors_get(const cursors_t *t, int64_t id);
 /* Closes and frees cursor `id`; false when there was none. */
 bool cursors_close(cursors_t *t, int64_t id);
-/* Closes cursors idle since before now_ms - idle_ms; returns how many. */
+/* Closes cursors idle since before now_ms - idle_ms (but those opened with
+ * noCursorTimeout); returns how many. */
 size_t cursors_reap(cursors_t *t, int64_t now_ms, int64_t idle_ms);
 /* Number of open cursors. */
 size_t cursors_count(const cursors_t *t);

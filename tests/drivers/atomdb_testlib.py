@@ -224,3 +224,20 @@ def stop_all(servers):
     for s in servers:
         s.cleanup()
     assert problems == [], problems
+
+
+CLUSTER_TIME_FIELDS = ("$clusterTime", "operationTime")
+
+
+def without_cluster_time(reply):
+    """A reply without $clusterTime and operationTime, which every reply of
+    a replica-set member carries (they change with every commit); asserts
+    they are there and have mongod's shape."""
+    from bson.timestamp import Timestamp
+
+    ct = reply.get("$clusterTime")
+    assert isinstance(ct, dict) and isinstance(ct.get("clusterTime"), Timestamp) and \
+        set(ct.get("signature", {})) == {"hash", "keyId"}, \
+        "the reply carries $clusterTime {clusterTime, signature: {hash, keyId}}: %r" % (reply,)
+    assert isinstance(reply.get("operationTime"), Timestamp), "the reply carries operationTime"
+    return {k: v for k, v in reply.items() if k not in CLUSTER_TIME_FIELDS}
