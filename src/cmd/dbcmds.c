@@ -224,7 +224,11 @@ bool cmd_create(cmd_ctx_t *ctx, dberr_t *err)
     if (ok)
         ok = dbcmds_check_options(&options, err);
     collection_t *existing = ok ? catalog_get(server.catalog, ctx->db, coll) : NULL;
-    if (ok && ctx->view->txn && !existing) {
+    if (ok && ctx->view->txn && existing) {
+        /* mongod 7: inside a transaction, only a new collection */
+        ok = dberr_set(err, DBERR_NAMESPACE_EXISTS, "Collection %s.%s already exists.", ctx->db,
+                       coll);
+    } else if (ok && ctx->view->txn) {
         /* created when the transaction commits */
         if (txn_find_scratch(ctx->view->txn, ctx->db, coll)) {
             ok = dberr_set(err, DBERR_NAMESPACE_EXISTS, "Collection %s.%s already exists.",
@@ -428,9 +432,16 @@ bool cmd_create_indexes(cmd_ctx_t *ctx, dberr_t *err)
                          shellfmt_type_name(bson_iter_type(&it)));
     bool existed = catalog_get(server.catalog, ctx->db, coll) != NULL;
     collection_t *c = NULL;
+    if (existed && ctx->view->txn)
+        return dberr_set(err, DBERR_OPERATION_NOT_SUPPORTED_IN_TRANSACTION,
+                         "Cannot create new indexes on existing collection %s.%s in a "
+                         "multi-document transaction.",
+                         ctx->db, coll);
+    bool made_before = false; /* by an earlier statement of the transaction */
     if (!existed && ctx->view->txn) {
         if (!catalog_valid_coll_name(ctx->db, coll, err))
             return false;
+        made_before = txn_find_scratch(ctx->view->txn, ctx->db, coll) != NULL;
         c = txn_scratch_collection(ctx->view->txn, ctx->db, coll);
     } else {
         c = catalog_get_or_create(server.catalog, ctx->db, coll, err);
@@ -455,7 +466,7 @@ bool cmd_create_indexes(cmd_ctx_t *ctx, dberr_t *err)
     BSON_APPEND_INT32(ctx->reply, "numIndexesAfter", collection_nindexes(c));
     if (before == collection_nindexes(c))
         BSON_APPEND_UTF8(ctx->reply, "note", "all indexes already exist");
-    BSON_APPEND_BOOL(ctx->reply, "createdCollectionAutomatically", !existed);
+    BSON_APPEND_BOOL(ctx->reply, "createdCollectionAutomatically", !existed && !made_before);
     return true;
 }
 

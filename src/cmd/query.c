@@ -998,7 +998,14 @@ static void query_append_plan(bson_t *qp, const collection_plan_t *plan, bool ex
         BSON_APPEND_BOOL(&in, "isUnique", plan->index->unique);
         BSON_APPEND_UTF8(&in, "direction", plan->direction < 0 ? "backward" : "forward");
         bson_append_document_end(&wp, &in);
+        if (plan->index->partial) {
+            bson_iter_t pf;
+            if (bson_iter_init_find(&pf, &plan->index->spec, "partialFilterExpression"))
+                bson_append_value(&wp, "partialFilterExpression", -1, bson_iter_value(&pf));
+        }
     }
+    if (exists && plan->reason) /* atomdb's own: why the planner chose this plan */
+        BSON_APPEND_UTF8(&wp, "atomdbPlanReason", plan->reason);
     bson_append_document_end(qp, &wp);
 }
 

@@ -579,7 +579,7 @@ static int collection_plan_index(index_t *ix, const matcher_t *m, scan_plan_t *p
 static bool collection_index_sorts(const index_t *ix, const sortspec_t *sort, bool *reverse)
 {
     int n = sortspec_nkeys(sort);
-    if (n == 0 || n > ix->nfields || ix->multikey || ix->sparse || ix->partial)
+    if (n == 0 || n > ix->nfields || ix->multikey || ix->sparse || ix->partial || ix->hidden)
         return false;
     int flip = 0;
     for (int i = 0; i < n; i++) {
@@ -640,9 +640,77 @@ static void collection_run_scan(const scan_plan_t *p, const collection_query_opt
     seen_clear(&seen);
 }
 
+/* True when bound `q` (the query's) lies inside bound `p` (the partial
+ * filter's) on one side: lower (`upper` false) or upper. */
+static bool collection_bound_within(bool p_has, const bson_value_t *p, bool p_incl, bool q_has,
+                                    const bson_value_t *q, bool q_incl, bool upper)
+{
+    if (!p_has)
+        return true;
+    if (!q_has || compare_type_rank(p->value_type) != compare_type_rank(q->value_type))
+        return false;
+    int c = compare_values(q, p);
+    if (upper)
+        c = -c;
+    return c > 0 || (c == 0 && (p_incl || !q_incl));
+}
+
+/* True when every document the query `m` can match is in partial index
+ * `ix`: each top-level predicate of its partialFilterExpression is implied
+ * by the query's bounds on the same path (equality, ranges, $exists:
+ * true). Anything the check cannot follow ($or, $in...) counts as not
+ * implied, so the planner never uses a partial index that would miss
+ * documents. */
+static bool collection_partial_implied(const index_t *ix, const matcher_t *m)
+{
+    bson_iter_t it, f;
+    if (!bson_iter_init_find(&it, &ix->spec, "partialFilterExpression") ||
+        !BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &f))
+        return false;
+    while (bson_iter_next(&f)) {
+        const char *path = bson_iter_key(&f);
+        if (path[0] == '$')
+            return false;
+        matcher_bounds_t qb, pb;
+        if (!matcher_bounds(m, path, &qb))
+            return false;
+        bson_iter_t op;
+        if (BSON_ITER_HOLDS_DOCUMENT(&f) && bson_iter_recurse(&f, &op) && bson_iter_next(&op) &&
+            !strcmp(bson_iter_key(&op), "$exists")) {
+            /* $exists: true holds when the query bounds the path by a non-null value */
+            if (!bson_iter_as_bool(&op) || bson_iter_next(&op))
+                return false;
+            if (qb.has_eq ? qb.eq.value_type == BSON_TYPE_NULL : !qb.has_lower && !qb.has_upper)
+                return false;
+            continue;
+        }
+        if (!matcher_bounds(ix->partial, path, &pb))
+            return false;
+        if (pb.has_eq) {
+            if (!qb.has_eq || compare_type_rank(qb.eq.value_type) !=
+                                  compare_type_rank(pb.eq.value_type) ||
+                compare_values(&qb.eq, &pb.eq) != 0)
+                return false;
+            continue;
+        }
+        bool lo_has = qb.has_eq || qb.has_lower, hi_has = qb.has_eq || qb.has_upper;
+        const bson_value_t *lo = qb.has_eq ? &qb.eq : &qb.lower;
+        const bson_value_t *hi = qb.has_eq ? &qb.eq : &qb.upper;
+        bool lo_incl = qb.has_eq || qb.lower_inclusive, hi_incl = qb.has_eq || qb.upper_inclusive;
+        if (!collection_bound_within(pb.has_lower, &pb.lower, pb.lower_inclusive, lo_has, lo,
+                                     lo_incl, false) ||
+            !collection_bound_within(pb.has_upper, &pb.upper, pb.upper_inclusive, hi_has, hi,
+                                     hi_incl, true))
+            return false;
+    }
+    return true;
+}
+
 static index_t *collection_hinted(collection_t *c, const collection_query_opts_t *o, dberr_t *err)
 {
     for (int i = 0; i < c->nindexes; i++) {
+        if (c->indexes[i]->hidden)
+            continue; /* as mongod: a hidden index cannot be hinted */
         if (o->hint_name && strcmp(c->indexes[i]->name, o->hint_name) == 0)
             return c->indexes[i];
         if (o->hint && index_key_equals(c->indexes[i], o->hint))
@@ -780,7 +848,7 @@ static bool collection_query_opts_plain(collection_t *c, const collection_query_
     } else {
         for (int i = 0; i < c->nindexes; i++) {
             index_t *ix = c->indexes[i];
-            if (ix->sparse || ix->partial)
+            if (ix->hidden || ix->sparse || (ix->partial && !collection_partial_implied(ix, o->matcher)))
                 continue;
             scan_plan_t p;
             int score = collection_plan_index(ix, o->matcher, &p);
@@ -808,12 +876,19 @@ static bool collection_query_opts_plain(collection_t *c, const collection_query_
     if (!have_best) {
         collection_plan_index(c->indexes[0], o->matcher, &best); /* full _id scan */
         strcpy(plan->stage, "COLLSCAN");
+        plan->reason = "no index bounds the filter or gives the sort";
     } else if (best.ix->is_id && best.score == 2 && !use_hint) {
         strcpy(plan->stage, "IDHACK");
         plan->index = best.ix;
+        plan->reason = "equality on _id";
     } else {
         strcpy(plan->stage, "IXSCAN");
         plan->index = best.ix;
+        plan->reason = use_hint                ? "the index the hint names"
+                       : best.score == 0       ? "the index's order gives the sort"
+                       : best.ix->partial      ? "the index bounds the filter best; the filter "
+                                                 "implies the index's partialFilterExpression"
+                                               : "the index bounds the filter best";
     }
     /* with no equality prefix the scan runs in the index's own order */
     bool sorted = need_sort && best.prefix.len == 0 &&

@@ -90,6 +90,7 @@ typedef struct collection_plan {
     bool sorted_by_index;  /* the sort needed no in-memory sort */
     size_t keys_examined;
     size_t docs_examined;
+    const char *reason;    /* why this plan was chosen (static text), for explain */
 } collection_plan_t;
 
 /* What to fetch. */

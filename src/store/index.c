@@ -363,9 +363,41 @@ index_t *index_new(const bson_t *spec, dberr_t *err)
             ix->partial = matcher_new(&pf, err);
             if (!ix->partial)
                 goto fail;
-        } else if (strcmp(k, "v") == 0 || strcmp(k, "background") == 0 || strcmp(k, "ns") == 0 ||
-                   strcmp(k, "hidden") == 0 || strcmp(k, "collation") == 0) {
-            /* accepted and kept in the spec */
+        } else if (strcmp(k, "hidden") == 0) {
+            if (!BSON_ITER_HOLDS_BOOL(&it)) {
+                dberr_set(err, DBERR_TYPE_MISMATCH, "The field 'hidden' must be a boolean");
+                goto fail;
+            }
+            ix->hidden = bson_iter_bool(&it);
+        } else if (strcmp(k, "v") == 0) {
+            if (!BSON_ITER_HOLDS_NUMBER(&it) ||
+                (bson_iter_as_int64(&it) != 1 && bson_iter_as_int64(&it) != 2)) {
+                dberr_set(err, DBERR_CANNOT_CREATE_INDEX,
+                          "Invalid index specification: index version must be 1 or 2");
+                goto fail;
+            }
+        } else if (strcmp(k, "collation") == 0) {
+            bson_iter_t c;
+            if (!BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &c) ||
+                !bson_iter_find(&c, "locale") || !BSON_ITER_HOLDS_UTF8(&c) ||
+                strcmp(bson_iter_utf8(&c, NULL), "simple") != 0) {
+                dberr_set(err, DBERR_NOT_IMPLEMENTED,
+                          "atomdb does not support collation yet: an index can only use the "
+                          "simple collation ({locale: 'simple'})");
+                goto fail;
+            }
+        } else if (strcmp(k, "background") == 0 || strcmp(k, "ns") == 0) {
+            /* mongod 7 accepts and ignores both (every build is online);
+             * background stays in the spec, ns does not */
+        } else if (strcmp(k, "weights") == 0 || strcmp(k, "default_language") == 0 ||
+                   strcmp(k, "language_override") == 0 || strcmp(k, "textIndexVersion") == 0 ||
+                   strcmp(k, "2dsphereIndexVersion") == 0 || strcmp(k, "bits") == 0 ||
+                   strcmp(k, "min") == 0 || strcmp(k, "max") == 0 ||
+                   strcmp(k, "wildcardProjection") == 0 || strcmp(k, "storageEngine") == 0 ||
+                   strcmp(k, "prepareUnique") == 0 || strcmp(k, "clustered") == 0) {
+            dberr_set(err, DBERR_NOT_IMPLEMENTED,
+                      "atomdb does not support the index option '%s' yet", k);
+            goto fail;
         } else {
             dberr_set(err, DBERR_INVALID_INDEX_SPECIFICATION_OPTION,
                       "The field '%s' is not valid for an index specification. Specification: %s",
@@ -391,8 +423,7 @@ index_t *index_new(const bson_t *spec, dberr_t *err)
     bson_iter_init(&it, spec);
     while (bson_iter_next(&it)) {
         const char *k = bson_iter_key(&it);
-        if (strcmp(k, "v") && strcmp(k, "key") && strcmp(k, "name") && strcmp(k, "ns") &&
-            strcmp(k, "background"))
+        if (strcmp(k, "v") && strcmp(k, "key") && strcmp(k, "name") && strcmp(k, "ns"))
             bson_append_value(&ix->spec, k, -1, bson_iter_value(&it));
     }
     return ix;

@@ -35,6 +35,7 @@ typedef struct index {
     bool unique;
     bool sparse;
     matcher_t *partial;          /* partialFilterExpression, or NULL */
+    bool hidden;                 /* kept up to date but never planned or hinted */
     int64_t expire_after_s;      /* TTL seconds, or -1 */
     bool multikey;               /* some document gave more than one key */
     omap_t *map;                 /* key (+ _id key unless unique) → record_t* (borrowed) */
