@@ -112,6 +112,7 @@ static void main_on_tick(uv_timer_t *t)
     catalog_foreach_all(server.catalog, main_ttl_one, &expired);
     if (expired)
         log_debug("INDEX", "TTL monitor deleted %zu documents", expired);
+    journal_seal(); /* the TTL deletes are one commit of their own */
 }
 
 /* A session ended (endSessions, killSessions, expiry): the lease locks

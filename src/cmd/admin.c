@@ -376,19 +376,6 @@ bool cmd_list_commands(cmd_ctx_t *ctx, dberr_t *err)
     return true;
 }
 
-bool cmd_fsync(cmd_ctx_t *ctx, dberr_t *err)
-{
-    bson_iter_t it;
-    if (cmd_find(ctx, "lock", &it) && bson_iter_as_bool(&it))
-        return dberr_set(err, DBERR_COMMAND_NOT_SUPPORTED,
-                         "atomdb does not support fsync with lock: true");
-    if (!journal_snapshot_now(err))
-        return false;
-    ctx->wait_sync = true;
-    BSON_APPEND_INT32(ctx->reply, "numFiles", 1);
-    return true;
-}
-
 bool cmd_atomdb_fault(cmd_ctx_t *ctx, dberr_t *err)
 {
     if (!BSON_ITER_HOLDS_UTF8(&ctx->arg))

@@ -196,6 +196,14 @@ bool cmd_atomdb_fault(cmd_ctx_t *ctx, dberr_t *err);
 bool cmd_list_databases(cmd_ctx_t *ctx, dberr_t *err);
 bool cmd_list_collections(cmd_ctx_t *ctx, dberr_t *err);
 bool cmd_create(cmd_ctx_t *ctx, dberr_t *err);
+/* maint.c */
+bool cmd_rename_collection(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_validate(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_db_hash(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_fsync_unlock(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_map_reduce(cmd_ctx_t *ctx, dberr_t *err);
+/* False with IllegalOperation 20 while fsync {lock: true} holds writes. */
+bool cmd_fsync_locked_check(dberr_t *err);
 bool cmd_drop(cmd_ctx_t *ctx, dberr_t *err);
 bool cmd_drop_database(cmd_ctx_t *ctx, dberr_t *err);
 bool cmd_db_stats(cmd_ctx_t *ctx, dberr_t *err);

@@ -3,6 +3,7 @@
  * index commands createIndexes, listIndexes and dropIndexes. */
 #include "cmd/cmd-private.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "doc/matcher.h"
@@ -34,6 +35,13 @@ typedef struct dbcmds_listdb {
     matcher_t *filter;
 } dbcmds_listdb_t;
 
+/* The databases every replica-set member has (users and server data,
+ * sessions, the oplog): listed even before anything is stored in them. */
+static bool dbcmds_builtin_db(const char *db)
+{
+    return !strcmp(db, "admin") || !strcmp(db, "config") || !strcmp(db, "local");
+}
+
 static void dbcmds_list_one_db(const char *db, void *ctx)
 {
     dbcmds_listdb_t *l = ctx;
@@ -43,7 +51,7 @@ static void dbcmds_list_one_db(const char *db, void *ctx)
     BSON_APPEND_UTF8(&entry, "name", db);
     if (!l->name_only) {
         BSON_APPEND_INT64(&entry, "sizeOnDisk", size.bytes);
-        BSON_APPEND_BOOL(&entry, "empty", size.bytes == 0);
+        BSON_APPEND_BOOL(&entry, "empty", size.bytes == 0 && !dbcmds_builtin_db(db));
     }
     if (!l->filter || matcher_matches(l->filter, &entry, NULL)) {
         char key[16];
@@ -51,6 +59,26 @@ static void dbcmds_list_one_db(const char *db, void *ctx)
         l->total += size.bytes;
     }
     bson_destroy(&entry);
+}
+
+typedef struct dbcmds_names {
+    char **v;
+    size_t n, cap;
+} dbcmds_names_t;
+
+static void dbcmds_collect_name(const char *db, void *ctx)
+{
+    dbcmds_names_t *names = ctx;
+    if (names->n == names->cap) {
+        names->cap = names->cap ? names->cap * 2 : 16;
+        names->v = bson_realloc(names->v, names->cap * sizeof *names->v);
+    }
+    names->v[names->n++] = bson_strdup(db);
+}
+
+static int dbcmds_name_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
 bool cmd_list_databases(cmd_ctx_t *ctx, dberr_t *err)
@@ -64,7 +92,22 @@ bool cmd_list_databases(cmd_ctx_t *ctx, dberr_t *err)
     if (has_filter && !(l.filter = matcher_new(&filter, err)))
         return false;
     bson_append_array_begin(ctx->reply, "databases", -1, &l.arr);
-    catalog_foreach_db(server.catalog, dbcmds_list_one_db, &l);
+    dbcmds_names_t names = {0};
+    catalog_foreach_db(server.catalog, dbcmds_collect_name, &names);
+    static const char *builtin[] = {"admin", "config", "local"};
+    for (size_t i = 0; i < 3; i++) {
+        bool have = false;
+        for (size_t k = 0; k < names.n && !have; k++)
+            have = !strcmp(names.v[k], builtin[i]);
+        if (!have)
+            dbcmds_collect_name(builtin[i], &names);
+    }
+    qsort(names.v, names.n, sizeof *names.v, dbcmds_name_cmp);
+    for (size_t k = 0; k < names.n; k++) {
+        dbcmds_list_one_db(names.v[k], &l);
+        bson_free(names.v[k]);
+    }
+    bson_free(names.v);
     bson_append_array_end(ctx->reply, &l.arr);
     if (!l.name_only) {
         BSON_APPEND_INT64(ctx->reply, "totalSize", l.total);

@@ -90,6 +90,13 @@ static const cmd_def_t cmd_table[] = {
     {"lockInfo", cmd_lock_info, CMD_COUNT_COMMAND, false},
     {"listLocks", cmd_list_locks, CMD_COUNT_COMMAND, false},
     {"fsync", cmd_fsync, CMD_COUNT_COMMAND, true},
+    {"fsyncUnlock", cmd_fsync_unlock, CMD_COUNT_COMMAND, true},
+    {"renameCollection", cmd_rename_collection, CMD_COUNT_COMMAND, true, true},
+    {"validate", cmd_validate, CMD_COUNT_COMMAND, false},
+    {"dbHash", cmd_db_hash, CMD_COUNT_COMMAND, false},
+    {"dbhash", cmd_db_hash, CMD_COUNT_COMMAND, false},
+    {"mapReduce", cmd_map_reduce, CMD_COUNT_COMMAND, false},
+    {"mapreduce", cmd_map_reduce, CMD_COUNT_COMMAND, false},
 #ifdef ATOMDB_FAULT_INJECTION
     {"atomdbFault", cmd_atomdb_fault, CMD_COUNT_COMMAND, true},
 #endif
@@ -279,7 +286,7 @@ static cmd_status_t cmd_run_one(cmd_client_t *client, const wire_request_t *req,
     if (!cmd_check_generic(&ctx, &err) || !cmd_write_concern_parse(&ctx, def->is_write, &err) ||
         !cmd_read_concern_parse(&ctx, &err))
         goto fail;
-    if (def->is_write && !journal_writable(&err))
+    if (def->is_write && (!journal_writable(&err) || !cmd_fsync_locked_check(&err)))
         goto fail;
     if (def->is_write && !cmd_check_fence(&ctx, &err))
         goto fail; /* a stale fencing token: nothing is written */

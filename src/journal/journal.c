@@ -265,6 +265,13 @@ static bool journal_apply_op(catalog_t *cat, const bson_t *op, dberr_t *err)
             catalog_drop(cat, db, name);
         } else if (bson_has_field(&cmd, "dropDatabase")) {
             catalog_drop_db(cat, db);
+        } else if ((name = journal_str_field(&cmd, "rename"))) {
+            const char *to_db = journal_str_field(&cmd, "toDb");
+            const char *to_coll = journal_str_field(&cmd, "toColl");
+            if (!to_db || !to_coll ||
+                !catalog_rename(cat, db, name, to_db, to_coll, false, err))
+                return to_db && to_coll ? false
+                                        : dberr_set(err, DBERR_INTERNAL_ERROR, "bad rename");
         } else if ((name = journal_str_field(&cmd, "createIndex")) &&
                    journal_doc_field(&cmd, "spec", &spec)) {
             collection_t *c = catalog_get(cat, db, name);

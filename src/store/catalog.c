@@ -173,6 +173,48 @@ bool catalog_drop(catalog_t *cat, const char *db, const char *coll)
     return true;
 }
 
+bool catalog_rename(catalog_t *cat, const char *db, const char *coll, const char *to_db,
+                    const char *to_coll, bool drop_target, dberr_t *err)
+{
+    if (!catalog_valid_coll_name(to_db, to_coll, err))
+        return false;
+    catalog_db_t *d = catalog_db(cat, db);
+    collection_t *c = d ? omap_get(d->colls, coll, strlen(coll)) : NULL;
+    if (!c)
+        return dberr_set(err, DBERR_NAMESPACE_NOT_FOUND, "Source collection %s.%s does not exist",
+                         db, coll);
+    if (!strcmp(db, to_db) && !strcmp(coll, to_coll))
+        return dberr_set(err, DBERR_ILLEGAL_OPERATION, "Can't rename a collection to itself");
+    collection_t *target = catalog_get(cat, to_db, to_coll);
+    if (target && !drop_target)
+        return dberr_set(err, DBERR_NAMESPACE_EXISTS, "target namespace exists");
+    if (target)
+        catalog_drop(cat, to_db, to_coll);
+    d = catalog_db(cat, db); /* dropping the target may have freed a database */
+    omap_remove(d->colls, coll, strlen(coll));
+    collection_rename(c, to_db, to_coll);
+    catalog_db_t *t = catalog_db(cat, to_db);
+    if (!t) {
+        t = bson_malloc0(sizeof *t);
+        t->name = bson_strdup(to_db);
+        t->colls = omap_new();
+        omap_insert(cat->dbs, to_db, strlen(to_db), t);
+    }
+    omap_insert(t->colls, to_coll, strlen(to_coll), c);
+    const store_observer_t *obs = store_observer_get();
+    if (obs && obs->ddl) {
+        bson_t op = BSON_INITIALIZER;
+        BSON_APPEND_UTF8(&op, "rename", coll);
+        BSON_APPEND_UTF8(&op, "toDb", to_db);
+        BSON_APPEND_UTF8(&op, "toColl", to_coll);
+        obs->ddl(db, &op, obs->ctx);
+        bson_destroy(&op);
+    }
+    if (omap_count(d->colls) == 0)
+        catalog_free_db(omap_remove(cat->dbs, db, strlen(db)));
+    return true;
+}
+
 bool catalog_drop_db(catalog_t *cat, const char *db)
 {
     catalog_db_t *d = omap_remove(cat->dbs, db, strlen(db));

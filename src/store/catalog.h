@@ -39,6 +39,15 @@ collection_t *catalog_create(catalog_t *cat, const char *db, const char *coll,
 /* Drops a collection; false when it did not exist. */
 bool catalog_drop(catalog_t *cat, const char *db, const char *coll);
 
+/* Renames `db`.`coll` to `to_db`.`to_coll` (another database too): the
+ * same collection, documents and indexes, under its new name. Fails with
+ * NamespaceNotFound 26 (no source), NamespaceExists 48 (a target, unless
+ * `drop_target` drops it first), IllegalOperation 20 (the same name) or
+ * InvalidNamespace 73. Reported to the observer as {drop} of the target
+ * then {rename: coll, toDb, toColl} on `db`. */
+bool catalog_rename(catalog_t *cat, const char *db, const char *coll, const char *to_db,
+                    const char *to_coll, bool drop_target, dberr_t *err);
+
 /* Drops a database and all its collections; false when it did not exist. */
 bool catalog_drop_db(catalog_t *cat, const char *db);
 

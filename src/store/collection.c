@@ -13,8 +13,6 @@
 #include "util/hash.h"
 #include "util/omap.h"
 
-#define COLLECTION_MAX_INDEXES 64
-
 struct collection {
     char *db;
     char *name;
@@ -164,6 +162,16 @@ void collection_foreach(const collection_t *c, bool (*fn)(const bson_t *doc, voi
 const char *collection_db(const collection_t *c)
 {
     return c->db;
+}
+
+void collection_rename(collection_t *c, const char *db, const char *name)
+{
+    bson_free(c->db);
+    bson_free(c->name);
+    bson_free(c->ns);
+    c->db = bson_strdup(db);
+    c->name = bson_strdup(name);
+    c->ns = bson_strdup_printf("%s.%s", db, name);
 }
 
 uint64_t collection_id(const collection_t *c)

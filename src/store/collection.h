@@ -18,6 +18,9 @@
 
 typedef struct collection collection_t;
 
+/* Indexes a collection may have, _id_ included. */
+#define COLLECTION_MAX_INDEXES 64
+
 /* Creates an empty collection `db`.`name` with its _id index. `options` is
  * what `create` was given (kept for listCollections), or NULL. */
 collection_t *collection_new(const char *db, const char *name, const bson_t *options);
@@ -67,6 +70,9 @@ record_t *collection_find_id(const collection_t *c, const bson_value_t *id);
  * after mvcc snapshot `snapshot` (which must be open): a transaction
  * reading at that snapshot may not write it (first committer wins). */
 bool collection_changed_since(const collection_t *c, const bson_value_t *id, uint64_t snapshot);
+
+/* Gives the collection a new database and name (catalog_rename). */
+void collection_rename(collection_t *c, const char *db, const char *name);
 
 /* The collection's mvcc id (changes in the mvcc window carry it). */
 uint64_t collection_id(const collection_t *c);
