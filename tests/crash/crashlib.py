@@ -57,16 +57,39 @@ class CrashServer(AtomdbServer):
         self.starts += 1
         return super().start()
 
+    def validate_all(self):
+        """Runs validate {full: true} on every collection of every database
+        of the running server: after recovery, every index must agree with
+        the recovered documents. Returns a list of problems."""
+        problems = []
+        c = self.client()
+        try:
+            for d in c.admin.command("listDatabases", nameOnly=True)["databases"]:
+                db = c[d["name"]]
+                for info in db.command("listCollections", nameOnly=True)["cursor"]["firstBatch"]:
+                    if info.get("type", "collection") != "collection":
+                        continue
+                    r = db.command("validate", info["name"], full=True)
+                    if not r["valid"]:
+                        problems.append("validate %s.%s after recovery: %s" %
+                                        (d["name"], info["name"], r["errors"]))
+        except Exception as e:  # a server that cannot answer is a problem too
+            problems.append("validate after recovery failed: %r" % (e,))
+        finally:
+            c.close()
+        return problems
+
     def stop(self):
-        """Stops the server cleanly (SIGTERM); returns a list of problems. A
-        second call, or one after kill9(), only checks the log for sanitizer
-        reports."""
+        """Validates every collection (validate_all), then stops the server
+        cleanly (SIGTERM); returns a list of problems. A second call, or one
+        after kill9(), only checks the log for sanitizer reports."""
         if self.proc is None:
             found = self.sanitizer_problems()
             if found:
                 return ["sanitizer report in atomdb's stderr (%r)\n%s" % (found[0], self.log_tail(120))]
             return []
-        problems = super().stop()
+        problems = self.validate_all() if self.proc.poll() is None else []
+        problems += super().stop()
         self.proc = None
         return problems
 
