@@ -107,6 +107,11 @@ void cmd_append_cluster_time(bson_t *reply);
  * command's own strict parser skips. */
 bool cmd_is_generic_arg(const char *k);
 
+/* Fails with mongod's 40415 "BSON field 'cmd.x' is an unknown field."
+ * when the command has a field that is neither one of the `n` names in
+ * `known` nor a generic argument. */
+bool cmd_only_fields(const cmd_ctx_t *ctx, const char *const *known, size_t n, dberr_t *err);
+
 /* Finds `key` in the command; false when absent. */
 bool cmd_find(const cmd_ctx_t *ctx, const char *key, bson_iter_t *out);
 

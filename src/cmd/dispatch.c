@@ -203,6 +203,22 @@ bool cmd_is_generic_arg(const char *k)
     return false;
 }
 
+bool cmd_only_fields(const cmd_ctx_t *ctx, const char *const *known, size_t n, dberr_t *err)
+{
+    bson_iter_t f;
+    bson_iter_init(&f, ctx->cmd);
+    bson_iter_next(&f);
+    while (bson_iter_next(&f)) {
+        const char *k = bson_iter_key(&f);
+        size_t i = 0;
+        while (i < n && strcmp(k, known[i]))
+            i++;
+        if (i == n && !cmd_is_generic_arg(k))
+            return dberr_set(err, 40415, "BSON field '%s.%s' is an unknown field.", ctx->name, k);
+    }
+    return true;
+}
+
 static bool cmd_check_generic(cmd_ctx_t *ctx, dberr_t *err)
 {
     bson_iter_t it;

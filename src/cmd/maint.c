@@ -29,17 +29,8 @@ bool cmd_rename_collection(cmd_ctx_t *ctx, dberr_t *err)
 {
     static const char *const known[] = {"to", "dropTarget", "stayTemp"};
     bson_iter_t it;
-    bson_iter_init(&it, ctx->cmd);
-    bson_iter_next(&it);
-    while (bson_iter_next(&it)) {
-        const char *k = bson_iter_key(&it);
-        size_t i = 0;
-        while (i < 3 && strcmp(k, known[i]))
-            i++;
-        if (i == 3 && !cmd_is_generic_arg(k))
-            return dberr_set(err, 40415, "BSON field 'renameCollection.%s' is an unknown field.",
-                             k);
-    }
+    if (!cmd_only_fields(ctx, known, 3, err))
+        return false;
     if (!BSON_ITER_HOLDS_UTF8(&ctx->arg))
         return dberr_set(err, DBERR_TYPE_MISMATCH,
                          "BSON field 'renameCollection.renameCollection' is the wrong type '%s', "
@@ -161,9 +152,14 @@ static bool maint_hash_doc(const bson_t *doc, void *ctx)
     return true;
 }
 
-static void maint_hex(const unsigned char *d, unsigned n, char *out)
+/* Finishes `md` (and frees it) into lowercase hex in `out`. */
+static void maint_md5_hex(EVP_MD_CTX *md, char out[2 * EVP_MAX_MD_SIZE + 1])
 {
     static const char hex[] = "0123456789abcdef";
+    unsigned char d[EVP_MAX_MD_SIZE];
+    unsigned n = 0;
+    EVP_DigestFinal_ex(md, d, &n);
+    EVP_MD_CTX_free(md);
     for (unsigned i = 0; i < n; i++) {
         out[2 * i] = hex[d[i] >> 4];
         out[2 * i + 1] = hex[d[i] & 15];
@@ -199,12 +195,8 @@ static void maint_hash_coll(collection_t *c, void *ctx)
     maint_hash_t h = {EVP_MD_CTX_new()};
     EVP_DigestInit_ex(h.md, EVP_md5(), NULL);
     collection_foreach(c, maint_hash_doc, &h);
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned n = 0;
-    EVP_DigestFinal_ex(h.md, md, &n);
-    EVP_MD_CTX_free(h.md);
     char hex[2 * EVP_MAX_MD_SIZE + 1];
-    maint_hex(md, n, hex);
+    maint_md5_hex(h.md, hex);
     BSON_APPEND_UTF8(d->hashes, name, hex);
     bson_append_binary(d->uuids, name, -1, BSON_SUBTYPE_UUID, collection_uuid(c), 16);
     EVP_DigestUpdate(d->all, hex, strlen(hex));
@@ -232,12 +224,8 @@ bool cmd_db_hash(cmd_ctx_t *ctx, dberr_t *err)
     maint_dbhash_t d = {has_only ? &only : NULL, &hashes, &uuids, EVP_MD_CTX_new()};
     EVP_DigestInit_ex(d.all, EVP_md5(), NULL);
     catalog_foreach_coll(server.catalog, ctx->db, maint_hash_coll, &d);
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned n = 0;
-    EVP_DigestFinal_ex(d.all, md, &n);
-    EVP_MD_CTX_free(d.all);
     char hex[2 * EVP_MAX_MD_SIZE + 1];
-    maint_hex(md, n, hex);
+    maint_md5_hex(d.all, hex);
     BSON_APPEND_UTF8(ctx->reply, "host", server.config.advertise);
     BSON_APPEND_DOCUMENT(ctx->reply, "collections", &hashes);
     bson_t empty = BSON_INITIALIZER;

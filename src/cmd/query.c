@@ -180,25 +180,6 @@ bool cmd_kill_cursors(cmd_ctx_t *ctx, dberr_t *err)
     return true;
 }
 
-/* Fails with mongod's 40415 when the command has a field that is neither
- * in `known` nor a generic argument. */
-static bool query_only_fields(const cmd_ctx_t *ctx, const char *const *known, size_t n,
-                              dberr_t *err)
-{
-    bson_iter_t f;
-    bson_iter_init(&f, ctx->cmd);
-    bson_iter_next(&f);
-    while (bson_iter_next(&f)) {
-        const char *k = bson_iter_key(&f);
-        size_t i = 0;
-        while (i < n && strcmp(k, known[i]))
-            i++;
-        if (i == n && !cmd_is_generic_arg(k))
-            return dberr_set(err, 40415, "BSON field '%s.%s' is an unknown field.", ctx->name, k);
-    }
-    return true;
-}
-
 /* The parsed options of a find (or the find inside explain). */
 typedef struct query_find {
     bson_t filter, sort, projection, hint, min, max;
@@ -488,7 +469,7 @@ bool cmd_count(cmd_ctx_t *ctx, dberr_t *err)
     if (!cmd_collection_name(ctx, &coll, err))
         return false;
     static const char *const known[] = {"query", "limit", "skip", "hint", "collation", "fields"};
-    if (!query_only_fields(ctx, known, sizeof known / sizeof known[0], err))
+    if (!cmd_only_fields(ctx, known, sizeof known / sizeof known[0], err))
         return false;
     bson_t filter;
     bool present;
@@ -581,7 +562,7 @@ bool cmd_distinct(cmd_ctx_t *ctx, dberr_t *err)
                          shellfmt_type_name(bson_iter_type(&it)));
     const char *key = bson_iter_utf8(&it, NULL);
     static const char *const known[] = {"key", "query", "collation"};
-    if (!query_only_fields(ctx, known, sizeof known / sizeof known[0], err))
+    if (!cmd_only_fields(ctx, known, sizeof known / sizeof known[0], err))
         return false;
     bson_t filter;
     bool present;
@@ -846,7 +827,7 @@ bool cmd_aggregate(cmd_ctx_t *ctx, dberr_t *err)
         return dberr_set(err, DBERR_NOT_IMPLEMENTED, "atomdb does not support collation yet");
     static const char *const known[] = {"pipeline", "explain", "cursor", "allowDiskUse", "let",
                                         "hint", "bypassDocumentValidation", "collation"};
-    if (!query_only_fields(ctx, known, sizeof known / sizeof known[0], err))
+    if (!cmd_only_fields(ctx, known, sizeof known / sizeof known[0], err))
         return false;
     bson_iter_t f;
     query_find_t hq = {0};

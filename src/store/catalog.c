@@ -97,8 +97,8 @@ collection_t *catalog_get(const catalog_t *cat, const char *db, const char *coll
     return d ? omap_get(d->colls, coll, strlen(coll)) : NULL;
 }
 
-static collection_t *catalog_add(catalog_t *cat, const char *db, const char *coll,
-                                 const bson_t *options)
+/* The database `db`, added (empty) when missing. */
+static catalog_db_t *catalog_db_add(catalog_t *cat, const char *db)
 {
     catalog_db_t *d = catalog_db(cat, db);
     if (!d) {
@@ -107,6 +107,13 @@ static collection_t *catalog_add(catalog_t *cat, const char *db, const char *col
         d->colls = omap_new();
         omap_insert(cat->dbs, db, strlen(db), d);
     }
+    return d;
+}
+
+static collection_t *catalog_add(catalog_t *cat, const char *db, const char *coll,
+                                 const bson_t *options)
+{
+    catalog_db_t *d = catalog_db_add(cat, db);
     collection_t *c = collection_new(db, coll, options);
     omap_insert(d->colls, coll, strlen(coll), c);
     const store_observer_t *obs = store_observer_get();
@@ -193,14 +200,7 @@ bool catalog_rename(catalog_t *cat, const char *db, const char *coll, const char
     d = catalog_db(cat, db); /* dropping the target may have freed a database */
     omap_remove(d->colls, coll, strlen(coll));
     collection_rename(c, to_db, to_coll);
-    catalog_db_t *t = catalog_db(cat, to_db);
-    if (!t) {
-        t = bson_malloc0(sizeof *t);
-        t->name = bson_strdup(to_db);
-        t->colls = omap_new();
-        omap_insert(cat->dbs, to_db, strlen(to_db), t);
-    }
-    omap_insert(t->colls, to_coll, strlen(to_coll), c);
+    omap_insert(catalog_db_add(cat, to_db)->colls, to_coll, strlen(to_coll), c);
     const store_observer_t *obs = store_observer_get();
     if (obs && obs->ddl) {
         bson_t op = BSON_INITIALIZER;

@@ -241,3 +241,15 @@ def without_cluster_time(reply):
         "the reply carries $clusterTime {clusterTime, signature: {hash, keyId}}: %r" % (reply,)
     assert isinstance(reply.get("operationTime"), Timestamp), "the reply carries operationTime"
     return {k: v for k, v in reply.items() if k not in CLUSTER_TIME_FIELDS}
+
+
+def raw_command(server, doc):
+    """Sends one command as raw OP_MSG on a fresh connection (what a driver
+    would refuse or rewrite) and returns the reply document."""
+    import wireproto
+
+    sock = wireproto.connect(server.host, server.port)
+    try:
+        return wireproto.command(sock, doc)
+    finally:
+        sock.close()

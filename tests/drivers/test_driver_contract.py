@@ -14,8 +14,7 @@ from bson.timestamp import Timestamp
 from pymongo import MongoClient
 from pymongo.errors import OperationFailure
 
-import wireproto as w
-from atomdb_testlib import restart, stop_all
+from atomdb_testlib import raw_command, restart, stop_all
 
 
 def connect(server, **kw):
@@ -27,14 +26,6 @@ def client(atomdb):
     c = connect(atomdb)
     yield c
     c.close()
-
-
-def raw(server, doc):
-    sock = w.connect(server.host, server.port)
-    try:
-        return w.command(sock, doc)
-    finally:
-        sock.close()
 
 
 def fails(code, fn, what):
@@ -55,7 +46,7 @@ def test_every_reply_carries_cluster_time_and_operation_time(atomdb, client):
         "operationTime is the write's cluster time"
     assert set(ct["signature"]) == {"hash", "keyId"} and len(ct["signature"]["hash"]) == 20, \
         "signature has a 20-byte hash and a keyId, as drivers expect"
-    err = raw(atomdb, {"find": 1, "$db": "r"})
+    err = raw_command(atomdb, {"find": 1, "$db": "r"})
     assert err["ok"] == 0 and isinstance(err.get("operationTime"), Timestamp), \
         "an error reply carries the cluster time too"
 
