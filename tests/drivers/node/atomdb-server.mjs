@@ -88,3 +88,12 @@ export async function startAtomdb({ dir, keep = false } = {}) {
     },
   };
 }
+
+// A command reply without $clusterTime and operationTime, which every reply
+// of a replica-set member carries; throws unless both are there.
+export function withoutClusterTime(reply) {
+  const { $clusterTime, operationTime, ...rest } = reply;
+  if (!$clusterTime || !$clusterTime.clusterTime || !$clusterTime.signature || !operationTime)
+    throw new Error(`the reply lacks $clusterTime / operationTime: ${JSON.stringify(Object.keys(reply))}`);
+  return rest;
+}
