@@ -15,8 +15,11 @@
  * these others (mongod: supportsWriteConcern). */
 static bool concern_wc_allowed(const cmd_ctx_t *ctx, bool is_write)
 {
-    static const char *also[] = {"aggregate", "abortTransaction", "commitTransaction",
-                                 "setParameter", "replSetReconfig", "fsync"};
+    static const char *also[] = {"aggregate",     "abortTransaction",  "commitTransaction",
+                                 "setParameter",  "replSetReconfig",   "fsync",
+                                 "endSessions",   "killSessions",      "killAllSessions",
+                                 "killAllSessionsByPattern", "refreshSessions",
+                                 "acquireLock",   "releaseLock",       "renewLock"};
     if (is_write)
         return true;
     for (size_t i = 0; i < sizeof also / sizeof also[0]; i++)
