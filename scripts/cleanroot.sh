@@ -66,6 +66,17 @@ in_root() {
 }
 trap unmount_all EXIT
 
+# Empties the root. Never while anything is mounted below it: rm would walk
+# into the bind-mounted /dev of the machine itself.
+remove_root() {
+  unmount_all
+  if awk -v r="$root/" 'index($2 "/", r) == 1 { found = 1 } END { exit !found }' /proc/mounts; then
+    echo "cleanroot: something is still mounted under $root; not removing it" >&2
+    exit 1
+  fi
+  rm -rf --one-file-system "$root"
+}
+
 # The image's Node.js, packed again from its installed files as a .deb (the
 # package file itself is not kept on the machine). Its npm is the one the
 # machine runs, upgraded at start-up, not the one the .deb first held.
@@ -99,7 +110,7 @@ make_base() {
   local sources=/etc/apt/sources.list.d/debian.sources mirror
   mirror=$(sed -n 's/^URIs: *//p' "$sources" | head -n 1)
   log "debootstrap --variant=minbase bookworm $root (mirror from $sources)"
-  rm -rf "$root"
+  remove_root
   debootstrap --variant=minbase bookworm "$root" "$mirror"
   # The same archive suites as this machine: bookworm, -updates, -security.
   cp "$sources" "$root/etc/apt/sources.list.d/debian.sources"
@@ -138,7 +149,7 @@ if [ "$rebuild" -eq 1 ] || [ ! -f "$base" ]; then
   make_base
 else
   log "restoring $root from $base"
-  rm -rf "$root"
+  remove_root
   mkdir -p "$root"
   tar --zstd -C "$root" -xpf "$base"
 fi
