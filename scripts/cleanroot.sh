@@ -120,6 +120,7 @@ make_base() {
   # This machine's TLS trust (its network presents its own CA): part of the
   # machine, not of the project, so the root gets it as the machine has it.
   if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
+    mkdir -p "$root/usr/local/share/ca-certificates"
     cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/"
   fi
   if [ -f /usr/etc/npmrc ]; then
