@@ -65,6 +65,7 @@ in_root() {
     PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin "$@"
 }
 trap unmount_all EXIT
+trap 'exit 130' INT TERM
 
 # Empties the root. Never while anything is mounted below it: rm would walk
 # into the bind-mounted /dev of the machine itself.
