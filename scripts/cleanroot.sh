@@ -178,9 +178,13 @@ t0=\$SECONDS
 ( bash scripts/install-deps.sh && cmake -S . -B build && cmake --build build -j2 && ./build/atomdb --dbpath ./data ) \\
   > /root/command1.log 2>&1 &
 pid=\$!
-until grep -q "listening on" /root/command1.log 2>/dev/null; do
+# atomdb logs "Waiting for connections" (mongod's JSON line) once it listens.
+until grep -q "Waiting for connections" /root/command1.log 2>/dev/null; do
   if ! kill -0 \$pid 2>/dev/null; then
     echo "command 1 ended before the server listened:"; tail -40 /root/command1.log; exit 1
+  fi
+  if [ \$((SECONDS - t0)) -gt 3600 ]; then
+    echo "command 1: no server listening after an hour:"; tail -40 /root/command1.log; exit 1
   fi
   sleep 1
 done
