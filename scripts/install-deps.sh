@@ -30,23 +30,31 @@ apt_packages=(
   redis-server libhiredis-dev postgresql libpq-dev
 )
 
-# Node.js: keep the image's node when it is new enough (the mongodb 7.x driver
-# needs >= 20.19); only fall back to Debian's nodejs/npm when node is absent.
-node_ok=0
-if command -v node >/dev/null 2>&1; then
-  node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
-  if [ "${node_major:-0}" -ge 20 ]; then
-    node_ok=1
-  else
-    log "warning: node $(node --version) is older than 20; the Node driver tests need >= 20.19"
-  fi
+# Node.js and npm for tests/drivers/node (the mongodb driver and mongosh): at
+# least the engines.node of its package.json. Debian 12's archive has only
+# nodejs 18, which is too old, so this script installs no Node.js: the project's
+# machines ship Node.js 20 (/usr/bin/node, NodeSource's nodejs 20.20.2 .deb).
+# Checked before apt runs, so a machine without it is told at once.
+node_dir="$repo/tests/drivers/node"
+node_min=$(sed -n 's/^ *"node": *">=\([0-9][0-9.]*\)".*/\1/p' "$node_dir/package.json")
+if [ -z "$node_min" ]; then
+  echo "install-deps: cannot read engines.node (\">=X.Y.Z\") from $node_dir/package.json" >&2
+  exit 1
 fi
-if [ "$node_ok" -eq 0 ] && ! command -v node >/dev/null 2>&1; then
-  apt_packages+=(nodejs)
+node_have=$(node --version 2>/dev/null | sed 's/^v//' || true)
+npm_have=$(npm --version 2>/dev/null || true)
+oldest=$(printf '%s\n%s\n' "$node_min" "${node_have:-0}" | sort -V | head -n 1)
+if [ -z "$node_have" ] || [ "$oldest" != "$node_min" ] || [ -z "$npm_have" ]; then
+  {
+    echo "install-deps: Node.js >= $node_min with npm is needed for tests/drivers/node;"
+    echo "install-deps: found node ${node_have:-none}, npm ${npm_have:-none}."
+    echo "install-deps: Debian 12's own nodejs (18) is too old, so this script does not install one."
+    echo "install-deps: This project's machines ship Node.js 20.20.2 as /usr/bin/node; elsewhere"
+    echo "install-deps: install Node.js >= $node_min and npm first (docs/testing.md, Node.js)."
+  } >&2
+  exit 1
 fi
-if ! command -v npm >/dev/null 2>&1; then
-  apt_packages+=(npm)
-fi
+log "node $node_have, npm $npm_have (>= $node_min needed)"
 
 missing=()
 for p in "${apt_packages[@]}"; do
@@ -85,7 +93,6 @@ fi
 # npm packages for the Node driver and mongosh tests, pinned by package-lock.json.
 # Install scripts are skipped: nothing the tests use needs one (snappy ships its
 # binary in a registry package), and some would try to download from elsewhere.
-node_dir="$repo/tests/drivers/node"
 if [ -f "$node_dir/package.json" ]; then
   stamp="$node_dir/node_modules/.atomdb-installed"
   if [ -f "$node_dir/package-lock.json" ]; then

@@ -2,7 +2,9 @@
 # The one test command: installs dependencies, builds atomdb twice (release
 # with -Werror in build/, ASan+UBSan in build-asan/), runs the C unit tests in
 # both, the driver tests (pymongo, libmongoc, mongosh, Node driver) against
-# build/, and the raw-socket, pymongo and mongod-compat tests again against build-asan/
+# build/ (the pymongo ones also on pure-Python pymongo), the scenario and crash
+# tests, and the raw-socket, pymongo and mongod-compat tests again against
+# build-asan/.
 # Exits non-zero if any step failed; prints a summary of the steps at the end.
 set -uo pipefail
 
@@ -56,6 +58,14 @@ drivers_release() {
   ATOMDB_BIN="$repo/build/atomdb" ATOMDB_BUILD="$repo/build" run_pytest tests/drivers
 }
 
+# The raw-socket, handshake and CRUD tests again with pymongo's C extensions
+# blocked: their verdicts must not depend on the pymongo build (docs/testing.md).
+drivers_pure_pymongo() {
+  ATOMDB_PYMONGO_PURE=1 ATOMDB_BIN="$repo/build/atomdb" ATOMDB_BUILD="$repo/build" \
+    run_pytest tests/drivers/test_raw_socket.py tests/drivers/test_pymongo_handshake.py \
+    tests/drivers/test_crud_pymongo.py tests/drivers/test_crud_unified.py
+}
+
 node_release() {
   ATOMDB_BIN="$repo/build/atomdb" timeout --kill-after=30 900 node --test tests/drivers/node/*.test.mjs
 }
@@ -107,13 +117,17 @@ step "build build-asan/ (address,undefined)" \
 if [ "$release_ok" -eq 1 ]; then
   step "ctest build/" run_ctest build
   step "driver tests (pytest) against build/" drivers_release
+  step "raw-socket, handshake and CRUD tests on pure-Python pymongo against build/" drivers_pure_pymongo
   step "Node driver tests against build/" node_release
   step "scenario tests (seed invariants) against build/" scenarios_release
   step "crash tests (kill -9, torn log, repair, lock) against build/" crash_release
 else
   skip "ctest build/" "build failed"
   skip "driver tests (pytest) against build/" "build failed"
+  skip "pure-Python pymongo tests against build/" "build failed"
   skip "Node driver tests against build/" "build failed"
+  skip "scenario tests against build/" "build failed"
+  skip "crash tests against build/" "build failed"
 fi
 
 if [ "$asan_ok" -eq 1 ]; then
@@ -123,6 +137,7 @@ if [ "$asan_ok" -eq 1 ]; then
 else
   skip "ctest build-asan/" "build failed"
   skip "sanitizer driver tests" "build failed"
+  skip "fault-injection crash tests against build-asan/" "build failed"
 fi
 
 echo

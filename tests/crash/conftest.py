@@ -3,9 +3,22 @@ makes a CrashServer (not yet started) that keeps its --dbpath across kill9()
 and start(); teardown stops every one of them and fails the test if one
 crashed, exited non-zero on a clean stop, or printed a sanitizer report."""
 
-import pytest
+import sys
+from pathlib import Path
 
-from crashlib import CrashServer, finish
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "drivers"))
+
+import pymongo_mode  # noqa: E402
+
+pymongo_mode.apply()  # before anything imports pymongo (ATOMDB_PYMONGO_PURE)
+
+import pytest  # noqa: E402
+
+from crashlib import CrashServer, finish  # noqa: E402
+
+
+def pytest_report_header(config):
+    return pymongo_mode.describe()
 
 
 @pytest.fixture

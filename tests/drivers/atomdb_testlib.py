@@ -13,6 +13,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 
 # Lines in the server's stderr that mean a sanitizer caught something.
@@ -35,6 +37,14 @@ def atomdb_bin():
 def atomdb_build_dir():
     """The CMake build directory (for test_libmongoc and friends)."""
     return Path(os.environ.get("ATOMDB_BUILD", REPO / "build"))
+
+
+def require_installed(present, what):
+    """Fails the calling test when `what`, which scripts/install-deps.sh
+    installs, is missing. Never a skip: a skip would let a run on a machine
+    without it pass, hiding a missing install step (docs/testing.md)."""
+    if not present:
+        pytest.fail("%s is missing: run scripts/install-deps.sh (as root)" % what, pytrace=False)
 
 
 def free_port():

@@ -3,9 +3,17 @@
 teardown stops it and fails the test if it crashed, exited non-zero or
 printed a sanitizer report."""
 
-import pytest
+import pymongo_mode
 
-from atomdb_testlib import AtomdbServer, ServerProblem
+pymongo_mode.apply()  # before anything imports pymongo (ATOMDB_PYMONGO_PURE)
+
+import pytest  # noqa: E402
+
+from atomdb_testlib import AtomdbServer, ServerProblem  # noqa: E402
+
+
+def pytest_report_header(config):
+    return pymongo_mode.describe()
 
 
 def _run_server(extra_args=()):

@@ -9,6 +9,7 @@ import datetime
 import re
 import time
 
+import bson
 import pytest
 from bson.decimal128 import Decimal128
 from bson.int64 import Int64
@@ -23,6 +24,8 @@ from pymongo import ASCENDING, DESCENDING, MongoClient, ReturnDocument
 from pymongo import InsertOne, UpdateOne, UpdateMany, ReplaceOne, DeleteOne, DeleteMany
 from pymongo.errors import BulkWriteError, DuplicateKeyError, OperationFailure, WriteError
 from pymongo.write_concern import WriteConcern
+
+import wireproto as w
 
 DB = "db"
 
@@ -485,13 +488,61 @@ def test_empty_replacement_and_empty_set_are_accepted(coll, db):
     assert coll.find_one({"_id": 1}) == {"_id": 1}, "the empty replacement kept only _id"
 
 
-def test_empty_write_batches_fail_with_invalid_length_16(coll, db):
-    for cmd, field in [("insert", "documents"), ("update", "updates"), ("delete", "deletes")]:
-        with pytest.raises(OperationFailure) as ei:
-            db.command(cmd, coll.name, **{field: []})
-        assert ei.value.code == 16, "%s with an empty %s: InvalidLength (16)" % (cmd, field)
-        assert ei.value.details["errmsg"] == \
-            "Write batch sizes must be between 1 and 100000. Got 0 operations.", "mongod's message for %s" % cmd
+def test_empty_write_batches_fail_with_invalid_length_16(atomdb_module, coll, db):
+    # Sent as raw OP_MSG frames: pymongo may refuse an empty batch itself (the
+    # pure-Python build fails in max() before sending anything), and this is
+    # about what the server answers. Both framings a client may use: the empty
+    # array in the command body, and an empty kind-1 document sequence.
+    sock = w.connect(*atomdb_module)
+    try:
+        for cmd, field in [("insert", "documents"), ("update", "updates"), ("delete", "deletes")]:
+            framings = [
+                ("in the command body", SON([(cmd, coll.name), (field, []), ("$db", DB)]), ()),
+                ("as an empty kind-1 sequence", SON([(cmd, coll.name), ("$db", DB)]),
+                 (w.section_kind1(field, []),)),
+            ]
+            for how, body, sections in framings:
+                reply = w.command(sock, body, extra_sections=sections)
+                what = "%s with an empty %s %s" % (cmd, field, how)
+                assert (reply.get("ok"), reply.get("code"), reply.get("codeName")) == \
+                    (0, 16, "InvalidLength"), "%s: InvalidLength (16) (got %r)" % (what, reply)
+                assert reply.get("errmsg") == \
+                    "Write batch sizes must be between 1 and 100000. Got 0 operations.", \
+                    "mongod's message for %s" % what
+    finally:
+        sock.close()
+    assert coll.name not in db.list_collection_names(), "an empty insert creates no collection"
+
+
+def test_oversized_documents_fail_and_write_nothing(atomdb_module, coll, db):
+    # The insert is sent raw: pymongo refuses a document over maxBsonObjectSize
+    # itself (DocumentTooLarge), and this is about what the server enforces.
+    max_size = 16 * 1024 * 1024
+    pad = max_size - len(bson.encode(SON([("_id", 1), ("pad", "")]))) + 1
+    big = SON([("_id", 1), ("pad", "x" * pad)])
+    size = len(bson.encode(big))
+    assert size == max_size + 1, "the document is one byte over 16 MiB"
+    sock = w.connect(*atomdb_module)
+    try:
+        reply = w.command(sock, SON([("insert", coll.name), ("$db", DB)]),
+                          extra_sections=(w.section_kind1("documents", [big]),))
+    finally:
+        sock.close()
+    assert (reply.get("ok"), reply.get("n")) == (1, 0), "the batch is answered, nothing inserted (got %r)" % (
+        {k: v for k, v in reply.items() if k != "writeErrors"},)
+    assert [(e["index"], e["code"], e["errmsg"]) for e in reply.get("writeErrors", [])] == [
+        (0, 2, "object to insert too large. size in bytes: %d, max size: %d" % (size, max_size))], \
+        "a document over 16 MiB: BadValue (2) with mongod's message"
+    assert coll.count_documents({}) == 0, "nothing was written"
+
+    half = "x" * (9 * 1024 * 1024)
+    coll.insert_one({"_id": 2, "a": half})
+    r = db.command("update", coll.name, updates=[{"q": {"_id": 2}, "u": {"$set": {"b": half}}}])
+    assert [(e["index"], e["code"], e["errmsg"]) for e in r.get("writeErrors", [])] == [
+        (0, 17419, "Resulting document after update is larger than %d" % max_size)], \
+        "an update growing a document past 16 MiB: 17419 with mongod's message"
+    assert (r["n"], r["nModified"]) == (0, 0), "the failed update counts nothing"
+    assert coll.find_one({"_id": 2}, {"b": 1}) == {"_id": 2}, "the document was not changed"
 
 
 def test_pipeline_update(coll):

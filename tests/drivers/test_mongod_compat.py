@@ -17,7 +17,7 @@ import pymongo
 import pytest
 from pymongo.errors import OperationFailure
 
-from atomdb_testlib import REPO, SANITIZER_MARKERS, atomdb_bin, free_port
+from atomdb_testlib import REPO, SANITIZER_MARKERS, atomdb_bin, free_port, require_installed
 
 MONGOSH = REPO / "tests" / "drivers" / "node" / "node_modules" / ".bin" / "mongosh"
 START_TIMEOUT_S = 20.0
@@ -545,8 +545,7 @@ def test_replset_initiate_status_config_reconfig(tmp_path):
 
 
 def test_mongosh_rs_status_and_rs_conf(tmp_path):
-    if not MONGOSH.exists():
-        pytest.skip("mongosh is not installed (tests/drivers/node: npm ci)")
+    require_installed(MONGOSH.exists(), "mongosh (%s, npm ci in tests/drivers/node)" % MONGOSH)
     port = free_port()
     server = Mongod(tmp_path, "--port", str(port), "--dbpath", str(tmp_path / "d"),
                     "--replSet", "shellset")

@@ -14,12 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from atomdb_testlib import REPO
+from atomdb_testlib import REPO, require_installed
 
 MONGOSH = REPO / "tests" / "drivers" / "node" / "node_modules" / ".bin" / "mongosh"
 
-pytestmark = pytest.mark.skipif(
-    not MONGOSH.exists(), reason="mongosh not installed: run scripts/install-deps.sh (npm ci)")
+
+@pytest.fixture(autouse=True)
+def _mongosh_installed():
+    require_installed(MONGOSH.exists(), "mongosh (%s, npm ci in tests/drivers/node)" % MONGOSH)
 
 MODES = {
     "discovery": ("replicaSet=rs0", r"rs0 \[primary\] test> "),
@@ -173,9 +175,9 @@ class Tmux:
         self.run("kill-server", check=False)
 
 
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 @pytest.mark.parametrize("mode", list(MODES))
 def test_mongosh_interactive_shows_primary_prompt_without_banners(atomdb, sh_env, mode):
+    require_installed(shutil.which("tmux") is not None, "tmux (Debian tmux)")
     options, prompt = MODES[mode]
     tmux = Tmux(sh_env)
     script = Path(tempfile.mkdtemp(prefix="mongosh-tmux-")) / "run.sh"

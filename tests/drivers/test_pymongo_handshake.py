@@ -14,7 +14,7 @@ from bson.son import SON
 from pymongo import MongoClient
 from pymongo.errors import AutoReconnect, ConnectionFailure, OperationFailure
 
-from atomdb_testlib import without_cluster_time
+from atomdb_testlib import require_installed, without_cluster_time
 
 MODES = ["replicaSet=rs0", "directConnection=true"]
 
@@ -455,19 +455,20 @@ def test_list_collections_cursor_continues_with_get_more(client):
 
 # --- compression ------------------------------------------------------------------
 
-def _module_or_skip(name, package):
+def _module_or_fail(name, package):
     try:
         __import__(name)
     except ImportError:
-        pytest.skip("pymongo needs the %r module (Debian %s) for this compressor" % (name, package))
+        require_installed(False, "the %r module pymongo needs for this compressor (Debian %s)"
+                          % (name, package))
 
 
 @pytest.mark.parametrize("compressor", ["zlib", "zstd", "snappy"])
 def test_compression_is_negotiated_and_used(atomdb_module, mode, compressor):
     if compressor == "zstd":
-        _module_or_skip("zstandard", "python3-zstandard")
+        _module_or_fail("zstandard", "python3-zstandard")
     if compressor == "snappy":
-        _module_or_skip("snappy", "python3-snappy")
+        _module_or_fail("snappy", "python3-snappy")
     c = make_client(atomdb_module, mode + "&compressors=" + compressor)
     try:
         for _ in range(3):

@@ -17,25 +17,24 @@ from bson.son import SON
 from pymongo import MongoClient
 
 import wireproto as w
+from atomdb_testlib import require_installed
 
 PING = SON([("ping", 1), ("$db", "admin")])
 
 
-def _have(module):
+# (name, wire id, Python module wireproto compresses with, its Debian package)
+COMPRESSORS = [
+    pytest.param("zlib", w.COMPRESSOR_ZLIB, "zlib", "python3", id="zlib"),
+    pytest.param("zstd", w.COMPRESSOR_ZSTD, "zstandard", "python3-zstandard", id="zstd"),
+    pytest.param("snappy", w.COMPRESSOR_SNAPPY, "snappy", "python3-snappy", id="snappy"),
+]
+
+
+def require_module(module, package):
     try:
         __import__(module)
-        return True
     except ImportError:
-        return False
-
-
-COMPRESSORS = [
-    pytest.param("zlib", w.COMPRESSOR_ZLIB, id="zlib"),
-    pytest.param("zstd", w.COMPRESSOR_ZSTD, id="zstd", marks=pytest.mark.skipif(
-        not _have("zstandard"), reason="python3-zstandard is not installed")),
-    pytest.param("snappy", w.COMPRESSOR_SNAPPY, id="snappy", marks=pytest.mark.skipif(
-        not _have("snappy"), reason="python3-snappy is not installed")),
-]
+        require_installed(False, "Python module %r (Debian %s)" % (module, package))
 
 
 class Watchers:
@@ -412,8 +411,9 @@ def test_hello_negotiates_only_supported_compressors_in_client_order(conn):
         "hello answers the supported compressors in the client's order (got %r)" % doc.get("compression")
 
 
-@pytest.mark.parametrize("name,cid", COMPRESSORS)
-def test_op_compressed_request_is_answered_compressed(conn, name, cid):
+@pytest.mark.parametrize("name,cid,module,package", COMPRESSORS)
+def test_op_compressed_request_is_answered_compressed(conn, name, cid, module, package):
+    require_module(module, package)
     doc = _negotiate(conn, [name])
     assert doc.get("compression") == [name], "%s negotiated in hello (got %r)" % (name, doc)
     inner = w.op_msg(PING)

@@ -11,6 +11,10 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "drivers"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import pymongo_mode  # noqa: E402
+
+pymongo_mode.apply()  # before anything imports pymongo (ATOMDB_PYMONGO_PURE)
+
 from scenario_lib import atomdb_running  # noqa: E402
 
 
@@ -19,3 +23,7 @@ def atomdb_uri():
     """URI of an atomdb shared by the tests of one module."""
     with atomdb_running() as uri:
         yield uri
+
+
+def pytest_report_header(config):
+    return pymongo_mode.describe()
