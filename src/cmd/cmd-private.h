@@ -10,6 +10,8 @@
 
 #include "cmd/cmd.h"
 #include "cmd/server.h"
+#include "store/collection.h"
+#include "util/bsonview.h"
 #include "util/dberr.h"
 #include "util/shellfmt.h"
 
@@ -76,8 +78,11 @@ void cmd_ctx_index(cmd_ctx_t *ctx);
 typedef bool (*cmd_fn)(cmd_ctx_t *ctx, dberr_t *err);
 
 /* Borrows the document or array under `it` into `out` (no copy). False
- * when `it` holds neither. */
-bool cmd_iter_doc(const bson_iter_t *it, bson_t *out);
+ * when `it` holds neither. The handlers' name for bsonview_iter. */
+static inline bool cmd_iter_doc(const bson_iter_t *it, bson_t *out)
+{
+    return bsonview_iter(it, out);
+}
 
 /* Parses and checks the command's writeConcern into ctx->wc (and sets
  * ctx->wait_sync for j, fsync and "majority"); `is_write`: the command
@@ -118,6 +123,23 @@ bool cmd_find(const cmd_ctx_t *ctx, const char *key, bson_iter_t *out);
 /* The collection name the command's first element names. Fails with
  * InvalidNamespace 73 when it is not a string, as mongod. */
 bool cmd_collection_name(const cmd_ctx_t *ctx, const char **out, dberr_t *err);
+
+/* What a collection command names: the name, its namespace "db.coll" and
+ * the collection (NULL when it does not exist). */
+typedef struct cmd_target {
+    const char *coll;
+    char ns[512];
+    collection_t *c;
+} cmd_target_t;
+
+/* Fills t from the command's first field (cmd_collection_name's errors). */
+bool cmd_target(const cmd_ctx_t *ctx, cmd_target_t *t, dberr_t *err);
+
+/* Finds the required field `key` of type `type` into it: FailedToParse 9
+ * when missing, TypeMismatch 14 when of another type, worded as mongod's
+ * IDL ("BSON field 'distinct.key' is missing but a required field"). */
+bool cmd_required(const cmd_ctx_t *ctx, const char *key, bson_type_t type, bson_iter_t *it,
+                  dberr_t *err);
 
 /* Optional typed arguments: false with TypeMismatch 14 ("BSON field
  * 'find.limit' is the wrong type 'string', expected types '[long, int,

@@ -189,13 +189,8 @@ static bool crud_batch(cmd_ctx_t *ctx, const char *key, bson_iter_t *items, bool
                        dberr_t *err)
 {
     bson_iter_t it;
-    if (!cmd_find(ctx, key, &it))
-        return dberr_set(err, DBERR_FAILED_TO_PARSE,
-                         "BSON field '%s.%s' is missing but a required field", ctx->name, key);
-    if (!BSON_ITER_HOLDS_ARRAY(&it))
-        return dberr_set(err, DBERR_TYPE_MISMATCH,
-                         "BSON field '%s.%s' is the wrong type '%s', expected type 'array'",
-                         ctx->name, key, shellfmt_type_name(bson_iter_type(&it)));
+    if (!cmd_required(ctx, key, BSON_TYPE_ARRAY, &it, err))
+        return false;
     bson_t arr;
     cmd_iter_doc(&it, &arr);
     uint32_t n = bson_count_keys(&arr);

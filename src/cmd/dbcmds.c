@@ -12,6 +12,7 @@
 #include "txn/txn.h"
 #include "store/catalog.h"
 #include "store/cursor.h"
+#include "util/vec.h"
 
 /* ---- listDatabases ---- */
 
@@ -69,10 +70,7 @@ typedef struct dbcmds_names {
 static void dbcmds_collect_name(const char *db, void *ctx)
 {
     dbcmds_names_t *names = ctx;
-    if (names->n == names->cap) {
-        names->cap = names->cap ? names->cap * 2 : 16;
-        names->v = bson_realloc(names->v, names->cap * sizeof *names->v);
-    }
+    VEC_RESERVE_ONE(names->v, names->n, names->cap, 16);
     names->v[names->n++] = bson_strdup(db);
 }
 
@@ -370,18 +368,13 @@ bool cmd_coll_mod(cmd_ctx_t *ctx, dberr_t *err)
 
 bool cmd_drop(cmd_ctx_t *ctx, dberr_t *err)
 {
-    const char *coll;
-    if (!cmd_collection_name(ctx, &coll, err))
+    cmd_target_t t;
+    if (!cmd_target(ctx, &t, err) || !catalog_valid_coll_name(ctx->db, t.coll, err))
         return false;
-    if (!catalog_valid_coll_name(ctx->db, coll, err))
-        return false;
-    collection_t *c = catalog_get(server.catalog, ctx->db, coll);
-    if (c)
-        BSON_APPEND_INT32(ctx->reply, "nIndexesWas", collection_nindexes(c));
-    char ns[512];
-    snprintf(ns, sizeof ns, "%s.%s", ctx->db, coll);
-    catalog_drop(server.catalog, ctx->db, coll);
-    BSON_APPEND_UTF8(ctx->reply, "ns", ns);
+    if (t.c)
+        BSON_APPEND_INT32(ctx->reply, "nIndexesWas", collection_nindexes(t.c));
+    catalog_drop(server.catalog, ctx->db, t.coll);
+    BSON_APPEND_UTF8(ctx->reply, "ns", t.ns);
     return true;
 }
 
@@ -430,16 +423,14 @@ bool cmd_db_stats(cmd_ctx_t *ctx, dberr_t *err)
 
 bool cmd_coll_stats(cmd_ctx_t *ctx, dberr_t *err)
 {
-    const char *coll;
-    if (!cmd_collection_name(ctx, &coll, err))
+    cmd_target_t t;
+    if (!cmd_target(ctx, &t, err))
         return false;
-    collection_t *c = catalog_get(server.catalog, ctx->db, coll);
-    char ns[512];
-    snprintf(ns, sizeof ns, "%s.%s", ctx->db, coll);
-    if (!c)
-        return dberr_set(err, DBERR_NAMESPACE_NOT_FOUND, "Collection [%s] not found.", ns);
+    if (!t.c)
+        return dberr_set(err, DBERR_NAMESPACE_NOT_FOUND, "Collection [%s] not found.", t.ns);
+    collection_t *c = t.c;
     int64_t count = (int64_t)collection_count(c), size = (int64_t)collection_data_size(c);
-    BSON_APPEND_UTF8(ctx->reply, "ns", ns);
+    BSON_APPEND_UTF8(ctx->reply, "ns", t.ns);
     BSON_APPEND_INT64(ctx->reply, "size", size);
     BSON_APPEND_INT64(ctx->reply, "count", count);
     if (count)
@@ -465,14 +456,8 @@ bool cmd_create_indexes(cmd_ctx_t *ctx, dberr_t *err)
     if (!cmd_collection_name(ctx, &coll, err))
         return false;
     bson_iter_t it, el;
-    if (!cmd_find(ctx, "indexes", &it))
-        return dberr_set(err, DBERR_FAILED_TO_PARSE,
-                         "BSON field 'createIndexes.indexes' is missing but a required field");
-    if (!BSON_ITER_HOLDS_ARRAY(&it))
-        return dberr_set(err, DBERR_TYPE_MISMATCH,
-                         "BSON field 'createIndexes.indexes' is the wrong type '%s', expected "
-                         "type 'array'",
-                         shellfmt_type_name(bson_iter_type(&it)));
+    if (!cmd_required(ctx, "indexes", BSON_TYPE_ARRAY, &it, err))
+        return false;
     bool existed = catalog_get(server.catalog, ctx->db, coll) != NULL;
     collection_t *c = NULL;
     if (existed && ctx->view->txn)
@@ -515,14 +500,12 @@ bool cmd_create_indexes(cmd_ctx_t *ctx, dberr_t *err)
 
 bool cmd_list_indexes(cmd_ctx_t *ctx, dberr_t *err)
 {
-    const char *coll;
-    if (!cmd_collection_name(ctx, &coll, err))
+    cmd_target_t t;
+    if (!cmd_target(ctx, &t, err))
         return false;
-    collection_t *c = catalog_get(server.catalog, ctx->db, coll);
-    char ns[512];
-    snprintf(ns, sizeof ns, "%s.%s", ctx->db, coll);
+    collection_t *c = t.c;
     if (!c)
-        return dberr_set(err, DBERR_NAMESPACE_NOT_FOUND, "ns does not exist: %s", ns);
+        return dberr_set(err, DBERR_NAMESPACE_NOT_FOUND, "ns does not exist: %s", t.ns);
     recvec_t recs;
     recvec_init(&recs);
     for (int i = 0; i < collection_nindexes(c); i++) {
@@ -538,19 +521,32 @@ bool cmd_list_indexes(cmd_ctx_t *ctx, dberr_t *err)
         if (bson_iter_init_find(&bs, &cur, "batchSize") && BSON_ITER_HOLDS_NUMBER(&bs))
             batch_size = bson_iter_as_int64(&bs);
     }
-    return cmd_reply_cursor(ctx, ns, &recs, NULL, NULL, batch_size, false, err);
+    return cmd_reply_cursor(ctx, t.ns, &recs, NULL, NULL, batch_size, false, err);
+}
+
+/* Checks every name of a dropIndexes array before any is dropped, so a
+ * bad name drops nothing (as mongod). */
+static bool dbcmds_check_index_names(collection_t *c, const bson_iter_t *names, dberr_t *err)
+{
+    bson_iter_t el;
+    bson_iter_recurse(names, &el);
+    while (bson_iter_next(&el)) {
+        if (!BSON_ITER_HOLDS_UTF8(&el))
+            return dberr_set(err, DBERR_TYPE_MISMATCH, "index names must be strings");
+        if (!collection_can_drop_index(c, bson_iter_utf8(&el, NULL), err))
+            return false;
+    }
+    return true;
 }
 
 bool cmd_drop_indexes(cmd_ctx_t *ctx, dberr_t *err)
 {
-    const char *coll;
-    if (!cmd_collection_name(ctx, &coll, err))
+    cmd_target_t t;
+    if (!cmd_target(ctx, &t, err))
         return false;
-    collection_t *c = catalog_get(server.catalog, ctx->db, coll);
-    char ns[512];
-    snprintf(ns, sizeof ns, "%s.%s", ctx->db, coll);
+    collection_t *c = t.c;
     if (!c)
-        return dberr_set(err, DBERR_NAMESPACE_NOT_FOUND, "ns not found %s", ns);
+        return dberr_set(err, DBERR_NAMESPACE_NOT_FOUND, "ns not found %s", t.ns);
     bson_iter_t it;
     if (!cmd_find(ctx, "index", &it))
         return dberr_set(err, DBERR_FAILED_TO_PARSE,
@@ -563,14 +559,13 @@ bool cmd_drop_indexes(cmd_ctx_t *ctx, dberr_t *err)
         else if (!collection_drop_index(c, name, err))
             return false;
     } else if (BSON_ITER_HOLDS_ARRAY(&it)) {
+        if (!dbcmds_check_index_names(c, &it, err))
+            return false;
         bson_iter_t el;
         bson_iter_recurse(&it, &el);
-        while (bson_iter_next(&el)) /* mongod checks all names first; close enough */
-            if (!BSON_ITER_HOLDS_UTF8(&el) ||
-                !collection_drop_index(c, bson_iter_utf8(&el, NULL), err))
-                return err->code ? false
-                                 : dberr_set(err, DBERR_TYPE_MISMATCH, "index names must be "
-                                                                       "strings");
+        while (bson_iter_next(&el))
+            if (!collection_drop_index(c, bson_iter_utf8(&el, NULL), err))
+                return false;
     } else if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
         bson_t key;
         cmd_iter_doc(&it, &key);

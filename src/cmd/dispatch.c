@@ -386,19 +386,6 @@ cmd_status_t cmd_run(cmd_client_t *client, const wire_request_t *req, bson_t *re
 
 /* ---- helpers shared by the handlers ---- */
 
-bool cmd_iter_doc(const bson_iter_t *it, bson_t *out)
-{
-    uint32_t len;
-    const uint8_t *data;
-    if (BSON_ITER_HOLDS_DOCUMENT(it))
-        bson_iter_document(it, &len, &data);
-    else if (BSON_ITER_HOLDS_ARRAY(it))
-        bson_iter_array(it, &len, &data);
-    else
-        return false;
-    return bson_init_static(out, data, len);
-}
-
 void cmd_ctx_index(cmd_ctx_t *ctx)
 {
     bson_iter_t it;
@@ -440,6 +427,29 @@ bool cmd_collection_name(const cmd_ctx_t *ctx, const char **out, dberr_t *err)
         return dberr_set(err, DBERR_INVALID_NAMESPACE,
                          "Invalid collection name: collection names must not contain null "
                          "characters");
+    return true;
+}
+
+bool cmd_target(const cmd_ctx_t *ctx, cmd_target_t *t, dberr_t *err)
+{
+    if (!cmd_collection_name(ctx, &t->coll, err))
+        return false;
+    snprintf(t->ns, sizeof t->ns, "%s.%s", ctx->db, t->coll);
+    t->c = catalog_get(server.catalog, ctx->db, t->coll);
+    return true;
+}
+
+bool cmd_required(const cmd_ctx_t *ctx, const char *key, bson_type_t type, bson_iter_t *it,
+                  dberr_t *err)
+{
+    if (!cmd_find(ctx, key, it))
+        return dberr_set(err, DBERR_FAILED_TO_PARSE,
+                         "BSON field '%s.%s' is missing but a required field", ctx->name, key);
+    if (bson_iter_type(it) != type)
+        return dberr_set(err, DBERR_TYPE_MISMATCH,
+                         "BSON field '%s.%s' is the wrong type '%s', expected type '%s'",
+                         ctx->name, key, shellfmt_type_name(bson_iter_type(it)),
+                         shellfmt_type_name(type));
     return true;
 }
 

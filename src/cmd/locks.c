@@ -149,14 +149,8 @@ bool cmd_acquire_lock(cmd_ctx_t *ctx, dberr_t *err)
     bson_iter_t it;
     if (!locks_name(ctx, &req.name, err))
         return false;
-    if (!cmd_find(ctx, "owner", &it))
-        return dberr_set(err, DBERR_FAILED_TO_PARSE,
-                         "BSON field 'acquireLock.owner' is missing but a required field");
-    if (!BSON_ITER_HOLDS_UTF8(&it))
-        return dberr_set(err, DBERR_TYPE_MISMATCH,
-                         "BSON field 'acquireLock.owner' is the wrong type '%s', expected type "
-                         "'string'",
-                         shellfmt_type_name(bson_iter_type(&it)));
+    if (!cmd_required(ctx, "owner", BSON_TYPE_UTF8, &it, err))
+        return false;
     uint32_t olen;
     req.owner = bson_iter_utf8(&it, &olen);
     if (olen == 0 || olen > LEASE_OWNER_MAX || memchr(req.owner, '\0', olen))

@@ -36,20 +36,14 @@ bool cmd_rename_collection(cmd_ctx_t *ctx, dberr_t *err)
                          "BSON field 'renameCollection.renameCollection' is the wrong type '%s', "
                          "expected type 'string'",
                          shellfmt_type_name(bson_iter_type(&ctx->arg)));
-    if (!cmd_find(ctx, "to", &it))
-        return dberr_set(err, DBERR_FAILED_TO_PARSE,
-                         "BSON field 'renameCollection.to' is missing but a required field");
-    if (!BSON_ITER_HOLDS_UTF8(&it))
-        return dberr_set(err, DBERR_TYPE_MISMATCH,
-                         "BSON field 'renameCollection.to' is the wrong type '%s', expected type "
-                         "'string'",
-                         shellfmt_type_name(bson_iter_type(&it)));
+    if (!cmd_required(ctx, "to", BSON_TYPE_UTF8, &it, err))
+        return false;
     bool drop_target = false, stay_temp = false;
     if (!cmd_opt_bool(ctx, "dropTarget", &drop_target, err) ||
         !cmd_opt_bool(ctx, "stayTemp", &stay_temp, err))
         return false;
     char db[128], to_db[128];
-    const char *coll, *to_coll;
+    const char *coll = NULL, *to_coll = NULL;
     if (!maint_split_ns(bson_iter_utf8(&ctx->arg, NULL), db, sizeof db, &coll, "source", err) ||
         !maint_split_ns(bson_iter_utf8(&it, NULL), to_db, sizeof to_db, &to_coll, "target", err))
         return false;

@@ -17,6 +17,7 @@
 #include "store/index.h"
 #include "store/observer.h"
 #include "txn/session.h"
+#include "util/vec.h"
 
 #define QUERY_DEFAULT_BATCH 101
 #define QUERY_MAX_BATCH_BYTES (16 * 1024 * 1024)
@@ -533,10 +534,7 @@ static bool query_distinct_add(const bson_value_t *v, void *ctx)
     for (size_t i = 0; i < d->len; i++)
         if (d->vals[i].value_type == v->value_type && compare_equal(&d->vals[i], v))
             return true;
-    if (d->len == d->cap) {
-        d->cap = d->cap ? d->cap * 2 : 16;
-        d->vals = bson_realloc(d->vals, d->cap * sizeof *d->vals);
-    }
+    VEC_RESERVE_ONE(d->vals, d->len, d->cap, 16);
     bson_value_copy(v, &d->vals[d->len++]);
     return true;
 }
@@ -552,14 +550,8 @@ bool cmd_distinct(cmd_ctx_t *ctx, dberr_t *err)
     if (!cmd_collection_name(ctx, &coll, err))
         return false;
     bson_iter_t it;
-    if (!cmd_find(ctx, "key", &it))
-        return dberr_set(err, DBERR_FAILED_TO_PARSE,
-                         "BSON field 'distinct.key' is missing but a required field");
-    if (!BSON_ITER_HOLDS_UTF8(&it))
-        return dberr_set(err, DBERR_TYPE_MISMATCH,
-                         "BSON field 'distinct.key' is the wrong type '%s', expected type "
-                         "'string'",
-                         shellfmt_type_name(bson_iter_type(&it)));
+    if (!cmd_required(ctx, "key", BSON_TYPE_UTF8, &it, err))
+        return false;
     const char *key = bson_iter_utf8(&it, NULL);
     static const char *const known[] = {"key", "query", "collation"};
     if (!cmd_only_fields(ctx, known, sizeof known / sizeof known[0], err))
@@ -624,6 +616,19 @@ static void query_session_doc(const session_t *s, void *ctx)
     doclist_push(docs, doc);
 }
 
+/* Inserts each of docs into c, stopping at the first failure. */
+static bool query_insert_all(collection_t *c, const doclist_t *docs, dberr_t *err)
+{
+    bool ok = true;
+    for (size_t i = 0; ok && i < docs->len; i++) {
+        bson_t prepared = BSON_INITIALIZER;
+        ok = cmd_prepare_insert_doc(docs->docs[i], &prepared, err) &&
+             collection_insert(c, &prepared, err);
+        bson_destroy(&prepared);
+    }
+    return ok;
+}
+
 /* Replaces the documents of `target` by `docs` ($out): checked in a
  * scratch collection first, so a duplicate _id changes nothing. */
 static bool query_write_out(collection_t *target, const char *db, const char *coll,
@@ -635,35 +640,19 @@ static bool query_write_out(collection_t *target, const char *db, const char *co
         keep = *saved;
     store_observer_set(NULL); /* the scratch collection is not logged */
     collection_t *tmp = collection_new(db, coll, NULL);
-    bool ok = true;
-    for (size_t i = 0; ok && i < docs->len; i++) {
-        bson_t prepared = BSON_INITIALIZER;
-        ok = cmd_prepare_insert_doc(docs->docs[i], &prepared, err) &&
-             collection_insert(tmp, &prepared, err);
-        bson_destroy(&prepared);
-    }
+    bool ok = query_insert_all(tmp, docs, err);
     store_observer_set(saved ? &keep : NULL);
     if (ok) {
         recvec_t all;
         recvec_init(&all);
-        bson_t empty = BSON_INITIALIZER;
-        matcher_t *m = matcher_new(&empty, err);
-        collection_query_opts_t o = {0};
-        o.matcher = m;
+        matcher_t *m = matcher_new(NULL, err);
+        collection_query_opts_t o = {.matcher = m};
         collection_query(target, &o, &all, NULL, err);
         for (size_t i = 0; i < all.len; i++)
             collection_remove(target, all.items[i]);
         recvec_destroy(&all);
         matcher_destroy(m);
-        for (size_t i = 0; ok && i < docs->len; i++) {
-            bson_t prepared = BSON_INITIALIZER;
-            ok = cmd_prepare_insert_doc(docs->docs[i], &prepared, err);
-            bson_iter_t id;
-            /* the _id generated in the scratch copy keeps documents stable */
-            (void)id;
-            ok = ok && collection_insert(target, &prepared, err);
-            bson_destroy(&prepared);
-        }
+        ok = query_insert_all(target, docs, err);
     }
     collection_destroy(tmp);
     return ok;

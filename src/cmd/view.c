@@ -90,10 +90,8 @@ static bool view_query_view(view_t *v, collection_t *c, const collection_query_o
     doclist_init(&docs);
     recvec_t base;
     recvec_init(&base);
-    bson_t empty = BSON_INITIALIZER;
-    matcher_t *all = matcher_new(&empty, err);
-    collection_query_opts_t so = {0};
-    so.matcher = all;
+    matcher_t *all = matcher_new(NULL, err);
+    collection_query_opts_t so = {.matcher = all};
     v->depth++;
     collection_t *src = catalog_get(server.catalog, v->db, source);
     ok = view_query(v, src, source, &so, false, &base, plan, err);

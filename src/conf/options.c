@@ -3,6 +3,7 @@
  * refuses by name, and the command-line parser. conffile.c feeds the same
  * table from YAML. To add a setting, add one row and one setter. */
 #include "conf/options.h"
+#include "util/vec.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -101,10 +102,7 @@ static void options_record(options_t *o, const char *path, const bson_value_t *v
             return;
         }
     }
-    if (g->n == g->cap) {
-        g->cap = g->cap ? g->cap * 2 : 16;
-        g->v = bson_realloc(g->v, g->cap * sizeof *g->v);
-    }
+    VEC_RESERVE_ONE(g->v, g->n, g->cap, 16);
     g->v[g->n].path = bson_strdup(path);
     bson_value_copy(value, &g->v[g->n].value);
     g->n++;

@@ -5,6 +5,7 @@
 
 #include "doc/matcher-private.h"
 #include "doc/matcher.h"
+#include "util/bsonview.h"
 
 /* -- upsert seed -- */
 
@@ -66,13 +67,10 @@ static bool seed_collect(seed_t *s, const bson_t *filter, int depth, dberr_t *er
             if (is_or && count != 1)
                 continue; /* a real disjunction fixes no field */
             while (bson_iter_next(&child)) {
+                bson_t sub;
                 if (bson_iter_type(&child) != BSON_TYPE_DOCUMENT)
                     continue;
-                uint32_t len;
-                const uint8_t *data;
-                bson_t sub;
-                bson_iter_document(&child, &len, &data);
-                if (bson_init_static(&sub, data, len) && !seed_collect(s, &sub, depth + 1, err))
+                if (bsonview_iter(&child, &sub) && !seed_collect(s, &sub, depth + 1, err))
                     return false;
             }
             continue;

@@ -14,6 +14,7 @@
 #include "doc/expr.h"
 #include "doc/matcher-private.h"
 #include "doc/path.h"
+#include "util/bsonview.h"
 
 
 typedef enum {
@@ -911,11 +912,8 @@ static bool parse_logical(const char *op, const bson_iter_t *it, mnode_t *and_no
     while (bson_iter_next(&child)) {
         if (bson_iter_type(&child) != BSON_TYPE_DOCUMENT)
             return dberr_set(err, DBERR_BAD_VALUE, "$or/$and/$nor entries need to be full objects");
-        uint32_t len;
-        const uint8_t *data;
         bson_t sub;
-        bson_iter_document(&child, &len, &data);
-        if (!bson_init_static(&sub, data, len))
+        if (!bsonview_iter(&child, &sub))
             return dberr_set(err, DBERR_BAD_VALUE, "$or/$and/$nor entries need to be full objects");
         mnode_t *clause = node_new(MN_AND, NULL);
         node_add(n, clause);

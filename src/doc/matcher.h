@@ -14,7 +14,7 @@ typedef struct matcher matcher_t;
 
 /* Compiles `filter`. NULL with `err` set on a bad filter (BadValue 2 for an
  * unknown operator "unknown operator: $foo", as mongod). The matcher keeps
- * no pointer into `filter`. */
+ * no pointer into `filter`. A NULL filter matches every document. */
 matcher_t *matcher_new(const bson_t *filter, dberr_t *err);
 
 /* Drops a reference to `m` and frees it with the last (accepts NULL). */

@@ -10,6 +10,7 @@
 #include "doc/matcher.h"
 #include "doc/path.h"
 #include "doc/projection-private.h"
+#include "util/bsonview.h"
 
 typedef enum pn_kind {
     PN_TRUE,       /* include the field */
@@ -588,6 +589,21 @@ typedef struct actx {
 
 static bool apply_doc(actx_t *ac, const pnode_t *t, const bson_t *doc, bson_t *out, dberr_t *err);
 
+/* apply_doc on a nested document, the result as a document value in out
+ * (owned by the caller). */
+static bool apply_subdoc(actx_t *ac, const pnode_t *t, const bson_t *sub, bson_value_t *out,
+                         dberr_t *err)
+{
+    bson_t r;
+    bson_init(&r);
+    if (!apply_doc(ac, t, sub, &r, err)) {
+        bson_destroy(&r);
+        return false;
+    }
+    expr_value_take_bson(out, &r, BSON_TYPE_DOCUMENT);
+    return true;
+}
+
 /* Applies `t` to each element of an array (the elements that are
  * documents; other elements are kept in exclusion mode and dropped in
  * inclusion mode unless the subtree computes values). */
@@ -615,45 +631,31 @@ static bool apply_array(actx_t *ac, const pnode_t *t, const bson_value_t *arr, b
         const char *key;
         if (only_pos && pos++ != (uint32_t)ac->positional)
             continue;
-        if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
-            bson_t sub, r;
-            const uint8_t *d;
-            uint32_t len;
-            bson_iter_document(&it, &len, &d);
-            bson_init_static(&sub, d, len);
-            bson_init(&r);
-            if (!apply_doc(ac, t, &sub, &r, err)) {
-                bson_destroy(&r);
-                bson_destroy(&res);
-                return false;
+        bson_value_t r;
+        bool made;
+        bool is_doc = BSON_ITER_HOLDS_DOCUMENT(&it), is_array = BSON_ITER_HOLDS_ARRAY(&it);
+        if (is_doc || (!is_array && !keep_scalars && t->computes)) {
+            /* a scalar becomes a document of the computed fields */
+            bson_t sub = BSON_INITIALIZER;
+            if (is_doc)
+                bsonview_iter(&it, &sub);
+            made = apply_subdoc(ac, t, &sub, &r, err);
+        } else if (is_array) {
+            made = apply_array(ac, t, bson_iter_value(&it), &r, err);
+        } else {
+            if (keep_scalars) {
+                array_key(idx++, buf, &key);
+                bson_append_value(&res, key, -1, bson_iter_value(&it));
             }
-            array_key(idx++, buf, &key);
-            bson_append_document(&res, key, -1, &r);
-            bson_destroy(&r);
-        } else if (BSON_ITER_HOLDS_ARRAY(&it)) {
-            bson_value_t r;
-            if (!apply_array(ac, t, bson_iter_value(&it), &r, err)) {
-                bson_destroy(&res);
-                return false;
-            }
-            array_key(idx++, buf, &key);
-            bson_append_value(&res, key, -1, &r);
-            bson_value_destroy(&r);
-        } else if (keep_scalars) {
-            array_key(idx++, buf, &key);
-            bson_append_value(&res, key, -1, bson_iter_value(&it));
-        } else if (t->computes) {
-            bson_t empty = BSON_INITIALIZER, r;
-            bson_init(&r);
-            if (!apply_doc(ac, t, &empty, &r, err)) {
-                bson_destroy(&r);
-                bson_destroy(&res);
-                return false;
-            }
-            array_key(idx++, buf, &key);
-            bson_append_document(&res, key, -1, &r);
-            bson_destroy(&r);
+            continue;
         }
+        if (!made) {
+            bson_destroy(&res);
+            return false;
+        }
+        array_key(idx++, buf, &key);
+        bson_append_value(&res, key, -1, &r);
+        bson_value_destroy(&r);
     }
     expr_value_take_bson(out, &res, BSON_TYPE_ARRAY);
     return true;
@@ -772,18 +774,12 @@ static bool apply_doc(actx_t *ac, const pnode_t *t, const bson_t *doc, bson_t *o
             break;
         case PN_TREE:
             if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
-                bson_t sub, r;
-                const uint8_t *d;
-                uint32_t len;
-                bson_iter_document(&it, &len, &d);
-                bson_init_static(&sub, d, len);
-                bson_init(&r);
-                if (!apply_doc(ac, k, &sub, &r, err)) {
-                    bson_destroy(&r);
+                bson_t sub;
+                bsonview_iter(&it, &sub);
+                if (!apply_subdoc(ac, k, &sub, &v, err)) {
                     ok = false;
                     goto cleanup;
                 }
-                expr_value_take_bson(&v, &r, BSON_TYPE_DOCUMENT);
                 flist_set(&fl, key, &v);
             } else if (BSON_ITER_HOLDS_ARRAY(&it)) {
                 if (!apply_array(ac, k, bson_iter_value(&it), &v, err)) {

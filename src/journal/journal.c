@@ -23,6 +23,7 @@
 #include "doc/updater.h"
 #include "store/clock.h"
 #include "store/observer.h"
+#include "util/bsonview.h"
 #include "util/log.h"
 
 #define JOURNAL_MAX_FILES 4096
@@ -220,17 +221,6 @@ bool journal_inject_fault(const char *point, int times, dberr_t *err)
 
 /* ---- replay ---- */
 
-static bool journal_doc_field(const bson_t *op, const char *key, bson_t *out)
-{
-    bson_iter_t it;
-    uint32_t len;
-    const uint8_t *data;
-    if (!bson_iter_init_find(&it, op, key) || !BSON_ITER_HOLDS_DOCUMENT(&it))
-        return false;
-    bson_iter_document(&it, &len, &data);
-    return bson_init_static(out, data, len);
-}
-
 static const char *journal_str_field(const bson_t *op, const char *key)
 {
     bson_iter_t it;
@@ -251,13 +241,13 @@ static bool journal_apply_op(catalog_t *cat, const bson_t *op, dberr_t *err)
         return dberr_set(err, DBERR_INTERNAL_ERROR, "log operation without op/db");
     if (strcmp(kind, "ddl") == 0) {
         bson_t cmd;
-        if (!journal_doc_field(op, "cmd", &cmd))
+        if (!bsonview_field(op, "cmd", &cmd))
             return dberr_set(err, DBERR_INTERNAL_ERROR, "ddl without cmd");
         const char *name;
         bson_t spec;
         if ((name = journal_str_field(&cmd, "create"))) {
             bson_t options;
-            if (!journal_doc_field(&cmd, "options", &options))
+            if (!bsonview_field(&cmd, "options", &options))
                 bson_init(&options);
             if (!catalog_get(cat, db, name) && !catalog_create(cat, db, name, &options, err))
                 return false;
@@ -273,7 +263,7 @@ static bool journal_apply_op(catalog_t *cat, const bson_t *op, dberr_t *err)
                 return to_db && to_coll ? false
                                         : dberr_set(err, DBERR_INTERNAL_ERROR, "bad rename");
         } else if ((name = journal_str_field(&cmd, "createIndex")) &&
-                   journal_doc_field(&cmd, "spec", &spec)) {
+                   bsonview_field(&cmd, "spec", &spec)) {
             collection_t *c = catalog_get(cat, db, name);
             bool created;
             if (!c || !collection_create_index(c, &spec, &created, err))
@@ -282,7 +272,7 @@ static bool journal_apply_op(catalog_t *cat, const bson_t *op, dberr_t *err)
         } else if ((name = journal_str_field(&cmd, "collMod"))) {
             collection_t *c = catalog_get(cat, db, name);
             bson_t options;
-            if (c && journal_doc_field(&cmd, "options", &options))
+            if (c && bsonview_field(&cmd, "options", &options))
                 collection_set_options(c, &options);
         } else if ((name = journal_str_field(&cmd, "dropIndex"))) {
             collection_t *c = catalog_get(cat, db, name);
@@ -300,12 +290,12 @@ static bool journal_apply_op(catalog_t *cat, const bson_t *op, dberr_t *err)
     if (!c)
         return false;
     if (strcmp(kind, "i") == 0) {
-        if (!journal_doc_field(op, "doc", &doc))
+        if (!bsonview_field(op, "doc", &doc))
             return dberr_set(err, DBERR_INTERNAL_ERROR, "insert without doc");
         return collection_insert(c, &doc, err);
     }
     if (strcmp(kind, "r") == 0) {
-        if (!journal_doc_field(op, "doc", &doc) || !bson_iter_init_find(&id, &doc, "_id"))
+        if (!bsonview_field(op, "doc", &doc) || !bson_iter_init_find(&id, &doc, "_id"))
             return dberr_set(err, DBERR_INTERNAL_ERROR, "replace without doc");
         record_t *r = collection_find_id(c, bson_iter_value(&id));
         if (!r)
@@ -355,13 +345,9 @@ static bool journal_apply_record(catalog_t *cat, const uint8_t *payload, uint32_
         !BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &el))
         return dberr_set(err, DBERR_INTERNAL_ERROR, "malformed log record");
     while (bson_iter_next(&el)) {
-        uint32_t olen;
-        const uint8_t *odata;
         bson_t op;
-        if (!BSON_ITER_HOLDS_DOCUMENT(&el))
+        if (!BSON_ITER_HOLDS_DOCUMENT(&el) || !bsonview_iter(&el, &op))
             return dberr_set(err, DBERR_INTERNAL_ERROR, "malformed log operation");
-        bson_iter_document(&el, &olen, &odata);
-        bson_init_static(&op, odata, olen);
         if (!journal_apply_op(cat, &op, err))
             return false;
     }

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util/bsonview.h"
 #include "util/crc32c.h"
 
 #define SNAPSHOT_FLUSH (1u << 20)
@@ -176,12 +177,10 @@ bool snapshot_load(const char *path, catalog_t *cat, uint64_t *lsn, dberr_t *err
                 db = bson_iter_utf8(&it, NULL);
             if (bson_iter_init_find(&it, &doc, "name") && BSON_ITER_HOLDS_UTF8(&it))
                 name = bson_iter_utf8(&it, NULL);
-            if (bson_iter_init_find(&it, &doc, "options") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
-                uint32_t olen;
-                const uint8_t *odata;
-                bson_iter_document(&it, &olen, &odata);
+            bson_t given;
+            if (bsonview_field(&doc, "options", &given)) {
                 bson_destroy(&options);
-                bson_init_static(&options, odata, olen);
+                options = given;
             }
             if (!db || !name || !(cur = catalog_create(cat, db, name, &options, err))) {
                 dberr_set(err, DBERR_INTERNAL_ERROR, "%s: bad collection entry at offset %zu", path,
@@ -192,13 +191,9 @@ bool snapshot_load(const char *path, catalog_t *cat, uint64_t *lsn, dberr_t *err
                 bson_iter_t el;
                 bson_iter_recurse(&it, &el);
                 while (bson_iter_next(&el)) {
-                    uint32_t ilen;
-                    const uint8_t *idata;
                     bool created;
-                    if (!BSON_ITER_HOLDS_DOCUMENT(&el))
+                    if (!BSON_ITER_HOLDS_DOCUMENT(&el) || !bsonview_iter(&el, &idx))
                         continue;
-                    bson_iter_document(&el, &ilen, &idata);
-                    bson_init_static(&idx, idata, ilen);
                     if (!collection_create_index(cur, &idx, &created, err))
                         goto cleanup;
                 }

@@ -15,6 +15,7 @@
 #include "store/record.h"
 #include "util/log.h"
 #include "util/omap.h"
+#include "util/vec.h"
 
 typedef struct lease_lock lease_lock_t;
 typedef struct lease_waiter lease_waiter_t;
@@ -92,19 +93,13 @@ static int64_t lease_stored_token(const char *name)
 {
     if (!lease.cat)
         return 0;
-    collection_t *c = catalog_get(lease.cat, LEASE_DB, LEASE_COLL);
-    if (!c)
-        return 0;
     bson_value_t id = {.value_type = BSON_TYPE_UTF8};
     id.value.v_utf8.str = (char *)name;
     id.value.v_utf8.len = (uint32_t)strlen(name);
-    record_t *r = collection_find_id(c, &id);
-    if (!r)
-        return 0;
     bson_t doc;
     bson_iter_t it;
-    record_view(r, &doc);
-    if (!bson_iter_init_find(&it, &doc, "token") || !BSON_ITER_HOLDS_NUMBER(&it))
+    if (!catalog_view_id(lease.cat, LEASE_DB, LEASE_COLL, &id, &doc) ||
+        !bson_iter_init_find(&it, &doc, "token") || !BSON_ITER_HOLDS_NUMBER(&it))
         return 0;
     int64_t t = bson_iter_as_int64(&it);
     return t > 0 ? t : 0;
@@ -670,10 +665,7 @@ static void lease_release_matching(bool (*match)(const lease_lock_t *l, const vo
         const lease_lock_t *l = omap_node_value(node);
         if (!l->held || !match(l, arg))
             continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 8;
-            names = bson_realloc(names, cap * sizeof *names);
-        }
+        VEC_RESERVE_ONE(names, n, cap, 8);
         names[n++] = bson_strdup(l->name);
     }
     int64_t now = lease_now_ms();

@@ -97,6 +97,17 @@ collection_t *catalog_get(const catalog_t *cat, const char *db, const char *coll
     return d ? omap_get(d->colls, coll, strlen(coll)) : NULL;
 }
 
+bool catalog_view_id(const catalog_t *cat, const char *db, const char *coll,
+                     const bson_value_t *id, bson_t *doc)
+{
+    collection_t *c = catalog_get(cat, db, coll);
+    record_t *r = c ? collection_find_id(c, id) : NULL;
+    if (!r)
+        return false;
+    record_view(r, doc);
+    return true;
+}
+
 /* The database `db`, added (empty) when missing. */
 static catalog_db_t *catalog_db_add(catalog_t *cat, const char *db)
 {

@@ -28,6 +28,11 @@ bool catalog_valid_coll_name(const char *db, const char *coll, dberr_t *err);
 /* The collection, or NULL when it does not exist. Borrowed until dropped. */
 collection_t *catalog_get(const catalog_t *cat, const char *db, const char *coll);
 
+/* Views the document of db.coll whose _id is id into doc (borrowed until
+ * the next write to the collection). False when there is none. */
+bool catalog_view_id(const catalog_t *cat, const char *db, const char *coll,
+                     const bson_value_t *id, bson_t *doc);
+
 /* The collection, created (names validated) when missing. NULL with err. */
 collection_t *catalog_get_or_create(catalog_t *cat, const char *db, const char *coll,
                                     dberr_t *err);

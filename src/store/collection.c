@@ -10,8 +10,10 @@
 #include "doc/keystring.h"
 #include "store/mvcc.h"
 #include "store/observer.h"
+#include "util/bsonview.h"
 #include "util/hash.h"
 #include "util/omap.h"
+#include "util/shellfmt.h"
 
 struct collection {
     char *db;
@@ -108,14 +110,9 @@ static const char *collection_opt_str(const collection_t *c, const char *key, co
 bool collection_validate(collection_t *c, const bson_t *doc, const bson_t *old_doc, dberr_t *err)
 {
     if (!c->validator_compiled) {
-        bson_iter_t it;
+        bson_t v;
         c->validator_compiled = true;
-        if (bson_iter_init_find(&it, &c->options, "validator") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
-            uint32_t len;
-            const uint8_t *data;
-            bson_t v;
-            bson_iter_document(&it, &len, &data);
-            bson_init_static(&v, data, len);
+        if (bsonview_field(&c->options, "validator", &v)) {
             dberr_t ignore;
             if (!bson_empty(&v))
                 c->validator = matcher_new(&v, &ignore);
@@ -281,7 +278,8 @@ static bool collection_check_unique(collection_t *c, const bson_t *doc,
     return true;
 }
 
-static void collection_index_add(index_t *ix, const index_keys_t *keys, const bson_value_t *id,
+/* Puts r under each of its keys in ix, or with r NULL takes them out. */
+static void collection_index_put(index_t *ix, const index_keys_t *keys, const bson_value_t *id,
                                  record_t *r)
 {
     if (keys->skip)
@@ -290,20 +288,10 @@ static void collection_index_add(index_t *ix, const index_keys_t *keys, const bs
     buf_init(&mk);
     for (size_t k = 0; k < keys->len; k++) {
         index_map_key(ix, &keys->keys[k], id, &mk);
-        omap_insert(ix->map, mk.data, mk.len, r);
-    }
-    buf_destroy(&mk);
-}
-
-static void collection_index_del(index_t *ix, const index_keys_t *keys, const bson_value_t *id)
-{
-    if (keys->skip)
-        return;
-    buf_t mk;
-    buf_init(&mk);
-    for (size_t k = 0; k < keys->len; k++) {
-        index_map_key(ix, &keys->keys[k], id, &mk);
-        omap_remove(ix->map, mk.data, mk.len);
+        if (r)
+            omap_insert(ix->map, mk.data, mk.len, r);
+        else
+            omap_remove(ix->map, mk.data, mk.len);
     }
     buf_destroy(&mk);
 }
@@ -323,7 +311,7 @@ bool collection_insert(collection_t *c, const bson_t *doc, dberr_t *err)
     mvcc_stamp(r);
     mvcc_inserted(c->id, r);
     for (int i = 0; i < c->nindexes; i++)
-        collection_index_add(c->indexes[i], &keys.per[i], &id, r);
+        collection_index_put(c->indexes[i], &keys.per[i], &id, r);
     c->count++;
     c->data_size += doc->len;
     const store_observer_t *obs = c->quiet ? NULL : store_observer_get();
@@ -412,8 +400,8 @@ bool collection_replace(collection_t *c, record_t *old, const bson_t *doc, dberr
                     omap_node_set_value(n, r);
             }
         } else {
-            collection_index_del(ix, &old_keys.per[i], &id);
-            collection_index_add(ix, &new_keys.per[i], &id, r);
+            collection_index_put(ix, &old_keys.per[i], &id, NULL);
+            collection_index_put(ix, &new_keys.per[i], &id, r);
         }
     }
     buf_destroy(&mk);
@@ -441,7 +429,7 @@ void collection_remove(collection_t *c, record_t *old)
     dberr_t err;
     if (collection_keys_of(c, &old_doc, &keys, &err)) {
         for (int i = 0; i < c->nindexes; i++)
-            collection_index_del(c->indexes[i], &keys.per[i], &id);
+            collection_index_put(c->indexes[i], &keys.per[i], &id, NULL);
     } else {
         /* keys could always be generated when the record went in */
         buf_t key;
@@ -996,7 +984,7 @@ bool collection_create_index(collection_t *c, const bson_t *spec, bool *created,
                     index_keys_destroy(&keys);
                     goto fail;
                 }
-        collection_index_add(ix, &keys, &id, r);
+        collection_index_put(ix, &keys, &id, r);
         index_keys_destroy(&keys);
     }
     buf_destroy(&mk);
@@ -1018,17 +1006,32 @@ static void collection_drop_at(collection_t *c, int i)
     c->nindexes--;
 }
 
+/* The position of the index named `name` that may be dropped; -1 with err. */
+static int collection_droppable(const collection_t *c, const char *name, dberr_t *err)
+{
+    if (strcmp(name, "_id_") == 0) {
+        dberr_set(err, DBERR_INVALID_OPTIONS, "cannot drop _id index");
+        return -1;
+    }
+    for (int i = 1; i < c->nindexes; i++)
+        if (strcmp(c->indexes[i]->name, name) == 0)
+            return i;
+    dberr_set(err, DBERR_INDEX_NOT_FOUND, "index not found with name [%s]", name);
+    return -1;
+}
+
+bool collection_can_drop_index(const collection_t *c, const char *name, dberr_t *err)
+{
+    return collection_droppable(c, name, err) > 0;
+}
+
 bool collection_drop_index(collection_t *c, const char *name, dberr_t *err)
 {
-    if (strcmp(name, "_id_") == 0)
-        return dberr_set(err, DBERR_INVALID_OPTIONS, "cannot drop _id index");
-    for (int i = 1; i < c->nindexes; i++) {
-        if (strcmp(c->indexes[i]->name, name) == 0) {
-            collection_drop_at(c, i);
-            return true;
-        }
-    }
-    return dberr_set(err, DBERR_INDEX_NOT_FOUND, "index not found with name [%s]", name);
+    int i = collection_droppable(c, name, err);
+    if (i < 0)
+        return false;
+    collection_drop_at(c, i);
+    return true;
 }
 
 bool collection_drop_index_by_key(collection_t *c, const bson_t *key, dberr_t *err)
@@ -1041,7 +1044,10 @@ bool collection_drop_index_by_key(collection_t *c, const bson_t *key, dberr_t *e
             return true;
         }
     }
-    return dberr_set(err, DBERR_INDEX_NOT_FOUND, "can't find index with key: %s", "{...}");
+    char *shown = shellfmt_doc(key);
+    dberr_set(err, DBERR_INDEX_NOT_FOUND, "can't find index with key: %s", shown);
+    bson_free(shown);
+    return false;
 }
 
 void collection_drop_all_indexes(collection_t *c)

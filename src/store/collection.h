@@ -123,6 +123,8 @@ bool collection_create_index(collection_t *c, const bson_t *spec, bool *created,
 
 /* Drops the index named `name` (IndexNotFound 27; _id_ is InvalidOptions 72). */
 bool collection_drop_index(collection_t *c, const char *name, dberr_t *err);
+/* The checks of collection_drop_index without the drop. */
+bool collection_can_drop_index(const collection_t *c, const char *name, dberr_t *err);
 /* Drops the index with key pattern `key`. */
 bool collection_drop_index_by_key(collection_t *c, const bson_t *key, dberr_t *err);
 /* Drops every index but _id_. */

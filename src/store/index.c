@@ -6,7 +6,9 @@
 #include <string.h>
 
 #include "doc/keystring.h"
+#include "util/bsonview.h"
 #include "util/shellfmt.h"
+#include "util/vec.h"
 
 void index_keys_init(index_keys_t *k)
 {
@@ -25,10 +27,7 @@ void index_keys_destroy(index_keys_t *k)
 
 static buf_t *index_keys_add(index_keys_t *k)
 {
-    if (k->len == k->cap) {
-        k->cap = k->cap ? k->cap * 2 : 4;
-        k->keys = bson_realloc(k->keys, k->cap * sizeof *k->keys);
-    }
+    VEC_RESERVE_ONE(k->keys, k->len, k->cap, 4);
     buf_init(&k->keys[k->len]);
     return &k->keys[k->len++];
 }
@@ -293,11 +292,8 @@ index_t *index_new(const bson_t *spec, dberr_t *err)
                 dberr_set(err, DBERR_TYPE_MISMATCH, "The 'key' field must be an object");
                 goto fail;
             }
-            uint32_t len;
-            const uint8_t *data;
-            bson_iter_document(&it, &len, &data);
             bson_t key;
-            bson_init_static(&key, data, len);
+            bsonview_iter(&it, &key);
             bson_iter_t kit;
             bson_iter_init(&kit, &key);
             while (bson_iter_next(&kit)) {
@@ -355,11 +351,8 @@ index_t *index_new(const bson_t *spec, dberr_t *err)
                           "The field 'partialFilterExpression' must be an object");
                 goto fail;
             }
-            uint32_t len;
-            const uint8_t *data;
-            bson_iter_document(&it, &len, &data);
             bson_t pf;
-            bson_init_static(&pf, data, len);
+            bsonview_iter(&it, &pf);
             ix->partial = matcher_new(&pf, err);
             if (!ix->partial)
                 goto fail;

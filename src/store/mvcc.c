@@ -2,6 +2,7 @@
  * in sequence order, trimmed from its head as the oldest snapshot
  * advances). Loop thread only. */
 #include "store/mvcc.h"
+#include "util/vec.h"
 
 #include <bson/bson.h>
 #include <string.h>
@@ -45,10 +46,7 @@ size_t mvcc_window_len(void)
 
 uint64_t mvcc_snapshot_open(void)
 {
-    if (mvcc.nsnaps == mvcc.capsnaps) {
-        mvcc.capsnaps = mvcc.capsnaps ? mvcc.capsnaps * 2 : 16;
-        mvcc.snaps = bson_realloc(mvcc.snaps, mvcc.capsnaps * sizeof *mvcc.snaps);
-    }
+    VEC_RESERVE_ONE(mvcc.snaps, mvcc.nsnaps, mvcc.capsnaps, 16);
     mvcc.snaps[mvcc.nsnaps++] = mvcc.seq;
     return mvcc.seq;
 }
@@ -92,10 +90,7 @@ void mvcc_snapshot_close(uint64_t snapshot)
 
 static void mvcc_push(uint64_t coll_id, uint64_t seq, record_t *before, record_t *after)
 {
-    if (mvcc.len == mvcc.cap) {
-        mvcc.cap = mvcc.cap ? mvcc.cap * 2 : 64;
-        mvcc.changes = bson_realloc(mvcc.changes, mvcc.cap * sizeof *mvcc.changes);
-    }
+    VEC_RESERVE_ONE(mvcc.changes, mvcc.len, mvcc.cap, 64);
     mvcc.changes[mvcc.len++] = (mvcc_change_t){coll_id, seq, before ? record_ref(before) : NULL,
                                                after ? record_ref(after) : NULL};
 }

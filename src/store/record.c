@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "util/vec.h"
+
 record_t *record_new(const bson_t *doc)
 {
     record_t *r = bson_malloc(sizeof *r + doc->len);
@@ -33,10 +35,7 @@ void recvec_init(recvec_t *v)
 
 void recvec_push_ref(recvec_t *v, record_t *r)
 {
-    if (v->len == v->cap) {
-        v->cap = v->cap ? v->cap * 2 : 16;
-        v->items = bson_realloc(v->items, v->cap * sizeof *v->items);
-    }
+    VEC_RESERVE_ONE(v->items, v->len, v->cap, 16);
     v->items[v->len++] = record_ref(r);
 }
 

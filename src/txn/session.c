@@ -4,6 +4,7 @@
 
 #include <string.h>
 
+#include "util/bsonview.h"
 #include "util/log.h"
 #include "util/omap.h"
 
@@ -166,19 +167,14 @@ size_t session_active_txns(void)
 int session_retry_lookup(catalog_t *cat, const uint8_t id[16], int64_t txn_number, bson_t *reply,
                          dberr_t *err)
 {
-    collection_t *c = catalog_get(cat, SESSION_RETRY_DB, SESSION_RETRY_COLL);
-    if (!c)
-        return 0;
     bson_value_t key = {.value_type = BSON_TYPE_BINARY};
     key.value.v_binary.subtype = BSON_SUBTYPE_UUID;
     key.value.v_binary.data = (uint8_t *)id;
     key.value.v_binary.data_len = 16;
-    record_t *r = collection_find_id(c, &key);
-    if (!r)
-        return 0;
     bson_t doc;
     bson_iter_t it;
-    record_view(r, &doc);
+    if (!catalog_view_id(cat, SESSION_RETRY_DB, SESSION_RETRY_COLL, &key, &doc))
+        return 0;
     int64_t stored = -1;
     if (bson_iter_init_find(&it, &doc, "txnNum"))
         stored = bson_iter_as_int64(&it);
@@ -189,14 +185,9 @@ int session_retry_lookup(catalog_t *cat, const uint8_t id[16], int64_t txn_numbe
                   (long long)txn_number, (long long)stored);
         return -1;
     }
-    if (txn_number > stored || !bson_iter_init_find(&it, &doc, "reply") ||
-        !BSON_ITER_HOLDS_DOCUMENT(&it))
-        return 0;
-    uint32_t len;
-    const uint8_t *data;
-    bson_iter_document(&it, &len, &data);
     bson_t stored_reply;
-    bson_init_static(&stored_reply, data, len);
+    if (txn_number > stored || !bsonview_field(&doc, "reply", &stored_reply))
+        return 0;
     bson_concat(reply, &stored_reply);
     return 1;
 }

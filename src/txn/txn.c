@@ -9,6 +9,7 @@
 #include "store/mvcc.h"
 #include "txn/lockmgr.h"
 #include "util/omap.h"
+#include "util/vec.h"
 
 /* An undo entry: the change as it was before a put. */
 typedef struct txn_undo {
@@ -201,10 +202,7 @@ void txn_note_read(txn_t *t, const char *db, const char *coll, uint64_t coll_id,
             !strcmp(r->db, db))
             return; /* the same statement run again after a lock wait */
     }
-    if (t->nreads == t->capreads) {
-        t->capreads = t->capreads ? t->capreads * 2 : 8;
-        t->reads = bson_realloc(t->reads, t->capreads * sizeof *t->reads);
-    }
+    VEC_RESERVE_ONE(t->reads, t->nreads, t->capreads, 8);
     t->reads[t->nreads++] =
         (txn_read_t){bson_strdup(db), bson_strdup(coll), coll_id, matcher_ref(m)};
 }
@@ -310,10 +308,7 @@ void txn_put(txn_t *t, const char *db, const char *coll, const bson_value_t *id,
     lockmgr_key(db, coll, id, &key);
     txn_change_t *ch = omap_get(t->writes, key.data, key.len);
     /* remember the previous state for savepoints */
-    if (t->nundo == t->capundo) {
-        t->capundo = t->capundo ? t->capundo * 2 : 16;
-        t->undo = bson_realloc(t->undo, t->capundo * sizeof *t->undo);
-    }
+    VEC_RESERVE_ONE(t->undo, t->nundo, t->capundo, 16);
     txn_undo_t *u = &t->undo[t->nundo++];
     buf_init(&u->key);
     buf_append(&u->key, key.data, key.len);
@@ -327,10 +322,7 @@ void txn_put(txn_t *t, const char *db, const char *coll, const bson_value_t *id,
         bson_value_copy(id, &ch->id);
         ch->existed = existed;
         omap_insert(t->writes, key.data, key.len, ch);
-        if (t->norder == t->caporder) {
-            t->caporder = t->caporder ? t->caporder * 2 : 16;
-            t->order = bson_realloc(t->order, t->caporder * sizeof *t->order);
-        }
+        VEC_RESERVE_ONE(t->order, t->norder, t->caporder, 16);
         t->order[t->norder++] = ch;
     }
     record_t *old = ch->doc;
@@ -461,10 +453,7 @@ bool txn_commit(txn_t *t, catalog_t *cat, dberr_t *err)
 
 void txn_note_lock(txn_t *t, const buf_t *key)
 {
-    if (t->nlocks == t->caplocks) {
-        t->caplocks = t->caplocks ? t->caplocks * 2 : 8;
-        t->locks = bson_realloc(t->locks, t->caplocks * sizeof *t->locks);
-    }
+    VEC_RESERVE_ONE(t->locks, t->nlocks, t->caplocks, 8);
     buf_init(&t->locks[t->nlocks]);
     buf_append(&t->locks[t->nlocks], key->data, key->len);
     t->nlocks++;

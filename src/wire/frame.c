@@ -7,7 +7,9 @@
 
 #include <string.h>
 
+#include "util/bsonview.h"
 #include "util/shellfmt.h"
+#include "util/vec.h"
 
 /* mongod's BSONDepth::kDefaultMaxAllowableDepth. libbson 1.23's
  * bson_validate recurses once per level and overflows the stack on deep
@@ -329,10 +331,7 @@ static wire_parse_status_t parse_msg(const uint8_t *msg, size_t len, wire_reques
                           "invalid bson: OP_MSG document sequence identifier is not UTF-8");
                 bad_bson = true;
             }
-            if (nseq == capseq) {
-                capseq = capseq ? capseq * 2 : 4;
-                seqs = bson_realloc(seqs, capseq * sizeof *seqs);
-            }
+            VEC_RESERVE_ONE(seqs, nseq, capseq, 4);
             seqs[nseq].name = (const char *)s;
             seqs[nseq].docs = nul + 1;
             seqs[nseq].len = (size_t)(send - (nul + 1));
@@ -468,8 +467,6 @@ static wire_parse_status_t parse_query(const uint8_t *msg, size_t len, wire_requ
     cmd = &q;
     if (bson_iter_init(&it, &q) && bson_iter_next(&it) &&
         (strcmp(bson_iter_key(&it), "$query") == 0 || strcmp(bson_iter_key(&it), "query") == 0)) {
-        const uint8_t *data;
-        uint32_t ilen;
         if (bson_has_field(&q, "$maxTimeMS"))
             REPLY_WITH(DBERR_INVALID_OPTIONS,
                        "cannot use $maxTimeMS query option with commands; use maxTimeMS "
@@ -477,8 +474,7 @@ static wire_parse_status_t parse_query(const uint8_t *msg, size_t len, wire_requ
         if (!BSON_ITER_HOLDS_DOCUMENT(&it))
             REPLY_WITH(WIRE_ERR_EXPECTED_OBJECT, "invalid parameter: expected an object (%s)",
                        bson_iter_key(&it));
-        bson_iter_document(&it, &ilen, &data);
-        bson_init_static(&inner, data, ilen);
+        bsonview_iter(&it, &inner);
         have_rp = bson_iter_init_find(&rp, &q, "$readPreference");
         cmd = &inner;
     }

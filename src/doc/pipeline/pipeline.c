@@ -9,6 +9,7 @@
 
 #include "doc/path.h"
 #include "util/table.h"
+#include "util/vec.h"
 
 /* ---------------------------------------------------------------- doclist */
 
@@ -20,10 +21,7 @@ void doclist_init(doclist_t *l)
 
 void doclist_push(doclist_t *l, bson_t *doc)
 {
-    if (l->len == l->cap) {
-        l->cap = l->cap ? l->cap * 2 : 16;
-        l->docs = bson_realloc(l->docs, l->cap * sizeof *l->docs);
-    }
+    VEC_RESERVE_ONE(l->docs, l->len, l->cap, 16);
     l->docs[l->len++] = doc;
 }
 

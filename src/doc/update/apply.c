@@ -10,15 +10,13 @@
 
 #include "doc/compare.h"
 #include "util/shellfmt.h"
+#include "util/vec.h"
 
 /* ---- path stacks ---- */
 
 void pstack_push(pstack_t *ps, const char *s)
 {
-    if (ps->n == ps->cap) {
-        ps->cap = ps->cap ? ps->cap * 2 : 16;
-        ps->v = bson_realloc(ps->v, ps->cap * sizeof *ps->v);
-    }
+    VEC_RESERVE_ONE(ps->v, ps->n, ps->cap, 16);
     ps->v[ps->n].s = s;
     ps->n++;
 }

@@ -8,6 +8,7 @@
 #include "doc/compare.h"
 #include "doc/path.h"
 #include "util/shellfmt.h"
+#include "util/vec.h"
 
 /* ---- shared pieces ---- */
 
@@ -21,10 +22,7 @@ static void collect_values(update_values_t *vals, const bson_value_t *arr)
         !bson_iter_init(&it, &b))
         return;
     while (bson_iter_next(&it)) {
-        if (vals->n == cap) {
-            cap = cap ? cap * 2 : 4;
-            vals->v = bson_realloc(vals->v, cap * sizeof *vals->v);
-        }
+        VEC_RESERVE_ONE(vals->v, vals->n, cap, 4);
         vals->v[vals->n++] = *bson_iter_value(&it);
     }
 }

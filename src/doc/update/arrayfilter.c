@@ -4,6 +4,7 @@
 
 #include <string.h>
 
+#include "util/bsonview.h"
 #include "util/shellfmt.h"
 
 /* Collects the identifiers (first path components) a filter names, looking
@@ -20,12 +21,7 @@ static void filter_idents(const bson_t *f, char **first, char **second)
             if (BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &ai)) {
                 while (bson_iter_next(&ai)) {
                     bson_t sub;
-                    uint32_t len;
-                    const uint8_t *data;
-                    if (!BSON_ITER_HOLDS_DOCUMENT(&ai))
-                        continue;
-                    bson_iter_document(&ai, &len, &data);
-                    if (bson_init_static(&sub, data, len))
+                    if (BSON_ITER_HOLDS_DOCUMENT(&ai) && bsonview_iter(&ai, &sub))
                         filter_idents(&sub, first, second);
                 }
             }
@@ -96,8 +92,6 @@ bool afilter_parse_all(updater_t *u, const bson_t *array_filters, dberr_t *err)
         return dberr_set(err, DBERR_FAILED_TO_PARSE, "arrayFilters must be an array of documents");
     while (bson_iter_next(&it)) {
         bson_t f;
-        uint32_t len;
-        const uint8_t *data;
         char *id = NULL;
         if (!BSON_ITER_HOLDS_DOCUMENT(&it))
             return dberr_set(
@@ -105,8 +99,7 @@ bool afilter_parse_all(updater_t *u, const bson_t *array_filters, dberr_t *err)
                 "BSON field 'update.updates.arrayFilters' is the wrong type '%s', expected "
                 "type 'object'",
                 shellfmt_type_name(bson_iter_type(&it)));
-        bson_iter_document(&it, &len, &data);
-        if (!bson_init_static(&f, data, len))
+        if (!bsonview_iter(&it, &f))
             return dberr_set(err, DBERR_FAILED_TO_PARSE, "invalid array filter");
         if (!filter_ident(u, &f, &id, err))
             return false;

@@ -8,6 +8,7 @@
 
 #include "doc/compare.h"
 #include "util/shellfmt.h"
+#include "util/vec.h"
 
 doctree_t *doctree_new(const char *name)
 {
@@ -55,10 +56,7 @@ void doctree_clear_value(doctree_t *n)
 
 void doctree_insert(doctree_t *parent, size_t at, doctree_t *kid)
 {
-    if (parent->nkids == parent->cap) {
-        parent->cap = parent->cap ? parent->cap * 2 : 4;
-        parent->kids = bson_realloc(parent->kids, parent->cap * sizeof *parent->kids);
-    }
+    VEC_RESERVE_ONE(parent->kids, parent->nkids, parent->cap, 4);
     if (at > parent->nkids)
         at = parent->nkids;
     memmove(parent->kids + at + 1, parent->kids + at, (parent->nkids - at) * sizeof *parent->kids);

@@ -10,6 +10,7 @@
 #include "doc/path.h"
 #include "util/shellfmt.h"
 #include "util/table.h"
+#include "util/vec.h"
 
 /* ---- paths and names ---- */
 
@@ -102,10 +103,7 @@ static void unode_set(unode_t *n, const char *name, unode_t *child)
     size_t at = 0;
     while (at < n->nkids && update_cmp_field_names(n->kids[at].name, name) < 0)
         at++;
-    if (n->nkids == n->cap) {
-        n->cap = n->cap ? n->cap * 2 : 4;
-        n->kids = bson_realloc(n->kids, n->cap * sizeof *n->kids);
-    }
+    VEC_RESERVE_ONE(n->kids, n->nkids, n->cap, 4);
     memmove(n->kids + at + 1, n->kids + at, (n->nkids - at) * sizeof *n->kids);
     n->kids[at].name = bson_strdup(name);
     n->kids[at].node = child;
