@@ -95,13 +95,10 @@ bool cmd_get_parameter(cmd_ctx_t *ctx, dberr_t *err)
         return true;
     }
     bson_iter_t it;
-    bson_iter_init(&it, ctx->cmd);
-    bson_iter_next(&it);
+    cmd_args_init(ctx, &it);
     int found = 0;
-    while (bson_iter_next(&it)) {
+    while (cmd_args_next(&it)) {
         const char *k = bson_iter_key(&it);
-        if (k[0] == '$' || strcmp(k, "lsid") == 0 || strcmp(k, "comment") == 0)
-            continue;
         if (!admin_param_append(k, ctx->reply))
             continue;
         found++;
@@ -147,13 +144,10 @@ bool admin_set_parameter(const char *k, const bson_iter_t *it, dberr_t *err)
 bool cmd_set_parameter(cmd_ctx_t *ctx, dberr_t *err)
 {
     bson_iter_t it;
-    bson_iter_init(&it, ctx->cmd);
-    bson_iter_next(&it);
+    cmd_args_init(ctx, &it);
     int set = 0;
-    while (bson_iter_next(&it)) {
+    while (cmd_args_next(&it)) {
         const char *k = bson_iter_key(&it);
-        if (k[0] == '$' || strcmp(k, "lsid") == 0 || strcmp(k, "comment") == 0)
-            continue;
         bson_t was = BSON_INITIALIZER;
         admin_param_append(k, &was);
         bson_iter_t w;

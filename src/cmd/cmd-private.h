@@ -112,6 +112,12 @@ void cmd_append_cluster_time(bson_t *reply);
  * command's own strict parser skips. */
 bool cmd_is_generic_arg(const char *k);
 
+/* Iterates the command's own arguments: the fields after the first that
+ * are neither generic nor '$'-prefixed. cmd_args_init, then
+ * while (cmd_args_next(&it)). */
+void cmd_args_init(const cmd_ctx_t *ctx, bson_iter_t *it);
+bool cmd_args_next(bson_iter_t *it);
+
 /* Fails with mongod's 40415 "BSON field 'cmd.x' is an unknown field."
  * when the command has a field that is neither one of the `n` names in
  * `known` nor a generic argument. */

@@ -292,15 +292,22 @@ static bool crud_insert_stmt(cmd_ctx_t *ctx, const bson_iter_t *item, uint32_t i
     return ok;
 }
 
-bool cmd_insert(cmd_ctx_t *ctx, dberr_t *err)
+/* insert and update: the batch under `key` run against the collection
+ * (created when missing). */
+static bool crud_write_command(cmd_ctx_t *ctx, const char *key, bool is_update,
+                               int64_t *opcounter, crud_stmt_fn fn, dberr_t *err)
 {
     collection_t *c;
     bson_iter_t items;
     bool ordered;
-    if (!crud_batch(ctx, "documents", &items, &ordered, err) || !crud_collection(ctx, &c, err))
+    if (!crud_batch(ctx, key, &items, &ordered, err) || !crud_collection(ctx, &c, err))
         return false;
-    return crud_run_batch(ctx, &items, ordered, false, &server.ops.insert, crud_insert_stmt, c,
-                          err);
+    return crud_run_batch(ctx, &items, ordered, is_update, opcounter, fn, c, err);
+}
+
+bool cmd_insert(cmd_ctx_t *ctx, dberr_t *err)
+{
+    return crud_write_command(ctx, "documents", false, &server.ops.insert, crud_insert_stmt, err);
 }
 
 /* One parsed update statement. */
@@ -537,13 +544,7 @@ static bool crud_update_stmt(cmd_ctx_t *ctx, const bson_iter_t *item, uint32_t i
 
 bool cmd_update(cmd_ctx_t *ctx, dberr_t *err)
 {
-    collection_t *c;
-    bson_iter_t items;
-    bool ordered;
-    if (!crud_batch(ctx, "updates", &items, &ordered, err) || !crud_collection(ctx, &c, err))
-        return false;
-    return crud_run_batch(ctx, &items, ordered, true, &server.ops.update, crud_update_stmt, c,
-                          err);
+    return crud_write_command(ctx, "updates", true, &server.ops.update, crud_update_stmt, err);
 }
 
 /* Runs one delete statement {q, limit}. */

@@ -203,6 +203,22 @@ bool cmd_is_generic_arg(const char *k)
     return false;
 }
 
+void cmd_args_init(const cmd_ctx_t *ctx, bson_iter_t *it)
+{
+    bson_iter_init(it, ctx->cmd);
+    bson_iter_next(it);
+}
+
+bool cmd_args_next(bson_iter_t *it)
+{
+    while (bson_iter_next(it)) {
+        const char *k = bson_iter_key(it);
+        if (k[0] != '$' && !cmd_is_generic_arg(k))
+            return true;
+    }
+    return false;
+}
+
 bool cmd_only_fields(const cmd_ctx_t *ctx, const char *const *known, size_t n, dberr_t *err)
 {
     bson_iter_t f;

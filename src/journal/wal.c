@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/dlist.h"
 #include "util/log.h"
 
 #define WAL_BACKGROUND_SYNC_MS 100
@@ -375,13 +376,7 @@ static void wal_unlink(journal_waiter_t *w)
 {
     if (!w->linked)
         return;
-    if (w->prev)
-        w->prev->next = w->next;
-    else
-        wal.waiters = w->next;
-    if (w->next)
-        w->next->prev = w->prev;
-    w->prev = w->next = NULL;
+    DLIST_UNLINK(wal.waiters, w, prev, next);
     w->linked = false;
 }
 

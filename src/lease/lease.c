@@ -13,6 +13,7 @@
 #include "journal/journal.h"
 #include "store/collection.h"
 #include "store/record.h"
+#include "util/dlist.h"
 #include "util/log.h"
 #include "util/omap.h"
 #include "util/vec.h"
@@ -219,28 +220,14 @@ static void lease_contended_unlink(lease_lock_t *l)
 {
     if (!l->contended)
         return;
-    if (l->cprev)
-        l->cprev->cnext = l->cnext;
-    else
-        lease.contended = l->cnext;
-    if (l->cnext)
-        l->cnext->cprev = l->cprev;
-    l->cprev = l->cnext = NULL;
+    DLIST_UNLINK(lease.contended, l, cprev, cnext);
     l->contended = false;
 }
 
 /* Unlinks `w` from its lock's queue. */
 static void lease_queue_remove(lease_lock_t *l, lease_waiter_t *w)
 {
-    if (w->prev)
-        w->prev->next = w->next;
-    else
-        l->head = w->next;
-    if (w->next)
-        w->next->prev = w->prev;
-    else
-        l->tail = w->prev;
-    w->prev = w->next = NULL;
+    DLIST_UNLINK_TAILED(l->head, l->tail, w, prev, next);
     l->nwaiting--;
     lease.nwaiters--;
     if (!l->head)
@@ -721,14 +708,7 @@ void lease_connection_closed(int64_t conn_id)
         n = w->next;
         if (w->conn_id != conn_id)
             continue;
-        if (w->prev)
-            w->prev->next = w->next;
-        else
-            lease.wake_head = w->next;
-        if (w->next)
-            w->next->prev = w->prev;
-        else
-            lease.wake_tail = w->prev;
+        DLIST_UNLINK_TAILED(lease.wake_head, lease.wake_tail, w, prev, next);
         if (w->grant.acquired) {
             lease_lock_t *l = lease_find(w->name);
             if (l && l->held && l->token == w->grant.token) {

@@ -6,6 +6,7 @@
 
 #include "doc/keystring.h"
 #include "txn/txn.h"
+#include "util/dlist.h"
 #include "util/omap.h"
 
 /* One locked document. */
@@ -61,21 +62,10 @@ struct txn *lockmgr_holder(const buf_t *key)
     return e ? e->holder : NULL;
 }
 
-static void lockmgr_unlink(lock_waiter_t *w)
+/* Ends w's wait apart from its queue links: its timeout timer and what
+ * its transaction says it waits for. */
+static void lockmgr_end_wait(lock_waiter_t *w)
 {
-    lockmgr_entry_t *e = w->entry;
-    if (!e)
-        return;
-    if (w->prev)
-        w->prev->next = w->next;
-    else
-        e->head = w->next;
-    if (w->next)
-        w->next->prev = w->prev;
-    else
-        e->tail = w->prev;
-    w->prev = w->next = NULL;
-    w->entry = NULL;
     if (w->timer) {
         uv_timer_stop(w->timer);
         uv_close((uv_handle_t *)w->timer, (uv_close_cb)bson_free);
@@ -85,6 +75,16 @@ static void lockmgr_unlink(lock_waiter_t *w)
         txn_set_waiting_for(w->txn, NULL);
         txn_set_waiter(w->txn, NULL);
     }
+}
+
+static void lockmgr_unlink(lock_waiter_t *w)
+{
+    lockmgr_entry_t *e = w->entry;
+    if (!e)
+        return;
+    DLIST_UNLINK_TAILED(e->head, e->tail, w, prev, next);
+    w->entry = NULL;
+    lockmgr_end_wait(w);
     /* an entry with no holder and no waiters goes away */
     if (!e->holder && !e->head) {
         omap_remove(lockmgr_table(), e->key.data, e->key.len);
@@ -162,15 +162,7 @@ void lockmgr_release_all(struct txn *owner)
         while (list) {
             lock_waiter_t *next = list->next;
             list->prev = list->next = NULL;
-            if (list->timer) {
-                uv_timer_stop(list->timer);
-                uv_close((uv_handle_t *)list->timer, (uv_close_cb)bson_free);
-                list->timer = NULL;
-            }
-            if (list->txn) {
-                txn_set_waiting_for(list->txn, NULL);
-                txn_set_waiter(list->txn, NULL);
-            }
+            lockmgr_end_wait(list);
             list->wake(list, false);
             list = next;
         }
