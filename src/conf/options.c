@@ -3,12 +3,13 @@
  * refuses by name, and the command-line parser. conffile.c feeds the same
  * table from YAML. To add a setting, add one row and one setter. */
 #include "conf/options.h"
-#include "util/vec.h"
 
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "util/vec.h"
 
 /* How a setting's value is read. */
 typedef enum option_kind {
@@ -118,6 +119,44 @@ static void options_record_str(options_t *o, const char *path, const char *s)
 
 /* ---- setters ---- */
 
+/* A setting kept as text, and one that names a file or directory (not empty). */
+#define OPTIONS_STRING_SETTER(fn, field)                                       \
+    static bool fn(options_t *o, const option_value_t *v, dberr_t *err)        \
+    {                                                                          \
+        (void)err;                                                             \
+        options_dup(&o->field, v->s);                                          \
+        return true;                                                           \
+    }
+#define OPTIONS_PATH_SETTER(fn, field)                                         \
+    static bool fn(options_t *o, const option_value_t *v, dberr_t *err)        \
+    {                                                                          \
+        if (!*v->s)                                                            \
+            return dberr_set(err, DBERR_BAD_VALUE, "%s must not be empty", v->name); \
+        options_dup(&o->field, v->s);                                          \
+        return true;                                                           \
+    }
+
+/* The settings that are a plain switch: one setter each, made alike. */
+#define OPTIONS_SWITCH_SETTER(fn, field)                                       \
+    static bool fn(options_t *o, const option_value_t *v, dberr_t *err)        \
+    {                                                                          \
+        (void)err;                                                             \
+        o->field = v->b;                                                       \
+        return true;                                                           \
+    }
+
+OPTIONS_PATH_SETTER(set_dbpath, dbpath)
+OPTIONS_PATH_SETTER(set_log_path, log_path)
+OPTIONS_STRING_SETTER(set_advertise, advertise)
+OPTIONS_STRING_SETTER(set_pidfile, pidfile)
+
+OPTIONS_SWITCH_SETTER(set_bind_ip_all, bind_ip_all)
+OPTIONS_SWITCH_SETTER(set_ipv6, ipv6)
+OPTIONS_SWITCH_SETTER(set_repair, journal.repair)
+OPTIONS_SWITCH_SETTER(set_log_append, log_append)
+OPTIONS_SWITCH_SETTER(set_quiet, quiet)
+OPTIONS_SWITCH_SETTER(set_fork, fork)
+
 static bool set_port(options_t *o, const option_value_t *v, dberr_t *err)
 {
     if (!options_range(v, 0, 65535, err))
@@ -135,37 +174,11 @@ static bool set_bind_ip(options_t *o, const option_value_t *v, dberr_t *err)
     return true;
 }
 
-static bool set_bind_ip_all(options_t *o, const option_value_t *v, dberr_t *err)
-{
-    o->bind_ip_all = v->b;
-    return true;
-}
-
-static bool set_ipv6(options_t *o, const option_value_t *v, dberr_t *err)
-{
-    o->ipv6 = v->b;
-    return true;
-}
-
 static bool set_max_conns(options_t *o, const option_value_t *v, dberr_t *err)
 {
     if (!options_range(v, 0, INT_MAX, err))
         return false;
     o->max_conns = (int)v->i;
-    return true;
-}
-
-static bool set_advertise(options_t *o, const option_value_t *v, dberr_t *err)
-{
-    options_dup(&o->advertise, v->s);
-    return true;
-}
-
-static bool set_dbpath(options_t *o, const option_value_t *v, dberr_t *err)
-{
-    if (!*v->s)
-        return dberr_set(err, DBERR_BAD_VALUE, "%s must not be empty", v->name);
-    options_dup(&o->dbpath, v->s);
     return true;
 }
 
@@ -213,12 +226,6 @@ static bool set_snapshot_wal_mb(options_t *o, const option_value_t *v, dberr_t *
     return true;
 }
 
-static bool set_repair(options_t *o, const option_value_t *v, dberr_t *err)
-{
-    o->journal.repair = v->b;
-    return true;
-}
-
 static bool set_replset(options_t *o, const option_value_t *v, dberr_t *err)
 {
     if (!*v->s || strchr(v->s, '/') || strchr(v->s, ','))
@@ -228,14 +235,6 @@ static bool set_replset(options_t *o, const option_value_t *v, dberr_t *err)
                          v->name, v->s);
     options_dup(&o->replset, v->s);
     o->replset_explicit = true;
-    return true;
-}
-
-static bool set_log_path(options_t *o, const option_value_t *v, dberr_t *err)
-{
-    if (!*v->s)
-        return dberr_set(err, DBERR_BAD_VALUE, "%s must not be empty", v->name);
-    options_dup(&o->log_path, v->s);
     return true;
 }
 
@@ -249,18 +248,6 @@ static bool set_log_destination(options_t *o, const option_value_t *v, dberr_t *
                          "(systemLog.destination: file, systemLog.path) or to stdout",
                          v->name);
     return dberr_set(err, DBERR_BAD_VALUE, "%s must be file or syslog, got '%s'", v->name, v->s);
-}
-
-static bool set_log_append(options_t *o, const option_value_t *v, dberr_t *err)
-{
-    o->log_append = v->b;
-    return true;
-}
-
-static bool set_quiet(options_t *o, const option_value_t *v, dberr_t *err)
-{
-    o->quiet = v->b;
-    return true;
 }
 
 static bool set_verbosity(options_t *o, const option_value_t *v, dberr_t *err)
@@ -285,18 +272,6 @@ static bool set_log_format(options_t *o, const option_value_t *v, dberr_t *err)
     if (!log_parse_format(v->s, &o->log_format))
         return dberr_set(err, DBERR_BAD_VALUE, "%s must be json or text, got '%s'", v->name,
                          v->s);
-    return true;
-}
-
-static bool set_fork(options_t *o, const option_value_t *v, dberr_t *err)
-{
-    o->fork = v->b;
-    return true;
-}
-
-static bool set_pidfile(options_t *o, const option_value_t *v, dberr_t *err)
-{
-    options_dup(&o->pidfile, v->s);
     return true;
 }
 

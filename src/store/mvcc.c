@@ -2,10 +2,11 @@
  * in sequence order, trimmed from its head as the oldest snapshot
  * advances). Loop thread only. */
 #include "store/mvcc.h"
-#include "util/vec.h"
 
 #include <bson/bson.h>
 #include <string.h>
+
+#include "util/vec.h"
 
 static struct {
     uint64_t seq;
