@@ -376,3 +376,23 @@ def test_map_reduce_is_refused_clearly(client):
                                                  ("reduce", "function(){}"),
                                                  ("out", {"inline": 1})])), "mapReduce")
     assert "JavaScript" in str(e), "the error says why"
+
+
+def test_drop_indexes_with_a_bad_name_in_the_list_drops_nothing(client):
+    # mongod checks every name first: one unknown name fails the command and
+    # the indexes named before it stay
+    db = client.contract_dropidx
+    db.t.drop()
+    db.t.create_index("a")
+    db.t.create_index("b")
+    fails(27, lambda: db.command({"dropIndexes": "t", "index": ["a_1", "nope", "b_1"]}),
+          "an unknown name in the list")
+    fails(72, lambda: db.command({"dropIndexes": "t", "index": ["a_1", "_id_"]}),
+          "_id_ in the list")
+    fails(14, lambda: db.command({"dropIndexes": "t", "index": ["a_1", 5]}),
+          "a non-string in the list")
+    assert sorted(db.t.index_information()) == ["_id_", "a_1", "b_1"]
+    db.command({"dropIndexes": "t", "index": ["a_1", "b_1"]})
+    assert sorted(db.t.index_information()) == ["_id_"]
+    e = fails(27, lambda: db.command({"dropIndexes": "t", "index": {"zz": 1}}), "an unknown key")
+    assert "can't find index with key: { zz: 1 }" in str(e), e
