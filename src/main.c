@@ -19,6 +19,7 @@
 #include "cmd/cmd-private.h"
 #include "cmd/plancache.h"
 #include "cmd/server.h"
+#include "cmd/stats.h"
 #include "conf/options.h"
 #include "journal/journal.h"
 #include "lease/lease.h"
@@ -402,6 +403,8 @@ int main(int argc, char **argv)
     cfg->dbpath = o.dbpath;
     cfg->replset = o.replset;
     cfg->max_conns = o.max_conns;
+    stats_slow.slowms = o.slowms;
+    stats_slow.sample_rate = o.slow_sample_rate;
     if (o.advertise) {
         snprintf(cfg->advertise, sizeof cfg->advertise, "%s", o.advertise);
     } else {
@@ -514,6 +517,7 @@ int main(int argc, char **argv)
     lease_destroy();
     cursors_destroy(server.cursors);
     plancache_clear();
+    stats_destroy();
     catalog_destroy(server.catalog);
     bson_destroy(&cfg->argv);
     bson_destroy(&cfg->parsed);

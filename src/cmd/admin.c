@@ -9,10 +9,13 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "cmd/stats.h"
 #include "journal/journal.h"
+#include "lease/lease.h"
 #include "store/catalog.h"
 #include "store/cursor.h"
 #include "store/mvcc.h"
+#include "txn/lockmgr.h"
 #include "txn/txn.h"
 #include "util/log.h"
 
@@ -267,6 +270,70 @@ static void admin_mem(int64_t *resident_mb, int64_t *virtual_mb)
     fclose(f);
 }
 
+/* Page faults of this process (serverStatus extra_info.page_faults). */
+static int64_t admin_page_faults(void)
+{
+    struct rusage ru;
+    return getrusage(RUSAGE_SELF, &ru) == 0 ? (int64_t)ru.ru_majflt : 0;
+}
+
+static void admin_lease_waiting(const lease_info_t *info, void *arg)
+{
+    *(int64_t *)arg += (int64_t)info->waiting;
+}
+
+/* The sections mongostat reads beyond connections, opcounters and mem:
+ * asserts, network, globalLock (its queue is the requests parked on a
+ * document lock or a lease), extra_info and opcountersRepl, with mongod's
+ * names and types (docs/operations.md). */
+static void admin_status_mongostat(bson_t *reply, uint64_t up_ms)
+{
+    bson_t doc, sub;
+    bson_append_document_begin(reply, "asserts", -1, &doc);
+    BSON_APPEND_INT32(&doc, "regular", 0);
+    BSON_APPEND_INT32(&doc, "warning", 0);
+    BSON_APPEND_INT32(&doc, "msg", 0);
+    BSON_APPEND_INT32(&doc, "user", (int32_t)cmd_stats_user_asserts());
+    BSON_APPEND_INT32(&doc, "tripwire", 0);
+    BSON_APPEND_INT32(&doc, "rollovers", 0);
+    bson_append_document_end(reply, &doc);
+    bson_append_document_begin(reply, "network", -1, &doc);
+    BSON_APPEND_INT64(&doc, "bytesIn", server.net_bytes_in);
+    BSON_APPEND_INT64(&doc, "bytesOut", server.net_bytes_out);
+    BSON_APPEND_INT64(&doc, "physicalBytesIn", server.net_bytes_in);
+    BSON_APPEND_INT64(&doc, "physicalBytesOut", server.net_bytes_out);
+    BSON_APPEND_INT64(&doc, "numSlowDNSOperations", 0);
+    BSON_APPEND_INT64(&doc, "numSlowSSLOperations", 0);
+    BSON_APPEND_INT64(&doc, "numRequests", server.net_requests);
+    bson_append_document_end(reply, &doc);
+    int64_t lease_waiting = 0;
+    lease_foreach(admin_lease_waiting, &lease_waiting);
+    int64_t writers = lockmgr_get_stats()->waiting + lease_waiting;
+    bson_append_document_begin(reply, "globalLock", -1, &doc);
+    BSON_APPEND_INT64(&doc, "totalTime", (int64_t)up_ms * 1000);
+    bson_append_document_begin(&doc, "currentQueue", -1, &sub);
+    BSON_APPEND_INT32(&sub, "total", (int32_t)writers);
+    BSON_APPEND_INT32(&sub, "readers", 0);
+    BSON_APPEND_INT32(&sub, "writers", (int32_t)writers);
+    bson_append_document_end(&doc, &sub);
+    /* one command runs at a time, on the loop thread: this one */
+    bson_append_document_begin(&doc, "activeClients", -1, &sub);
+    BSON_APPEND_INT32(&sub, "total", 1);
+    BSON_APPEND_INT32(&sub, "readers", 1);
+    BSON_APPEND_INT32(&sub, "writers", 0);
+    bson_append_document_end(&doc, &sub);
+    bson_append_document_end(reply, &doc);
+    bson_append_document_begin(reply, "extra_info", -1, &doc);
+    BSON_APPEND_UTF8(&doc, "note", "fields vary by platform");
+    BSON_APPEND_INT64(&doc, "page_faults", admin_page_faults());
+    bson_append_document_end(reply, &doc);
+    bson_append_document_begin(reply, "opcountersRepl", -1, &doc);
+    static const char *names[] = {"insert", "query", "update", "delete", "getmore", "command"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        BSON_APPEND_INT64(&doc, names[i], 0);
+    bson_append_document_end(reply, &doc);
+}
+
 bool cmd_server_status(cmd_ctx_t *ctx, dberr_t *err)
 {
     char host[256] = "localhost";
@@ -283,6 +350,7 @@ bool cmd_server_status(cmd_ctx_t *ctx, dberr_t *err)
     BSON_APPEND_INT64(ctx->reply, "uptimeMillis", (int64_t)up_ms);
     BSON_APPEND_INT64(ctx->reply, "uptimeEstimate", (int64_t)(up_ms / 1000));
     BSON_APPEND_DATE_TIME(ctx->reply, "localTime", now);
+    admin_status_mongostat(ctx->reply, up_ms);
     bson_append_document_begin(ctx->reply, "connections", -1, &doc);
     BSON_APPEND_INT32(&doc, "current", (int32_t)server.connections_current);
     int64_t avail = (server.config.max_conns > 0 ? server.config.max_conns : 1000000) -
@@ -310,6 +378,8 @@ bool cmd_server_status(cmd_ctx_t *ctx, dberr_t *err)
     bson_append_document_begin(ctx->reply, "repl", -1, &doc);
     BSON_APPEND_UTF8(&doc, "setName", server.config.replset);
     BSON_APPEND_BOOL(&doc, "isWritablePrimary", true);
+    /* the legacy name too: mongostat's repl column reads `ismaster` */
+    BSON_APPEND_BOOL(&doc, "ismaster", true);
     BSON_APPEND_BOOL(&doc, "secondary", false);
     bson_append_array_begin(&doc, "hosts", -1, &arr);
     BSON_APPEND_UTF8(&arr, "0", server.config.advertise);
@@ -381,4 +451,71 @@ bool cmd_atomdb_fault(cmd_ctx_t *ctx, dberr_t *err)
     if (txn_inject_fault(point, times > 0))
         return true;
     return journal_inject_fault(point, (int)times, err);
+}
+
+/* ---- top and profile ---- */
+
+bool cmd_top(cmd_ctx_t *ctx, dberr_t *err)
+{
+    bson_t totals;
+    bson_append_document_begin(ctx->reply, "totals", -1, &totals);
+    stats_top_append(&totals);
+    bson_append_document_end(ctx->reply, &totals);
+    return true;
+}
+
+/* profile: mongod's profiling level and the slow-operation log's settings.
+ * Level 0 (log slow operations, profile nothing) is the one atomdb has:
+ * levels 1 and 2 write system.profile, a capped collection, and atomdb has
+ * no capped collections yet. */
+bool cmd_profile(cmd_ctx_t *ctx, dberr_t *err)
+{
+    static const char *const known[] = {"slowms", "sampleRate", "filter"};
+    if (!cmd_only_fields(ctx, known, sizeof known / sizeof known[0], err))
+        return false;
+    if (!BSON_ITER_HOLDS_NUMBER(&ctx->arg))
+        return dberr_set(err, DBERR_TYPE_MISMATCH,
+                         "BSON field 'profile.profile' is the wrong type '%s', expected types "
+                         "'[long, int, decimal, double]'",
+                         shellfmt_type_name(bson_iter_type(&ctx->arg)));
+    int64_t level = bson_iter_as_int64(&ctx->arg);
+    if (level < -1 || level > 2)
+        return dberr_set(err, DBERR_BAD_VALUE, "Bad profiling level value: %lld",
+                         (long long)level);
+    if (level == 1 || level == 2)
+        return dberr_set(err, DBERR_ILLEGAL_OPERATION,
+                         "profiling level %lld is not supported by atomdb yet: it writes "
+                         "system.profile, a capped collection, and atomdb has no capped "
+                         "collections; level 0 with slowms logs slow operations",
+                         (long long)level);
+    bson_iter_t it;
+    if (cmd_find(ctx, "filter", &it))
+        return dberr_set(err, DBERR_ILLEGAL_OPERATION,
+                         "profile's filter is not supported by atomdb yet");
+    int64_t slowms = stats_slow.slowms;
+    if (!cmd_opt_int64(ctx, "slowms", &slowms, err))
+        return false;
+    double rate = stats_slow.sample_rate;
+    if (cmd_find(ctx, "sampleRate", &it)) {
+        if (!BSON_ITER_HOLDS_NUMBER(&it))
+            return dberr_set(err, DBERR_TYPE_MISMATCH,
+                             "BSON field 'profile.sampleRate' is the wrong type '%s', expected "
+                             "type 'double'",
+                             shellfmt_type_name(bson_iter_type(&it)));
+        rate = bson_iter_as_double(&it);
+        if (!(rate >= 0.0 && rate <= 1.0))
+            return dberr_set(err, DBERR_BAD_VALUE, "'sampleRate' must be between 0.0 and 1.0 "
+                                                   "inclusive");
+    }
+    if (slowms < INT32_MIN || slowms > INT32_MAX)
+        return dberr_set(err, DBERR_BAD_VALUE, "slowms %lld is out of range",
+                         (long long)slowms);
+    BSON_APPEND_INT32(ctx->reply, "was", 0);
+    BSON_APPEND_INT32(ctx->reply, "slowms", stats_slow.slowms);
+    BSON_APPEND_DOUBLE(ctx->reply, "sampleRate", stats_slow.sample_rate);
+    if (level == 0) {
+        stats_slow.slowms = (int32_t)slowms;
+        stats_slow.sample_rate = rate;
+    }
+    return true;
 }

@@ -199,6 +199,8 @@ int32_t repl_config_version(void);
 bool cmd_host_info(cmd_ctx_t *ctx, dberr_t *err);
 bool cmd_whatsmyuri(cmd_ctx_t *ctx, dberr_t *err);
 bool cmd_connection_status(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_top(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_profile(cmd_ctx_t *ctx, dberr_t *err);
 bool cmd_server_status(cmd_ctx_t *ctx, dberr_t *err);
 bool cmd_shutdown(cmd_ctx_t *ctx, dberr_t *err);
 bool cmd_end_sessions(cmd_ctx_t *ctx, dberr_t *err);

@@ -47,6 +47,11 @@ struct cmd_client {
     bool lock_timed_out;         /* the wait ended by its deadline */
     void *resume;                /* where a parked batch stopped (crud.c) */
     void (*resume_free)(void *resume);
+    /* -- command layer: the operation in progress (stats.c, the slow log) -- */
+    uint64_t op_start_hr;        /* uv_hrtime() when the request first ran */
+    uint64_t op_parked_hr;       /* when it last parked */
+    uint64_t op_wait_ns;         /* time parked so far (lock and lease waits) */
+    const void *op_def;          /* the parked command's table row */
     /* -- set by cmd_run for the network layer -- */
     uint64_t wait_lsn;           /* the reply waits until this log record is durable */
     bool wait_sync;              /* ... fdatasync'ed (fsync mode, j: true, w: majority) */
@@ -62,6 +67,20 @@ typedef enum cmd_status {
 /* Runs `req` for `client`. On CMD_REPLIED `reply` (initialised by the
  * caller) holds the reply body, ok: 1 or ok: 0. */
 cmd_status_t cmd_run(cmd_client_t *client, const wire_request_t *req, bson_t *reply);
+
+/* Counts a parked request answered outside cmd_run (a lease wait that
+ * ended) into the command statistics. */
+void cmd_finish_parked(cmd_client_t *client, bool ok);
+
+struct stats_cmd;
+/* Called once per command name with its statistics (stats.h). */
+typedef void (*cmd_stats_fn)(const char *name, const struct stats_cmd *s, void *arg);
+
+/* Calls `fn` for every command of the table, then once for "unknown". */
+void cmd_stats_foreach(cmd_stats_fn fn, void *arg);
+
+/* Commands answered with ok: 0 since start (serverStatus asserts.user). */
+int64_t cmd_stats_user_asserts(void);
 
 /* Builds the error reply for `err` into `reply` (initialised, empty). */
 void cmd_error_reply(bson_t *reply, const dberr_t *err);

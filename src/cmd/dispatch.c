@@ -3,8 +3,10 @@
  * becomes {ok: 0, errmsg, code, codeName}. */
 #include "cmd/cmd-private.h"
 
+#include <stdio.h>
 #include <string.h>
 
+#include "cmd/stats.h"
 #include "cmd/view.h"
 #include "doc/matcher.h"
 #include "journal/journal.h"
@@ -48,6 +50,8 @@ static const cmd_def_t cmd_table[] = {
     {"whatsmyuri", cmd_whatsmyuri, CMD_COUNT_COMMAND, false},
     {"connectionStatus", cmd_connection_status, CMD_COUNT_COMMAND, false},
     {"serverStatus", cmd_server_status, CMD_COUNT_COMMAND, false},
+    {"top", cmd_top, CMD_COUNT_COMMAND, true},
+    {"profile", cmd_profile, CMD_COUNT_COMMAND, false},
     {"shutdown", cmd_shutdown, CMD_COUNT_COMMAND, true},
     {"endSessions", cmd_end_sessions, CMD_COUNT_COMMAND, false},
     {"refreshSessions", cmd_refresh_sessions, CMD_COUNT_COMMAND, false},
@@ -263,7 +267,28 @@ static bool cmd_check_generic(cmd_ctx_t *ctx, dberr_t *err)
     return true;
 }
 
-static cmd_status_t cmd_run_one(cmd_client_t *client, const wire_request_t *req, bson_t *reply)
+/* What cmd_run_one tells cmd_run about the command it ran, for stats and
+ * the slow-operation log. */
+typedef struct cmd_outcome {
+    const cmd_def_t *def; /* NULL: no such command (or no name) */
+    bool ok;
+    int32_t code;         /* the error's code when !ok */
+    int64_t keys_examined, docs_examined, nreturned;
+    char plan_summary[96];
+} cmd_outcome_t;
+
+static void cmd_outcome_take(cmd_outcome_t *out, const view_t *v, bool ok, const dberr_t *err)
+{
+    out->ok = ok;
+    out->code = ok ? 0 : err->code;
+    out->keys_examined = v->keys_examined;
+    out->docs_examined = v->docs_examined;
+    out->nreturned = v->nreturned;
+    memcpy(out->plan_summary, v->plan_summary, sizeof out->plan_summary);
+}
+
+static cmd_status_t cmd_run_one(cmd_client_t *client, const wire_request_t *req, bson_t *reply,
+                                cmd_outcome_t *out)
 {
     client->wait_lsn = 0;
     client->wait_sync = false;
@@ -288,6 +313,7 @@ static cmd_status_t cmd_run_one(cmd_client_t *client, const wire_request_t *req,
     ctx.name = bson_iter_key(&ctx.arg);
     cmd_ctx_index(&ctx);
     def = cmd_lookup(ctx.name);
+    out->def = def;
     if (!def) {
         server.ops.command++;
         dberr_set(&err, DBERR_COMMAND_NOT_FOUND, "no such command: '%s'", ctx.name);
@@ -352,6 +378,7 @@ static cmd_status_t cmd_run_one(cmd_client_t *client, const wire_request_t *req,
     client->wait_sync = journal_mode() == JOURNAL_FSYNC || ctx.wait_sync;
     if (!ok)
         goto fail;
+    cmd_outcome_take(out, &view, true, &err);
     view_destroy(&view);
     if (ctx.close)
         return CMD_CLOSE;
@@ -362,6 +389,7 @@ static cmd_status_t cmd_run_one(cmd_client_t *client, const wire_request_t *req,
     cmd_append_cluster_time(reply);
     return CMD_REPLIED;
 fail:
+    cmd_outcome_take(out, &view, false, &err);
     view_destroy(&view);
     log_debug("COMMAND", "%s failed: %s (%d)", ctx.name ? ctx.name : "?", err.msg, err.code);
     cmd_error_reply(reply, &err);
@@ -369,35 +397,149 @@ fail:
     return CMD_REPLIED;
 }
 
-/* mongod's default slowms: a command that took longer is logged as
- * "Slow query" (id 51803). */
-#define CMD_SLOW_MS 100
+/* ---- what commands cost: stats.c's counters, top, the slow log ---- */
+
+#define CMD_N (sizeof cmd_table / sizeof cmd_table[0])
 #define CMD_SLOW_LOG_MAX_BYTES 4096
+
+static stats_cmd_t cmd_stats[CMD_N];
+static stats_cmd_t cmd_stats_unknown; /* names atomdb has no command for */
+static int64_t cmd_user_asserts;      /* commands answered ok: 0 */
+
+void cmd_stats_foreach(cmd_stats_fn fn, void *arg)
+{
+    for (size_t i = 0; i < CMD_N; i++)
+        fn(cmd_table[i].name, &cmd_stats[i], arg);
+    fn("unknown", &cmd_stats_unknown, arg);
+}
+
+int64_t cmd_stats_user_asserts(void)
+{
+    return cmd_user_asserts;
+}
+
+/* The counter of top's reply an operation goes to. */
+static stats_top_kind_t cmd_top_kind(const cmd_def_t *def)
+{
+    if (def->fn == cmd_find_cmd)
+        return STATS_TOP_QUERIES;
+    if (def->fn == cmd_get_more)
+        return STATS_TOP_GETMORE;
+    if (def->fn == cmd_insert)
+        return STATS_TOP_INSERT;
+    if (def->fn == cmd_update)
+        return STATS_TOP_UPDATE;
+    if (def->fn == cmd_delete)
+        return STATS_TOP_REMOVE;
+    return STATS_TOP_COMMANDS;
+}
+
+/* The namespace a command works on ("db.coll"), or false for a command on
+ * no collection (top and mongod's AutoStatsTracker leave those out). */
+static bool cmd_namespace(const wire_request_t *req, const cmd_def_t *def, char *ns, size_t size)
+{
+    bson_iter_t it;
+    const char *coll = NULL;
+    if (!bson_iter_init(&it, &req->cmd) || !bson_iter_next(&it))
+        return false;
+    if (def && def->fn == cmd_get_more) {
+        if (bson_iter_init_find(&it, &req->cmd, "collection") && BSON_ITER_HOLDS_UTF8(&it))
+            coll = bson_iter_utf8(&it, NULL);
+    } else if (BSON_ITER_HOLDS_UTF8(&it)) {
+        coll = bson_iter_utf8(&it, NULL);
+    }
+    if (!coll || !*coll)
+        return false;
+    snprintf(ns, size, "%s.%s", req->db, coll);
+    return true;
+}
+
+/* One "Slow query" line (id 51803) as mongod writes it. */
+static void cmd_log_slow(const cmd_client_t *client, const wire_request_t *req,
+                         const cmd_outcome_t *out, const bson_t *reply, int64_t ms)
+{
+    char ns[512], ctx[32];
+    if (!cmd_namespace(req, NULL, ns, sizeof ns))
+        snprintf(ns, sizeof ns, "%s.$cmd", req->db);
+    snprintf(ctx, sizeof ctx, "conn%lld", (long long)client->id);
+    log_attr_t attrs[16];
+    size_t n = 0;
+    attrs[n++] = LOG_STR("type", "command");
+    attrs[n++] = LOG_STR("ns", ns);
+    if (req->cmd.len <= CMD_SLOW_LOG_MAX_BYTES)
+        attrs[n++] = LOG_DOC("command", &req->cmd);
+    if (out->plan_summary[0]) {
+        attrs[n++] = LOG_STR("planSummary", out->plan_summary);
+        attrs[n++] = LOG_INT("keysExamined", out->keys_examined);
+        attrs[n++] = LOG_INT("docsExamined", out->docs_examined);
+    }
+    if (out->def && (out->def->fn == cmd_find_cmd || out->def->fn == cmd_get_more ||
+                     out->def->fn == cmd_aggregate))
+        attrs[n++] = LOG_INT("nreturned", out->nreturned);
+    if (!out->ok) {
+        attrs[n++] = LOG_INT("ok", 0);
+        attrs[n++] = LOG_INT("errCode", out->code);
+        attrs[n++] = LOG_STR("errName", dberr_codename(out->code));
+    }
+    attrs[n++] = LOG_INT("reslen", reply->len);
+    /* atomdb's own: time parked waiting for a document lock or a lease */
+    attrs[n++] = LOG_INT("atomdbWaitMillis", (int64_t)(client->op_wait_ns / 1000000));
+    attrs[n++] = LOG_INT("durationMillis", ms);
+    log_event_n(LOG_INFO, "COMMAND", &(log_line_opts_t){.id = 51803, .ctx = ctx}, "Slow query",
+                attrs, n);
+}
+
+/* Counts a finished command: its command's counters and histogram, top's
+ * namespace totals, user asserts. */
+static void cmd_record(const wire_request_t *req, const cmd_outcome_t *out, uint64_t ns_taken)
+{
+    stats_cmd_record(out->def ? &cmd_stats[out->def - cmd_table] : &cmd_stats_unknown, out->ok,
+                     ns_taken);
+    if (!out->ok)
+        cmd_user_asserts++;
+    char ns[512];
+    if (out->def && cmd_namespace(req, out->def, ns, sizeof ns))
+        stats_top_record(ns, cmd_top_kind(out->def), out->def->is_write,
+                         (int64_t)(ns_taken / 1000));
+}
 
 cmd_status_t cmd_run(cmd_client_t *client, const wire_request_t *req, bson_t *reply)
 {
     uint64_t t0 = uv_hrtime();
-    cmd_status_t st = cmd_run_one(client, req, reply);
-    int64_t ms = (int64_t)((uv_hrtime() - t0) / 1000000);
-    if (ms < CMD_SLOW_MS)
-        return st;
-    bson_iter_t it;
-    const char *name = "?", *coll = "$cmd";
-    if (bson_iter_init(&it, &req->cmd) && bson_iter_next(&it)) {
-        name = bson_iter_key(&it);
-        if (BSON_ITER_HOLDS_UTF8(&it))
-            coll = bson_iter_utf8(&it, NULL);
+    if (!client->rerun) {
+        client->op_start_hr = t0;
+        client->op_wait_ns = 0;
+    } else if (client->op_parked_hr) {
+        client->op_wait_ns += t0 - client->op_parked_hr;
     }
-    char ns[512], ctx[32];
-    snprintf(ns, sizeof ns, "%s.%s", req->db, coll);
-    snprintf(ctx, sizeof ctx, "conn%lld", (long long)client->id);
-    bool whole = req->cmd.len <= CMD_SLOW_LOG_MAX_BYTES;
-    log_attr_t attrs[] = {LOG_STR("type", "command"), LOG_STR("ns", ns),
-                          LOG_STR("commandName", name), LOG_INT("durationMillis", ms),
-                          LOG_DOC("command", &req->cmd)};
-    log_event_n(LOG_INFO, "COMMAND", &(log_line_opts_t){.id = 51803, .ctx = ctx}, "Slow query",
-                attrs, whole ? 5 : 4);
+    client->op_parked_hr = 0;
+    cmd_outcome_t out = {0};
+    cmd_status_t st = cmd_run_one(client, req, reply, &out);
+    uint64_t t1 = uv_hrtime();
+    if (st == CMD_PARKED) {
+        client->op_parked_hr = t1;
+        client->op_def = out.def;
+        return st;
+    }
+    uint64_t taken = t1 - client->op_start_hr;
+    cmd_record(req, &out, taken);
+    int64_t ms = (int64_t)(taken / 1000000);
+    if (stats_slow_should_log(ms))
+        cmd_log_slow(client, req, &out, reply, ms);
     return st;
+}
+
+void cmd_finish_parked(cmd_client_t *client, bool ok)
+{
+    if (!client->op_start_hr)
+        return;
+    uint64_t now = uv_hrtime();
+    if (client->op_parked_hr)
+        client->op_wait_ns += now - client->op_parked_hr;
+    client->op_parked_hr = 0;
+    stats_cmd_record(client->op_def ? &cmd_stats[(const cmd_def_t *)client->op_def - cmd_table]
+                                    : &cmd_stats_unknown,
+                     ok, now - client->op_start_hr);
 }
 
 /* ---- helpers shared by the handlers ---- */

@@ -139,6 +139,7 @@ static void locks_on_wake(void *arg, const lease_grant_t *g)
      * as it does for a reply from cmd_run */
     client->wait_lsn = g->acquired ? g->lsn : 0;
     client->wait_sync = journal_mode() == JOURNAL_FSYNC || g->sync;
+    cmd_finish_parked(client, true);
     client->send_parked_reply(client, &reply);
     bson_destroy(&reply);
 }

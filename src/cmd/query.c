@@ -90,6 +90,7 @@ bool cmd_reply_cursor(cmd_ctx_t *ctx, const char *ns, recvec_t *recs, projection
         ok = query_fill_batch(c, &cur, "firstBatch",
                               batch_size < 0 ? QUERY_DEFAULT_BATCH : batch_size, err);
     }
+    ctx->view->nreturned += (int64_t)c->pos;
     bool done = !ok || single_batch || c->pos >= c->recs.len;
     BSON_APPEND_INT64(&cur, "id", done ? 0 : c->id);
     BSON_APPEND_UTF8(&cur, "ns", ns);
@@ -139,7 +140,9 @@ bool cmd_get_more(cmd_ctx_t *ctx, dberr_t *err)
     c->last_used_ms = server_now_ms();
     bson_t cur;
     bson_append_document_begin(ctx->reply, "cursor", -1, &cur);
+    size_t before = c->pos;
     bool ok = query_fill_batch(c, &cur, "nextBatch", batch_size, err);
+    ctx->view->nreturned += (int64_t)(c->pos - before);
     bool done = !ok || c->pos >= c->recs.len;
     BSON_APPEND_INT64(&cur, "id", done ? 0 : c->id);
     BSON_APPEND_UTF8(&cur, "ns", c->ns);

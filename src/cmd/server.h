@@ -46,6 +46,9 @@ typedef struct server {
     int64_t connections_total;
     int64_t next_connection_id;
     server_opcounters_t ops;
+    int64_t net_bytes_in;        /* serverStatus network.bytesIn: bytes read from clients */
+    int64_t net_bytes_out;       /* network.bytesOut: reply bytes handed to sockets */
+    int64_t net_requests;        /* network.numRequests: requests cut from the stream */
     struct catalog *catalog;     /* every database and collection */
     struct cursors *cursors;     /* open cursors by id */
     bool stopping;               /* shutdown requested */

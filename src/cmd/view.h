@@ -25,6 +25,9 @@ typedef struct view {
     txn_t *blocked_by;   /* its holder */
     bool bypass_validation; /* bypassDocumentValidation */
     int depth;           /* nesting of MongoDB views being resolved */
+    /* what the command's queries did, for the slow-operation log */
+    int64_t keys_examined, docs_examined, nreturned;
+    char plan_summary[96]; /* mongod's planSummary of the last query: "COLLSCAN", "IXSCAN { a: 1 }" */
 } view_t;
 
 void view_init(view_t *v, const char *db, txn_t *txn);

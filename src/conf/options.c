@@ -182,6 +182,51 @@ static bool set_max_conns(options_t *o, const option_value_t *v, dberr_t *err)
     return true;
 }
 
+static bool set_slowms(options_t *o, const option_value_t *v, dberr_t *err)
+{
+    if (!options_range(v, INT_MIN, INT_MAX, err))
+        return false;
+    o->slowms = (int)v->i;
+    return true;
+}
+
+static bool set_slow_sample_rate(options_t *o, const option_value_t *v, dberr_t *err)
+{
+    char *end;
+    double d = strtod(v->s, &end);
+    if (!*v->s || *end || !(d >= 0.0 && d <= 1.0))
+        return dberr_set(err, DBERR_BAD_VALUE, "%s must be a number between 0 and 1, got '%s'",
+                         v->name, v->s);
+    o->slow_sample_rate = d;
+    return true;
+}
+
+static bool set_profile(options_t *o, const option_value_t *v, dberr_t *err)
+{
+    /* --profile takes 0/1/2, operationProfiling.mode off/slowOp/all */
+    if (!strcmp(v->s, "0") || !strcmp(v->s, "off"))
+        return true;
+    if (!strcmp(v->s, "1") || !strcmp(v->s, "2") || !strcmp(v->s, "slowOp") ||
+        !strcmp(v->s, "all"))
+        return dberr_set(err, DBERR_BAD_VALUE,
+                         "%s %s is not supported by atomdb yet: profiling writes "
+                         "system.profile, a capped collection, and atomdb has no capped "
+                         "collections; slow operations are logged with level 0 (--slowms)",
+                         v->name, v->s);
+    return dberr_set(err, DBERR_BAD_VALUE, "%s must be 0, 1 or 2 (off, slowOp, all), got '%s'",
+                     v->name, v->s);
+}
+
+static bool set_metrics_port(options_t *o, const option_value_t *v, dberr_t *err)
+{
+    if (!options_range(v, 0, 65535, err))
+        return false;
+    o->metrics_port = (int)v->i;
+    return true;
+}
+
+OPTIONS_PATH_SETTER(set_metrics_bind, metrics_bind) /* an address: not empty either */
+
 static bool set_storage_engine(options_t *o, const option_value_t *v, dberr_t *err)
 {
     if (strcmp(v->s, "wiredTiger") != 0 && strcmp(v->s, "inMemory") != 0 &&
@@ -427,6 +472,12 @@ static const option_def_t options_table[] = {
     {"noauth", NULL, NULL, OPT_SWITCH, set_noauth, "--noauth              no access control (the default)"},
     {"auth", NULL, NULL, OPT_SWITCH, set_auth, NULL},
     {NULL, NULL, "security.authorization", OPT_STRING, set_authorization, NULL},
+    {"slowms", NULL, "operationProfiling.slowOpThresholdMs", OPT_INT, set_slowms,
+     "--slowms N            log operations slower than N ms as \"Slow query\" (default 100)"},
+    {"slowOpSampleRate", NULL, "operationProfiling.slowOpSampleRate", OPT_STRING,
+     set_slow_sample_rate, "--slowOpSampleRate R fraction of slow operations logged (default 1.0)"},
+    {"profile", NULL, "operationProfiling.mode", OPT_STRING, set_profile,
+     "--profile 0           profiling level; 1 and 2 (system.profile) are not supported yet"},
     {"setParameter", NULL, NULL, OPT_STRING, set_parameter,
      "--setParameter N=V    set a server parameter at start (as the setParameter command)"},
     {"shutdown", NULL, NULL, OPT_SWITCH, set_action_shutdown,
@@ -448,6 +499,11 @@ static const option_def_t options_table[] = {
      "--log-level LEVEL     debug, info, warn or error (default info; -v is debug)"},
     {"log-format", NULL, "atomdb.logFormat", OPT_STRING, set_log_format,
      "--log-format F        json (mongod's structured log, the default) or text"},
+    {"metrics-port", NULL, "atomdb.metricsPort", OPT_INT, set_metrics_port,
+     "--metrics-port N      serve Prometheus /metrics and the status page / over HTTP\n"
+     "                      on port N (default off; docs/operations.md)"},
+    {"metrics-bind", NULL, "atomdb.metricsBind", OPT_STRING, set_metrics_bind,
+     "--metrics-bind ADDR   address of the metrics port (default 127.0.0.1)"},
     {"txn-isolation", NULL, "atomdb.txnIsolation", OPT_STRING, set_txn_isolation,
      "--txn-isolation L     snapshot (default, as mongod) or serializable: transactions'\n"
      "                      level when they choose none (docs/concurrency.md)"},
@@ -486,9 +542,7 @@ static const option_refused_t options_refused[] = {
     {"directoryperdb", "storage.directoryPerDB", WHY_STORAGE},
     {"syncdelay", "storage.syncPeriodSecs", WHY_STORAGE},
     {"journalCommitInterval", "storage.journal.commitIntervalMs", WHY_STORAGE},
-    {"profile", "operationProfiling", WHY_NOT_YET},
-    {"slowms", NULL, WHY_NOT_YET},
-    {"slowOpSampleRate", NULL, WHY_NOT_YET},
+    {NULL, "operationProfiling.filter", WHY_NOT_YET},
     {"unixSocketPrefix", "net.unixDomainSocket", "atomdb listens on TCP only"},
     {"filePermissions", NULL, "atomdb listens on TCP only"},
     {"networkMessageCompressors", "net.compression", WHY_NOT_YET},
@@ -629,6 +683,9 @@ void options_init(options_t *o)
     o->journal.snapshot_wal_bytes = 256ll * 1024 * 1024;
     o->log_level = LOG_INFO;
     o->log_format = LOG_FORMAT_JSON;
+    o->slowms = 100;
+    o->slow_sample_rate = 1.0;
+    o->metrics_bind = bson_strdup("127.0.0.1");
     bson_init(&o->set_parameters);
     bson_init(&o->argv);
     bson_init(&o->parsed);
@@ -648,6 +705,7 @@ void options_destroy(options_t *o)
     bson_free(g);
     bson_free(o->config_path);
     bson_free(o->bind_ip);
+    bson_free(o->metrics_bind);
     bson_free(o->advertise);
     bson_free(o->dbpath);
     bson_free(o->storage_engine);

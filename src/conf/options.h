@@ -52,6 +52,11 @@ typedef struct options {
     char *pidfile;
     /* security */
     bool auth;                /* always false for now: --auth is refused */
+    /* operations (docs/operations.md) */
+    int slowms;               /* --slowms, operationProfiling.slowOpThresholdMs; default 100 */
+    double slow_sample_rate;  /* --slowOpSampleRate; default 1.0 */
+    int metrics_port;         /* --metrics-port: HTTP metrics and status page; 0 off */
+    char *metrics_bind;       /* --metrics-bind address; default 127.0.0.1 */
     bson_t set_parameters;    /* {name: value} from --setParameter / setParameter: */
     /* for getCmdLineOpts */
     bson_t argv;              /* the raw arguments */

@@ -90,6 +90,7 @@ static void conn_send(conn_t *c, buf_t *frame)
         buf_destroy(frame);
         return;
     }
+    server.net_bytes_out += (int64_t)frame->len;
     /* nothing queued: write now, and only queue what the socket refused
      * (saves libuv's write-request round trip and an epoll_ctl per reply) */
     size_t skip = 0;
@@ -274,6 +275,7 @@ static void conn_process(conn_t *c)
             return;
         }
         wire_request_t *req = &c->pending;
+        server.net_requests++;
         wire_parse_status_t ps = wire_request_parse(c->in.data + off, (size_t)len, req, &err);
         off += (size_t)len;
         if (ps == WIRE_PARSE_CLOSE) {
@@ -317,6 +319,7 @@ static void conn_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
         return;
     }
     c->in.len += (size_t)nread;
+    server.net_bytes_in += (int64_t)nread;
     conn_process(c);
 }
 

@@ -17,6 +17,7 @@ typedef struct lockmgr_entry {
 } lockmgr_entry_t;
 
 static omap_t *lockmgr_map;
+static lockmgr_stats_t lockmgr_stats;
 
 static omap_t *lockmgr_table(void)
 {
@@ -82,6 +83,8 @@ static void lockmgr_unlink(lock_waiter_t *w)
     lockmgr_entry_t *e = w->entry;
     if (!e)
         return;
+    lockmgr_stats.waiting--;
+    lockmgr_stats.wait_ns += uv_hrtime() - w->since;
     DLIST_UNLINK_TAILED(e->head, e->tail, w, prev, next);
     w->entry = NULL;
     lockmgr_end_wait(w);
@@ -96,6 +99,7 @@ static void lockmgr_unlink(lock_waiter_t *w)
 static void lockmgr_on_timeout(uv_timer_t *t)
 {
     lock_waiter_t *w = t->data;
+    lockmgr_stats.timeouts++;
     lockmgr_unlink(w);
     w->wake(w, true);
 }
@@ -111,6 +115,9 @@ void lockmgr_wait(lock_waiter_t *w, const buf_t *key, int64_t timeout_ms, uv_loo
         timeout_ms = 0;
     }
     w->entry = e;
+    w->since = uv_hrtime();
+    lockmgr_stats.waiting++;
+    lockmgr_stats.waits++;
     w->next = NULL;
     w->prev = e->tail;
     if (e->tail)
@@ -157,8 +164,12 @@ void lockmgr_release_all(struct txn *owner)
         /* detach the queue first: wake() may queue the waiter again */
         lock_waiter_t *list = e->head;
         e->head = e->tail = NULL;
-        for (lock_waiter_t *x = list; x; x = x->next)
+        uint64_t now = uv_hrtime();
+        for (lock_waiter_t *x = list; x; x = x->next) {
             x->entry = NULL;
+            lockmgr_stats.waiting--;
+            lockmgr_stats.wait_ns += now - x->since;
+        }
         while (list) {
             lock_waiter_t *next = list->next;
             list->prev = list->next = NULL;
@@ -178,4 +189,21 @@ void lockmgr_release_all(struct txn *owner)
 size_t lockmgr_count(void)
 {
     return lockmgr_map ? omap_count(lockmgr_map) : 0;
+}
+
+const lockmgr_stats_t *lockmgr_get_stats(void)
+{
+    return &lockmgr_stats;
+}
+
+void lockmgr_foreach(lockmgr_entry_fn fn, void *arg)
+{
+    struct txn *waiters[64];
+    for (omap_node_t *n = omap_seek(lockmgr_table(), "", 0); n; n = omap_next(n)) {
+        lockmgr_entry_t *e = omap_node_value(n);
+        size_t nw = 0;
+        for (lock_waiter_t *w = e->head; w && nw < sizeof waiters / sizeof waiters[0]; w = w->next)
+            waiters[nw++] = w->txn;
+        fn(&e->key, e->holder, waiters, nw, arg);
+    }
 }

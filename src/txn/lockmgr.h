@@ -23,6 +23,7 @@ typedef struct lock_waiter {
     struct lockmgr_entry *entry;     /* the lock waited for, NULL when not waiting */
     struct txn *txn;                 /* the waiting transaction, or NULL */
     uv_timer_t *timer;               /* deadline, or NULL for none */
+    uint64_t since;                  /* uv_hrtime() when it was queued */
     /* Called once on the loop thread: the lock was released (timed_out
      * false) or the deadline passed (true). The waiter is unlinked first. */
     void (*wake)(struct lock_waiter *w, bool timed_out);
@@ -50,5 +51,21 @@ void lockmgr_release_all(struct txn *owner);
 
 /* Number of locks held, for serverStatus. */
 size_t lockmgr_count(void);
+
+/* Lock-wait figures since start, for serverStatus and the metrics. */
+typedef struct lockmgr_stats {
+    int64_t waiting;      /* requests queued now */
+    int64_t waits;        /* requests that were queued */
+    int64_t timeouts;     /* ... whose deadline passed */
+    uint64_t wait_ns;     /* time spent queued by the waits that ended */
+} lockmgr_stats_t;
+const lockmgr_stats_t *lockmgr_get_stats(void);
+
+/* Calls `fn` for every locked document: its key (lockmgr_key's bytes),
+ * holder, and the transactions queued on it (`nwaiters`, oldest first, in
+ * `waiters`, borrowed for the call). */
+typedef void (*lockmgr_entry_fn)(const buf_t *key, struct txn *holder, struct txn *const *waiters,
+                                 size_t nwaiters, void *arg);
+void lockmgr_foreach(lockmgr_entry_fn fn, void *arg);
 
 #endif

@@ -487,8 +487,10 @@ txn_t *txn_deadlock_victim(txn_t *t, txn_t *holder)
     for (txn_t *x = holder; x && steps < 10000; x = x->waiting_for, steps++) {
         if (x->age > youngest->age)
             youngest = x;
-        if (x == t)
+        if (x == t) {
+            txn_stats.deadlocks++;
             return youngest;
+        }
     }
     return NULL;
 }

@@ -73,6 +73,7 @@ typedef struct txn_stats {
     uint64_t started, committed, aborted;
     uint64_t write_conflicts;        /* writes refused: changed since the snapshot */
     uint64_t serialization_failures; /* serializable commits refused */
+    uint64_t deadlocks;              /* wait-for cycles found (a victim was aborted) */
 } txn_stats_t;
 const txn_stats_t *txn_get_stats(void);
 /* Counts a write refused by the first-committer-wins rule. */
