@@ -22,6 +22,7 @@
 #include "cmd/stats.h"
 #include "conf/options.h"
 #include "journal/journal.h"
+#include "http/http.h"
 #include "lease/lease.h"
 #include "net/net.h"
 #include "store/catalog.h"
@@ -80,6 +81,7 @@ static void main_stop(void)
     server.stopping = true;
     log_event(LOG_INFO, "NETWORK", 20562, "Shutdown: going to close listening sockets");
     net_stop();
+    http_stop();
     uv_timer_stop(&main_tick);
     lease_stop();
     journal_close();
@@ -490,6 +492,18 @@ int main(int argc, char **argv)
                   LOG_INT("exitCode", MAIN_EXIT_NET_ERROR));
         return MAIN_EXIT_NET_ERROR;
     }
+    if (o.metrics_port && !http_start(server.loop, o.metrics_bind, o.metrics_port, &err)) {
+        log_event(LOG_ERROR, "NETWORK", 23024, "Failed to set up listener",
+                  LOG_STR("error", err.msg));
+        net_stop();
+        journal_close();
+        log_event(LOG_INFO, "CONTROL", 23138, "Shutting down",
+                  LOG_INT("exitCode", MAIN_EXIT_NET_ERROR));
+        return MAIN_EXIT_NET_ERROR;
+    }
+    if (o.metrics_port)
+        log_info("NETWORK", "metrics and status page on http://%s:%d/ (/metrics: Prometheus)",
+                 o.metrics_bind, o.metrics_port);
     for (int i = 0; i < naddrs; i++)
         log_event_n(LOG_INFO, "NETWORK", &(log_line_opts_t){.id = 23015, .ctx = "listener"},
                     "Listening on", (const log_attr_t[]){LOG_STR("address", addrs[i])}, 1);

@@ -487,6 +487,15 @@ static void cmd_log_slow(const cmd_client_t *client, const wire_request_t *req,
     attrs[n++] = LOG_INT("durationMillis", ms);
     log_event_n(LOG_INFO, "COMMAND", &(log_line_opts_t){.id = 51803, .ctx = ctx}, "Slow query",
                 attrs, n);
+    stats_docs.slow_ops++;
+    stats_slow_op_t op = {.at_ms = server_now_ms(), .millis = ms,
+                          .wait_millis = (int64_t)(client->op_wait_ns / 1000000)};
+    snprintf(op.ns, sizeof op.ns, "%s", ns);
+    bson_iter_t it;
+    if (bson_iter_init(&it, &req->cmd) && bson_iter_next(&it))
+        snprintf(op.command, sizeof op.command, "%s", bson_iter_key(&it));
+    snprintf(op.plan, sizeof op.plan, "%s", out->plan_summary);
+    stats_slow_remember(&op);
 }
 
 /* Counts a finished command: its command's counters and histogram, top's
@@ -497,6 +506,9 @@ static void cmd_record(const wire_request_t *req, const cmd_outcome_t *out, uint
                      ns_taken);
     if (!out->ok)
         cmd_user_asserts++;
+    stats_docs.keys_examined += out->keys_examined;
+    stats_docs.docs_examined += out->docs_examined;
+    stats_docs.returned += out->nreturned;
     char ns[512];
     if (out->def && cmd_namespace(req, out->def, ns, sizeof ns))
         stats_top_record(ns, cmd_top_kind(out->def), out->def->is_write,

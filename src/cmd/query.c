@@ -393,8 +393,10 @@ static bool query_run(cmd_ctx_t *ctx, collection_t *c, const char *coll, const q
                       matcher_t *m, sortspec_t *s, recvec_t *out, collection_plan_t *plan,
                       dberr_t *err)
 {
-    if (!c && !ctx->view->txn)
+    if (!c && !ctx->view->txn) {
+        snprintf(ctx->view->plan_summary, sizeof ctx->view->plan_summary, "EOF");
         return true;
+    }
     collection_query_opts_t o = {0};
     o.matcher = m;
     o.sort = s;

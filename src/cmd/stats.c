@@ -13,6 +13,7 @@ const double stats_bucket_bounds[STATS_BUCKETS] = {
     0.05,   0.1,     0.25,   0.5,   1.0,    2.5,   5.0,  10.0};
 
 stats_slow_t stats_slow = {.slowms = 100, .sample_rate = 1.0};
+stats_docs_t stats_docs;
 
 void stats_cmd_record(stats_cmd_t *s, bool ok, uint64_t ns)
 {
@@ -113,6 +114,23 @@ bool stats_slow_should_log(int64_t ms)
     if (stats_slow.sample_rate >= 1.0)
         return true;
     return (double)random() / ((double)RAND_MAX + 1.0) < stats_slow.sample_rate;
+}
+
+static stats_slow_op_t stats_recent[STATS_SLOW_RECENT];
+static size_t stats_nrecent, stats_recent_next;
+
+void stats_slow_remember(const stats_slow_op_t *op)
+{
+    stats_recent[stats_recent_next] = *op;
+    stats_recent_next = (stats_recent_next + 1) % STATS_SLOW_RECENT;
+    if (stats_nrecent < STATS_SLOW_RECENT)
+        stats_nrecent++;
+}
+
+void stats_slow_foreach(void (*fn)(const stats_slow_op_t *op, void *arg), void *arg)
+{
+    for (size_t i = 0; i < stats_nrecent; i++)
+        fn(&stats_recent[(stats_recent_next + STATS_SLOW_RECENT - 1 - i) % STATS_SLOW_RECENT], arg);
 }
 
 void stats_destroy(void)

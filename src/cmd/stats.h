@@ -22,6 +22,15 @@ typedef struct stats_cmd {
     uint64_t sum_ns;                     /* total latency */
 } stats_cmd_t;
 
+/* What finished commands read, summed (the metrics' documents figures). */
+typedef struct stats_docs {
+    int64_t keys_examined;
+    int64_t docs_examined;
+    int64_t returned;
+    int64_t slow_ops;     /* operations logged as slow */
+} stats_docs_t;
+extern stats_docs_t stats_docs;
+
 /* Counts one finished command of `ns` nanoseconds into `s`. */
 void stats_cmd_record(stats_cmd_t *s, bool ok, uint64_t ns);
 
@@ -55,6 +64,24 @@ extern stats_slow_t stats_slow;
 /* Whether an operation of `ms` milliseconds is logged as slow (draws the
  * sample when sampleRate < 1). */
 bool stats_slow_should_log(int64_t ms);
+
+/* One operation that was logged as slow, for the status page. */
+typedef struct stats_slow_op {
+    int64_t at_ms;        /* when it finished, ms since the epoch */
+    int64_t millis;       /* how long it took */
+    int64_t wait_millis;  /* of which parked on a lock or lease */
+    char ns[120];
+    char command[32];
+    char plan[48];
+} stats_slow_op_t;
+
+#define STATS_SLOW_RECENT 16
+
+/* Remembers a slow operation (the oldest of STATS_SLOW_RECENT is dropped). */
+void stats_slow_remember(const stats_slow_op_t *op);
+
+/* Calls `fn` for each remembered slow operation, newest first. */
+void stats_slow_foreach(void (*fn)(const stats_slow_op_t *op, void *arg), void *arg);
 
 /* Releases top's table (at exit). */
 void stats_destroy(void);

@@ -61,6 +61,8 @@ void wal_stop(void);
 uint64_t wal_append(const bson_t *payload);
 /* The last LSN handed out. */
 uint64_t wal_last_lsn(void);
+/* Fills the log writer's part of `out` (wal bytes, batches, syncs). */
+void wal_get_stats(journal_stats_t *out);
 /* Bytes appended since the last call to wal_reset_growth(). */
 uint64_t wal_growth(void);
 void wal_reset_growth(void);

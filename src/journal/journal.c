@@ -42,8 +42,10 @@ static struct {
     uint64_t child_lsn;
     uint64_t child_started_ms;
     uint64_t last_snapshot_ms;
+    int64_t snapshot_took_ms;  /* the last snapshot's duration, -1 when none */
+    uint64_t snapshots;        /* written since start */
     clock_ts_t commit_ts;    /* the cluster time of the last sealed commit */
-} journal = {.lock_fd = -1};
+} journal = {.lock_fd = -1, .snapshot_took_ms = -1};
 
 bool journal_parse_mode(const char *name, journal_mode_t *out)
 {
@@ -654,6 +656,8 @@ static void journal_on_tick(uv_timer_t *t)
         if (r == journal.child) {
             journal.child = 0;
             if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+                journal.snapshot_took_ms = (int64_t)(journal_now_ms() - journal.child_started_ms);
+                journal.snapshots++;
                 log_info("JOURNAL", "snapshot at lsn %" PRIu64 " written in %" PRIu64 " ms",
                          journal.child_lsn, journal_now_ms() - journal.child_started_ms);
                 journal_prune(journal.child_lsn);
@@ -762,4 +766,18 @@ void journal_close(void)
         close(journal.lock_fd);
         journal.lock_fd = -1;
     }
+}
+
+void journal_get_stats(journal_stats_t *out)
+{
+    memset(out, 0, sizeof *out);
+    out->mode = journal.opts.mode;
+    if (journal.opts.mode != JOURNAL_NONE && journal.open)
+        wal_get_stats(out);
+    out->snapshots = journal.snapshots;
+    out->snapshot_last_ms = journal.snapshot_took_ms;
+    out->snapshot_age_ms = journal.last_snapshot_ms
+                               ? (int64_t)(journal_now_ms() - journal.last_snapshot_ms)
+                               : -1;
+    out->snapshot_running = journal.child != 0;
 }

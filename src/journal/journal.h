@@ -85,6 +85,37 @@ void journal_cancel(journal_waiter_t *w);
  * cannot be started. A snapshot already running is not an error. */
 bool journal_snapshot_now(dberr_t *err);
 
+/* Upper bounds of the fdatasync latency histogram's buckets, in seconds
+ * (+Inf follows), and of the group-commit batch-size one, in records. */
+#define JOURNAL_SYNC_BUCKETS 12
+extern const double journal_sync_bounds[JOURNAL_SYNC_BUCKETS];
+#define JOURNAL_BATCH_BUCKETS 8
+extern const double journal_batch_bounds[JOURNAL_BATCH_BUCKETS];
+
+/* The log's figures since start, for serverStatus and the metrics. */
+typedef struct journal_stats {
+    journal_mode_t mode;
+    uint64_t wal_bytes;      /* bytes appended to the log (headers included) */
+    uint64_t records;        /* records (commits) appended */
+    uint64_t last_lsn;       /* the newest record */
+    uint64_t written_lsn;    /* records up to here reached the OS */
+    uint64_t synced_lsn;     /* ... and were fdatasync'ed */
+    bool failing;            /* the log cannot be written right now */
+    uint64_t batches;        /* group commits: writes of one or more records */
+    uint64_t batch_buckets[JOURNAL_BATCH_BUCKETS + 1]; /* records per batch, per bucket */
+    uint64_t batch_records;  /* records in all batches */
+    uint64_t syncs;          /* fdatasync calls that succeeded */
+    uint64_t sync_buckets[JOURNAL_SYNC_BUCKETS + 1];    /* their latency, per bucket */
+    uint64_t sync_ns;        /* their total latency */
+    uint64_t snapshots;      /* snapshots written since start */
+    int64_t snapshot_last_ms;      /* how long the last one took, -1 when none */
+    int64_t snapshot_age_ms;       /* since the last one started (or start-up) */
+    bool snapshot_running;
+} journal_stats_t;
+
+/* Fills `out` (loop thread). */
+void journal_get_stats(journal_stats_t *out);
+
 /* Fault injection (builds with FAULT_INJECTION): makes the next `times`
  * log writes fail as `point` says ("wal_short_write", "wal_fsync_error",
  * "wal_enospc"). */

@@ -36,6 +36,11 @@ typedef struct wal {
     uint64_t next_lsn;          /* LSN of the next record */
     uint64_t growth;            /* bytes since wal_reset_growth */
     journal_waiter_t *waiters;  /* replies waiting for durability */
+    uint64_t stat_bytes;        /* bytes appended since start */
+    uint64_t stat_records;
+    uint64_t stat_batches;      /* group commits written */
+    uint64_t stat_batch_records;
+    uint64_t stat_batch_buckets[JOURNAL_BATCH_BUCKETS + 1];
     uint64_t seen_written;      /* progress last read from the writer */
     uint64_t seen_synced;
     uint64_t seen_failed_upto;  /* records up to here failed at least once */
@@ -55,6 +60,9 @@ typedef struct wal {
     char failure[256];
     bool stop;
     bool writer_idle;           /* the writer sleeps with nothing to sync */
+    uint64_t stat_syncs;        /* fdatasync calls that succeeded (either thread) */
+    uint64_t stat_sync_ns;
+    uint64_t stat_sync_buckets[JOURNAL_SYNC_BUCKETS + 1];
     int fault_point;            /* 0 none, 1 short write, 2 fsync error, 3 ENOSPC */
     int fault_times;
 
@@ -73,6 +81,21 @@ typedef struct wal {
 
 static wal_t wal;
 static bool wal_started;
+
+const double journal_sync_bounds[JOURNAL_SYNC_BUCKETS] = {
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0};
+const double journal_batch_bounds[JOURNAL_BATCH_BUCKETS] = {1, 2, 4, 8, 16, 32, 64, 128};
+
+/* Counts one batch of `n` records handed to the log (loop thread). */
+static void wal_count_batch(uint64_t n)
+{
+    int b = 0;
+    while (b < JOURNAL_BATCH_BUCKETS && (double)n > journal_batch_bounds[b])
+        b++;
+    wal.stat_batch_buckets[b]++;
+    wal.stat_batches++;
+    wal.stat_batch_records += n;
+}
 
 void wal_segment_name(char *out, size_t size, const char *dir, uint64_t lsn)
 {
@@ -157,11 +180,21 @@ static bool wal_sync(char *why, size_t size)
         wal.fault_times--;
     }
     pthread_mutex_unlock(&wal.mu);
+    uint64_t t0 = uv_hrtime();
     if (fail || fdatasync(wal.fd) != 0) {
         snprintf(why, size, "fdatasync of the log failed: %s",
                  fail ? "I/O error (injected)" : strerror(errno));
         return false;
     }
+    uint64_t ns = uv_hrtime() - t0;
+    int b = 0;
+    while (b < JOURNAL_SYNC_BUCKETS && (double)ns / 1e9 > journal_sync_bounds[b])
+        b++;
+    pthread_mutex_lock(&wal.mu);
+    wal.stat_syncs++;
+    wal.stat_sync_ns += ns;
+    wal.stat_sync_buckets[b]++;
+    pthread_mutex_unlock(&wal.mu);
     return true;
 }
 
@@ -303,6 +336,7 @@ static void wal_flush_pending(void)
 {
     if (wal.pending.len == 0)
         return;
+    wal_count_batch(wal.next_lsn - wal.pending_first);
     pthread_mutex_lock(&wal.mu);
     buf_append(&wal.queue, wal.pending.data, wal.pending.len);
     wal.queue_last_lsn = wal.next_lsn - 1;
@@ -349,6 +383,7 @@ static bool wal_write_direct(void)
     if (wake)
         pthread_cond_signal(&wal.cond);
     pthread_mutex_unlock(&wal.mu);
+    wal_count_batch(wal.next_lsn - wal.pending_first);
     wal.pending.len = 0;
     wal.seen_written = last;
     if (synced)
@@ -486,7 +521,29 @@ uint64_t wal_append(const bson_t *payload)
         wal.pending_first = lsn;
     walrec_encode(&wal.pending, lsn, bson_get_data(payload), payload->len);
     wal.growth += WAL_RECORD_HEADER + payload->len;
+    wal.stat_bytes += WAL_RECORD_HEADER + payload->len;
+    wal.stat_records++;
     return lsn;
+}
+
+void wal_get_stats(journal_stats_t *out)
+{
+    out->wal_bytes = wal.stat_bytes;
+    out->records = wal.stat_records;
+    out->last_lsn = wal.next_lsn ? wal.next_lsn - 1 : 0;
+    out->batches = wal.stat_batches;
+    out->batch_records = wal.stat_batch_records;
+    memcpy(out->batch_buckets, wal.stat_batch_buckets, sizeof out->batch_buckets);
+    if (!wal_started)
+        return;
+    pthread_mutex_lock(&wal.mu);
+    out->written_lsn = wal.written_lsn;
+    out->synced_lsn = wal.synced_lsn;
+    out->failing = wal.failing;
+    out->syncs = wal.stat_syncs;
+    out->sync_ns = wal.stat_sync_ns;
+    memcpy(out->sync_buckets, wal.stat_sync_buckets, sizeof out->sync_buckets);
+    pthread_mutex_unlock(&wal.mu);
 }
 
 uint64_t wal_last_lsn(void)

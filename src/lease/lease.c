@@ -296,6 +296,8 @@ static void lease_gc(lease_lock_t *l)
     bson_free(l);
 }
 
+static lease_stats_t lease_stats;
+
 /* Brings `l` up to `now`: an expired lease ends, waiters past their
  * deadline are refused, and a free lock goes to the oldest waiter. Each
  * grant's token write is sealed into its own log record (this runs
@@ -303,6 +305,7 @@ static void lease_gc(lease_lock_t *l)
 static void lease_settle(lease_lock_t *l, int64_t now)
 {
     if (l->held && now >= l->expires) {
+        lease_stats.expired++;
         log_info("LEASE", "lock '%s' token %" PRId64 " held by '%s': lease ran out", l->name,
                  l->token, l->owner);
         lease_unhold(l);
@@ -592,7 +595,15 @@ bool lease_release(const char *name, int64_t token, dberr_t *err)
 
 bool lease_check_fence(const char *name, int64_t token, dberr_t *err)
 {
-    return lease_current(name, token, "fenced write", lease_now_ms(), err) != NULL;
+    if (lease_current(name, token, "fenced write", lease_now_ms(), err))
+        return true;
+    lease_stats.fenced_refused++;
+    return false;
+}
+
+const lease_stats_t *lease_get_stats(void)
+{
+    return &lease_stats;
 }
 
 /* Fills `out` from `l` as of `now`, without changing it. */
@@ -602,6 +613,10 @@ static void lease_fill_info(const lease_lock_t *l, int64_t now, lease_info_t *ou
     out->name = l->name;
     out->token = l->token;
     out->waiting = l->nwaiting;
+    for (const lease_waiter_t *w = l->head; w && out->nqueue < LEASE_INFO_QUEUE; w = w->next) {
+        out->queue_deadline[out->nqueue] = w->deadline;
+        out->queue[out->nqueue++] = w->owner;
+    }
     out->held = l->held && now < l->expires;
     if (out->held) {
         out->owner = l->owner;

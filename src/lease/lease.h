@@ -62,6 +62,9 @@ typedef enum lease_status {
     LEASE_FAILED,  /* bad request or the token could not be stored: see err */
 } lease_status_t;
 
+/* How many waiters lease_info_t names. */
+#define LEASE_INFO_QUEUE 8
+
 /* One lock as lockInfo / listLocks show it. Strings borrowed until the
  * next lease_* call. */
 typedef struct lease_info {
@@ -75,7 +78,17 @@ typedef struct lease_info {
     const uint8_t *lsid;         /* when held with a session, else NULL */
     uint32_t lsid_len;
     size_t waiting;              /* parked acquires */
+    const char *queue[LEASE_INFO_QUEUE]; /* owners of the first parked acquires, oldest first */
+    int64_t queue_deadline[LEASE_INFO_QUEUE]; /* ... and when each stops waiting */
+    size_t nqueue;
 } lease_info_t;
+
+/* Counters since start, for the metrics. */
+typedef struct lease_stats {
+    int64_t expired;         /* leases that ran out while held */
+    int64_t fenced_refused;  /* fenced writes refused for a stale token */
+} lease_stats_t;
+const lease_stats_t *lease_get_stats(void);
 
 /* Starts the module: the lock table, its timer on `loop`, and where tokens
  * are stored. Call after journal_open (recovery) so stored tokens count. */

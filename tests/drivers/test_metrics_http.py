@@ -1,0 +1,241 @@
+"""The metrics port (issue 22): Prometheus text at GET /metrics, parsed with
+the real Prometheus parser (Debian's python3-prometheus-client) before and
+after known work, and the live status page at GET / showing who holds a
+lease lock, who waits for it, and which transaction waits for which
+(docs/operations.md).
+"""
+
+import threading
+import urllib.error
+import urllib.request
+
+import pymongo
+import pytest
+
+from atomdb_testlib import free_port, require_installed
+
+try:
+    from prometheus_client.parser import text_string_to_metric_families
+except ImportError:  # fails below, never skips: install-deps installs it
+    text_string_to_metric_families = None
+
+
+def client(server):
+    return pymongo.MongoClient(server.uri("directConnection=true"), serverSelectionTimeoutMS=10000)
+
+
+@pytest.fixture
+def metered(atomdb_factory):
+    port = free_port()
+    server = atomdb_factory("--metrics-port", str(port))
+    server.metrics_url = "http://127.0.0.1:%d" % port
+    return server
+
+
+def get(url):
+    with urllib.request.urlopen(url, timeout=10) as r:
+        return r.status, r.headers.get("Content-Type"), r.read().decode()
+
+
+def scrape(server):
+    """{(name, frozenset(labels.items())): value} of every sample."""
+    require_installed(text_string_to_metric_families, "python3-prometheus-client")
+    status, ctype, text = get(server.metrics_url + "/metrics")
+    assert status == 200 and ctype.startswith("text/plain; version=0.0.4"), ctype
+    samples = {}
+    for fam in text_string_to_metric_families(text):
+        for s in fam.samples:
+            samples[(s.name, frozenset(s.labels.items()))] = s.value
+    return samples
+
+
+def value(samples, name, **labels):
+    return samples.get((name, frozenset(labels.items())), 0.0)
+
+
+def test_metrics_parse_and_count_exactly_the_work_done(metered):
+    c = client(metered)
+    coll = c.shop.items
+    coll.insert_one({"_id": 0})  # the command appears before the baseline
+    coll.find_one({"_id": 0})
+    before = scrape(metered)
+    for i in range(1, 6):
+        coll.insert_one({"_id": i})
+    coll.update_one({"_id": 1}, {"$inc": {"n": 1}})
+    coll.update_one({"_id": 2}, {"$inc": {"n": 1}})
+    coll.update_one({"_id": 3}, {"$inc": {"n": 1}})
+    assert len(list(coll.find({}))) == 6
+    with pytest.raises(pymongo.errors.OperationFailure):
+        c.shop.command("find", "items", filter={"$bogus": 1})
+    after = scrape(metered)
+
+    def moved(name, **labels):
+        return value(after, name, **labels) - value(before, name, **labels)
+
+    assert moved("atomdb_commands_total", command="insert", outcome="ok") == 5
+    assert moved("atomdb_commands_total", command="update", outcome="ok") == 3
+    assert moved("atomdb_commands_total", command="find", outcome="ok") == 1
+    assert moved("atomdb_commands_total", command="find", outcome="error") == 1
+    assert moved("atomdb_command_duration_seconds_count", command="insert") == 5
+    assert moved("atomdb_command_duration_seconds_bucket", command="update", le="+Inf") == 3
+    assert moved("atomdb_command_duration_seconds_sum", command="insert") > 0
+    assert moved("atomdb_opcounters_total", type="insert") == 5
+    assert moved("atomdb_opcounters_total", type="update") == 3
+    assert moved("atomdb_documents_returned_total") == 6
+    assert moved("atomdb_wal_records_total") == 8, "one log record per write command"
+    assert moved("atomdb_wal_bytes_total") > 0
+    assert value(after, "atomdb_cursors_open") == 0
+    assert value(after, "atomdb_connections") >= 1
+    # the histogram's buckets are cumulative and end at the count
+    b = [v for (n, l), v in after.items()
+         if n == "atomdb_command_duration_seconds_bucket" and ("command", "insert") in l]
+    assert max(b) == value(after, "atomdb_command_duration_seconds_count", command="insert")
+
+
+def test_metrics_count_transactions_conflicts_and_lock_waits(metered):
+    c = client(metered)
+    coll = c.shop.stock
+    coll.insert_one({"_id": 1, "n": 0})
+    c.admin.command("setParameter", 1, maxTransactionLockRequestTimeoutMillis=50)
+    before = scrape(metered)
+    s1, s2 = c.start_session(), c.start_session()
+    s1.start_transaction()
+    coll.update_one({"_id": 1}, {"$inc": {"n": 1}}, session=s1)
+    s2.start_transaction()
+    with pytest.raises(pymongo.errors.OperationFailure):
+        coll.update_one({"_id": 1}, {"$inc": {"n": 1}}, session=s2)  # waits 50 ms, gives up
+    mid = scrape(metered)
+    # the lock timeout aborted the waiter's transaction, as mongod's does
+    assert value(mid, "atomdb_transactions_active") == 1
+    assert value(mid, "atomdb_document_locks_held") == 1
+    s2.abort_transaction()
+    s1.commit_transaction()
+    after = scrape(metered)
+
+    def moved(name):
+        return value(after, name) - value(before, name)
+
+    assert moved("atomdb_transactions_started_total") == 2
+    assert moved("atomdb_transactions_committed_total") == 1
+    assert moved("atomdb_transactions_aborted_total") == 1
+    assert moved("atomdb_document_lock_waits_total") == 1
+    assert moved("atomdb_document_lock_timeouts_total") == 1
+    assert moved("atomdb_document_lock_wait_seconds_total") > 0
+    assert value(after, "atomdb_document_lock_waiters") == 0
+    assert value(after, "atomdb_transactions_active") == 0
+
+
+def test_metrics_count_leases_and_fenced_refusals(metered):
+    c = client(metered)
+    r = c.admin.command({"acquireLock": "sku-1", "owner": "w1", "leaseMs": 60000})
+    token = r["token"]
+    c.admin.command({"acquireLock": "sku-1", "owner": "w1", "leaseMs": 60000})  # same owner renews
+    c.admin.command({"releaseLock": "sku-1", "token": token})
+    r2 = c.admin.command({"acquireLock": "sku-1", "owner": "w2", "leaseMs": 60000})
+    before = scrape(metered)
+    assert value(before, "atomdb_lease_locks_held") == 1
+    with pytest.raises(pymongo.errors.OperationFailure):
+        c.shop.command({"insert": "items", "documents": [{"x": 1}],
+                        "fence": {"lock": "sku-1", "token": token}})
+    after = scrape(metered)
+    assert value(after, "atomdb_lease_fenced_writes_refused_total") - \
+        value(before, "atomdb_lease_fenced_writes_refused_total") == 1
+    c.admin.command({"releaseLock": "sku-1", "token": r2["token"]})
+    assert value(scrape(metered), "atomdb_lease_locks_held") == 0
+
+
+def test_metrics_port_is_read_only_and_has_two_pages(metered):
+    req = urllib.request.Request(metered.metrics_url + "/metrics", data=b"x", method="POST")
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(req, timeout=10)
+    assert e.value.code == 405
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(metered.metrics_url + "/nope", timeout=10)
+    assert e.value.code == 404
+
+
+def test_metrics_port_is_off_by_default(atomdb):
+    assert "--metrics-port" not in " ".join(atomdb.argv)
+    assert "metrics and status page" not in atomdb.log()
+
+
+def test_a_taken_metrics_port_stops_the_start(atomdb_factory, tmp_path):
+    import socket
+    import subprocess
+    from atomdb_testlib import atomdb_bin
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        taken = s.getsockname()[1]
+        r = subprocess.run([str(atomdb_bin()), "--port", str(free_port()), "--dbpath",
+                            str(tmp_path / "d"), "--metrics-port", str(taken)],
+                           capture_output=True, text=True, timeout=30)
+    assert r.returncode == 48, r.stdout + r.stderr
+    assert "metrics port" in r.stdout + r.stderr
+
+
+# ---- the status page ----
+
+def test_status_page_shows_lease_holder_queue_and_waiting_transaction(metered):
+    c = client(metered)
+    c.admin.command({"acquireLock": "seat-101", "owner": "user01", "leaseMs": 60000})
+    # a second owner queues behind it (parked acquire, on its own thread)
+    waiter_done = threading.Event()
+
+    def queue_for_lease():
+        try:
+            client(metered).admin.command({"acquireLock": "seat-101", "owner": "user02",
+                                           "leaseMs": 60000, "waitMs": 30000})
+        finally:
+            waiter_done.set()
+
+    t1 = threading.Thread(target=queue_for_lease)
+    t1.start()
+    coll = c.shop.seats
+    coll.insert_one({"_id": 101, "state": "N"})
+    c.admin.command("setParameter", 1, maxTransactionLockRequestTimeoutMillis=30000)
+    holder, waiter = c.start_session(), c.start_session()
+    holder.start_transaction()
+    coll.update_one({"_id": 101}, {"$set": {"state": "Y:user01"}}, session=holder)
+
+    def wait_for_doc():
+        waiter.start_transaction()
+        coll.update_one({"_id": 101}, {"$set": {"state": "Y:user02"}}, session=waiter)
+        waiter.commit_transaction()
+
+    t2 = threading.Thread(target=wait_for_doc)
+    t2.start()
+    page = ""
+    for _ in range(200):  # until both waits show (each parks within a few ms)
+        status, ctype, page = get(metered.metrics_url + "/")
+        if "user02" in page and " on shop.seats" in page:
+            break
+        waiter_done.wait(0.02)
+    assert status == 200 and ctype.startswith("text/html"), ctype
+    assert '<meta http-equiv="refresh"' in page, "the page refreshes itself"
+    leases = page[page.index('id="leases"'):page.index("</table>", page.index('id="leases"'))]
+    assert "seat-101" in leases and "user01" in leases, "the holder is shown"
+    assert "1. user02" in leases, "the queued owner is first in line"
+    txns = page[page.index('id="txns"'):page.index("</table>", page.index('id="txns"'))]
+    assert txns.count("<tr>") + txns.count('<tr class="warn">') == 3, "two transactions"
+    assert " on shop.seats, _id key" in txns, "the waiter says what it waits for"
+    assert "<svg class=\"graph\"" in page and "marker-end" in page, "the wait-for graph is drawn"
+    assert len(page) < 64 * 1024, "a few KB"
+    holder.commit_transaction()
+    t2.join(20)
+    c.admin.command({"releaseLock": "seat-101", "token": 1})
+    t1.join(20)
+    assert coll.find_one({"_id": 101})["state"] == "Y:user02"
+    page = get(metered.metrics_url + "/")[2]
+    txns = page[page.index('id="txns"'):page.index("</table>", page.index('id="txns"'))]
+    assert "<i>none</i>" in txns, "no transaction once both finished"
+
+
+def test_status_page_lists_slow_operations(atomdb_factory):
+    port = free_port()
+    server = atomdb_factory("--metrics-port", str(port), "--slowms", "-1")
+    client(server).shop.items.insert_one({"a": 2})
+    client(server).shop.items.find_one({"a": 1})
+    page = get("http://127.0.0.1:%d/" % port)[2]
+    slow = page[page.index('id="slow"'):page.index("</table>", page.index('id="slow"'))]
+    assert "shop.items" in slow and "COLLSCAN" in slow, slow
