@@ -28,6 +28,8 @@ apt_packages=(
   python3-pexpect python3-pytest-timeout python3-zstandard python3-snappy
   tmux procps valgrind
   redis-server libhiredis-dev postgresql libpq-dev
+  libmicrohttpd-dev libsystemd-dev python3-prometheus-client
+  dpkg-dev lintian golang-go
 )
 
 # Node.js and npm for tests/drivers/node (the mongodb driver and mongosh): at

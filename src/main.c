@@ -13,6 +13,7 @@
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <systemd/sd-daemon.h>
 #include <unistd.h>
 #include <uv.h>
 
@@ -79,6 +80,7 @@ static void main_stop(void)
         return;
     stopped = true;
     server.stopping = true;
+    sd_notify(0, "STOPPING=1");
     log_event(LOG_INFO, "NETWORK", 20562, "Shutdown: going to close listening sockets");
     net_stop();
     http_stop();
@@ -516,6 +518,9 @@ int main(int argc, char **argv)
     log_event(LOG_INFO, "REPL", 21331,
               "Transition to primary complete; database writes are now permitted",
               LOG_INT("term", 1));
+    /* Type=notify under systemd (packaging/atomdb.service); a no-op elsewhere */
+    sd_notifyf(0, "READY=1\nMAINPID=%d\nSTATUS=Waiting for connections on port %d",
+               (int)getpid(), cfg->port);
     if (ready_fd >= 0) {
         if (write(ready_fd, "k", 1) != 1) {
             /* the parent is gone: nobody waits for the answer */
