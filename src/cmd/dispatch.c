@@ -271,10 +271,13 @@ static bool cmd_check_generic(cmd_ctx_t *ctx, dberr_t *err)
  * the slow-operation log. */
 typedef struct cmd_outcome {
     const cmd_def_t *def; /* NULL: no such command (or no name) */
+    const char *coll;     /* the collection it names (borrowed from the request), or NULL */
     bool ok;
     int32_t code;         /* the error's code when !ok */
     int64_t keys_examined, docs_examined, nreturned;
-    char plan_summary[96];
+    char plan_stage[16];   /* the view's, see view.h */
+    uint8_t plan_key[96];
+    uint32_t plan_key_len;
 } cmd_outcome_t;
 
 static void cmd_outcome_take(cmd_outcome_t *out, const view_t *v, bool ok, const dberr_t *err)
@@ -284,7 +287,10 @@ static void cmd_outcome_take(cmd_outcome_t *out, const view_t *v, bool ok, const
     out->keys_examined = v->keys_examined;
     out->docs_examined = v->docs_examined;
     out->nreturned = v->nreturned;
-    memcpy(out->plan_summary, v->plan_summary, sizeof out->plan_summary);
+    memcpy(out->plan_stage, v->plan_stage, sizeof out->plan_stage);
+    out->plan_key_len = v->plan_key_len;
+    if (v->plan_key_len)
+        memcpy(out->plan_key, v->plan_key, v->plan_key_len);
 }
 
 static cmd_status_t cmd_run_one(cmd_client_t *client, const wire_request_t *req, bson_t *reply,
@@ -314,6 +320,13 @@ static cmd_status_t cmd_run_one(cmd_client_t *client, const wire_request_t *req,
     cmd_ctx_index(&ctx);
     def = cmd_lookup(ctx.name);
     out->def = def;
+    if (def && def->fn == cmd_get_more) {
+        bson_iter_t coll;
+        if (cmd_find(&ctx, "collection", &coll) && BSON_ITER_HOLDS_UTF8(&coll))
+            out->coll = bson_iter_utf8(&coll, NULL);
+    } else if (BSON_ITER_HOLDS_UTF8(&ctx.arg)) {
+        out->coll = bson_iter_utf8(&ctx.arg, NULL);
+    }
     if (!def) {
         server.ops.command++;
         dberr_set(&err, DBERR_COMMAND_NOT_FOUND, "no such command: '%s'", ctx.name);
@@ -436,22 +449,33 @@ static stats_top_kind_t cmd_top_kind(const cmd_def_t *def)
 
 /* The namespace a command works on ("db.coll"), or false for a command on
  * no collection (top and mongod's AutoStatsTracker leave those out). */
-static bool cmd_namespace(const wire_request_t *req, const cmd_def_t *def, char *ns, size_t size)
+static bool cmd_namespace(const wire_request_t *req, const cmd_outcome_t *out, char *ns,
+                          size_t size)
 {
-    bson_iter_t it;
-    const char *coll = NULL;
-    if (!bson_iter_init(&it, &req->cmd) || !bson_iter_next(&it))
+    if (!out->coll || !*out->coll)
         return false;
-    if (def && def->fn == cmd_get_more) {
-        if (bson_iter_init_find(&it, &req->cmd, "collection") && BSON_ITER_HOLDS_UTF8(&it))
-            coll = bson_iter_utf8(&it, NULL);
-    } else if (BSON_ITER_HOLDS_UTF8(&it)) {
-        coll = bson_iter_utf8(&it, NULL);
-    }
-    if (!coll || !*coll)
+    /* no snprintf: this runs for every command */
+    size_t dl = strlen(req->db), cl = strlen(out->coll);
+    if (dl + 1 + cl + 1 > size)
         return false;
-    snprintf(ns, size, "%s.%s", req->db, coll);
+    memcpy(ns, req->db, dl);
+    ns[dl] = '.';
+    memcpy(ns + dl + 1, out->coll, cl + 1);
     return true;
+}
+
+/* mongod's planSummary: "COLLSCAN", "IDHACK", "IXSCAN { k: 1 }", "EOF";
+ * "" when the command ran no query. */
+static void cmd_plan_summary(const cmd_outcome_t *out, char *buf, size_t size)
+{
+    bson_t key;
+    if (out->plan_key_len && bson_init_static(&key, out->plan_key, out->plan_key_len)) {
+        char *k = shellfmt_doc(&key);
+        snprintf(buf, size, "%s %s", out->plan_stage, k ? k : "{}");
+        bson_free(k);
+    } else {
+        snprintf(buf, size, "%s", out->plan_stage);
+    }
 }
 
 /* One "Slow query" line (id 51803) as mongod writes it. */
@@ -459,7 +483,7 @@ static void cmd_log_slow(const cmd_client_t *client, const wire_request_t *req,
                          const cmd_outcome_t *out, const bson_t *reply, int64_t ms)
 {
     char ns[512], ctx[32];
-    if (!cmd_namespace(req, NULL, ns, sizeof ns))
+    if (!cmd_namespace(req, out, ns, sizeof ns))
         snprintf(ns, sizeof ns, "%s.$cmd", req->db);
     snprintf(ctx, sizeof ctx, "conn%lld", (long long)client->id);
     log_attr_t attrs[16];
@@ -468,8 +492,10 @@ static void cmd_log_slow(const cmd_client_t *client, const wire_request_t *req,
     attrs[n++] = LOG_STR("ns", ns);
     if (req->cmd.len <= CMD_SLOW_LOG_MAX_BYTES)
         attrs[n++] = LOG_DOC("command", &req->cmd);
-    if (out->plan_summary[0]) {
-        attrs[n++] = LOG_STR("planSummary", out->plan_summary);
+    char plan[160];
+    cmd_plan_summary(out, plan, sizeof plan);
+    if (plan[0]) {
+        attrs[n++] = LOG_STR("planSummary", plan);
         attrs[n++] = LOG_INT("keysExamined", out->keys_examined);
         attrs[n++] = LOG_INT("docsExamined", out->docs_examined);
     }
@@ -494,7 +520,7 @@ static void cmd_log_slow(const cmd_client_t *client, const wire_request_t *req,
     bson_iter_t it;
     if (bson_iter_init(&it, &req->cmd) && bson_iter_next(&it))
         snprintf(op.command, sizeof op.command, "%s", bson_iter_key(&it));
-    snprintf(op.plan, sizeof op.plan, "%s", out->plan_summary);
+    snprintf(op.plan, sizeof op.plan, "%s", plan);
     stats_slow_remember(&op);
 }
 
@@ -510,7 +536,7 @@ static void cmd_record(const wire_request_t *req, const cmd_outcome_t *out, uint
     stats_docs.docs_examined += out->docs_examined;
     stats_docs.returned += out->nreturned;
     char ns[512];
-    if (out->def && cmd_namespace(req, out->def, ns, sizeof ns))
+    if (out->def && cmd_namespace(req, out, ns, sizeof ns))
         stats_top_record(ns, cmd_top_kind(out->def), out->def->is_write,
                          (int64_t)(ns_taken / 1000));
 }
@@ -525,7 +551,9 @@ cmd_status_t cmd_run(cmd_client_t *client, const wire_request_t *req, bson_t *re
         client->op_wait_ns += t0 - client->op_parked_hr;
     }
     client->op_parked_hr = 0;
-    cmd_outcome_t out = {0};
+    cmd_outcome_t out; /* cmd_run_one fills the rest (cmd_outcome_take) before a reply */
+    out.def = NULL;
+    out.coll = NULL;
     cmd_status_t st = cmd_run_one(client, req, reply, &out);
     uint64_t t1 = uv_hrtime();
     if (st == CMD_PARKED) {

@@ -394,7 +394,7 @@ static bool query_run(cmd_ctx_t *ctx, collection_t *c, const char *coll, const q
                       dberr_t *err)
 {
     if (!c && !ctx->view->txn) {
-        snprintf(ctx->view->plan_summary, sizeof ctx->view->plan_summary, "EOF");
+        memcpy(ctx->view->plan_stage, "EOF", 4);
         return true;
     }
     collection_query_opts_t o = {0};

@@ -55,14 +55,18 @@ static void stats_usage_add(stats_usage_t *u, int64_t micros)
 
 void stats_top_record(const char *ns, stats_top_kind_t kind, bool write, int64_t micros)
 {
-    stats_ns_t *n;
-    size_t len = strlen(ns);
-    HASH_FIND(hh, stats_top, ns, len, n);
+    static stats_ns_t *last; /* the namespace of the previous call: usually the same */
+    stats_ns_t *n = last;
+    if (!n || strcmp(n->ns, ns) != 0) {
+        HASH_FIND(hh, stats_top, ns, strlen(ns), n);
+    }
     if (!n) {
+        size_t len = strlen(ns);
         n = bson_malloc0(sizeof *n);
         n->ns = bson_strdup(ns);
         HASH_ADD_KEYPTR(hh, stats_top, n->ns, len, n);
     }
+    last = n;
     stats_usage_add(&n->total, micros);
     stats_usage_add(write ? &n->write : &n->read, micros);
     stats_usage_add(&n->kinds[kind], micros);

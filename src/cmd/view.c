@@ -21,7 +21,8 @@ void view_init(view_t *v, const char *db, txn_t *txn)
     v->bypass_validation = false;
     v->depth = 0;
     v->keys_examined = v->docs_examined = v->nreturned = 0;
-    v->plan_summary[0] = '\0';
+    v->plan_stage[0] = '\0';
+    v->plan_key_len = 0;
 }
 
 void view_destroy(view_t *v)
@@ -135,20 +136,24 @@ static bool view_query_run(view_t *v, collection_t *c, const char *coll,
                            const collection_query_opts_t *o, recvec_t *out,
                            collection_plan_t *plan, dberr_t *err);
 
-/* Records what a query did for the slow-operation log: mongod's
- * planSummary ("IXSCAN { a: 1 }") and the keys and documents examined. */
+/* Records what a query did for the slow-operation log: its stage and
+ * index (formatted as mongod's planSummary only when the operation is
+ * logged: this runs on every query) and the keys and documents examined. */
 static void view_note_plan(view_t *v, const collection_plan_t *plan)
 {
     v->keys_examined += (int64_t)plan->keys_examined;
     v->docs_examined += (int64_t)plan->docs_examined;
+    v->plan_key_len = 0;
     if (!plan->stage[0]) {
-        snprintf(v->plan_summary, sizeof v->plan_summary, "EOF");
-    } else if (plan->index && strcmp(plan->stage, "IDHACK") != 0) {
-        char *key = shellfmt_doc(&plan->index->key);
-        snprintf(v->plan_summary, sizeof v->plan_summary, "IXSCAN %s", key ? key : "{}");
-        bson_free(key);
-    } else {
-        snprintf(v->plan_summary, sizeof v->plan_summary, "%s", plan->stage);
+        memcpy(v->plan_stage, "EOF", 4);
+        return;
+    }
+    memcpy(v->plan_stage, plan->stage, sizeof v->plan_stage);
+    v->plan_stage[sizeof v->plan_stage - 1] = '\0';
+    if (plan->index && strcmp(plan->stage, "IDHACK") != 0 &&
+        plan->index->key.len <= sizeof v->plan_key) {
+        memcpy(v->plan_key, bson_get_data(&plan->index->key), plan->index->key.len);
+        v->plan_key_len = plan->index->key.len;
     }
 }
 

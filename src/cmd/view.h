@@ -27,7 +27,9 @@ typedef struct view {
     int depth;           /* nesting of MongoDB views being resolved */
     /* what the command's queries did, for the slow-operation log */
     int64_t keys_examined, docs_examined, nreturned;
-    char plan_summary[96]; /* mongod's planSummary of the last query: "COLLSCAN", "IXSCAN { a: 1 }" */
+    char plan_stage[16];   /* the last query's stage ("" when none): "COLLSCAN", "IXSCAN", "EOF" */
+    uint8_t plan_key[96];  /* ... for IXSCAN, its index's key pattern (BSON) when it fits */
+    uint32_t plan_key_len; /* 0: none */
 } view_t;
 
 void view_init(view_t *v, const char *db, txn_t *txn);
