@@ -5,6 +5,8 @@ lease lock, who waits for it, and which transaction waits for which
 (docs/operations.md).
 """
 
+import shutil
+import subprocess
 import threading
 import urllib.error
 import urllib.request
@@ -161,7 +163,6 @@ def test_metrics_port_is_off_by_default(atomdb):
 
 def test_a_taken_metrics_port_stops_the_start(atomdb_factory, tmp_path):
     import socket
-    import subprocess
     from atomdb_testlib import atomdb_bin
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -176,59 +177,105 @@ def test_a_taken_metrics_port_stops_the_start(atomdb_factory, tmp_path):
 
 # ---- the status page ----
 
-def test_status_page_shows_lease_holder_queue_and_waiting_transaction(metered):
-    c = client(metered)
-    c.admin.command({"acquireLock": "seat-101", "owner": "user01", "leaseMs": 60000})
-    # a second owner queues behind it (parked acquire, on its own thread)
-    waiter_done = threading.Event()
+class LockScene:
+    """user01 holds the lease `seat-101` and, in a transaction, the document
+    shop.seats 101; user02 queues for the lease and a second transaction
+    waits for the document. finish() lets both through."""
 
-    def queue_for_lease():
+    def __init__(self, server):
+        self.server = server
+        self.c = client(server)
+        self.c.admin.command({"acquireLock": "seat-101", "owner": "user01", "leaseMs": 60000})
+        self.lease_done = threading.Event()
+        self.t1 = threading.Thread(target=self._queue_for_lease)
+        self.t1.start()
+        self.coll = self.c.shop.seats
+        self.coll.insert_one({"_id": 101, "state": "N"})
+        self.c.admin.command("setParameter", 1, maxTransactionLockRequestTimeoutMillis=30000)
+        self.holder, self.waiter = self.c.start_session(), self.c.start_session()
+        self.holder.start_transaction()
+        self.coll.update_one({"_id": 101}, {"$set": {"state": "Y:user01"}}, session=self.holder)
+        self.t2 = threading.Thread(target=self._wait_for_doc)
+        self.t2.start()
+
+    def _queue_for_lease(self):
         try:
-            client(metered).admin.command({"acquireLock": "seat-101", "owner": "user02",
-                                           "leaseMs": 60000, "waitMs": 30000})
+            client(self.server).admin.command({"acquireLock": "seat-101", "owner": "user02",
+                                               "leaseMs": 60000, "waitMs": 30000})
         finally:
-            waiter_done.set()
+            self.lease_done.set()
 
-    t1 = threading.Thread(target=queue_for_lease)
-    t1.start()
-    coll = c.shop.seats
-    coll.insert_one({"_id": 101, "state": "N"})
-    c.admin.command("setParameter", 1, maxTransactionLockRequestTimeoutMillis=30000)
-    holder, waiter = c.start_session(), c.start_session()
-    holder.start_transaction()
-    coll.update_one({"_id": 101}, {"$set": {"state": "Y:user01"}}, session=holder)
+    def _wait_for_doc(self):
+        self.waiter.start_transaction()
+        self.coll.update_one({"_id": 101}, {"$set": {"state": "Y:user02"}}, session=self.waiter)
+        self.waiter.commit_transaction()
 
-    def wait_for_doc():
-        waiter.start_transaction()
-        coll.update_one({"_id": 101}, {"$set": {"state": "Y:user02"}}, session=waiter)
-        waiter.commit_transaction()
+    def page_when_waiting(self):
+        """The status page once both waits show (each parks within a few ms)."""
+        page = ""
+        for _ in range(200):
+            status, ctype, page = get(self.server.metrics_url + "/")
+            assert status == 200 and ctype.startswith("text/html"), ctype
+            if "1. user02" in page and " on shop.seats" in page:
+                break
+            self.lease_done.wait(0.02)
+        return page
 
-    t2 = threading.Thread(target=wait_for_doc)
-    t2.start()
-    page = ""
-    for _ in range(200):  # until both waits show (each parks within a few ms)
-        status, ctype, page = get(metered.metrics_url + "/")
-        if "user02" in page and " on shop.seats" in page:
-            break
-        waiter_done.wait(0.02)
-    assert status == 200 and ctype.startswith("text/html"), ctype
+    def finish(self):
+        self.holder.commit_transaction()
+        self.t2.join(20)
+        self.c.admin.command({"releaseLock": "seat-101", "token": 1})
+        self.t1.join(20)
+        assert self.coll.find_one({"_id": 101})["state"] == "Y:user02"
+
+
+def section(page, table_id):
+    start = page.index('id="%s"' % table_id)
+    return page[start:page.index("</table>", start)]
+
+
+def test_status_page_shows_lease_holder_queue_and_waiting_transaction(metered):
+    scene = LockScene(metered)
+    page = scene.page_when_waiting()
     assert '<meta http-equiv="refresh"' in page, "the page refreshes itself"
-    leases = page[page.index('id="leases"'):page.index("</table>", page.index('id="leases"'))]
+    leases = section(page, "leases")
     assert "seat-101" in leases and "user01" in leases, "the holder is shown"
     assert "1. user02" in leases, "the queued owner is first in line"
-    txns = page[page.index('id="txns"'):page.index("</table>", page.index('id="txns"'))]
+    txns = section(page, "txns")
     assert txns.count("<tr>") + txns.count('<tr class="warn">') == 3, "two transactions"
     assert " on shop.seats, _id key" in txns, "the waiter says what it waits for"
     assert "<svg class=\"graph\"" in page and "marker-end" in page, "the wait-for graph is drawn"
     assert len(page) < 64 * 1024, "a few KB"
-    holder.commit_transaction()
-    t2.join(20)
-    c.admin.command({"releaseLock": "seat-101", "token": 1})
-    t1.join(20)
-    assert coll.find_one({"_id": 101})["state"] == "Y:user02"
-    page = get(metered.metrics_url + "/")[2]
-    txns = page[page.index('id="txns"'):page.index("</table>", page.index('id="txns"'))]
+    scene.finish()
+    txns = section(get(metered.metrics_url + "/")[2], "txns")
     assert "<i>none</i>" in txns, "no transaction once both finished"
+
+
+def test_status_page_in_headless_chromium(metered, tmp_path):
+    """Chromium renders the page while the locks are held: the DOM it built
+    has the holder and the waiter, and its screenshot is kept in the test's
+    directory (printed below)."""
+    chromium = shutil.which("chromium")
+    require_installed(chromium, "chromium")
+    scene = LockScene(metered)
+    scene.page_when_waiting()
+    base = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+            "--user-data-dir=%s" % (tmp_path / "profile"), "--window-size=1100,1300"]
+    shot = tmp_path / "status-page.png"
+    try:
+        dom = subprocess.run(base + ["--dump-dom", metered.metrics_url + "/"],
+                             capture_output=True, text=True, timeout=120)
+        subprocess.run(base + ["--screenshot=%s" % shot, metered.metrics_url + "/"],
+                       capture_output=True, text=True, timeout=120)
+    finally:
+        scene.finish()
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    leases = section(dom.stdout, "leases")
+    assert "user01" in leases and "1. user02" in leases, "Chromium's DOM shows holder and queue"
+    assert " on shop.seats" in section(dom.stdout, "txns"), "and the waiting transaction"
+    assert shot.exists() and shot.stat().st_size > 10000, "a screenshot was taken"
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    print("status page screenshot:", shot)
 
 
 def test_status_page_lists_slow_operations(atomdb_factory):
@@ -237,5 +284,5 @@ def test_status_page_lists_slow_operations(atomdb_factory):
     client(server).shop.items.insert_one({"a": 2})
     client(server).shop.items.find_one({"a": 1})
     page = get("http://127.0.0.1:%d/" % port)[2]
-    slow = page[page.index('id="slow"'):page.index("</table>", page.index('id="slow"'))]
+    slow = section(page, "slow")
     assert "shop.items" in slow and "COLLSCAN" in slow, slow
