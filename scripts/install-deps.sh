@@ -29,7 +29,7 @@ apt_packages=(
   tmux procps valgrind
   redis-server libhiredis-dev postgresql libpq-dev
   libmicrohttpd-dev libsystemd-dev python3-prometheus-client
-  dpkg-dev lintian golang-go
+  dpkg-dev lintian golang-go chromium fonts-dejavu-core
 )
 
 # Node.js and npm for tests/drivers/node (the mongodb driver and mongosh): at
