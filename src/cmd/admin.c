@@ -513,9 +513,22 @@ bool cmd_profile(cmd_ctx_t *ctx, dberr_t *err)
     BSON_APPEND_INT32(ctx->reply, "was", 0);
     BSON_APPEND_INT32(ctx->reply, "slowms", stats_slow.slowms);
     BSON_APPEND_DOUBLE(ctx->reply, "sampleRate", stats_slow.sample_rate);
-    if (level == 0) {
-        stats_slow.slowms = (int32_t)slowms;
-        stats_slow.sample_rate = rate;
-    }
+    /* as mongod: slowms and sampleRate apply with level -1 too */
+    bool changes = level != -1 || cmd_find(ctx, "slowms", &it) || cmd_find(ctx, "sampleRate", &it);
+    if (!changes)
+        return true;
+    bson_t from = BSON_INITIALIZER, to = BSON_INITIALIZER;
+    BSON_APPEND_INT32(&from, "level", 0);
+    BSON_APPEND_INT32(&from, "slowms", stats_slow.slowms);
+    BSON_APPEND_DOUBLE(&from, "sampleRate", stats_slow.sample_rate);
+    stats_slow.slowms = (int32_t)slowms;
+    stats_slow.sample_rate = rate;
+    BSON_APPEND_INT32(&to, "level", 0);
+    BSON_APPEND_INT32(&to, "slowms", stats_slow.slowms);
+    BSON_APPEND_DOUBLE(&to, "sampleRate", stats_slow.sample_rate);
+    log_event(LOG_INFO, "COMMAND", 48742, "Profiler settings changed", LOG_DOC("from", &from),
+              LOG_DOC("to", &to));
+    bson_destroy(&from);
+    bson_destroy(&to);
     return true;
 }

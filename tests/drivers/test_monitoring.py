@@ -203,6 +203,12 @@ def test_profile_reads_and_sets_slowms_and_sample_rate(atomdb):
     assert (r["was"], r["slowms"], r["sampleRate"]) == (0, 100, 1.0), "the reply shows the old values"
     r = db.command("profile", -1)
     assert (r["slowms"], r["sampleRate"]) == (20, 0.5), "the new values stay"
+    r = db.command("profile", -1, slowms=30)
+    assert r["slowms"] == 20 and db.command("profile", -1)["slowms"] == 30, \
+        "as mongod, -1 with slowms sets it"
+    changed = [json.loads(l) for l in atomdb.log().splitlines() if '"id":48742' in l]
+    assert changed and changed[-1]["attr"]["from"]["slowms"] == 20 and \
+        changed[-1]["attr"]["to"]["slowms"] == 30, "mongod's Profiler settings changed line"
 
 
 @pytest.mark.parametrize("cmd,code,named", [
