@@ -9,11 +9,13 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "cmd/op.h"
 #include "journal/journal.h"
 #include "store/catalog.h"
 #include "store/cursor.h"
 #include "store/mvcc.h"
 #include "txn/txn.h"
+#include "util/fiber.h"
 #include "util/log.h"
 
 bool cmd_ping(cmd_ctx_t *ctx, dberr_t *err)
@@ -74,6 +76,10 @@ static bool admin_param_append(const char *name, bson_t *out)
         BSON_APPEND_INT64(out, name, admin_cursor_timeout_ms);
     } else if (strcmp(name, "maxBSONDepth") == 0) {
         BSON_APPEND_INT32(out, name, 200);
+    } else if (strcmp(name, "internalQueryExecYieldPeriodMS") == 0) {
+        BSON_APPEND_INT32(out, name, (int32_t)(fiber_slice_us() / 1000));
+    } else if (strcmp(name, "atomdbYieldPeriodMicros") == 0) {
+        BSON_APPEND_INT64(out, name, fiber_slice_us());
     } else {
         return false;
     }
@@ -84,7 +90,8 @@ static const char *admin_params[] = {"featureCompatibilityVersion",
                                      "maxTransactionLockRequestTimeoutMillis",
                                      "transactionLifetimeLimitSeconds",
                                      "atomdbTransactionIsolation", "logLevel",
-                                     "cursorTimeoutMillis", "maxBSONDepth"};
+                                     "cursorTimeoutMillis", "maxBSONDepth",
+                                     "internalQueryExecYieldPeriodMS", "atomdbYieldPeriodMicros"};
 
 bool cmd_get_parameter(cmd_ctx_t *ctx, dberr_t *err)
 {
@@ -128,6 +135,15 @@ bool admin_set_parameter(const char *k, const bson_iter_t *it, dberr_t *err)
         if (!BSON_ITER_HOLDS_NUMBER(it))
             return dberr_set(err, DBERR_BAD_VALUE, "logLevel must be a number");
         log_set_level(bson_iter_as_int64(it) > 0 ? LOG_DEBUG : LOG_INFO);
+    } else if (strcmp(k, "internalQueryExecYieldPeriodMS") == 0 ||
+               strcmp(k, "atomdbYieldPeriodMicros") == 0) {
+        /* how long a long operation holds the loop before others run (docs/design.md) */
+        bool ms = k[0] == 'i';
+        if (!BSON_ITER_HOLDS_NUMBER(it) || bson_iter_as_int64(it) < 0 ||
+            bson_iter_as_int64(it) > (ms ? 1000 : 1000000))
+            return dberr_set(err, DBERR_BAD_VALUE, "%s must be a number from 0 to %s", k,
+                             ms ? "1000" : "1000000");
+        fiber_set_slice_us(bson_iter_as_int64(it) * (ms ? 1000 : 1));
     } else if (strcmp(k, "cursorTimeoutMillis") == 0) {
         if (!BSON_ITER_HOLDS_NUMBER(it) || bson_iter_as_int64(it) <= 0)
             return dberr_set(err, DBERR_BAD_VALUE, "cursorTimeoutMillis must be positive");
@@ -335,6 +351,10 @@ bool cmd_server_status(cmd_ctx_t *ctx, dberr_t *err)
     BSON_APPEND_INT64(&doc, "snapshotWindowChanges", (int64_t)mvcc_window_len());
     BSON_APPEND_UTF8(&doc, "defaultIsolation",
                      txn_isolation_name((txn_isolation_t)server.txn_isolation));
+    bson_append_document_end(ctx->reply, &doc);
+    /* atomdb's own: long operations run in slices (docs/design.md) */
+    bson_append_document_begin(ctx->reply, "atomdbOperations", -1, &doc);
+    op_append_status(&doc);
     bson_append_document_end(ctx->reply, &doc);
     bson_t metrics, cur, open;
     bson_append_document_begin(ctx->reply, "metrics", -1, &metrics);

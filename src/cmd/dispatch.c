@@ -5,11 +5,13 @@
 
 #include <string.h>
 
+#include "cmd/op.h"
 #include "cmd/view.h"
 #include "doc/matcher.h"
 #include "journal/journal.h"
 #include "store/clock.h"
 #include "txn/txn.h"
+#include "util/fiber.h"
 #include "util/log.h"
 #include "util/shellfmt.h"
 
@@ -90,6 +92,8 @@ static const cmd_def_t cmd_table[] = {
     {"lockInfo", cmd_lock_info, CMD_COUNT_COMMAND, false},
     {"listLocks", cmd_list_locks, CMD_COUNT_COMMAND, false},
     {"fsync", cmd_fsync, CMD_COUNT_COMMAND, true},
+    {"currentOp", cmd_current_op, CMD_COUNT_COMMAND, true},
+    {"killOp", cmd_kill_op, CMD_COUNT_COMMAND, true},
     {"fsyncUnlock", cmd_fsync_unlock, CMD_COUNT_COMMAND, true},
     {"renameCollection", cmd_rename_collection, CMD_COUNT_COMMAND, true, true},
     {"validate", cmd_validate, CMD_COUNT_COMMAND, false},
@@ -246,6 +250,7 @@ static bool cmd_check_generic(cmd_ctx_t *ctx, dberr_t *err)
             return dberr_set(err, DBERR_BAD_VALUE,
                              "%g value for maxTimeMS is out of range [0, 2147483647]", v);
         ctx->max_time_ms = (int64_t)v;
+        op_set_max_time(ctx->max_time_ms);
     }
     if (cmd_find(ctx, "$readPreference", &it)) {
         bson_t rp;
@@ -331,7 +336,12 @@ static cmd_status_t cmd_run_one(cmd_client_t *client, const wire_request_t *req,
     bool ok = true;
     if (prep == CMD_SESSION_RUN) {
         size_t savepoint = view.txn ? txn_savepoint(view.txn) : 0;
+        bool pinned = view.txn != NULL; /* a transaction's statement sees nothing change */
+        if (pinned)
+            fiber_no_yield_begin();
         ok = def->fn(&ctx, &err);
+        if (pinned)
+            fiber_no_yield_end();
         if (!ok && err.code == VIEW_BLOCKED_CODE) {
             /* a document is locked: undo this attempt's transaction changes
              * and wait; the command runs again from its start */
@@ -374,7 +384,7 @@ fail:
 #define CMD_SLOW_MS 100
 #define CMD_SLOW_LOG_MAX_BYTES 4096
 
-cmd_status_t cmd_run(cmd_client_t *client, const wire_request_t *req, bson_t *reply)
+static cmd_status_t cmd_run_timed(cmd_client_t *client, const wire_request_t *req, bson_t *reply)
 {
     uint64_t t0 = uv_hrtime();
     cmd_status_t st = cmd_run_one(client, req, reply);
@@ -398,6 +408,11 @@ cmd_status_t cmd_run(cmd_client_t *client, const wire_request_t *req, bson_t *re
     log_event_n(LOG_INFO, "COMMAND", &(log_line_opts_t){.id = 51803, .ctx = ctx}, "Slow query",
                 attrs, whole ? 5 : 4);
     return st;
+}
+
+cmd_status_t cmd_run(cmd_client_t *client, const wire_request_t *req, bson_t *reply)
+{
+    return op_run(client, req, reply, cmd_run_timed);
 }
 
 /* ---- helpers shared by the handlers ---- */

@@ -2,6 +2,7 @@
  * expression in a hash table (util/hash.h), first-seen order kept — and its
  * accumulators, one row each in the accumulator table. */
 #include "doc/pipeline/pipeline-private.h"
+#include "util/fiber.h"
 
 #include <string.h>
 
@@ -337,6 +338,8 @@ static bool group_run(const stage_t *s, const expr_ctx_t *base, doclist_t *in, d
     group_t *groups = NULL, *g, *tmp;
     bool ok = true;
     for (size_t i = 0; ok && i < in->len; i++) {
+        if (!(ok = fiber_check(err)))
+            break;
         expr_ctx_t ctx = *base;
         ctx.root = in->docs[i];
         if (!(ok = group_of(spec, &ctx, &groups, &g, err)))

@@ -8,6 +8,7 @@
 #include <sys/time.h>
 
 #include "doc/path.h"
+#include "util/fiber.h"
 #include "util/table.h"
 #include "util/vec.h"
 
@@ -29,8 +30,11 @@ void doclist_destroy(doclist_t *l)
 {
     if (!l)
         return;
-    for (size_t i = 0; i < l->len; i++)
+    for (size_t i = 0; i < l->len; i++) {
+        if ((i & 1023) == 1023)
+            fiber_tick(); /* a large list is freed in slices too */
         bson_destroy(l->docs[i]);
+    }
     bson_free(l->docs);
     doclist_init(l);
 }
@@ -251,9 +255,12 @@ static bool run_stages(const pipeline_t *p, const expr_ctx_t *ctx, doclist_t *do
         const stage_t *s = &p->stages[i];
         bool ok = s->def->run(s, ctx, docs, &next, err);
         /* documents moved to `next` were nulled in `docs` */
-        for (size_t j = 0; j < docs->len; j++)
+        for (size_t j = 0; j < docs->len; j++) {
+            if ((j & 1023) == 1023)
+                fiber_tick();
             if (docs->docs[j])
                 bson_destroy(docs->docs[j]);
+        }
         bson_free(docs->docs);
         *docs = next;
         if (!ok) {
