@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cmd/op.h"
+#include "doc/pipeline.h"
 #include "journal/journal.h"
 #include "store/catalog.h"
 #include "store/cursor.h"
@@ -56,6 +57,20 @@ bool cmd_build_info(cmd_ctx_t *ctx, dberr_t *err)
 
 static int64_t admin_cursor_timeout_ms = CURSOR_IDLE_TIMEOUT_MS;
 
+/* The memory limit parameter `name` (doc/pipeline.h), or NULL. */
+static int64_t *admin_limit(const char *name)
+{
+    if (!strcmp(name, "internalQueryMaxBlockingSortMemoryUsageBytes"))
+        return &pipeline_limits.sort_bytes;
+    if (!strcmp(name, "internalDocumentSourceGroupMaxMemoryBytes"))
+        return &pipeline_limits.group_bytes;
+    if (!strcmp(name, "internalQueryMaxPushBytes"))
+        return &pipeline_limits.push_bytes;
+    if (!strcmp(name, "internalQueryMaxAddToSetBytes"))
+        return &pipeline_limits.add_to_set_bytes;
+    return NULL;
+}
+
 /* Appends parameter `name` to `out`; false when atomdb has no such one. */
 static bool admin_param_append(const char *name, bson_t *out)
 {
@@ -76,6 +91,8 @@ static bool admin_param_append(const char *name, bson_t *out)
         BSON_APPEND_INT64(out, name, admin_cursor_timeout_ms);
     } else if (strcmp(name, "maxBSONDepth") == 0) {
         BSON_APPEND_INT32(out, name, 200);
+    } else if (admin_limit(name)) {
+        BSON_APPEND_INT64(out, name, *admin_limit(name));
     } else if (strcmp(name, "internalQueryExecYieldPeriodMS") == 0) {
         BSON_APPEND_INT32(out, name, (int32_t)(fiber_slice_us() / 1000));
     } else if (strcmp(name, "atomdbYieldPeriodMicros") == 0) {
@@ -91,7 +108,10 @@ static const char *admin_params[] = {"featureCompatibilityVersion",
                                      "transactionLifetimeLimitSeconds",
                                      "atomdbTransactionIsolation", "logLevel",
                                      "cursorTimeoutMillis", "maxBSONDepth",
-                                     "internalQueryExecYieldPeriodMS", "atomdbYieldPeriodMicros"};
+                                     "internalQueryExecYieldPeriodMS", "atomdbYieldPeriodMicros",
+                                     "internalQueryMaxBlockingSortMemoryUsageBytes",
+                                     "internalDocumentSourceGroupMaxMemoryBytes",
+                                     "internalQueryMaxPushBytes", "internalQueryMaxAddToSetBytes"};
 
 bool cmd_get_parameter(cmd_ctx_t *ctx, dberr_t *err)
 {
@@ -135,6 +155,10 @@ bool admin_set_parameter(const char *k, const bson_iter_t *it, dberr_t *err)
         if (!BSON_ITER_HOLDS_NUMBER(it))
             return dberr_set(err, DBERR_BAD_VALUE, "logLevel must be a number");
         log_set_level(bson_iter_as_int64(it) > 0 ? LOG_DEBUG : LOG_INFO);
+    } else if (admin_limit(k)) {
+        if (!BSON_ITER_HOLDS_NUMBER(it) || bson_iter_as_int64(it) <= 0)
+            return dberr_set(err, DBERR_BAD_VALUE, "%s must be a positive number of bytes", k);
+        *admin_limit(k) = bson_iter_as_int64(it);
     } else if (strcmp(k, "internalQueryExecYieldPeriodMS") == 0 ||
                strcmp(k, "atomdbYieldPeriodMicros") == 0) {
         /* how long a long operation holds the loop before others run (docs/design.md) */

@@ -901,6 +901,10 @@ bool cmd_aggregate(cmd_ctx_t *ctx, dberr_t *err)
     p = pipeline_new(&it, PIPELINE_AGGREGATE, has_let ? &let : NULL, err);
     if (!p)
         goto cleanup;
+    bool disk = false;
+    if (!cmd_opt_bool(ctx, "allowDiskUse", &disk, err))
+        goto cleanup;
+    pipeline_set_allow_disk_use(p, disk);
     const pipeline_output_t *out = pipeline_output(p);
     if (!coll && !sessions && !current_ops && !pipeline_is_collectionless(p)) {
         dberr_set(err, DBERR_INVALID_NAMESPACE,

@@ -39,6 +39,7 @@ static const struct {
     {48, "NamespaceExists"},
     {50, "MaxTimeMSExpired"},
     {11601, "Interrupted"},
+    {10334, "BSONObjectTooLarge"},
     {279, "ClientDisconnect"},
     {175, "QueryPlanKilled"},
     {24, "LockTimeout"},

@@ -249,6 +249,16 @@ bool fiber_check_slow(dberr_t *err)
     return fiber_yield(f, err);
 }
 
+bool fiber_alive_slow(dberr_t *err)
+{
+    fiber_t *f = fiber_running;
+    if (f->kill_code)
+        return dberr_set(err, f->kill_code, "%s", f->kill_msg);
+    if ((++f->ticks & (FIBER_CLOCK_EVERY - 1)) != 0)
+        return true;
+    return fiber_interrupted(f, uv_hrtime(), err);
+}
+
 void fiber_tick(void)
 {
     fiber_t *f = fiber_running;

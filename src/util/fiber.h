@@ -65,6 +65,15 @@ static inline bool fiber_check(dberr_t *err)
     return !fiber_running || fiber_check_slow(err);
 }
 
+/* Kill and deadline checks only, never a yield: for loops that may run
+ * where the caller holds pointers into the store (an expression inside a
+ * scan's filter). True off a fiber. */
+bool fiber_alive_slow(dberr_t *err);
+static inline bool fiber_alive(dberr_t *err)
+{
+    return !fiber_running || fiber_alive_slow(err);
+}
+
 /* For cleanup loops (freeing a large result): yields when the slice is
  * used up and the fiber may; never fails, even once killed. */
 void fiber_tick(void);

@@ -87,6 +87,19 @@ static bool merge_sort(bson_t **a, bson_t **tmp, size_t n, const sortspec_t *s, 
 static bool sort_run(const stage_t *s, const expr_ctx_t *ctx, doclist_t *in, doclist_t *out,
                      dberr_t *err)
 {
+    /* a blocking stage: bounded as mongod's (pipeline_limits) */
+    int64_t bytes = 0;
+    for (size_t i = 0; i < in->len; i++)
+        bytes += (int64_t)in->docs[i]->len + (int64_t)sizeof(bson_t);
+    if (bytes > pipeline_limits.sort_bytes)
+        return dberr_set(err, DBERR_QUERY_EXCEEDED_MEMORY_NO_DISK,
+                         ctx->allow_disk_use
+                             ? "Sort exceeded memory limit of %lld bytes, and atomdb cannot sort "
+                               "externally: allowDiskUse is not implemented (raise "
+                               "internalQueryMaxBlockingSortMemoryUsageBytes)"
+                             : "Sort exceeded memory limit of %lld bytes, but did not opt in to "
+                               "external sorting.",
+                         (long long)pipeline_limits.sort_bytes);
     bson_t **tmp = bson_malloc((in->len ? in->len : 1) * sizeof *tmp);
     bool ok = merge_sort(in->docs, tmp, in->len, s->u.sort, err);
     bson_free(tmp);

@@ -80,7 +80,16 @@ struct pipeline {
     stage_t *stages;
     size_t n;
     bson_t *let; /* user variables, already evaluated, or NULL */
+    bool allow_disk_use;
 };
+
+pipeline_limits_t pipeline_limits = {100 * 1024 * 1024, 100 * 1024 * 1024, 100 * 1024 * 1024,
+                                     100 * 1024 * 1024};
+
+void pipeline_set_allow_disk_use(pipeline_t *p, bool allow)
+{
+    p->allow_disk_use = allow;
+}
 
 /* Every stage family; a stage is one row in its family's table. */
 static const stage_def_t *const stage_families[] = {
@@ -280,7 +289,8 @@ bool pipeline_run_vars(const pipeline_t *p, const bson_t *vars, doclist_t *docs,
 {
     bson_t merged = BSON_INITIALIZER;
     bool ok = true;
-    expr_ctx_t ctx = {.root = NULL, .now_ms = pipeline_now_ms(), .vars = p->let};
+    expr_ctx_t ctx = {.root = NULL, .now_ms = pipeline_now_ms(), .vars = p->let,
+                      .allow_disk_use = p->allow_disk_use};
     dberr_clear(err);
     if (vars && !bson_empty(vars)) {
         bson_iter_t it;
