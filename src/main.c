@@ -402,6 +402,7 @@ int main(int argc, char **argv)
     cfg->dbpath = o.dbpath;
     cfg->replset = o.replset;
     cfg->max_conns = o.max_conns;
+    cfg->max_memory = o.max_memory;
     if (o.advertise) {
         snprintf(cfg->advertise, sizeof cfg->advertise, "%s", o.advertise);
     } else {

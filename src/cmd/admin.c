@@ -9,6 +9,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "cmd/memory.h"
 #include "cmd/op.h"
 #include "doc/pipeline.h"
 #include "journal/journal.h"
@@ -376,7 +377,11 @@ bool cmd_server_status(cmd_ctx_t *ctx, dberr_t *err)
     BSON_APPEND_UTF8(&doc, "defaultIsolation",
                      txn_isolation_name((txn_isolation_t)server.txn_isolation));
     bson_append_document_end(ctx->reply, &doc);
-    /* atomdb's own: long operations run in slices (docs/design.md) */
+    /* atomdb's own: memory use against --max-memory, and long operations
+     * run in slices (docs/design.md) */
+    bson_append_document_begin(ctx->reply, "atomdbMemory", -1, &doc);
+    memory_append_status(&doc);
+    bson_append_document_end(ctx->reply, &doc);
     bson_append_document_begin(ctx->reply, "atomdbOperations", -1, &doc);
     op_append_status(&doc);
     bson_append_document_end(ctx->reply, &doc);

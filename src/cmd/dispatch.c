@@ -5,6 +5,7 @@
 
 #include <string.h>
 
+#include "cmd/memory.h"
 #include "cmd/op.h"
 #include "cmd/view.h"
 #include "doc/matcher.h"
@@ -325,6 +326,8 @@ static cmd_status_t cmd_run_one(cmd_client_t *client, const wire_request_t *req,
         goto fail;
     if (def->is_write && (!journal_writable(&err) || !cmd_fsync_locked_check(&err)))
         goto fail;
+    if (def->is_write && !memory_write_allowed(ctx.name, ctx.cmd, &err))
+        goto fail; /* --max-memory: nothing is written */
     if (def->is_write && !cmd_check_fence(&ctx, &err))
         goto fail; /* a stale fencing token: nothing is written */
     bson_iter_t bdv;

@@ -1,6 +1,7 @@
 /* query: the read commands — find (and its cursor replies), getMore,
  * killCursors, count, distinct, aggregate and explain. */
 #include "cmd/cmd-private.h"
+#include "cmd/memory.h"
 #include "cmd/op.h"
 #include "cmd/view.h"
 
@@ -976,6 +977,8 @@ bool cmd_aggregate(cmd_ctx_t *ctx, dberr_t *err)
     char ns[512];
     if (out) {
         const char *db = out->db[0] ? out->db : ctx->db;
+        if (!memory_check(out->is_merge ? "$merge" : "$out", err))
+            goto cleanup;
         collection_t *target = catalog_get_or_create(server.catalog, db, out->coll, err);
         if (!target)
             goto cleanup;
