@@ -1,5 +1,6 @@
 /* memory: samples the allocator's in-use bytes (glibc mallinfo2: the
- * main arena's allocated chunks plus mmap'd blocks) and refuses writes
+ * main arena's allocated chunks plus mmap'd blocks; ASan's own count in
+ * sanitizer builds) and refuses writes
  * that add data past --max-memory. */
 #include "cmd/memory.h"
 
@@ -8,6 +9,11 @@
 #include <uv.h>
 
 #include "cmd/server.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+/* libasan's (GCC ships no header for it) */
+size_t __sanitizer_get_current_allocated_bytes(void);
+#endif
 
 /* How long one sample stands, in nanoseconds. */
 #define MEMORY_SAMPLE_NS 5000000u
@@ -20,8 +26,12 @@ int64_t memory_used(void)
 {
     uint64_t now = uv_hrtime();
     if (memory_sampled_at == 0 || now - memory_sampled_at > MEMORY_SAMPLE_NS) {
+#if defined(__SANITIZE_ADDRESS__)
+        memory_sample = (int64_t)__sanitizer_get_current_allocated_bytes(); /* ASan's allocator */
+#else
         struct mallinfo2 mi = mallinfo2();
         memory_sample = (int64_t)(mi.uordblks + mi.hblkhd);
+#endif
         memory_sampled_at = now;
     }
     return memory_sample;

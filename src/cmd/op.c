@@ -20,7 +20,7 @@ typedef struct op {
     const wire_request_t *req;
     cmd_status_t (*run)(cmd_client_t *client, const wire_request_t *req, bson_t *reply);
     fiber_t *fiber;
-    bson_t reply;          /* filled by the fiber */
+    bson_t *reply;         /* filled by the fiber (heap: bson_t is over-aligned) */
     cmd_status_t status;
     bool suspended;        /* has yielded and not finished: the caller gets CMD_PARKED */
     struct op *prev, *next; /* the table, oldest first */
@@ -75,7 +75,7 @@ static void op_unlink(op_t *o)
 static void op_body(void *arg)
 {
     op_t *o = arg;
-    o->status = o->run(o->client, o->req, &o->reply);
+    o->status = o->run(o->client, o->req, o->reply);
 }
 
 static void op_on_idle(uv_idle_t *h);
@@ -107,7 +107,7 @@ static void op_free(op_t *o)
 {
     op_unlink(o);
     fiber_destroy(o->fiber);
-    bson_destroy(&o->reply);
+    bson_destroy(o->reply);
     if (o->client && o->client->op == o)
         o->client->op = NULL;
     bson_free(o);
@@ -118,14 +118,13 @@ static void op_finish_suspended(op_t *o)
 {
     cmd_client_t *client = o->client;
     cmd_status_t st = o->status;
-    bson_t reply;
-    bson_steal(&reply, &o->reply);
-    bson_init(&o->reply);
+    bson_t *reply = o->reply;
+    o->reply = NULL;
     client->op = NULL;
     op_free(o);
     if (st != CMD_PARKED) /* parked on a lock: the lock's wake-up reruns it */
-        client->send_parked_reply(client, &reply);
-    bson_destroy(&reply);
+        client->send_parked_reply(client, reply);
+    bson_destroy(reply);
 }
 
 /* Runs one slice of suspended op `o`. */
@@ -175,12 +174,12 @@ cmd_status_t op_run(cmd_client_t *client, const wire_request_t *req, bson_t *rep
     o->client = client;
     o->req = req;
     o->run = run;
-    bson_init(&o->reply);
+    o->reply = bson_new();
     op_link(o);
     client->op = o;
     if (fiber_resume(o->fiber)) {
         cmd_status_t st = o->status;
-        bson_concat(reply, &o->reply);
+        bson_concat(reply, o->reply);
         op_free(o);
         return st;
     }
