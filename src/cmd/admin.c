@@ -98,6 +98,8 @@ static bool admin_param_append(const char *name, bson_t *out)
         BSON_APPEND_INT32(out, name, (int32_t)(fiber_slice_us() / 1000));
     } else if (strcmp(name, "atomdbYieldPeriodMicros") == 0) {
         BSON_APPEND_INT64(out, name, fiber_slice_us());
+    } else if (strcmp(name, "atomdbBusyYieldPeriodMicros") == 0) {
+        BSON_APPEND_INT64(out, name, op_busy_slice());
     } else {
         return false;
     }
@@ -110,6 +112,7 @@ static const char *admin_params[] = {"featureCompatibilityVersion",
                                      "atomdbTransactionIsolation", "logLevel",
                                      "cursorTimeoutMillis", "maxBSONDepth",
                                      "internalQueryExecYieldPeriodMS", "atomdbYieldPeriodMicros",
+                                     "atomdbBusyYieldPeriodMicros",
                                      "internalQueryMaxBlockingSortMemoryUsageBytes",
                                      "internalDocumentSourceGroupMaxMemoryBytes",
                                      "internalQueryMaxPushBytes", "internalQueryMaxAddToSetBytes"};
@@ -160,6 +163,11 @@ bool admin_set_parameter(const char *k, const bson_iter_t *it, dberr_t *err)
         if (!BSON_ITER_HOLDS_NUMBER(it) || bson_iter_as_int64(it) <= 0)
             return dberr_set(err, DBERR_BAD_VALUE, "%s must be a positive number of bytes", k);
         *admin_limit(k) = bson_iter_as_int64(it);
+    } else if (strcmp(k, "atomdbBusyYieldPeriodMicros") == 0) {
+        if (!BSON_ITER_HOLDS_NUMBER(it) || bson_iter_as_int64(it) < 0 ||
+            bson_iter_as_int64(it) > 1000000)
+            return dberr_set(err, DBERR_BAD_VALUE, "%s must be a number from 0 to 1000000", k);
+        op_set_busy_slice_us(bson_iter_as_int64(it));
     } else if (strcmp(k, "internalQueryExecYieldPeriodMS") == 0 ||
                strcmp(k, "atomdbYieldPeriodMicros") == 0) {
         /* how long a long operation holds the loop before others run (docs/design.md) */

@@ -82,6 +82,22 @@ static void op_on_idle(uv_idle_t *h);
 
 /* Slices run after a yield, and the longest (wall clock), for serverStatus. */
 static uint64_t op_slices, op_slice_max_ns, op_slices_over_ms;
+/* Requests that started since the last slice of a suspended operation, and
+ * the slice such an operation gets while they keep coming (setParameter
+ * atomdbBusyYieldPeriodMicros): a report yields more often while others
+ * wait, and runs in full slices when it is alone. */
+static uint64_t op_started_since_slice;
+static int64_t op_busy_slice_us = 200;
+
+void op_set_busy_slice_us(int64_t us)
+{
+    op_busy_slice_us = us;
+}
+
+int64_t op_busy_slice(void)
+{
+    return op_busy_slice_us;
+}
 
 static void op_note_slice(uint64_t ns)
 {
@@ -153,6 +169,8 @@ static void op_on_idle(uv_idle_t *h)
         return;
     }
     op_cursor = o->next;
+    fiber_set_slice(o->fiber, op_started_since_slice ? op_busy_slice_us : fiber_slice_us());
+    op_started_since_slice = 0;
     op_step(o);
 }
 
@@ -161,6 +179,7 @@ cmd_status_t op_run(cmd_client_t *client, const wire_request_t *req, bson_t *rep
                                         bson_t *reply))
 {
     bson_iter_t it;
+    op_started_since_slice++;
     if (fiber_current() || client->op || !bson_iter_init(&it, &req->cmd) || !bson_iter_next(&it) ||
         !op_is_long(bson_iter_key(&it)))
         return run(client, req, reply);
@@ -292,6 +311,7 @@ void op_append_status(bson_t *out)
     BSON_APPEND_INT64(out, "slicesOver1ms", (int64_t)op_slices_over_ms);
     BSON_APPEND_INT64(out, "longestSliceMicros", (int64_t)(op_slice_max_ns / 1000));
     BSON_APPEND_INT64(out, "yieldPeriodMicros", fiber_slice_us());
+    BSON_APPEND_INT64(out, "busyYieldPeriodMicros", op_busy_slice_us);
 }
 
 void op_kill_all(void)

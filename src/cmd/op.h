@@ -38,6 +38,12 @@ void op_append_current(bson_t *inprog, bool all);
  * False when no such operation runs. */
 bool op_kill(int64_t opid);
 
+/* The slice of a suspended operation while other requests keep arriving
+ * (setParameter atomdbBusyYieldPeriodMicros, default 200 us; never longer
+ * than atomdbYieldPeriodMicros). */
+void op_set_busy_slice_us(int64_t us);
+int64_t op_busy_slice(void);
+
 /* Operations running or suspended now. */
 size_t op_count(void);
 /* serverStatus's atomdb.operations: running, suspended, slices resumed,

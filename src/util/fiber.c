@@ -1,10 +1,13 @@
-/* fiber: coroutines on ucontext stacks (mmap'd, with a guard page, kept in
- * a small pool), the slice clock, kill and deadline checks, and frees
- * deferred while a suspended fiber may still point at what is freed. */
+/* fiber: coroutines on their own stacks (mmap'd, with a guard page, kept
+ * in a small pool; switched by a few instructions on x86-64, by ucontext
+ * elsewhere, where swapcontext costs a system call per switch), the slice
+ * clock, kill and deadline checks, and frees deferred while a suspended
+ * fiber may still point at what is freed. */
 #include "util/fiber.h"
 
 #include <string.h>
 #include <sys/mman.h>
+#include <stdint.h>
 #include <ucontext.h>
 #include <unistd.h>
 #include <uv.h>
@@ -24,9 +27,45 @@
 /* Stacks kept for reuse. */
 #define FIBER_POOL_MAX 8
 
+#if defined(__x86_64__)
+#define FIBER_ASM_SWITCH 1
+/* fiber_swap_x86_64(from, to): pushes the callee-saved registers, stores
+ * the stack pointer in *from, loads `to` and pops its registers (System V
+ * ABI: rbx, rbp, r12-r15; MXCSR and the x87 control word are never
+ * changed by atomdb, so they need no saving). */
+void fiber_swap_x86_64(void **from, void *to);
+__asm__(".text\n"
+        ".p2align 4\n"
+        ".globl fiber_swap_x86_64\n"
+        ".hidden fiber_swap_x86_64\n"
+        ".type fiber_swap_x86_64, @function\n"
+        "fiber_swap_x86_64:\n"
+        "    pushq %rbp\n"
+        "    pushq %rbx\n"
+        "    pushq %r12\n"
+        "    pushq %r13\n"
+        "    pushq %r14\n"
+        "    pushq %r15\n"
+        "    movq %rsp, (%rdi)\n"
+        "    movq %rsi, %rsp\n"
+        "    popq %r15\n"
+        "    popq %r14\n"
+        "    popq %r13\n"
+        "    popq %r12\n"
+        "    popq %rbx\n"
+        "    popq %rbp\n"
+        "    ret\n"
+        ".size fiber_swap_x86_64, .-fiber_swap_x86_64\n");
+#endif
+
 struct fiber {
+#ifdef FIBER_ASM_SWITCH
+    void *sp;               /* the fiber's saved stack pointer */
+    void *caller_sp;        /* where fiber_resume was called */
+#else
     ucontext_t ctx;         /* the fiber's own context */
     ucontext_t caller;      /* where fiber_resume was called */
+#endif
     void (*fn)(void *arg);
     void *arg;
     void *stack;            /* FIBER_STACK_SIZE bytes, guard page first */
@@ -38,6 +77,7 @@ struct fiber {
     char kill_msg[160];
     uint64_t deadline_ns;   /* 0: none */
     uint64_t slice_start_ns;
+    uint64_t slice_ns;      /* this fiber's current slice (fiber_set_slice) */
     uint64_t created_ns;
     uint64_t yields;
     uint32_t ticks;         /* checks since the clock was last read */
@@ -101,7 +141,31 @@ static void fiber_entry(void)
 #ifdef FIBER_ASAN
     __sanitizer_start_switch_fiber(NULL, f->caller_bottom, f->caller_size);
 #endif
+#ifdef FIBER_ASM_SWITCH
+    fiber_swap_x86_64(&f->sp, f->caller_sp); /* never comes back */
+    __builtin_unreachable();
+#endif
     /* returns through uc_link to f->caller */
+}
+
+/* Loop stack -> fiber `f`, until it yields or finishes. */
+static void fiber_switch_in(fiber_t *f)
+{
+#ifdef FIBER_ASM_SWITCH
+    fiber_swap_x86_64(&f->caller_sp, f->sp);
+#else
+    swapcontext(&f->caller, &f->ctx);
+#endif
+}
+
+/* Fiber `f` -> the loop stack where it was resumed. */
+static void fiber_switch_out(fiber_t *f)
+{
+#ifdef FIBER_ASM_SWITCH
+    fiber_swap_x86_64(&f->sp, f->caller_sp);
+#else
+    swapcontext(&f->ctx, &f->caller);
+#endif
 }
 
 fiber_t *fiber_new(void (*fn)(void *arg), void *arg)
@@ -114,11 +178,23 @@ fiber_t *fiber_new(void (*fn)(void *arg), void *arg)
     f->arg = arg;
     f->stack = stack;
     f->created_ns = uv_hrtime();
+    f->slice_ns = fiber_slice_ns;
+#ifdef FIBER_ASM_SWITCH
+    /* the first switch pops six zero registers and "returns" into
+     * fiber_entry, with the stack aligned as after a call */
+    uintptr_t *sp = (uintptr_t *)(((uintptr_t)stack + FIBER_STACK_SIZE) & ~(uintptr_t)15);
+    *--sp = 0;                        /* fiber_entry's return address: none */
+    *--sp = (uintptr_t)fiber_entry;
+    for (int i = 0; i < 6; i++)
+        *--sp = 0;
+    f->sp = sp;
+#else
     getcontext(&f->ctx);
     f->ctx.uc_stack.ss_sp = stack;
     f->ctx.uc_stack.ss_size = FIBER_STACK_SIZE;
     f->ctx.uc_link = &f->caller;
     makecontext(&f->ctx, fiber_entry, 0);
+#endif
     return f;
 }
 
@@ -132,7 +208,7 @@ bool fiber_resume(fiber_t *f)
     void *fake = NULL;
     __sanitizer_start_switch_fiber(&fake, f->stack, FIBER_STACK_SIZE);
 #endif
-    swapcontext(&f->caller, &f->ctx);
+    fiber_switch_in(f);
 #ifdef FIBER_ASAN
     __sanitizer_finish_switch_fiber(fake, NULL, NULL);
 #endif
@@ -209,6 +285,12 @@ int64_t fiber_slice_us(void)
     return (int64_t)(fiber_slice_ns / 1000u);
 }
 
+void fiber_set_slice(fiber_t *f, int64_t us)
+{
+    uint64_t ns = us <= 0 ? 0 : (uint64_t)us * 1000u;
+    f->slice_ns = ns < fiber_slice_ns ? ns : fiber_slice_ns;
+}
+
 /* Fails when the fiber was killed or is past its deadline. */
 static bool fiber_interrupted(fiber_t *f, uint64_t now, dberr_t *err)
 {
@@ -229,7 +311,7 @@ bool fiber_due(void)
     uint64_t now = uv_hrtime();
     if (f->deadline_ns && now >= f->deadline_ns)
         return true;
-    return f->no_yield == 0 && now - f->slice_start_ns >= fiber_slice_ns;
+    return f->no_yield == 0 && now - f->slice_start_ns >= f->slice_ns;
 }
 
 static bool fiber_yield(fiber_t *f, dberr_t *err);
@@ -244,7 +326,7 @@ bool fiber_check_slow(dberr_t *err)
     uint64_t now = uv_hrtime();
     if (!fiber_interrupted(f, now, err))
         return false;
-    if (f->no_yield || now - f->slice_start_ns < fiber_slice_ns)
+    if (f->no_yield || now - f->slice_start_ns < f->slice_ns)
         return true;
     return fiber_yield(f, err);
 }
@@ -262,7 +344,7 @@ bool fiber_alive_slow(dberr_t *err)
 void fiber_tick(void)
 {
     fiber_t *f = fiber_running;
-    if (!f || f->no_yield || f->kill_code || uv_hrtime() - f->slice_start_ns < fiber_slice_ns)
+    if (!f || f->no_yield || f->kill_code || uv_hrtime() - f->slice_start_ns < f->slice_ns)
         return;
     dberr_t ignored;
     fiber_yield(f, &ignored);
@@ -291,7 +373,7 @@ static bool fiber_yield(fiber_t *f, dberr_t *err)
     void *fake = NULL;
     __sanitizer_start_switch_fiber(&fake, f->caller_bottom, f->caller_size);
 #endif
-    swapcontext(&f->ctx, &f->caller);
+    fiber_switch_out(f);
 #ifdef FIBER_ASAN
     __sanitizer_finish_switch_fiber(fake, &f->caller_bottom, &f->caller_size);
 #endif

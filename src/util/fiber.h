@@ -52,6 +52,9 @@ void fiber_no_yield_end(void);
  * or internalQueryExecYieldPeriodMS in ms); 0 yields at every check. */
 void fiber_set_slice_us(int64_t us);
 int64_t fiber_slice_us(void);
+/* The length of `f`'s next slices, at most fiber_slice_us() (op.c shortens
+ * them while other clients' requests are arriving). */
+void fiber_set_slice(fiber_t *f, int64_t us);
 
 /* The check inside long loops. True to go on. False with `err` set when
  * the current fiber was killed or passed its deadline. When the slice is
