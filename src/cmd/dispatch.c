@@ -339,7 +339,10 @@ static cmd_status_t cmd_run_one(cmd_client_t *client, const wire_request_t *req,
     bool ok = true;
     if (prep == CMD_SESSION_RUN) {
         size_t savepoint = view.txn ? txn_savepoint(view.txn) : 0;
-        bool pinned = view.txn != NULL; /* a transaction's statement sees nothing change */
+        /* a transaction's statement sees nothing change; a retryable write
+         * stays one log record with its config.transactions entry, so a
+         * retry after a crash finds all of it or none of it */
+        bool pinned = view.txn != NULL || ctx.txn_number >= 0;
         if (pinned)
             fiber_no_yield_begin();
         ok = def->fn(&ctx, &err);
