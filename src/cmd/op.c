@@ -298,11 +298,6 @@ bool op_kill(int64_t opid)
     return false;
 }
 
-size_t op_count(void)
-{
-    return op_len;
-}
-
 void op_append_status(bson_t *out)
 {
     BSON_APPEND_INT64(out, "running", (int64_t)op_len);
@@ -312,22 +307,6 @@ void op_append_status(bson_t *out)
     BSON_APPEND_INT64(out, "longestSliceMicros", (int64_t)(op_slice_max_ns / 1000));
     BSON_APPEND_INT64(out, "yieldPeriodMicros", fiber_slice_us());
     BSON_APPEND_INT64(out, "busyYieldPeriodMicros", op_busy_slice_us);
-}
-
-void op_kill_all(void)
-{
-    for (op_t *o = op_head; o; o = o->next)
-        fiber_kill(o->fiber, DBERR_SHUTDOWN_IN_PROGRESS, "interrupted at shutdown");
-    op_t *o = op_head;
-    while (o) {
-        op_t *next = o->next;
-        if (o->suspended && o->fiber != fiber_current()) {
-            while (!fiber_resume(o->fiber))
-                ;
-            op_finish_suspended(o);
-        }
-        o = next;
-    }
 }
 
 /* ---- currentOp, killOp ---- */

@@ -44,13 +44,8 @@ bool op_kill(int64_t opid);
 void op_set_busy_slice_us(int64_t us);
 int64_t op_busy_slice(void);
 
-/* Operations running or suspended now. */
-size_t op_count(void);
-/* serverStatus's atomdb.operations: running, suspended, slices resumed,
+/* serverStatus().atomdbOperations: running, suspended, slices resumed,
  * those over 1 ms and the longest (wall clock), the yield period. */
 void op_append_status(bson_t *out);
-
-/* Interrupts every operation and runs each to its end (shutdown). */
-void op_kill_all(void);
 
 #endif
