@@ -409,6 +409,7 @@ int main(int argc, char **argv)
     cfg->max_conns = o.max_conns;
     stats_slow.slowms = o.slowms;
     stats_slow.sample_rate = o.slow_sample_rate;
+    cfg->max_memory = o.max_memory;
     if (o.advertise) {
         snprintf(cfg->advertise, sizeof cfg->advertise, "%s", o.advertise);
     } else {

@@ -10,6 +10,9 @@
 #include <unistd.h>
 
 #include "cmd/stats.h"
+#include "cmd/memory.h"
+#include "cmd/op.h"
+#include "doc/pipeline.h"
 #include "journal/journal.h"
 #include "lease/lease.h"
 #include "store/catalog.h"
@@ -17,6 +20,7 @@
 #include "store/mvcc.h"
 #include "txn/lockmgr.h"
 #include "txn/txn.h"
+#include "util/fiber.h"
 #include "util/log.h"
 
 bool cmd_ping(cmd_ctx_t *ctx, dberr_t *err)
@@ -57,6 +61,20 @@ bool cmd_build_info(cmd_ctx_t *ctx, dberr_t *err)
 
 static int64_t admin_cursor_timeout_ms = CURSOR_IDLE_TIMEOUT_MS;
 
+/* The memory limit parameter `name` (doc/pipeline.h), or NULL. */
+static int64_t *admin_limit(const char *name)
+{
+    if (!strcmp(name, "internalQueryMaxBlockingSortMemoryUsageBytes"))
+        return &pipeline_limits.sort_bytes;
+    if (!strcmp(name, "internalDocumentSourceGroupMaxMemoryBytes"))
+        return &pipeline_limits.group_bytes;
+    if (!strcmp(name, "internalQueryMaxPushBytes"))
+        return &pipeline_limits.push_bytes;
+    if (!strcmp(name, "internalQueryMaxAddToSetBytes"))
+        return &pipeline_limits.add_to_set_bytes;
+    return NULL;
+}
+
 /* Appends parameter `name` to `out`; false when atomdb has no such one. */
 static bool admin_param_append(const char *name, bson_t *out)
 {
@@ -77,6 +95,14 @@ static bool admin_param_append(const char *name, bson_t *out)
         BSON_APPEND_INT64(out, name, admin_cursor_timeout_ms);
     } else if (strcmp(name, "maxBSONDepth") == 0) {
         BSON_APPEND_INT32(out, name, 200);
+    } else if (admin_limit(name)) {
+        BSON_APPEND_INT64(out, name, *admin_limit(name));
+    } else if (strcmp(name, "internalQueryExecYieldPeriodMS") == 0) {
+        BSON_APPEND_INT32(out, name, (int32_t)(fiber_slice_us() / 1000));
+    } else if (strcmp(name, "atomdbYieldPeriodMicros") == 0) {
+        BSON_APPEND_INT64(out, name, fiber_slice_us());
+    } else if (strcmp(name, "atomdbBusyYieldPeriodMicros") == 0) {
+        BSON_APPEND_INT64(out, name, op_busy_slice());
     } else {
         return false;
     }
@@ -87,7 +113,12 @@ static const char *admin_params[] = {"featureCompatibilityVersion",
                                      "maxTransactionLockRequestTimeoutMillis",
                                      "transactionLifetimeLimitSeconds",
                                      "atomdbTransactionIsolation", "logLevel",
-                                     "cursorTimeoutMillis", "maxBSONDepth"};
+                                     "cursorTimeoutMillis", "maxBSONDepth",
+                                     "internalQueryExecYieldPeriodMS", "atomdbYieldPeriodMicros",
+                                     "atomdbBusyYieldPeriodMicros",
+                                     "internalQueryMaxBlockingSortMemoryUsageBytes",
+                                     "internalDocumentSourceGroupMaxMemoryBytes",
+                                     "internalQueryMaxPushBytes", "internalQueryMaxAddToSetBytes"};
 
 bool cmd_get_parameter(cmd_ctx_t *ctx, dberr_t *err)
 {
@@ -131,6 +162,24 @@ bool admin_set_parameter(const char *k, const bson_iter_t *it, dberr_t *err)
         if (!BSON_ITER_HOLDS_NUMBER(it))
             return dberr_set(err, DBERR_BAD_VALUE, "logLevel must be a number");
         log_set_level(bson_iter_as_int64(it) > 0 ? LOG_DEBUG : LOG_INFO);
+    } else if (admin_limit(k)) {
+        if (!BSON_ITER_HOLDS_NUMBER(it) || bson_iter_as_int64(it) <= 0)
+            return dberr_set(err, DBERR_BAD_VALUE, "%s must be a positive number of bytes", k);
+        *admin_limit(k) = bson_iter_as_int64(it);
+    } else if (strcmp(k, "atomdbBusyYieldPeriodMicros") == 0) {
+        if (!BSON_ITER_HOLDS_NUMBER(it) || bson_iter_as_int64(it) < 0 ||
+            bson_iter_as_int64(it) > 1000000)
+            return dberr_set(err, DBERR_BAD_VALUE, "%s must be a number from 0 to 1000000", k);
+        op_set_busy_slice_us(bson_iter_as_int64(it));
+    } else if (strcmp(k, "internalQueryExecYieldPeriodMS") == 0 ||
+               strcmp(k, "atomdbYieldPeriodMicros") == 0) {
+        /* how long a long operation holds the loop before others run (docs/design.md) */
+        bool ms = k[0] == 'i';
+        if (!BSON_ITER_HOLDS_NUMBER(it) || bson_iter_as_int64(it) < 0 ||
+            bson_iter_as_int64(it) > (ms ? 1000 : 1000000))
+            return dberr_set(err, DBERR_BAD_VALUE, "%s must be a number from 0 to %s", k,
+                             ms ? "1000" : "1000000");
+        fiber_set_slice_us(bson_iter_as_int64(it) * (ms ? 1000 : 1));
     } else if (strcmp(k, "cursorTimeoutMillis") == 0) {
         if (!BSON_ITER_HOLDS_NUMBER(it) || bson_iter_as_int64(it) <= 0)
             return dberr_set(err, DBERR_BAD_VALUE, "cursorTimeoutMillis must be positive");
@@ -405,6 +454,14 @@ bool cmd_server_status(cmd_ctx_t *ctx, dberr_t *err)
     BSON_APPEND_INT64(&doc, "snapshotWindowChanges", (int64_t)mvcc_window_len());
     BSON_APPEND_UTF8(&doc, "defaultIsolation",
                      txn_isolation_name((txn_isolation_t)server.txn_isolation));
+    bson_append_document_end(ctx->reply, &doc);
+    /* atomdb's own: memory use against --max-memory, and long operations
+     * run in slices (docs/design.md) */
+    bson_append_document_begin(ctx->reply, "atomdbMemory", -1, &doc);
+    memory_append_status(&doc);
+    bson_append_document_end(ctx->reply, &doc);
+    bson_append_document_begin(ctx->reply, "atomdbOperations", -1, &doc);
+    op_append_status(&doc);
     bson_append_document_end(ctx->reply, &doc);
     bson_t metrics, cur, open;
     bson_append_document_begin(ctx->reply, "metrics", -1, &metrics);

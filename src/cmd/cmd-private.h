@@ -206,6 +206,9 @@ bool cmd_shutdown(cmd_ctx_t *ctx, dberr_t *err);
 bool cmd_end_sessions(cmd_ctx_t *ctx, dberr_t *err);
 bool cmd_list_commands(cmd_ctx_t *ctx, dberr_t *err);
 bool cmd_fsync(cmd_ctx_t *ctx, dberr_t *err);
+/* op.c */
+bool cmd_current_op(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_kill_op(cmd_ctx_t *ctx, dberr_t *err);
 /* txncmds.c: what cmd_run does around every handler */
 enum { CMD_SESSION_RUN, CMD_SESSION_RETRIED, CMD_SESSION_FAIL };
 /* Handles lsid/txnNumber/autocommit/startTransaction: starts or joins a

@@ -14,6 +14,7 @@
 #include "doc/updater.h"
 #include "store/catalog.h"
 #include "txn/txn.h"
+#include "util/fiber.h"
 
 /* The results a write command accumulates. */
 typedef struct crud_result {
@@ -85,10 +86,18 @@ static void crud_resume_save(cmd_ctx_t *ctx, uint32_t index, crud_result_t *r)
  * one of its writeErrors: a document is locked (the command parks), or a
  * transaction met a write conflict (the command fails with it, labelled
  * TransientTransactionError, and the transaction aborts — as mongod). */
+static bool crud_interrupted(const dberr_t *e)
+{
+    /* as mongod: an interruption fails the whole command, not one statement */
+    return e->code == DBERR_MAX_TIME_MS_EXPIRED || e->code == DBERR_INTERRUPTED ||
+           e->code == 279 || e->code == DBERR_SHUTDOWN_IN_PROGRESS || e->code == 175;
+}
+
 static bool crud_stops_batch(const cmd_ctx_t *ctx, const dberr_t *e)
 {
     return e->code == VIEW_BLOCKED_CODE ||
-           (e->code == DBERR_WRITE_CONFLICT && ctx->view->txn != NULL);
+           (e->code == DBERR_WRITE_CONFLICT && ctx->view->txn != NULL) ||
+           crud_interrupted(e);
 }
 
 /* A statement found a document locked, or a transaction's statement met a
@@ -169,6 +178,8 @@ static bool crud_run_batch(cmd_ctx_t *ctx, bson_iter_t *items, bool ordered, boo
             continue;
         dberr_t e;
         dberr_clear(&e);
+        if (!fiber_check(&e)) /* between statements: other requests may run */
+            return crud_park_batch(ctx, index, &r, &e, err);
         (*opcounter)++;
         if (fn(ctx, items, index, &r, arg, &e))
             continue;
@@ -391,12 +402,57 @@ static bool crud_apply_one(view_t *view, collection_t *c, record_t *old, const m
 static bool crud_lock_all(view_t *view, collection_t *c, const recvec_t *recs, dberr_t *err)
 {
     for (size_t i = 0; i < recs->len; i++) {
+        if (!fiber_check(err)) /* nothing changed yet: a park reruns the statement */
+            return false;
         bson_t doc;
         record_view(recs->items[i], &doc);
         if (!view_lock(view, c, &doc, err))
             return false;
     }
     return true;
+}
+
+/* For a multi-document statement that gave the loop back after it found
+ * its targets: the current version of target `old` (re-checked against
+ * the filter when another write changed it, as mongod does after a
+ * yield), or NULL when it was deleted or no longer matches. Waits, slice
+ * by slice, while a transaction holds the document's lock. False with
+ * `err` when interrupted, when the wait passes the lock timeout, or when
+ * the collection was dropped meanwhile. */
+static bool crud_refetch(view_t *view, collection_t *c, record_t *old, const matcher_t *m,
+                         record_t **out, dberr_t *err)
+{
+    *out = NULL;
+    if (catalog_get(server.catalog, view->db, collection_name(c)) != c)
+        return dberr_set(err, 175, "collection dropped: %s", collection_ns(c));
+    bson_t doc;
+    bson_iter_t it;
+    record_view(old, &doc);
+    if (!bson_iter_init_find(&it, &doc, "_id"))
+        return true;
+    bson_value_t id = *bson_iter_value(&it);
+    uint64_t t0 = uv_hrtime();
+    for (;;) {
+        record_t *cur = collection_find_id(c, &id);
+        if (!cur)
+            return true;
+        bson_t now;
+        record_view(cur, &now);
+        if (cur != old && !matcher_matches(m, &now, NULL))
+            return true;
+        if (view_lock(view, c, &now, err)) {
+            *out = cur;
+            return true;
+        }
+        if (err->code != VIEW_BLOCKED_CODE)
+            return false;
+        if (uv_hrtime() - t0 > (uint64_t)server.txn_lock_timeout_ms * 1000000u)
+            return dberr_set(err, 24, "Unable to acquire lock on a document of %s within %d ms",
+                             collection_ns(c), server.txn_lock_timeout_ms);
+        dberr_clear(err);
+        if (!fiber_yield_now(err))
+            return false;
+    }
 }
 
 static bool crud_parse_update_stmt(const bson_t *stmt, crud_update_stmt_t *s, dberr_t *err)
@@ -487,8 +543,15 @@ static bool crud_update_one(const cmd_ctx_t *ctx, view_t *view, collection_t *c,
     o.limit = s->multi ? 0 : 1;
     o.hint = s->has_hint ? &s->hint : NULL;
     o.hint_name = s->hint_name;
-    if (!view_query(view, c, collection_name(c), &o, true, &recs, NULL, err) ||
-        matcher_take_error(m, err))
+    /* a single-document statement runs in one slice: find and write are one step */
+    uint64_t y0 = fiber_yields(fiber_current());
+    if (!s->multi)
+        fiber_no_yield_begin();
+    bool found = view_query(view, c, collection_name(c), &o, true, &recs, NULL, err) &&
+                 !matcher_take_error(m, err);
+    if (!s->multi)
+        fiber_no_yield_end();
+    if (!found)
         goto cleanup;
     if (recs.len == 0 && s->upsert) {
         bson_t doc = BSON_INITIALIZER;
@@ -506,9 +569,18 @@ static bool crud_update_one(const cmd_ctx_t *ctx, view_t *view, collection_t *c,
     if (!crud_lock_all(view, c, &recs, err))
         goto cleanup;
     for (size_t i = 0; i < recs.len; i++) {
+        record_t *target = recs.items[i];
+        if (!fiber_check(err))
+            goto cleanup;
+        if (fiber_yields(fiber_current()) != y0) {
+            if (!crud_refetch(view, c, recs.items[i], m, &target, err))
+                goto cleanup;
+            if (!target)
+                continue;
+        }
         bool modified = false;
         bson_t new_doc = BSON_INITIALIZER;
-        bool one = crud_apply_one(view, c, recs.items[i], m, u, &modified, &new_doc, err);
+        bool one = crud_apply_one(view, c, target, m, u, &modified, &new_doc, err);
         bson_destroy(&new_doc);
         if (!one)
             goto cleanup;
@@ -603,10 +675,24 @@ static bool crud_delete_one(const cmd_ctx_t *ctx, view_t *view, collection_t *c,
     o.limit = limit;
     o.hint = has_hint ? &hint : NULL;
     o.hint_name = hint_name;
+    uint64_t y0 = fiber_yields(fiber_current());
+    if (limit == 1)
+        fiber_no_yield_begin(); /* deleteOne: find and delete are one step */
     bool ok = view_query(view, c, coll, &o, true, &recs, NULL, err) &&
               !matcher_take_error(m, err) && (!c || crud_lock_all(view, c, &recs, err));
+    if (limit == 1)
+        fiber_no_yield_end();
     for (size_t i = 0; ok && i < recs.len; i++) {
-        view_remove(view, c, recs.items[i]);
+        record_t *target = recs.items[i];
+        if (!(ok = fiber_check(err)))
+            break;
+        if (fiber_yields(fiber_current()) != y0) {
+            if (!(ok = crud_refetch(view, c, recs.items[i], m, &target, err)))
+                break;
+            if (!target)
+                continue;
+        }
+        view_remove(view, c, target);
         r->n++;
     }
     recvec_destroy(&recs);
@@ -776,8 +862,11 @@ bool cmd_find_and_modify(cmd_ctx_t *ctx, dberr_t *err)
     o.limit = 1;
     o.hint = f.has_hint ? &f.hint : NULL;
     o.hint_name = f.hint_name;
-    if (!view_query(ctx->view, c, collection_name(c), &o, true, &recs, NULL, err) ||
-        matcher_take_error(m, err))
+    fiber_no_yield_begin(); /* one document: find and write are one step */
+    bool found = view_query(ctx->view, c, collection_name(c), &o, true, &recs, NULL, err) &&
+                 !matcher_take_error(m, err);
+    fiber_no_yield_end();
+    if (!found)
         goto cleanup;
     bson_t le;
     if (recs.len == 0) {

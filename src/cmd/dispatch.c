@@ -6,12 +6,15 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cmd/memory.h"
+#include "cmd/op.h"
 #include "cmd/stats.h"
 #include "cmd/view.h"
 #include "doc/matcher.h"
 #include "journal/journal.h"
 #include "store/clock.h"
 #include "txn/txn.h"
+#include "util/fiber.h"
 #include "util/log.h"
 #include "util/shellfmt.h"
 
@@ -94,6 +97,8 @@ static const cmd_def_t cmd_table[] = {
     {"lockInfo", cmd_lock_info, CMD_COUNT_COMMAND, false},
     {"listLocks", cmd_list_locks, CMD_COUNT_COMMAND, false},
     {"fsync", cmd_fsync, CMD_COUNT_COMMAND, true},
+    {"currentOp", cmd_current_op, CMD_COUNT_COMMAND, true},
+    {"killOp", cmd_kill_op, CMD_COUNT_COMMAND, true},
     {"fsyncUnlock", cmd_fsync_unlock, CMD_COUNT_COMMAND, true},
     {"renameCollection", cmd_rename_collection, CMD_COUNT_COMMAND, true, true},
     {"validate", cmd_validate, CMD_COUNT_COMMAND, false},
@@ -250,6 +255,7 @@ static bool cmd_check_generic(cmd_ctx_t *ctx, dberr_t *err)
             return dberr_set(err, DBERR_BAD_VALUE,
                              "%g value for maxTimeMS is out of range [0, 2147483647]", v);
         ctx->max_time_ms = (int64_t)v;
+        op_set_max_time(ctx->max_time_ms);
     }
     if (cmd_find(ctx, "$readPreference", &it)) {
         bson_t rp;
@@ -359,6 +365,8 @@ static cmd_status_t cmd_run_one(cmd_client_t *client, const wire_request_t *req,
         goto fail;
     if (def->is_write && (!journal_writable(&err) || !cmd_fsync_locked_check(&err)))
         goto fail;
+    if (def->is_write && !memory_write_allowed(ctx.name, ctx.cmd, &err))
+        goto fail; /* --max-memory: nothing is written */
     if (def->is_write && !cmd_check_fence(&ctx, &err))
         goto fail; /* a stale fencing token: nothing is written */
     bson_iter_t bdv;
@@ -370,7 +378,15 @@ static cmd_status_t cmd_run_one(cmd_client_t *client, const wire_request_t *req,
     bool ok = true;
     if (prep == CMD_SESSION_RUN) {
         size_t savepoint = view.txn ? txn_savepoint(view.txn) : 0;
+        /* a transaction's statement sees nothing change; a retryable write
+         * stays one log record with its config.transactions entry, so a
+         * retry after a crash finds all of it or none of it */
+        bool pinned = view.txn != NULL || ctx.txn_number >= 0;
+        if (pinned)
+            fiber_no_yield_begin();
         ok = def->fn(&ctx, &err);
+        if (pinned)
+            fiber_no_yield_end();
         if (!ok && err.code == VIEW_BLOCKED_CODE) {
             /* a document is locked: undo this attempt's transaction changes
              * and wait; the command runs again from its start */
@@ -541,7 +557,7 @@ static void cmd_record(const wire_request_t *req, const cmd_outcome_t *out, uint
                          (int64_t)(ns_taken / 1000));
 }
 
-cmd_status_t cmd_run(cmd_client_t *client, const wire_request_t *req, bson_t *reply)
+static cmd_status_t cmd_run_timed(cmd_client_t *client, const wire_request_t *req, bson_t *reply)
 {
     uint64_t t0 = uv_hrtime();
     if (!client->rerun) {
@@ -580,6 +596,11 @@ void cmd_finish_parked(cmd_client_t *client, bool ok)
     stats_cmd_record(client->op_def ? &cmd_stats[(const cmd_def_t *)client->op_def - cmd_table]
                                     : &cmd_stats_unknown,
                      ok, now - client->op_start_hr);
+}
+
+cmd_status_t cmd_run(cmd_client_t *client, const wire_request_t *req, bson_t *reply)
+{
+    return op_run(client, req, reply, cmd_run_timed);
 }
 
 /* ---- helpers shared by the handlers ---- */

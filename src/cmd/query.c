@@ -1,6 +1,8 @@
 /* query: the read commands — find (and its cursor replies), getMore,
  * killCursors, count, distinct, aggregate and explain. */
 #include "cmd/cmd-private.h"
+#include "cmd/memory.h"
+#include "cmd/op.h"
 #include "cmd/view.h"
 
 #include <string.h>
@@ -17,6 +19,7 @@
 #include "store/index.h"
 #include "store/observer.h"
 #include "txn/session.h"
+#include "util/fiber.h"
 #include "util/vec.h"
 
 #define QUERY_DEFAULT_BATCH 101
@@ -579,6 +582,8 @@ bool cmd_distinct(cmd_ctx_t *ctx, dberr_t *err)
     query_find_t q = {0};
     bool ok = query_run(ctx, c, coll, &q, m, NULL, &recs, NULL, err);
     for (size_t i = 0; ok && i < recs.len; i++) {
+        if (!(ok = fiber_check(err)))
+            break;
         bson_t doc;
         record_view(recs.items[i], &doc);
         path_visit(&doc, key, query_distinct_add, &d);
@@ -775,6 +780,42 @@ static bool query_write_merge(collection_t *target, const pipeline_output_t *o, 
     return true;
 }
 
+/* Checks a leading {$currentOp: {...}} (under `stage`): on admin, with
+ * {aggregate: 1}, and only the options mongod knows. */
+static bool query_current_op_args(const cmd_ctx_t *ctx, const bson_iter_t *stage, dberr_t *err)
+{
+    if (strcmp(ctx->db, "admin") != 0)
+        return dberr_set(err, DBERR_INVALID_NAMESPACE,
+                         "$currentOp must be run against the 'admin' database with "
+                         "{aggregate: 1}");
+    bson_t st, args;
+    bson_iter_t it;
+    cmd_iter_doc(stage, &st);
+    if (!bson_iter_init_find(&it, &st, "$currentOp") || !BSON_ITER_HOLDS_DOCUMENT(&it))
+        return dberr_set(err, DBERR_FAILED_TO_PARSE,
+                         "$currentOp options must be specified in an object, but found: %s",
+                         shellfmt_type_name(bson_iter_type(&it)));
+    cmd_iter_doc(&it, &args);
+    static const char *const known[] = {"allUsers",     "idleConnections", "idleCursors",
+                                        "idleSessions", "localOps",        "truncateOps",
+                                        "backtrace",    "targetAllNodes"};
+    bson_iter_init(&it, &args);
+    while (bson_iter_next(&it)) {
+        size_t i = 0;
+        while (i < sizeof known / sizeof known[0] && strcmp(known[i], bson_iter_key(&it)))
+            i++;
+        if (i == sizeof known / sizeof known[0])
+            return dberr_set(err, DBERR_FAILED_TO_PARSE,
+                             "Unrecognized option '%s' in $currentOp stage.", bson_iter_key(&it));
+        if (!BSON_ITER_HOLDS_BOOL(&it))
+            return dberr_set(err, DBERR_FAILED_TO_PARSE,
+                             "The '%s' parameter of the $currentOp stage must be a boolean "
+                             "value, but found: %s",
+                             bson_iter_key(&it), shellfmt_type_name(bson_iter_type(&it)));
+    }
+    return true;
+}
+
 bool cmd_aggregate(cmd_ctx_t *ctx, dberr_t *err)
 {
     const char *coll = NULL;
@@ -785,7 +826,7 @@ bool cmd_aggregate(cmd_ctx_t *ctx, dberr_t *err)
     doclist_t docs;
     bson_t rest = BSON_INITIALIZER;
     bool ok = false;
-    bool sessions = false;
+    bool sessions = false, current_ops = false;
     recvec_init(&recs);
     doclist_init(&docs);
     if (BSON_ITER_HOLDS_UTF8(&ctx->arg))
@@ -845,8 +886,13 @@ bool cmd_aggregate(cmd_ctx_t *ctx, dberr_t *err)
         BSON_ITER_HOLDS_DOCUMENT(&first)) {
         bson_t st;
         cmd_iter_doc(&first, &st);
-        if (bson_has_field(&st, "$listLocalSessions")) {
-            sessions = true;
+        bool ops = bson_has_field(&st, "$currentOp");
+        if (ops && !query_current_op_args(ctx, &first, err))
+            goto cleanup;
+        if (ops)
+            current_ops = true;
+        if (bson_has_field(&st, "$listLocalSessions") || ops) {
+            sessions = !ops;
             bson_t arr;
             char key[16];
             uint32_t n = 0;
@@ -861,8 +907,12 @@ bool cmd_aggregate(cmd_ctx_t *ctx, dberr_t *err)
     p = pipeline_new(&it, PIPELINE_AGGREGATE, has_let ? &let : NULL, err);
     if (!p)
         goto cleanup;
+    bool disk = false;
+    if (!cmd_opt_bool(ctx, "allowDiskUse", &disk, err))
+        goto cleanup;
+    pipeline_set_allow_disk_use(p, disk);
     const pipeline_output_t *out = pipeline_output(p);
-    if (!coll && !sessions && !pipeline_is_collectionless(p)) {
+    if (!coll && !sessions && !current_ops && !pipeline_is_collectionless(p)) {
         dberr_set(err, DBERR_INVALID_NAMESPACE,
                   "{aggregate: 1} is not valid for this pipeline; a collection is required.");
         goto cleanup;
@@ -885,6 +935,17 @@ bool cmd_aggregate(cmd_ctx_t *ctx, dberr_t *err)
     collection_plan_t plan = {0};
     if (sessions) {
         session_foreach(query_session_doc, &docs);
+    } else if (current_ops) {
+        bson_t all = BSON_INITIALIZER;
+        bson_iter_t op;
+        op_append_current(&all, true);
+        if (bson_iter_init(&op, &all))
+            while (bson_iter_next(&op)) {
+                bson_t d;
+                if (cmd_iter_doc(&op, &d))
+                    doclist_push(&docs, bson_copy(&d));
+            }
+        bson_destroy(&all);
     } else if (coll) {
         const bson_t *lead = pipeline_leading_match(p);
         bson_t empty = BSON_INITIALIZER;
@@ -909,6 +970,8 @@ bool cmd_aggregate(cmd_ctx_t *ctx, dberr_t *err)
         goto cleanup;
     }
     for (size_t i = 0; i < recs.len; i++) {
+        if (!fiber_check(err))
+            goto cleanup;
         bson_t doc;
         record_view(recs.items[i], &doc);
         doclist_push(&docs, bson_copy(&doc));
@@ -919,6 +982,8 @@ bool cmd_aggregate(cmd_ctx_t *ctx, dberr_t *err)
     char ns[512];
     if (out) {
         const char *db = out->db[0] ? out->db : ctx->db;
+        if (!memory_check(out->is_merge ? "$merge" : "$out", err))
+            goto cleanup;
         collection_t *target = catalog_get_or_create(server.catalog, db, out->coll, err);
         if (!target)
             goto cleanup;

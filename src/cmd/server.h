@@ -25,6 +25,7 @@ typedef struct server_config {
     const char *replset;     /* --replSet, default rs0 */
     char advertise[300];     /* --advertise host:port, default bind:port */
     int max_conns;           /* --max-conns */
+    int64_t max_memory;      /* --max-memory in bytes, 0: none (cmd/memory.c) */
     bson_t argv;             /* the raw arguments, for getCmdLineOpts */
     bson_t parsed;           /* the parsed options, for getCmdLineOpts */
 } server_config_t;

@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "util/vec.h"
 
@@ -255,6 +256,30 @@ static bool set_journal(options_t *o, const option_value_t *v, dberr_t *err)
     return true;
 }
 
+/* --max-memory SIZE: bytes, or a number with KB/MB/GB (K/M/G, KiB...; powers of 1024). */
+static bool set_max_memory(options_t *o, const option_value_t *v, dberr_t *err)
+{
+    char *end = NULL;
+    errno = 0;
+    double n = strtod(v->s, &end);
+    int64_t unit = 1;
+    if (end && *end) {
+        char u = (char)(*end | 0x20);
+        unit = u == 'k' ? 1024 : u == 'm' ? 1024 * 1024 : u == 'g' ? 1024ll * 1024 * 1024 : 0;
+        const char *rest = end + 1;
+        if (unit && (!strcasecmp(rest, "") || !strcasecmp(rest, "b") || !strcasecmp(rest, "ib")))
+            ;
+        else
+            unit = 0;
+    }
+    if (errno || end == v->s || !unit || n < 1 || n * (double)unit > 9.0e18)
+        return dberr_set(err, DBERR_BAD_VALUE,
+                         "%s must be a size such as 512MB or 2GB (bytes when no unit), got '%s'",
+                         v->name, v->s);
+    o->max_memory = (int64_t)(n * (double)unit);
+    return true;
+}
+
 static bool set_snapshot_interval(options_t *o, const option_value_t *v, dberr_t *err)
 {
     if (!options_range(v, 0, INT64_MAX / 1000, err))
@@ -489,6 +514,9 @@ static const option_def_t options_table[] = {
      "--advertise H:P       address given to drivers in hosts/me (default first address:port)"},
     {"journal", NULL, "atomdb.journal", OPT_STRING, set_journal,
      "--journal MODE        fsync, write or none (default write; docs/durability.md)"},
+    {"max-memory", NULL, "atomdb.maxMemory", OPT_STRING, set_max_memory,
+     "--max-memory SIZE     refuse writes that add data once memory use passes SIZE\n"
+     "                      (512MB, 2GB; default: no limit; reads and deletes go on)"},
     {"snapshot-interval", NULL, "atomdb.snapshotIntervalSecs", OPT_INT, set_snapshot_interval,
      "--snapshot-interval S snapshot every S seconds of writes (default 300, 0 off)"},
     {"snapshot-wal-mb", NULL, "atomdb.snapshotWalMB", OPT_INT, set_snapshot_wal_mb,

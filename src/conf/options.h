@@ -31,6 +31,7 @@ typedef struct options {
     bool ipv6;                /* --ipv6 */
     int port;                 /* default 27017 */
     int max_conns;            /* 0: unlimited */
+    int64_t max_memory;       /* --max-memory in bytes; 0: no limit */
     char *advertise;          /* NULL: derived from the first address */
     /* storage */
     char *dbpath;             /* default ./data */

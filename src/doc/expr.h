@@ -13,10 +13,18 @@
 typedef struct expr expr_t;
 
 /* What an expression is evaluated against. */
+/* The largest string, array, document or binary value an expression may
+ * build: what one BSON document can hold (16 MB, mongod's
+ * BSONObjMaxUserSize). Past it the operator fails with BSONObjectTooLarge
+ * (10334) naming itself, before the value grows further. */
+#define EXPR_MAX_VALUE_BYTES (16 * 1024 * 1024)
+
 typedef struct expr_ctx {
     const bson_t *root;   /* $$ROOT and $$CURRENT */
     int64_t now_ms;       /* $$NOW, milliseconds since the epoch */
     const bson_t *vars;   /* user variables ($$name) from `let`, or NULL */
+    bool allow_disk_use;  /* the aggregate's allowDiskUse (what a blocking stage's
+                           * memory-limit error says) */
 } expr_ctx_t;
 
 /* Parses the expression under `spec` (any BSON value: a literal, a "$path",

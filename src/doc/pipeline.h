@@ -110,6 +110,22 @@ const pipeline_output_t *pipeline_output(const pipeline_t *p);
 bool pipeline_merge_vars(const pipeline_output_t *o, const bson_t *new_doc, bson_t *vars,
                          dberr_t *err);
 
+/* Memory limits of one run's blocking stages, in bytes, under mongod's
+ * setParameter names (all 100 MB by default, as mongod). Past the limit a
+ * stage fails: $sort and $group with QueryExceededMemoryLimitNoDiskUseAllowed
+ * (292), $push/$addToSet with ExceededMemoryLimit (146). atomdb cannot
+ * spill to disk, so allowDiskUse: true changes only the message. */
+typedef struct pipeline_limits {
+    int64_t sort_bytes;       /* internalQueryMaxBlockingSortMemoryUsageBytes */
+    int64_t group_bytes;      /* internalDocumentSourceGroupMaxMemoryBytes */
+    int64_t push_bytes;       /* internalQueryMaxPushBytes */
+    int64_t add_to_set_bytes; /* internalQueryMaxAddToSetBytes */
+} pipeline_limits_t;
+extern pipeline_limits_t pipeline_limits;
+
+/* The aggregate's allowDiskUse (default false). */
+void pipeline_set_allow_disk_use(pipeline_t *p, bool allow);
+
 /* True when the first stage is $documents: the pipeline makes its own input
  * (the caller runs it with an empty list, as for {aggregate: 1}). */
 bool pipeline_is_collectionless(const pipeline_t *p);

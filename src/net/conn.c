@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cmd/cmd.h"
+#include "cmd/op.h"
 #include "cmd/server.h"
 #include "util/log.h"
 #include "wire/wire.h"
@@ -39,6 +40,7 @@ void conn_close(conn_t *c, const char *why)
     if (c->closing)
         return;
     c->closing = true;
+    op_client_closed(&c->client); /* a suspended operation ends before its request is freed */
     if (why)
         log_info("NETWORK", "connection %lld from %s closed: %s", (long long)c->client.id,
                  c->client.remote, why);

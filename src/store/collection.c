@@ -11,6 +11,7 @@
 #include "store/mvcc.h"
 #include "store/observer.h"
 #include "util/bsonview.h"
+#include "util/fiber.h"
 #include "util/hash.h"
 #include "util/omap.h"
 #include "util/shellfmt.h"
@@ -56,10 +57,9 @@ static void collection_unref_value(void *r)
     record_unref(r);
 }
 
-void collection_destroy(collection_t *c)
+static void collection_free(void *p)
 {
-    if (!c)
-        return;
+    collection_t *c = p;
     omap_destroy(c->indexes[0]->map, collection_unref_value);
     c->indexes[0]->map = NULL;
     for (int i = 0; i < c->nindexes; i++)
@@ -70,6 +70,17 @@ void collection_destroy(collection_t *c)
     bson_free(c->name);
     bson_free(c->ns);
     bson_free(c);
+}
+
+void collection_destroy(collection_t *c)
+{
+    if (c) /* a suspended scan may still read it (util/fiber.h) */
+        fiber_defer_free(collection_free, c);
+}
+
+static void collection_free_index(void *ix)
+{
+    index_destroy(ix);
 }
 
 void collection_set_options(collection_t *c, const bson_t *options)
@@ -602,16 +613,101 @@ static int collection_sort_cmp(const void *a, const void *b, void *ctx)
     return sortspec_compare(ctx, &dx, &dy);
 }
 
-/* Visits records of an index scan in key order, matching each. */
-static void collection_run_scan(const scan_plan_t *p, const collection_query_opts_t *o,
-                                bool stop_early, int64_t want, recvec_t *out,
-                                collection_plan_t *plan)
+static bool collection_has_index(const collection_t *c, const index_t *ix)
+{
+    for (int i = 0; i < c->nindexes; i++)
+        if (c->indexes[i] == ix)
+            return true;
+    return false;
+}
+
+/* After a scan that yielded: adds, for each document of `c` whose first
+ * change since `snap` came after the scan passed it, the version the
+ * snapshot saw (the one that change replaced), unless the scan already
+ * returned it. Returns how many it added. */
+static size_t collection_scan_add_replaced(collection_t *c, const collection_query_opts_t *o,
+                                           uint64_t snap, size_t first, recvec_t *out,
+                                           collection_plan_t *plan)
+{
+    size_t n, added = 0;
+    const mvcc_change_t *ch = mvcc_changes_after(snap, &n);
+    seen_record_t *want = NULL, *have = NULL;
+    /* a change whose `before` was made at or before the snapshot is that
+     * document's first change since it */
+    for (size_t i = 0; i < n; i++)
+        if (ch[i].coll_id == c->id && ch[i].before && ch[i].before->seq <= snap)
+            seen_add(&want, ch[i].before);
+    if (!want)
+        return 0;
+    for (size_t i = first; i < out->len; i++) {
+        seen_record_t *e;
+        const void *r = out->items[i];
+        HASH_FIND_PTR(want, &r, e);
+        if (e)
+            seen_add(&have, r);
+    }
+    for (size_t i = 0; i < n; i++) {
+        record_t *r = ch[i].before;
+        if (ch[i].coll_id != c->id || !r || r->seq > snap || !seen_add(&have, r))
+            continue;
+        bson_t doc;
+        record_view(r, &doc);
+        plan->docs_examined++;
+        if (matcher_matches(o->matcher, &doc, NULL)) {
+            recvec_push_ref(out, r);
+            added++;
+        }
+    }
+    seen_clear(&want);
+    seen_clear(&have);
+    return added;
+}
+
+/* Visits records of an index scan in key order, matching each. On a
+ * fiber it gives the loop back between slices (util/fiber.h): at its
+ * first yield it opens an mvcc snapshot, afterwards it goes on from the
+ * key it stopped at, skips versions made since, and at the end adds the
+ * snapshot's versions of documents changed behind it, so the whole scan
+ * reads one snapshot. *unordered is set when such versions were added
+ * out of key order. False when the operation was killed or timed out, or
+ * the index was dropped meanwhile (QueryPlanKilled 175). */
+static bool collection_run_scan(collection_t *c, const scan_plan_t *p,
+                                const collection_query_opts_t *o, bool stop_early, int64_t want,
+                                recvec_t *out, collection_plan_t *plan, bool *unordered,
+                                dberr_t *err)
 {
     seen_record_t *seen = NULL;
+    size_t first = out->len;
+    uint64_t snap = 0;
+    bool ok = true;
+    buf_t at;
+    buf_init(&at);
     omap_node_t *n = omap_seek(p->ix->map, p->lo.len ? p->lo.data : NULL, p->lo.len);
     for (; n; n = omap_next(n)) {
         size_t klen;
         const uint8_t *key = omap_node_key(n, &klen);
+        if (fiber_running && (plan->keys_examined & 15) == 0 && fiber_due()) {
+            /* give the loop back; go on from this key afterwards */
+            at.len = 0;
+            buf_append(&at, key, klen);
+            if (!snap)
+                snap = mvcc_snapshot_open();
+            uint64_t y = fiber_yields(fiber_running);
+            if (!fiber_check(err)) {
+                ok = false;
+                break;
+            }
+            if (fiber_yields(fiber_running) != y) {
+                if (!collection_has_index(c, p->ix)) {
+                    ok = dberr_set(err, 175, "index '%s' dropped", p->ix->name);
+                    break;
+                }
+                n = omap_seek(p->ix->map, at.data, at.len);
+                if (!n)
+                    break;
+                key = omap_node_key(n, &klen);
+            }
+        }
         if (p->prefix.len &&
             (klen < p->prefix.len || memcmp(key, p->prefix.data, p->prefix.len) != 0))
             break;
@@ -622,6 +718,8 @@ static void collection_run_scan(const scan_plan_t *p, const collection_query_opt
         }
         plan->keys_examined++;
         record_t *r = omap_node_value(n);
+        if (snap && r->seq > snap)
+            continue; /* made since the snapshot: its older version comes at the end */
         if (p->ix->multikey && !seen_add(&seen, r))
             continue;
         plan->docs_examined++;
@@ -630,10 +728,17 @@ static void collection_run_scan(const scan_plan_t *p, const collection_query_opt
         if (!matcher_matches(o->matcher, &doc, NULL))
             continue;
         recvec_push_ref(out, r);
-        if (stop_early && want > 0 && (int64_t)out->len >= want)
+        if (stop_early && want > 0 && (int64_t)out->len - (int64_t)first >= want)
             break;
     }
     seen_clear(&seen);
+    buf_destroy(&at);
+    if (snap) {
+        if (ok && collection_scan_add_replaced(c, o, snap, first, out, plan))
+            *unordered = true;
+        mvcc_snapshot_close(snap);
+    }
+    return ok;
 }
 
 /* True when bound `q` (the query's) lies inside bound `p` (the partial
@@ -892,9 +997,15 @@ static bool collection_query_opts_plain(collection_t *c, const collection_query_
     plan->sorted_by_index = sorted;
     plan->direction = sorted && reverse ? -1 : 1;
     bool stop_early = (!need_sort || sorted) && !reverse;
-    collection_run_scan(&best, o, stop_early, want, out, plan);
+    bool unordered = false;
+    bool ok = collection_run_scan(c, &best, o, stop_early, want, out, plan, &unordered, err);
     scan_plan_destroy(&best);
-    collection_finish(out, first, o, need_sort && !sorted, sorted && reverse);
+    if (!ok)
+        return false;
+    if (unordered && sorted) /* versions added behind the index order: sort them in */
+        collection_finish(out, first, o, true, false);
+    else
+        collection_finish(out, first, o, need_sort && !sorted, sorted && reverse);
     return true;
 }
 
@@ -1001,7 +1112,7 @@ fail:
 static void collection_drop_at(collection_t *c, int i)
 {
     collection_emit_ddl(c, "dropIndex", NULL, c->indexes[i]->name);
-    index_destroy(c->indexes[i]);
+    fiber_defer_free(collection_free_index, c->indexes[i]);
     memmove(&c->indexes[i], &c->indexes[i + 1], (size_t)(c->nindexes - i - 1) * sizeof(index_t *));
     c->nindexes--;
 }

@@ -1,6 +1,8 @@
 /* record: reference-counted immutable documents and arrays of them. */
 #include "store/record.h"
 
+#include "util/fiber.h"
+
 #include <string.h>
 
 #include "util/vec.h"
@@ -60,8 +62,11 @@ void recvec_skip_limit(recvec_t *v, size_t first, int64_t skip, int64_t limit)
 
 void recvec_destroy(recvec_t *v)
 {
-    for (size_t i = 0; i < v->len; i++)
+    for (size_t i = 0; i < v->len; i++) {
+        if ((i & 1023) == 1023)
+            fiber_tick(); /* a large result is freed in slices too */
         record_unref(v->items[i]);
+    }
     bson_free(v->items);
     recvec_init(v);
 }

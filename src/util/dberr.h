@@ -54,6 +54,10 @@ enum {
     DBERR_INVALID_INDEX_SPECIFICATION_OPTION = 197,
     DBERR_LOCATION_16554 = 16554, /* arithmetic on a non-number in $add etc. */
     DBERR_DUPLICATE_KEY = 11000,
+    DBERR_INTERRUPTED = 11601,
+    DBERR_BSON_OBJECT_TOO_LARGE = 10334,
+    DBERR_EXCEEDED_MEMORY_LIMIT = 146,
+    DBERR_QUERY_EXCEEDED_MEMORY_NO_DISK = 292,
     DBERR_UNKNOWN_ERROR = 8,
     /* atomdb's own codes, outside mongod's range (its named and location
      * codes stop at eight digits) */

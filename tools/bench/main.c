@@ -45,6 +45,8 @@ static void main_usage(FILE *f)
             "Usage: atomdb-bench [options]\n"
             "       atomdb-bench measure-server [--quick] [--docs N] [--atomdb PATH]\n"
             "                    [--only startup,cpu,memory,restart,journal,mms] [--perf DIR]\n"
+            "       atomdb-bench mixed [--clients 16] [--duration 3] [--docs 300000] [--repeat 3]\n"
+            "                    [--engines atomdb,postgres] [--yield-us N] [--atomdb PATH]\n"
             "Runs the seed scenarios x strategies against atomdb, Redis and PostgreSQL, each\n"
             "started by the bench on 127.0.0.1, and checks every invariant.\n\n"
             "  --quick               clients 4,16; 0.2 s per cell; OS-buffered durability only\n"
@@ -307,6 +309,44 @@ static void main_targets(const row_t *rows, int n)
 
 int main(int argc, char **argv)
 {
+    if (argc > 1 && !strcmp(argv[1], "mixed")) {
+        int clients = 16, repeat = 3;
+        double duration = 3.0;
+        long docs = 300000, yield_us = -1;
+        bool on_atomdb = true, on_pg = true;
+        char atomdb[PATH_MAX];
+        main_default_atomdb(atomdb, sizeof atomdb);
+        for (int i = 2; i < argc; i++) {
+            if (!strcmp(argv[i], "--clients") && i + 1 < argc)
+                clients = atoi(argv[++i]);
+            else if (!strcmp(argv[i], "--duration") && i + 1 < argc)
+                duration = atof(argv[++i]);
+            else if (!strcmp(argv[i], "--docs") && i + 1 < argc)
+                docs = atol(argv[++i]);
+            else if (!strcmp(argv[i], "--repeat") && i + 1 < argc)
+                repeat = atoi(argv[++i]);
+            else if (!strcmp(argv[i], "--yield-us") && i + 1 < argc)
+                yield_us = atol(argv[++i]);
+            else if (!strcmp(argv[i], "--atomdb") && i + 1 < argc)
+                snprintf(atomdb, sizeof atomdb, "%s", argv[++i]);
+            else if (!strcmp(argv[i], "--engines") && i + 1 < argc) {
+                const char *l = argv[++i];
+                on_atomdb = strstr(l, "atomdb") != NULL;
+                on_pg = strstr(l, "postgres") != NULL;
+            } else {
+                main_usage(stderr);
+                return 2;
+            }
+        }
+        mongoc_init();
+        mongoc_log_set_handler(main_mongoc_log, NULL);
+        engine_install_signals();
+        int rc = mixed_main(atomdb, clients, duration, docs, repeat, on_atomdb, on_pg,
+                            yield_us);
+        engine_stop_all();
+        mongoc_cleanup();
+        return rc;
+    }
     if (argc > 1 && !strcmp(argv[1], "measure-server")) {
         bool quick = false;
         long docs = 0;

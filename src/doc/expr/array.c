@@ -5,6 +5,7 @@
 
 #include <string.h>
 
+#include "util/fiber.h"
 #include "util/shellfmt.h"
 
 static bool op_size(const expr_t *e, const bson_value_t *v, bson_value_t *out, dberr_t *err)
@@ -373,6 +374,12 @@ static bool map_filter(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out
                         bson_append_value(&arr, k, -1, &elem);
                     }
                     expr_val_free(&r);
+                    if (arr.len > EXPR_MAX_VALUE_BYTES)
+                        ok = dberr_set(err, DBERR_BSON_OBJECT_TOO_LARGE,
+                                       "%s would build a value of more than %d bytes (16 MB)",
+                                       e->op->name, EXPR_MAX_VALUE_BYTES);
+                    else
+                        ok = fiber_alive(err); /* maxTimeMS, killOp */
                 }
                 expr_val_free(&elem);
                 if (!ok)
@@ -423,6 +430,10 @@ static bool op_reduce(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out,
                 expr_ctx_t inner = *ctx;
                 inner.vars = &vars;
                 ok = expr_eval_node(e->args[2], &inner, &r, err);
+                if (ok && !fiber_alive(err)) { /* maxTimeMS, killOp */
+                    expr_val_free(&r);
+                    ok = false;
+                }
                 bson_destroy(&vars);
                 if (!ok)
                     goto cleanup;

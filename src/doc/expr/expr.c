@@ -266,6 +266,37 @@ static bool eval_eager(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out
     return ok;
 }
 
+/* The bytes a string, array, document or binary value holds (0 for the rest). */
+static uint32_t expr_value_bytes(const bson_value_t *v)
+{
+    switch (v->value_type) {
+    case BSON_TYPE_UTF8:
+        return v->value.v_utf8.len;
+    case BSON_TYPE_DOCUMENT:
+    case BSON_TYPE_ARRAY:
+        return v->value.v_doc.data_len;
+    case BSON_TYPE_BINARY:
+        return v->value.v_binary.data_len;
+    default:
+        return 0;
+    }
+}
+
+/* Fails, freeing `out`, when the value `what` built is over
+ * EXPR_MAX_VALUE_BYTES. */
+static bool expr_within_limit(const char *what, bson_value_t *out, dberr_t *err)
+{
+    uint32_t n = expr_value_bytes(out);
+    if (n <= EXPR_MAX_VALUE_BYTES)
+        return true;
+    expr_val_free(out);
+    expr_val_missing(out);
+    return dberr_set(err, DBERR_BSON_OBJECT_TOO_LARGE,
+                     "%s would build a value of %u bytes, over the %d bytes (16 MB) a value may "
+                     "hold",
+                     what, n, EXPR_MAX_VALUE_BYTES);
+}
+
 bool expr_eval_node(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
 {
     switch (e->kind) {
@@ -278,11 +309,13 @@ bool expr_eval_node(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, d
     case EK_PATH:
         return eval_path(e, ctx, out, err);
     case EK_OP:
-        return e->op->eager ? eval_eager(e, ctx, out, err) : e->op->fn(e, ctx, out, err);
+        if (!(e->op->eager ? eval_eager(e, ctx, out, err) : e->op->fn(e, ctx, out, err)))
+            return false;
+        return expr_within_limit(e->op->name, out, err);
     case EK_DOC:
-        return eval_doc(e, ctx, out, err);
+        return eval_doc(e, ctx, out, err) && expr_within_limit("an object expression", out, err);
     case EK_ARRAY:
-        return eval_array(e, ctx, out, err);
+        return eval_array(e, ctx, out, err) && expr_within_limit("an array expression", out, err);
     }
     return dberr_set(err, DBERR_INTERNAL_ERROR, "bad expression node");
 }

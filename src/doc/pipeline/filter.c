@@ -1,6 +1,7 @@
 /* pipeline/filter: the stages that choose, order or count documents —
  * $match $sort $skip $limit $count — one row each in pipeline_filter_stages. */
 #include "doc/pipeline/pipeline-private.h"
+#include "util/fiber.h"
 
 #include <string.h>
 
@@ -31,6 +32,8 @@ static bool match_run(const stage_t *s, const expr_ctx_t *ctx, doclist_t *in, do
                       dberr_t *err)
 {
     for (size_t i = 0; i < in->len; i++) {
+        if (!fiber_check(err))
+            return false;
         if (matcher_matches(s->u.match.matcher, in->docs[i], NULL)) {
             doclist_push(out, in->docs[i]);
             in->docs[i] = NULL;
@@ -60,13 +63,16 @@ static bool sort_parse(stage_t *s, bson_iter_t *it, const bson_t *let, dberr_t *
     return s->u.sort != NULL;
 }
 
-static void merge_sort(bson_t **a, bson_t **tmp, size_t n, const sortspec_t *s)
+/* False when the operation was interrupted (util/fiber.h) part-way. */
+static bool merge_sort(bson_t **a, bson_t **tmp, size_t n, const sortspec_t *s, dberr_t *err)
 {
     if (n < 2)
-        return;
+        return true;
     size_t mid = n / 2;
-    merge_sort(a, tmp, mid, s);
-    merge_sort(a + mid, tmp, n - mid, s);
+    if (!merge_sort(a, tmp, mid, s, err) || !merge_sort(a + mid, tmp, n - mid, s, err))
+        return false;
+    if (n >= 64 && !fiber_check(err))
+        return false;
     size_t i = 0, j = mid, k = 0;
     while (i < mid && j < n)
         tmp[k++] = sortspec_compare(s, a[j], a[i]) < 0 ? a[j++] : a[i++];
@@ -75,16 +81,30 @@ static void merge_sort(bson_t **a, bson_t **tmp, size_t n, const sortspec_t *s)
     while (j < n)
         tmp[k++] = a[j++];
     memcpy(a, tmp, n * sizeof *a);
+    return true;
 }
 
 static bool sort_run(const stage_t *s, const expr_ctx_t *ctx, doclist_t *in, doclist_t *out,
                      dberr_t *err)
 {
+    /* a blocking stage: bounded as mongod's (pipeline_limits) */
+    int64_t bytes = 0;
+    for (size_t i = 0; i < in->len; i++)
+        bytes += (int64_t)in->docs[i]->len + (int64_t)sizeof(bson_t);
+    if (bytes > pipeline_limits.sort_bytes)
+        return dberr_set(err, DBERR_QUERY_EXCEEDED_MEMORY_NO_DISK,
+                         ctx->allow_disk_use
+                             ? "Sort exceeded memory limit of %lld bytes, and atomdb cannot sort "
+                               "externally: allowDiskUse is not implemented (raise "
+                               "internalQueryMaxBlockingSortMemoryUsageBytes)"
+                             : "Sort exceeded memory limit of %lld bytes, but did not opt in to "
+                               "external sorting.",
+                         (long long)pipeline_limits.sort_bytes);
     bson_t **tmp = bson_malloc((in->len ? in->len : 1) * sizeof *tmp);
-    merge_sort(in->docs, tmp, in->len, s->u.sort);
+    bool ok = merge_sort(in->docs, tmp, in->len, s->u.sort, err);
     bson_free(tmp);
     pipeline_pass_all(in, out);
-    return true;
+    return ok;
 }
 
 static void sort_free(stage_t *s)

@@ -2,6 +2,7 @@
  * expression in a hash table (util/hash.h), first-seen order kept — and its
  * accumulators, one row each in the accumulator table. */
 #include "doc/pipeline/pipeline-private.h"
+#include "util/fiber.h"
 
 #include <string.h>
 
@@ -330,18 +331,45 @@ static bool group_of(const group_spec_t *spec, const expr_ctx_t *ctx, group_t **
     return true;
 }
 
+/* A $push/$addToSet list within its limit (pipeline_limits); also never
+ * past the 16 MB a document can hold. */
+static bool group_list_within(const accum_t *acc, const acc_state_t *st, dberr_t *err)
+{
+    bool push = acc->def->update == push_update;
+    if (!push && acc->def->update != add_to_set_update)
+        return true;
+    int64_t limit = push ? pipeline_limits.push_bytes : pipeline_limits.add_to_set_bytes;
+    if ((int64_t)st->list->len <= limit && st->list->len <= EXPR_MAX_VALUE_BYTES)
+        return true;
+    if ((int64_t)st->list->len > limit)
+        return dberr_set(err, DBERR_EXCEEDED_MEMORY_LIMIT,
+                         "%s used too much memory and cannot spill to disk. Used: %u bytes. "
+                         "Memory limit: %lld bytes",
+                         acc->def->name, st->list->len, (long long)limit);
+    return dberr_set(err, DBERR_BSON_OBJECT_TOO_LARGE,
+                     "%s would build an array of %u bytes, over the %d bytes a value can hold",
+                     acc->def->name, st->list->len, EXPR_MAX_VALUE_BYTES);
+}
+
 static bool group_run(const stage_t *s, const expr_ctx_t *base, doclist_t *in, doclist_t *out,
                       dberr_t *err)
 {
     const group_spec_t *spec = s->u.group;
     group_t *groups = NULL, *g, *tmp;
     bool ok = true;
+    int64_t mem = 0; /* keys and accumulator states, as mongod counts them */
     for (size_t i = 0; ok && i < in->len; i++) {
+        if (!(ok = fiber_check(err)))
+            break;
         expr_ctx_t ctx = *base;
         ctx.root = in->docs[i];
+        unsigned before = HASH_COUNT(groups);
         if (!(ok = group_of(spec, &ctx, &groups, &g, err)))
             break;
+        if (HASH_COUNT(groups) != before)
+            mem += (int64_t)(sizeof *g + g->kbytes.len * 2 + spec->naccs * sizeof *g->st);
         for (size_t a = 0; a < spec->naccs; a++) {
+            uint32_t had = g->st[a].list->len;
             bson_value_t v;
             memset(&v, 0, sizeof v);
             v.value_type = BSON_TYPE_EOD;
@@ -352,7 +380,19 @@ static bool group_run(const stage_t *s, const expr_ctx_t *base, doclist_t *in, d
             spec->accs[a].def->update(&spec->accs[a], &g->st[a], &v);
             if (v.value_type != BSON_TYPE_EOD)
                 bson_value_destroy(&v);
+            mem += (int64_t)g->st[a].list->len - had;
+            if (!(ok = group_list_within(&spec->accs[a], &g->st[a], err)))
+                break;
         }
+        if (ok && mem > pipeline_limits.group_bytes)
+            ok = dberr_set(err, DBERR_QUERY_EXCEEDED_MEMORY_NO_DISK,
+                           base->allow_disk_use
+                               ? "Exceeded memory limit for $group (%lld bytes), and atomdb cannot "
+                                 "spill to disk: allowDiskUse is not implemented (raise "
+                                 "internalDocumentSourceGroupMaxMemoryBytes)"
+                               : "Exceeded memory limit for $group, but didn't allow external "
+                                 "sort. Pass allowDiskUse:true to opt in.",
+                           (long long)pipeline_limits.group_bytes);
     }
     /* HASH_ITER visits groups in insertion order: first seen first */
     HASH_ITER(hh, groups, g, tmp)

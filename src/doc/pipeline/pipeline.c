@@ -8,6 +8,7 @@
 #include <sys/time.h>
 
 #include "doc/path.h"
+#include "util/fiber.h"
 #include "util/table.h"
 #include "util/vec.h"
 
@@ -29,8 +30,11 @@ void doclist_destroy(doclist_t *l)
 {
     if (!l)
         return;
-    for (size_t i = 0; i < l->len; i++)
+    for (size_t i = 0; i < l->len; i++) {
+        if ((i & 1023) == 1023)
+            fiber_tick(); /* a large list is freed in slices too */
         bson_destroy(l->docs[i]);
+    }
     bson_free(l->docs);
     doclist_init(l);
 }
@@ -76,7 +80,16 @@ struct pipeline {
     stage_t *stages;
     size_t n;
     bson_t *let; /* user variables, already evaluated, or NULL */
+    bool allow_disk_use;
 };
+
+pipeline_limits_t pipeline_limits = {100 * 1024 * 1024, 100 * 1024 * 1024, 100 * 1024 * 1024,
+                                     100 * 1024 * 1024};
+
+void pipeline_set_allow_disk_use(pipeline_t *p, bool allow)
+{
+    p->allow_disk_use = allow;
+}
 
 /* Every stage family; a stage is one row in its family's table. */
 static const stage_def_t *const stage_families[] = {
@@ -251,9 +264,12 @@ static bool run_stages(const pipeline_t *p, const expr_ctx_t *ctx, doclist_t *do
         const stage_t *s = &p->stages[i];
         bool ok = s->def->run(s, ctx, docs, &next, err);
         /* documents moved to `next` were nulled in `docs` */
-        for (size_t j = 0; j < docs->len; j++)
+        for (size_t j = 0; j < docs->len; j++) {
+            if ((j & 1023) == 1023)
+                fiber_tick();
             if (docs->docs[j])
                 bson_destroy(docs->docs[j]);
+        }
         bson_free(docs->docs);
         *docs = next;
         if (!ok) {
@@ -273,7 +289,8 @@ bool pipeline_run_vars(const pipeline_t *p, const bson_t *vars, doclist_t *docs,
 {
     bson_t merged = BSON_INITIALIZER;
     bool ok = true;
-    expr_ctx_t ctx = {.root = NULL, .now_ms = pipeline_now_ms(), .vars = p->let};
+    expr_ctx_t ctx = {.root = NULL, .now_ms = pipeline_now_ms(), .vars = p->let,
+                      .allow_disk_use = p->allow_disk_use};
     dberr_clear(err);
     if (vars && !bson_empty(vars)) {
         bson_iter_t it;

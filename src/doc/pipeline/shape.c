@@ -2,6 +2,7 @@
  * $addFields/$set $unset $replaceRoot $replaceWith $unwind — and
  * $documents, which makes the input; one row each in pipeline_shape_stages. */
 #include "doc/pipeline/pipeline-private.h"
+#include "util/fiber.h"
 
 #include <string.h>
 
@@ -71,6 +72,8 @@ static bool project_run(const stage_t *s, const expr_ctx_t *ctx, doclist_t *in, 
                         dberr_t *err)
 {
     for (size_t i = 0; i < in->len; i++) {
+        if (!fiber_check(err))
+            return false;
         bson_t *d = bson_new();
         if (!projection_apply_ctx(s->u.proj, in->docs[i], -1, ctx, d, err)) {
             bson_destroy(d);
@@ -177,6 +180,8 @@ static bool replace_run(const stage_t *s, const expr_ctx_t *ctx, doclist_t *in, 
                         dberr_t *err)
 {
     for (size_t i = 0; i < in->len; i++) {
+        if (!fiber_check(err))
+            return false;
         expr_ctx_t c = *ctx;
         bson_value_t v;
         c.root = in->docs[i];
@@ -336,6 +341,8 @@ static bool unwind_run(const stage_t *s, const expr_ctx_t *ctx, doclist_t *in, d
                        dberr_t *err)
 {
     for (size_t i = 0; i < in->len; i++) {
+        if (!fiber_check(err))
+            return false;
         const bson_t *doc = in->docs[i];
         bson_iter_t it;
         bool present = get_nested(doc, s->u.unwind.path, s->u.unwind.npath, &it);

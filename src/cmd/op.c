@@ -1,0 +1,372 @@
+/* op: runs long commands on fibers, resumes suspended ones from a libuv
+ * idle handle (one slice each per loop turn, after the loop has polled
+ * the sockets), and keeps the table behind currentOp and killOp (whose
+ * command handlers are here too). */
+#include "cmd/op.h"
+
+#include <string.h>
+#include <uv.h>
+
+#include "cmd/cmd-private.h"
+#include "cmd/server.h"
+#include "doc/matcher.h"
+#include "util/shellfmt.h"
+#include "util/fiber.h"
+#include "util/log.h"
+
+typedef struct op {
+    int64_t opid;
+    cmd_client_t *client;
+    const wire_request_t *req;
+    cmd_status_t (*run)(cmd_client_t *client, const wire_request_t *req, bson_t *reply);
+    fiber_t *fiber;
+    bson_t *reply;         /* filled by the fiber (heap: bson_t is over-aligned) */
+    cmd_status_t status;
+    bool suspended;        /* has yielded and not finished: the caller gets CMD_PARKED */
+    struct op *prev, *next; /* the table, oldest first */
+} op_t;
+
+static op_t *op_head, *op_tail;
+static size_t op_len;
+static int64_t op_next_id = 1;
+static uv_idle_t op_idle;
+static bool op_idle_ready;
+static op_t *op_cursor; /* the next suspended op to resume (round robin) */
+
+/* Commands that may touch many documents. */
+static bool op_is_long(const char *name)
+{
+    static const char *const names[] = {"find",   "getMore", "aggregate",     "count",
+                                        "distinct", "update", "delete",       "findAndModify",
+                                        "findandmodify", "explain", "insert"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(name, names[i]) == 0)
+            return true;
+    return false;
+}
+
+static void op_link(op_t *o)
+{
+    o->prev = op_tail;
+    o->next = NULL;
+    if (op_tail)
+        op_tail->next = o;
+    else
+        op_head = o;
+    op_tail = o;
+    op_len++;
+}
+
+static void op_unlink(op_t *o)
+{
+    if (op_cursor == o)
+        op_cursor = o->next;
+    if (o->prev)
+        o->prev->next = o->next;
+    else
+        op_head = o->next;
+    if (o->next)
+        o->next->prev = o->prev;
+    else
+        op_tail = o->prev;
+    op_len--;
+}
+
+static void op_body(void *arg)
+{
+    op_t *o = arg;
+    o->status = o->run(o->client, o->req, o->reply);
+}
+
+static void op_on_idle(uv_idle_t *h);
+
+/* Slices run after a yield, and the longest (wall clock), for serverStatus. */
+static uint64_t op_slices, op_slice_max_ns, op_slices_over_ms;
+/* Requests that started since the last slice of a suspended operation, and
+ * the slice such an operation gets while they keep coming (setParameter
+ * atomdbBusyYieldPeriodMicros): a report yields more often while others
+ * wait, and runs in full slices when it is alone. */
+static uint64_t op_started_since_slice;
+static int64_t op_busy_slice_us = 200;
+
+void op_set_busy_slice_us(int64_t us)
+{
+    op_busy_slice_us = us;
+}
+
+int64_t op_busy_slice(void)
+{
+    return op_busy_slice_us;
+}
+
+static void op_note_slice(uint64_t ns)
+{
+    op_slices++;
+    if (ns > op_slice_max_ns)
+        op_slice_max_ns = ns;
+    if (ns > 1000000)
+        op_slices_over_ms++;
+}
+
+static void op_schedule(void)
+{
+    if (!op_idle_ready) {
+        uv_idle_init(server.loop, &op_idle);
+        uv_unref((uv_handle_t *)&op_idle);
+        op_idle_ready = true;
+    }
+    if (!uv_is_active((uv_handle_t *)&op_idle))
+        uv_idle_start(&op_idle, op_on_idle);
+}
+
+static void op_free(op_t *o)
+{
+    op_unlink(o);
+    fiber_destroy(o->fiber);
+    bson_destroy(o->reply);
+    if (o->client && o->client->op == o)
+        o->client->op = NULL;
+    bson_free(o);
+}
+
+/* A suspended op finished: deliver what a direct run would have returned. */
+static void op_finish_suspended(op_t *o)
+{
+    cmd_client_t *client = o->client;
+    cmd_status_t st = o->status;
+    bson_t *reply = o->reply;
+    o->reply = NULL;
+    client->op = NULL;
+    op_free(o);
+    if (st != CMD_PARKED) /* parked on a lock: the lock's wake-up reruns it */
+        client->send_parked_reply(client, reply);
+    bson_destroy(reply);
+}
+
+/* Runs one slice of suspended op `o`. */
+static void op_step(op_t *o)
+{
+    uint64_t t0 = uv_hrtime();
+    bool done = fiber_resume(o->fiber);
+    op_note_slice(uv_hrtime() - t0);
+    if (done)
+        op_finish_suspended(o);
+}
+
+static void op_on_idle(uv_idle_t *h)
+{
+    /* one slice for the next suspended op; the loop polls the sockets
+     * before the next idle callback */
+    op_t *o = op_cursor ? op_cursor : op_head;
+    while (o && !o->suspended)
+        o = o->next;
+    if (!o) {
+        for (o = op_head; o && !o->suspended; o = o->next)
+            ;
+    }
+    if (!o) {
+        uv_idle_stop(h);
+        return;
+    }
+    op_cursor = o->next;
+    fiber_set_slice(o->fiber, op_started_since_slice ? op_busy_slice_us : fiber_slice_us());
+    op_started_since_slice = 0;
+    op_step(o);
+}
+
+cmd_status_t op_run(cmd_client_t *client, const wire_request_t *req, bson_t *reply,
+                    cmd_status_t (*run)(cmd_client_t *client, const wire_request_t *req,
+                                        bson_t *reply))
+{
+    bson_iter_t it;
+    op_started_since_slice++;
+    if (fiber_current() || client->op || !bson_iter_init(&it, &req->cmd) || !bson_iter_next(&it) ||
+        !op_is_long(bson_iter_key(&it)))
+        return run(client, req, reply);
+    op_t *o = bson_malloc0(sizeof *o);
+    o->fiber = fiber_new(op_body, o);
+    if (!o->fiber) {
+        bson_free(o);
+        return run(client, req, reply);
+    }
+    o->opid = op_next_id++;
+    o->client = client;
+    o->req = req;
+    o->run = run;
+    o->reply = bson_new();
+    op_link(o);
+    client->op = o;
+    if (fiber_resume(o->fiber)) {
+        cmd_status_t st = o->status;
+        bson_concat(reply, o->reply);
+        op_free(o);
+        return st;
+    }
+    o->suspended = true;
+    op_schedule();
+    return CMD_PARKED;
+}
+
+void op_client_closed(cmd_client_t *client)
+{
+    op_t *o = client->op;
+    if (!o)
+        return;
+    if (o->fiber == fiber_current()) {
+        fiber_kill(o->fiber, 279, "operation was interrupted because a client disconnected");
+        return;
+    }
+    fiber_kill(o->fiber, 279, "operation was interrupted because a client disconnected");
+    while (!fiber_resume(o->fiber))
+        ;
+    op_finish_suspended(o);
+}
+
+void op_set_max_time(int64_t ms)
+{
+    fiber_t *f = fiber_current();
+    if (f && ms > 0)
+        fiber_set_deadline(f, fiber_started_ns(f) + (uint64_t)ms * 1000000u);
+}
+
+static void op_append_one(bson_t *inprog, uint32_t i, const op_t *o)
+{
+    char key[16], desc[32];
+    snprintf(key, sizeof key, "%u", i);
+    bson_t d;
+    bson_append_document_begin(inprog, key, -1, &d);
+    BSON_APPEND_UTF8(&d, "type", "op");
+    BSON_APPEND_UTF8(&d, "host", "localhost");
+    snprintf(desc, sizeof desc, "conn%lld", (long long)o->client->id);
+    BSON_APPEND_UTF8(&d, "desc", desc);
+    BSON_APPEND_INT64(&d, "connectionId", o->client->id);
+    BSON_APPEND_UTF8(&d, "client", o->client->remote);
+    if (o->client->metadata) {
+        bson_iter_t a;
+        BSON_APPEND_DOCUMENT(&d, "clientMetadata", o->client->metadata);
+        if (bson_iter_init(&a, o->client->metadata) &&
+            bson_iter_find_descendant(&a, "application.name", &a) && BSON_ITER_HOLDS_UTF8(&a))
+            BSON_APPEND_UTF8(&d, "appName", bson_iter_utf8(&a, NULL));
+    }
+    BSON_APPEND_BOOL(&d, "active", true);
+    BSON_APPEND_INT64(&d, "opid", o->opid);
+    uint64_t us = (uv_hrtime() - fiber_started_ns(o->fiber)) / 1000;
+    BSON_APPEND_INT64(&d, "secs_running", (int64_t)(us / 1000000));
+    BSON_APPEND_INT64(&d, "microsecs_running", (int64_t)us);
+    bson_iter_t it;
+    const char *name = "?", *coll = "$cmd";
+    if (bson_iter_init(&it, &o->req->cmd) && bson_iter_next(&it)) {
+        name = bson_iter_key(&it);
+        if (BSON_ITER_HOLDS_UTF8(&it))
+            coll = bson_iter_utf8(&it, NULL);
+    }
+    const char *type = "command";
+    if (!strcmp(name, "find"))
+        type = "query";
+    else if (!strcmp(name, "getMore"))
+        type = "getmore";
+    else if (!strcmp(name, "update"))
+        type = "update";
+    else if (!strcmp(name, "delete"))
+        type = "remove";
+    BSON_APPEND_UTF8(&d, "op", type);
+    char ns[512];
+    snprintf(ns, sizeof ns, "%s.%s", o->req->db, coll);
+    BSON_APPEND_UTF8(&d, "ns", ns);
+    BSON_APPEND_DOCUMENT(&d, "command", &o->req->cmd);
+    BSON_APPEND_INT64(&d, "numYields", (int64_t)fiber_yields(o->fiber));
+    BSON_APPEND_BOOL(&d, "waitingForLock", false);
+    BSON_APPEND_BOOL(&d, "killPending", fiber_killed(o->fiber));
+    bson_append_document_end(inprog, &d);
+}
+
+void op_append_current(bson_t *inprog, bool all)
+{
+    uint32_t i = 0;
+    for (const op_t *o = op_head; o; o = o->next)
+        if (o->fiber != fiber_current() || all)
+            op_append_one(inprog, i++, o);
+}
+
+bool op_kill(int64_t opid)
+{
+    for (op_t *o = op_head; o; o = o->next)
+        if (o->opid == opid) {
+            fiber_kill(o->fiber, DBERR_INTERRUPTED, "operation was interrupted");
+            return true;
+        }
+    return false;
+}
+
+void op_append_status(bson_t *out)
+{
+    BSON_APPEND_INT64(out, "running", (int64_t)op_len);
+    BSON_APPEND_INT64(out, "suspended", (int64_t)fiber_suspended());
+    BSON_APPEND_INT64(out, "slices", (int64_t)op_slices);
+    BSON_APPEND_INT64(out, "slicesOver1ms", (int64_t)op_slices_over_ms);
+    BSON_APPEND_INT64(out, "longestSliceMicros", (int64_t)(op_slice_max_ns / 1000));
+    BSON_APPEND_INT64(out, "yieldPeriodMicros", fiber_slice_us());
+    BSON_APPEND_INT64(out, "busyYieldPeriodMicros", op_busy_slice_us);
+}
+
+/* ---- currentOp, killOp ---- */
+
+/* The fields of a currentOp command that are not a filter on the ops. */
+static bool op_not_filter(const char *k)
+{
+    return !strcmp(k, "currentOp") || !strcmp(k, "$all") || !strcmp(k, "$ownOps") ||
+           !strcmp(k, "$truncateOps") || cmd_is_generic_arg(k);
+}
+
+bool cmd_current_op(cmd_ctx_t *ctx, dberr_t *err)
+{
+    bool all = false;
+    bson_iter_t it;
+    if (cmd_find(ctx, "$all", &it))
+        all = bson_iter_as_bool(&it);
+    bson_t filter = BSON_INITIALIZER;
+    bson_iter_init(&it, ctx->cmd);
+    while (bson_iter_next(&it))
+        if (!op_not_filter(bson_iter_key(&it)))
+            bson_append_value(&filter, bson_iter_key(&it), -1, bson_iter_value(&it));
+    matcher_t *m = matcher_new(&filter, err);
+    bson_destroy(&filter);
+    if (!m)
+        return false;
+    bson_t ops = BSON_INITIALIZER, arr;
+    op_append_current(&ops, true);
+    bson_append_array_begin(ctx->reply, "inprog", -1, &arr);
+    uint32_t n = 0;
+    char key[16];
+    if (bson_iter_init(&it, &ops))
+        while (bson_iter_next(&it)) {
+            bson_t d;
+            if (!cmd_iter_doc(&it, &d) || !matcher_matches(m, &d, NULL))
+                continue;
+            bson_append_document(&arr, cmd_index_key(n++, key, sizeof key), -1, &d);
+        }
+    (void)all; /* atomdb has no idle-connection entries: $all shows the same operations */
+    bson_append_array_end(ctx->reply, &arr);
+    bson_destroy(&ops);
+    bool ok = !matcher_take_error(m, err);
+    matcher_destroy(m);
+    return ok;
+}
+
+bool cmd_kill_op(cmd_ctx_t *ctx, dberr_t *err)
+{
+    bson_iter_t it;
+    if (!cmd_find(ctx, "op", &it))
+        return dberr_set(err, DBERR_FAILED_TO_PARSE,
+                         "BSON field 'killOp.op' is missing but a required field");
+    if (!BSON_ITER_HOLDS_NUMBER(&it))
+        return dberr_set(err, DBERR_TYPE_MISMATCH,
+                         "BSON field 'killOp.op' is the wrong type '%s', expected types '[long, "
+                         "int]'",
+                         shellfmt_type_name(bson_iter_type(&it)));
+    int64_t opid = bson_iter_as_int64(&it);
+    if (op_kill(opid))
+        log_info("COMMAND", "going to kill op: %lld", (long long)opid);
+    BSON_APPEND_UTF8(ctx->reply, "info", "attempting to kill op");
+    return true;
+}

@@ -1,0 +1,410 @@
+"""Long operations never stall the loop, and memory is bounded (issue 13,
+docs/design.md "Long operations", docs/concurrency.md): a hot-counter
+client in another process keeps making progress while reports, an
+$unwind/$count and an updateMany run; the reports read one snapshot while
+transactions move money under them; maxTimeMS (50), killOp through
+currentOp (11601), the blocking stages' memory caps (292, 146), the 16 MB
+expression limit (10334) and --max-memory (146) answer with their codes.
+
+Every assertion is on correctness or on progress (work done while another
+operation was running), never on how long something took."""
+
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from pymongo import MongoClient, UpdateOne
+from pymongo.errors import BulkWriteError, OperationFailure
+
+MAX_TIME_MS_EXPIRED = 50
+INTERRUPTED = 11601
+EXCEEDED_MEMORY_LIMIT = 146
+NO_DISK_USE = 292
+BSON_TOO_LARGE = 10334
+DOCS = 300_000
+
+# The hot-counter client: its own process, $inc on one document until the
+# stop file appears; writes one line per acknowledged increment.
+COUNTER = r"""
+import os, sys, time
+from pymongo import MongoClient
+uri, stop, out = sys.argv[1:4]
+c = MongoClient(uri, serverSelectionTimeoutMS=10000)
+col = c.hot.counter
+with open(out, "w") as f:
+    while not os.path.exists(stop):
+        col.update_one({"_id": 1}, {"$inc": {"n": 1}})
+        f.write("%.6f\n" % time.monotonic())
+        f.flush()
+"""
+
+
+def connect(server):
+    return MongoClient(server.uri("directConnection=true"), serverSelectionTimeoutMS=10000)
+
+
+def rss_bytes(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS for pid %d" % pid)
+
+
+def fill(db, n=DOCS):
+    for start in range(0, n, 20_000):
+        db.docs.insert_many([{"_id": i, "g": i % 100, "s": "name%d" % i, "v": i, "bal": 10}
+                             for i in range(start, min(n, start + 20_000))])
+
+
+@pytest.fixture(scope="module")
+def loaded(atomdb_module):
+    c = connect(atomdb_module)
+    fill(c.t)
+    yield atomdb_module, c
+    c.close()
+
+
+class Counter:
+    """The hot-counter process; `inside(t0, t1)` counts increments it saw
+    acknowledged between two monotonic instants."""
+
+    def __init__(self, server):
+        self.dir = tempfile.TemporaryDirectory(prefix="atomdb-counter-")
+        self.stop_file = Path(self.dir.name) / "stop"
+        self.out = Path(self.dir.name) / "acks"
+        self.proc = subprocess.Popen([sys.executable, "-c", COUNTER,
+                                      server.uri("directConnection=true"),
+                                      str(self.stop_file), str(self.out)])
+        for _ in range(200):  # started: its first increments are acknowledged
+            if self.out.exists() and self.out.stat().st_size > 100:
+                break
+            time.sleep(0.05)
+
+    def finish(self):
+        self.stop_file.touch()
+        assert self.proc.wait(timeout=60) == 0, "the counter process exited cleanly"
+        self.acks = [float(x) for x in self.out.read_text().split()]
+        self.dir.cleanup()
+        return len(self.acks)
+
+    def inside(self, t0, t1):
+        return sum(1 for t in self.acks if t0 < t < t1)
+
+
+def test_a_hot_counter_in_another_process_makes_progress_while_reports_run(loaded):
+    server, c = loaded
+    db = c.t
+    c.hot.counter.replace_one({"_id": 1}, {"_id": 1, "n": 0}, upsert=True)
+    counter = Counter(server)
+    spans = []
+
+    def timed(name, fn):
+        t0 = time.monotonic()
+        r = fn()
+        spans.append((name, t0, time.monotonic()))
+        return r
+
+    for _ in range(2):
+        groups = timed("$group", lambda: list(db.docs.aggregate(
+            [{"$group": {"_id": "$g", "n": {"$sum": 1}, "t": {"$sum": "$v"}}}])))
+        assert len(groups) == 100 and sum(g["n"] for g in groups) == DOCS, \
+            "the $group saw every document once"
+        n9 = timed("regex count", lambda: db.docs.count_documents({"s": {"$regex": "9$"}}))
+        assert n9 == DOCS // 10, "the regex scan counted every name ending in 9"
+    unwound = timed("$unwind/$count", lambda: list(db.docs.aggregate(
+        [{"$match": {"_id": {"$lt": 100_000}}}, {"$project": {"r": {"$range": [0, 10]}}},
+         {"$unwind": "$r"}, {"$count": "n"}])))
+    assert unwound == [{"n": 1_000_000}], "the $unwind/$count counted 1,000,000 documents"
+    res = timed("updateMany", lambda: db.docs.update_many({}, {"$inc": {"u": 1}}))
+    assert res.matched_count == DOCS and res.modified_count == DOCS, \
+        "updateMany changed every document once"
+    total = counter.finish()
+
+    assert c.hot.counter.find_one({"_id": 1})["n"] == total, \
+        "no increment was lost: the counter equals the acknowledged increments"
+    assert db.docs.count_documents({"u": 1}) == DOCS, "every document has u: 1 exactly"
+    for name, t0, t1 in spans:
+        n = counter.inside(t0, t1)
+        assert n >= 5, ("the counter made progress while the %s ran (it completed %d "
+                        "increments inside it)" % (name, n))
+
+
+def test_a_report_reads_one_snapshot_while_transactions_move_money(loaded):
+    """Transfers between random documents commit in transactions while
+    $group reports sum every balance: each report sees the same total."""
+    server, c = loaded
+    db = c.t
+    db.docs.update_many({}, {"$set": {"bal": 10}})
+    stop = threading.Event()
+    moved = [0]
+
+    def transfers():
+        tc = connect(server)
+        col = tc.t.docs
+        rnd = random.Random(13)
+        while not stop.is_set():
+            a, b = rnd.randrange(DOCS), rnd.randrange(DOCS)
+            if a == b:
+                continue
+            with tc.start_session() as s:
+                with s.start_transaction():
+                    col.update_one({"_id": a}, {"$inc": {"bal": -1}}, session=s)
+                    col.update_one({"_id": b}, {"$inc": {"bal": 1}}, session=s)
+            moved[0] += 1
+        tc.close()
+
+    th = threading.Thread(target=transfers)
+    th.start()
+    try:
+        totals = []
+        for _ in range(4):
+            r = list(db.docs.aggregate([{"$group": {"_id": None, "t": {"$sum": "$bal"},
+                                                    "n": {"$sum": 1}}}]))
+            totals.append((r[0]["t"], r[0]["n"]))
+    finally:
+        stop.set()
+        th.join()
+    assert moved[0] > 0, "transfers committed while the reports ran"
+    assert totals == [(10 * DOCS, DOCS)] * 4, \
+        "every report saw one snapshot: the total of all balances never changed"
+
+
+def test_updatemany_and_a_concurrent_counter_on_the_same_documents_lose_nothing(loaded):
+    """Each document is atomic: an updateMany that yields re-reads a target
+    another client changed meanwhile, so neither's $inc is lost."""
+    server, c = loaded
+    db = c.t
+    db.docs.update_many({}, {"$set": {"w": 0}})
+    stop = threading.Event()
+    hits = {}
+
+    def poke():
+        pc = connect(server)
+        rnd = random.Random(7)
+        while not stop.is_set():
+            i = rnd.randrange(DOCS)
+            pc.t.docs.update_one({"_id": i}, {"$inc": {"w": 1}})
+            hits[i] = hits.get(i, 0) + 1
+        pc.close()
+
+    th = threading.Thread(target=poke)
+    th.start()
+    try:
+        res = db.docs.update_many({}, {"$inc": {"w": 1000}})
+    finally:
+        stop.set()
+        th.join()
+    assert res.matched_count == DOCS, "updateMany matched every document"
+    wrong = [d for d in db.docs.find({}, {"w": 1}) if d["w"] != 1000 + hits.get(d["_id"], 0)]
+    assert not wrong, "every document has both updates: %r" % wrong[:3]
+
+
+@pytest.mark.parametrize("what", ["find", "aggregate", "count", "distinct", "update", "delete",
+                                  "findAndModify"])
+def test_max_time_ms_stops_a_long_command_with_max_time_ms_expired(loaded, what):
+    _, c = loaded
+    db = c.t
+    slow = {"s": {"$regex": "^(a|b|c)*x$"}}  # matches nothing, scans all
+    cmds = {
+        "find": lambda: list(db.docs.find(slow).max_time_ms(1)),
+        "aggregate": lambda: list(db.docs.aggregate([{"$match": slow}], maxTimeMS=1)),
+        "count": lambda: db.docs.count_documents(slow, maxTimeMS=1),
+        "distinct": lambda: db.command("distinct", "docs", key="g", query=slow, maxTimeMS=1),
+        "update": lambda: db.command("update", "docs", maxTimeMS=1,
+                                     updates=[{"q": slow, "u": {"$set": {"x": 1}}, "multi": True}]),
+        "delete": lambda: db.command("delete", "docs", maxTimeMS=1,
+                                     deletes=[{"q": slow, "limit": 0}]),
+        "findAndModify": lambda: db.command("findAndModify", "docs", query=slow,
+                                            update={"$set": {"x": 1}}, maxTimeMS=1),
+    }
+    with pytest.raises(OperationFailure) as e:
+        cmds[what]()
+    assert e.value.code == MAX_TIME_MS_EXPIRED, \
+        "%s with maxTimeMS: 1 fails with MaxTimeMSExpired (got %s)" % (what, e.value)
+    assert db.docs.estimated_document_count() == DOCS, "nothing was deleted"
+
+
+def find_op(admin, comment, via_stage):
+    for _ in range(400):
+        if via_stage:
+            ops = list(admin.aggregate([{"$currentOp": {"allUsers": True}},
+                                        {"$match": {"command.comment": comment}}]))
+        else:
+            ops = admin.command("currentOp", {"command.comment": comment})["inprog"]
+        if ops:
+            return ops[0]
+        time.sleep(0.01)
+    raise AssertionError("currentOp never showed the operation with comment %r" % comment)
+
+
+@pytest.mark.parametrize("via_stage", [False, True], ids=["command", "stage"])
+def test_killop_interrupts_an_operation_found_by_its_comment(loaded, via_stage):
+    server, c = loaded
+    db = c.t
+    result = {}
+    comment = "report-%s" % via_stage
+    # ~10 s of work per run if nothing stops it
+    heavy = [{"$project": {"x": {"$reduce": {"input": {"$range": [0, 300]}, "initialValue": 0,
+                                             "in": {"$add": ["$$value", "$$this"]}}}}},
+             {"$group": {"_id": None, "t": {"$sum": "$x"}}}]
+
+    def run():
+        rc = connect(server)
+        try:
+            result["r"] = list(rc.t.docs.aggregate(heavy, comment=comment))
+        except OperationFailure as e:
+            result["e"] = e
+        rc.close()
+
+    th = threading.Thread(target=run)
+    th.start()
+    op = find_op(c.admin, comment, via_stage)
+    assert op["ns"] == "t.docs" and op["active"] is True and isinstance(op["opid"], int), \
+        "currentOp shows ns, active and opid (got %r)" % op
+    assert op["command"]["comment"] == comment and "secs_running" in op and \
+        "microsecs_running" in op and "client" in op, "currentOp shows the command and client"
+    assert op["numYields"] >= 0 and op["waitingForLock"] is False
+    assert c.admin.command("killOp", op=op["opid"])["ok"] == 1.0
+    th.join(timeout=120)
+    assert "e" in result, "the killed aggregate failed (got %r)" % result.get("r")
+    assert result["e"].code == INTERRUPTED, "killOp interrupts with Interrupted (11601)"
+    assert not c.admin.command("currentOp", {"command.comment": comment})["inprog"], \
+        "the killed operation is gone from currentOp"
+
+
+def test_killop_interrupts_an_updatemany(loaded):
+    server, c = loaded
+    result = {}
+
+    def run():
+        rc = connect(server)
+        try:
+            rc.t.command("update", "docs", comment="um",
+                         updates=[{"q": {"s": {"$regex": "^(a|b|c)*x$|"}},
+                                   "u": {"$inc": {"k": 1}}, "multi": True}])
+            result["r"] = True
+        except OperationFailure as e:
+            result["e"] = e
+        rc.close()
+
+    # many slices: a regex with an empty alternative matches every name
+    for _ in range(3):
+        th = threading.Thread(target=run)
+        th.start()
+        try:
+            op = find_op(c.admin, "um", False)
+        except AssertionError:
+            th.join()
+            continue  # it finished before it was seen: try again
+        c.admin.command("killOp", op=op["opid"])
+        th.join()
+        if "e" in result:
+            break
+    assert "e" in result and result["e"].code == INTERRUPTED, \
+        "a killed updateMany fails with Interrupted (11601)"
+    k = c.t.docs.count_documents({"k": {"$exists": True}})
+    assert 0 <= k <= DOCS, "documents updated before the kill keep their update"
+
+
+def test_blocking_stages_stop_at_their_memory_limits(loaded):
+    server, c = loaded
+    db, admin = c.t, c.admin
+    rss0 = rss_bytes(server.proc.pid)
+    params = {"internalQueryMaxBlockingSortMemoryUsageBytes": 1_000_000,
+              "internalDocumentSourceGroupMaxMemoryBytes": 2_000_000,
+              "internalQueryMaxPushBytes": 500_000, "internalQueryMaxAddToSetBytes": 500_000}
+    admin.command("setParameter", 1, **params)
+    try:
+        for name, getp in params.items():
+            assert admin.command("getParameter", 1, **{name: 1})[name] == getp, \
+                "getParameter reads %s back" % name
+        cases = [
+            ("$sort", [{"$sort": {"v": -1}}], NO_DISK_USE, "Sort exceeded memory limit"),
+            ("$group", [{"$group": {"_id": "$_id"}}], NO_DISK_USE,
+             "Exceeded memory limit for $group"),
+            ("$push", [{"$group": {"_id": None, "a": {"$push": "$s"}}}], EXCEEDED_MEMORY_LIMIT,
+             "$push used too much memory"),
+            ("$addToSet", [{"$group": {"_id": None, "a": {"$addToSet": "$s"}}}],
+             EXCEEDED_MEMORY_LIMIT, "$addToSet used too much memory"),
+        ]
+        for name, pipeline, code, text in cases:
+            for disk in (False, True):
+                with pytest.raises(OperationFailure) as e:
+                    list(db.docs.aggregate(pipeline, allowDiskUse=disk))
+                assert e.value.code == code and text in str(e.value), \
+                    "%s over its limit (allowDiskUse %s) fails with %d: %s" % (
+                        name, disk, code, e.value)
+                if disk and code == NO_DISK_USE:
+                    assert "allowDiskUse is not implemented" in str(e.value), \
+                        "allowDiskUse: true says atomdb cannot spill"
+    finally:
+        admin.command("setParameter", 1, internalQueryMaxBlockingSortMemoryUsageBytes=104857600,
+                      internalDocumentSourceGroupMaxMemoryBytes=104857600,
+                      internalQueryMaxPushBytes=104857600, internalQueryMaxAddToSetBytes=104857600)
+    assert len(list(db.docs.aggregate([{"$sort": {"v": -1}}, {"$limit": 3}]))) == 3, \
+        "under the default 100 MB the same sort runs"
+    assert rss_bytes(server.proc.pid) - rss0 < 512 * 1024 * 1024, \
+        "the server's RSS stayed within 512 MB of where it started"
+
+
+@pytest.mark.parametrize("op,expr", [
+    ("$concat", {"$reduce": {"input": {"$range": [0, 40]}, "initialValue": "ab",
+                             "in": {"$concat": ["$$value", "$$value"]}}}),
+    ("$concatArrays", {"$let": {"vars": {"a": {"$range": [0, 999_999]}},
+                                "in": {"$concatArrays": ["$$a", "$$a", "$$a"]}}}),
+    ("$map", {"$map": {"input": {"$range": [0, 900_000]}, "in": "abcdefghijklmnopqrstuvwxyz"}}),
+])
+def test_no_expression_builds_a_value_over_16_mb(loaded, op, expr):
+    server, c = loaded
+    rss0 = rss_bytes(server.proc.pid)
+    with pytest.raises(OperationFailure) as e:
+        list(c.t.aggregate([{"$documents": [{}]}, {"$project": {"x": expr}}]))
+    assert e.value.code == BSON_TOO_LARGE and op in str(e.value), \
+        "the 16 MB limit names %s (got %s)" % (op, e.value)
+    assert rss_bytes(server.proc.pid) - rss0 < 512 * 1024 * 1024, \
+        "the server's RSS stayed within 512 MB of where it started"
+
+
+def test_max_memory_refuses_inserts_serves_reads_and_accepts_inserts_after_a_delete(
+        atomdb_factory):
+    server = atomdb_factory("--max-memory", "256MB")
+    c = connect(server)
+    col = c.t.m
+    st = c.admin.command("serverStatus")["atomdbMemory"]
+    assert st["limit"] == 256 * 1024 * 1024 and st["used"] > 0, \
+        "serverStatus shows the limit and the use (got %r)" % st
+    pad = "x" * 1000
+    n, refused = 0, None
+    while n < 2_000_000 and refused is None:
+        try:
+            col.insert_many([{"_id": n + i, "p": pad} for i in range(1000)])
+            n += 1000
+        except BulkWriteError as e:
+            refused = e.details["writeErrors"][0] if e.details.get("writeErrors") else e.details
+        except OperationFailure as e:
+            refused = e
+    assert isinstance(refused, OperationFailure) and refused.code == EXCEEDED_MEMORY_LIMIT, \
+        "an insert past the limit fails with ExceededMemoryLimit (got %r)" % refused
+    assert "268435456" in str(refused), "the error names the limit"
+    assert n > 0 and col.count_documents({}) == n, "reads still work and see every document"
+    assert col.find_one({"_id": n - 1})["_id"] == n - 1
+    assert c.admin.command("serverStatus")["atomdbMemory"]["refusedWrites"] >= 1
+    deleted = col.delete_many({"_id": {"$lt": n // 2}}).deleted_count
+    assert deleted == n // 2, "deletes work past the limit"
+    for _ in range(100):  # the use is sampled every few milliseconds
+        try:
+            col.insert_one({"_id": "again", "p": pad})
+            break
+        except OperationFailure:
+            time.sleep(0.01)
+    assert col.find_one({"_id": "again"}) is not None, "inserts are accepted again after a delete"
+    c.t.drop_collection("m")  # drops work too (and the shutdown snapshot stays small)
+    assert "m" not in c.t.list_collection_names(), "the collection was dropped"
+    c.close()
