@@ -391,6 +391,19 @@ int main(int argc, char **argv)
         fprintf(stderr, "atomdb: --bind_ip takes 1 to %d addresses\n", MAIN_MAX_ADDRS);
         return MAIN_EXIT_BADOPTIONS;
     }
+    /* protected mode (as Redis'): no listening beyond loopback without
+     * access control unless asked for by name */
+    for (int i = 0; i < naddrs && o.protected_mode && !o.auth; i++) {
+        if (!main_is_loopback(addrs[i])) {
+            fprintf(stderr,
+                    "atomdb: refusing to listen on %s without access control (protected mode): "
+                    "start with --auth (and create a user), or with --protected-mode off to "
+                    "accept any client that can reach the port (docs/security.md)\n",
+                    addrs[i]);
+            return MAIN_EXIT_BADOPTIONS;
+        }
+    }
+    server.auth = o.auth;
     server.txn_lock_timeout_ms = 5;
     server.txn_lifetime_s = 60;
     if (!main_set_parameters(&o))
@@ -453,7 +466,7 @@ int main(int argc, char **argv)
     if (o.journal.mode == JOURNAL_NONE)
         log_startup_warning("--journal none: data is kept in memory only and is lost when the "
                             "server stops");
-    for (int i = 0; i < naddrs; i++) {
+    for (int i = 0; i < naddrs && !o.auth; i++) {
         if (!main_is_loopback(addrs[i])) {
             log_startup_warning("atomdb has no access control: anyone who can reach %s may "
                                 "read and write all data",

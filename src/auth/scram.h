@@ -29,7 +29,7 @@ typedef enum scram_mech {
 #define SCRAM_SHA1_ITER_DEFAULT 10000
 #define SCRAM_SHA1_ITER_MIN 5000
 #define SCRAM_SHA256_ITER_DEFAULT 15000
-#define SCRAM_SHA256_ITER_MIN 5000
+#define SCRAM_SHA256_ITER_MIN 4096
 
 /* One mechanism's stored credential, as in admin.system.users'
  * credentials.SCRAM-SHA-*: {iterationCount, salt, storedKey, serverKey}

@@ -47,6 +47,8 @@ struct cmd_client {
     bool lock_timed_out;         /* the wait ended by its deadline */
     void *resume;                /* where a parked batch stopped (crud.c) */
     void (*resume_free)(void *resume);
+    /* -- command layer: authentication (cmd/access.c, cmd/sasl.c) -- */
+    struct cmd_auth *auth;       /* who is logged in, a SASL conversation; NULL before any */
     /* -- set by cmd_run for the network layer -- */
     uint64_t wait_lsn;           /* the reply waits until this log record is durable */
     bool wait_sync;              /* ... fdatasync'ed (fsync mode, j: true, w: majority) */

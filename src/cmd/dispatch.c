@@ -4,7 +4,9 @@
 #include "cmd/cmd-private.h"
 
 #include <string.h>
+#include <strings.h>
 
+#include "cmd/access.h"
 #include "cmd/view.h"
 #include "doc/matcher.h"
 #include "journal/journal.h"
@@ -97,6 +99,18 @@ static const cmd_def_t cmd_table[] = {
     {"dbhash", cmd_db_hash, CMD_COUNT_COMMAND, false},
     {"mapReduce", cmd_map_reduce, CMD_COUNT_COMMAND, false},
     {"mapreduce", cmd_map_reduce, CMD_COUNT_COMMAND, false},
+    /* authentication and users (cmd/sasl.c, cmd/users.c) */
+    {"saslStart", cmd_sasl_start, CMD_COUNT_COMMAND, false},
+    {"saslContinue", cmd_sasl_continue, CMD_COUNT_COMMAND, false},
+    {"logout", cmd_logout, CMD_COUNT_COMMAND, false},
+    {"authenticate", cmd_authenticate, CMD_COUNT_COMMAND, false},
+    {"createUser", cmd_create_user, CMD_COUNT_COMMAND, false, true},
+    {"updateUser", cmd_update_user, CMD_COUNT_COMMAND, false, true},
+    {"dropUser", cmd_drop_user, CMD_COUNT_COMMAND, false, true},
+    {"dropAllUsersFromDatabase", cmd_drop_all_users_from_database, CMD_COUNT_COMMAND, false, true},
+    {"usersInfo", cmd_users_info, CMD_COUNT_COMMAND, false},
+    {"grantRolesToUser", cmd_grant_roles_to_user, CMD_COUNT_COMMAND, false, true},
+    {"revokeRolesFromUser", cmd_revoke_roles_from_user, CMD_COUNT_COMMAND, false, true},
 #ifdef ATOMDB_FAULT_INJECTION
     {"atomdbFault", cmd_atomdb_fault, CMD_COUNT_COMMAND, true},
 #endif
@@ -110,6 +124,30 @@ void cmd_append_command_names(bson_t *commands)
         BSON_APPEND_BOOL(&one, "adminOnly", cmd_table[i].admin_only);
         bson_append_document_end(commands, &one);
     }
+}
+
+#define CMD_N (sizeof cmd_table / sizeof cmd_table[0])
+
+/* Each command's access rule (cmd/access.c), looked up once. */
+static const access_rule_t *cmd_rules[CMD_N];
+
+int cmd_access_unruled(bson_t *out)
+{
+    int n = 0;
+    char key[16];
+    for (size_t i = 0; i < CMD_N; i++)
+        if (!access_rule_find(cmd_table[i].name))
+            bson_append_utf8(out, cmd_index_key((uint32_t)n++, key, sizeof key), -1,
+                             cmd_table[i].name, -1);
+    return n;
+}
+
+static const access_rule_t *cmd_rule(const cmd_def_t *def)
+{
+    size_t i = (size_t)(def - cmd_table);
+    if (!cmd_rules[i])
+        cmd_rules[i] = access_rule_find(def->name);
+    return cmd_rules[i];
 }
 
 static const cmd_def_t *cmd_lookup(const char *name)
@@ -186,6 +224,7 @@ void cmd_client_closed(cmd_client_t *client)
     }
     cmd_locks_client_closed(client);
     cmd_session_client_closed(client);
+    access_client_closed(client);
 }
 
 /* Checks the arguments every command may carry. */
@@ -315,6 +354,15 @@ static cmd_status_t cmd_run_one(cmd_client_t *client, const wire_request_t *req,
                   ctx.name);
         goto fail;
     }
+    if (server.auth) {
+        const access_rule_t *rule = cmd_rule(def);
+        if (!rule) { /* a command with no row in the access table: refused */
+            dberr_set(&err, DBERR_UNAUTHORIZED, "command %s has no access rule", ctx.name);
+            goto fail;
+        }
+        if (!access_check(&ctx, rule, &err))
+            goto fail;
+    }
     if (!cmd_check_generic(&ctx, &err) || !cmd_write_concern_parse(&ctx, def->is_write, &err) ||
         !cmd_read_concern_parse(&ctx, &err))
         goto fail;
@@ -391,7 +439,11 @@ cmd_status_t cmd_run(cmd_client_t *client, const wire_request_t *req, bson_t *re
     char ns[512], ctx[32];
     snprintf(ns, sizeof ns, "%s.%s", req->db, coll);
     snprintf(ctx, sizeof ctx, "conn%lld", (long long)client->id);
-    bool whole = req->cmd.len <= CMD_SLOW_LOG_MAX_BYTES;
+    /* commands that carry a password or a SASL message are logged by name only */
+    bool secret = !strcmp(name, "createUser") || !strcmp(name, "updateUser") ||
+                  !strncmp(name, "sasl", 4) || !strcmp(name, "hello") ||
+                  !strcasecmp(name, "isMaster");
+    bool whole = req->cmd.len <= CMD_SLOW_LOG_MAX_BYTES && !secret;
     log_attr_t attrs[] = {LOG_STR("type", "command"), LOG_STR("ns", ns),
                           LOG_STR("commandName", name), LOG_INT("durationMillis", ms),
                           LOG_DOC("command", &req->cmd)};

@@ -275,14 +275,6 @@ static bool set_log_format(options_t *o, const option_value_t *v, dberr_t *err)
     return true;
 }
 
-static bool options_refuse_auth(const char *name, dberr_t *err)
-{
-    return dberr_set(err, DBERR_BAD_VALUE,
-                     "%s: authentication is not supported by atomdb yet; start without it "
-                     "(--noauth, the default) and keep the server on a trusted network",
-                     name);
-}
-
 static bool set_noauth(options_t *o, const option_value_t *v, dberr_t *err)
 {
     o->auth = false;
@@ -292,7 +284,20 @@ static bool set_noauth(options_t *o, const option_value_t *v, dberr_t *err)
 
 static bool set_auth(options_t *o, const option_value_t *v, dberr_t *err)
 {
-    return options_refuse_auth(v->name, err);
+    o->auth = v->b;
+    options_record_str(o, "security.authorization", v->b ? "enabled" : "disabled");
+    return true;
+}
+
+static bool set_protected_mode(options_t *o, const option_value_t *v, dberr_t *err)
+{
+    if (strcmp(v->s, "on") == 0 || strcmp(v->s, "yes") == 0)
+        o->protected_mode = true;
+    else if (strcmp(v->s, "off") == 0 || strcmp(v->s, "no") == 0)
+        o->protected_mode = false;
+    else
+        return dberr_set(err, DBERR_BAD_VALUE, "%s must be on or off, got '%s'", v->name, v->s);
+    return true;
 }
 
 static bool set_authorization(options_t *o, const option_value_t *v, dberr_t *err)
@@ -301,8 +306,10 @@ static bool set_authorization(options_t *o, const option_value_t *v, dberr_t *er
         o->auth = false;
         return true;
     }
-    if (strcmp(v->s, "enabled") == 0)
-        return options_refuse_auth(v->name, err);
+    if (strcmp(v->s, "enabled") == 0) {
+        o->auth = true;
+        return true;
+    }
     return dberr_set(err, DBERR_BAD_VALUE, "%s must be enabled or disabled, got '%s'", v->name,
                      v->s);
 }
@@ -425,7 +432,8 @@ static const option_def_t options_table[] = {
     {"pidfilepath", NULL, "processManagement.pidFilePath", OPT_STRING, set_pidfile,
      "--pidfilepath FILE    write the server's pid to FILE"},
     {"noauth", NULL, NULL, OPT_SWITCH, set_noauth, "--noauth              no access control (the default)"},
-    {"auth", NULL, NULL, OPT_SWITCH, set_auth, NULL},
+    {"auth", NULL, NULL, OPT_SWITCH, set_auth,
+     "--auth                access control: clients log in (SCRAM), commands are authorized"},
     {NULL, NULL, "security.authorization", OPT_STRING, set_authorization, NULL},
     {"setParameter", NULL, NULL, OPT_STRING, set_parameter,
      "--setParameter N=V    set a server parameter at start (as the setParameter command)"},
@@ -448,6 +456,9 @@ static const option_def_t options_table[] = {
      "--log-level LEVEL     debug, info, warn or error (default info; -v is debug)"},
     {"log-format", NULL, "atomdb.logFormat", OPT_STRING, set_log_format,
      "--log-format F        json (mongod's structured log, the default) or text"},
+    {"protected-mode", NULL, "atomdb.protectedMode", OPT_STRING, set_protected_mode,
+     "--protected-mode M    on (default): refuse to listen beyond loopback without --auth;\n"
+     "                      off: allow it (docs/security.md)"},
     {"txn-isolation", NULL, "atomdb.txnIsolation", OPT_STRING, set_txn_isolation,
      "--txn-isolation L     snapshot (default, as mongod) or serializable: transactions'\n"
      "                      level when they choose none (docs/concurrency.md)"},
@@ -620,6 +631,7 @@ void options_init(options_t *o)
     memset(o, 0, sizeof *o);
     o->action = OPTIONS_RUN;
     o->bind_ip = bson_strdup("127.0.0.1");
+    o->protected_mode = true;
     o->port = 27017;
     o->dbpath = bson_strdup("./data");
     o->replset = bson_strdup("rs0");

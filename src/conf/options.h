@@ -51,7 +51,8 @@ typedef struct options {
     bool fork;
     char *pidfile;
     /* security */
-    bool auth;                /* always false for now: --auth is refused */
+    bool auth;                /* --auth / security.authorization: enabled */
+    bool protected_mode;      /* --protected-mode: refuse non-loopback addresses without auth */
     bson_t set_parameters;    /* {name: value} from --setParameter / setParameter: */
     /* for getCmdLineOpts */
     bson_t argv;              /* the raw arguments */
