@@ -548,6 +548,22 @@ bool access_check(cmd_ctx_t *ctx, const access_rule_t *rule, dberr_t *err)
     return true;
 }
 
+bool access_db_visible(cmd_ctx_t *ctx, const char *db)
+{
+    if (!server.auth || access_allowed(ctx, PRIV_TARGET_CLUSTER, NULL, NULL, ACT_LIST_DATABASES))
+        return true;
+    cmd_auth_t *a = ctx->client->auth;
+    if (!a || !a->authenticated)
+        return false;
+    for (size_t i = 0; i < a->privs.n; i++) {
+        const priv_t *p = &a->privs.v[i];
+        if (p->pattern == PRIV_ANY || p->pattern == PRIV_ANY_NORMAL || p->pattern == PRIV_COLL ||
+            ((p->pattern == PRIV_DB || p->pattern == PRIV_NS) && strcmp(p->db, db) == 0))
+            return true;
+    }
+    return false;
+}
+
 /* ---- parameters ---- */
 
 int32_t access_iterations(scram_mech_t m)

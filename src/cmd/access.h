@@ -70,6 +70,10 @@ bool access_allowed(cmd_ctx_t *ctx, priv_target_kind_t kind, const char *db, con
 /* Fails with the "not authorized" message for the current command. */
 bool access_refuse(cmd_ctx_t *ctx, dberr_t *err);
 
+/* listDatabases without the listDatabases action: true for the databases
+ * the user holds some privilege on (mongod's authorizedDatabases). */
+bool access_db_visible(cmd_ctx_t *ctx, const char *db);
+
 /* The connection's state, created on first use. */
 cmd_auth_t *access_auth(cmd_client_t *client);
 /* Frees the connection's state (the connection closed). */
