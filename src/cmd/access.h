@@ -101,6 +101,11 @@ collection_t *access_roles(bool create, dberr_t *err);
  * [{role, db}] entries keyed from *n). */
 void access_resolve_roles(const bson_t *roles, priv_set_t *out, bson_t *inherited, uint32_t *n);
 
+/* Reads a roles argument (strings name roles on ctx->db, or {role, db})
+ * into the array `out` of {role, db}: RoleNotFound 31 for a role that does
+ * not exist, Unauthorized 13 when the caller may not grant it. */
+bool access_role_list(cmd_ctx_t *ctx, const bson_iter_t *it, bson_t *out, dberr_t *err);
+
 /* True while mongod's localhost exception is open for this connection:
  * access control on, the client on loopback and not logged in, and no
  * user or role exists yet. */

@@ -111,6 +111,15 @@ static const cmd_def_t cmd_table[] = {
     {"usersInfo", cmd_users_info, CMD_COUNT_COMMAND, false},
     {"grantRolesToUser", cmd_grant_roles_to_user, CMD_COUNT_COMMAND, false, true},
     {"revokeRolesFromUser", cmd_revoke_roles_from_user, CMD_COUNT_COMMAND, false, true},
+    {"createRole", cmd_create_role, CMD_COUNT_COMMAND, false, true},
+    {"updateRole", cmd_update_role, CMD_COUNT_COMMAND, false, true},
+    {"dropRole", cmd_drop_role, CMD_COUNT_COMMAND, false, true},
+    {"dropAllRolesFromDatabase", cmd_drop_all_roles_from_database, CMD_COUNT_COMMAND, false, true},
+    {"rolesInfo", cmd_roles_info, CMD_COUNT_COMMAND, false},
+    {"grantPrivilegesToRole", cmd_grant_privileges_to_role, CMD_COUNT_COMMAND, false, true},
+    {"revokePrivilegesFromRole", cmd_revoke_privileges_from_role, CMD_COUNT_COMMAND, false, true},
+    {"grantRolesToRole", cmd_grant_roles_to_role, CMD_COUNT_COMMAND, false, true},
+    {"revokeRolesFromRole", cmd_revoke_roles_from_role, CMD_COUNT_COMMAND, false, true},
 #ifdef ATOMDB_FAULT_INJECTION
     {"atomdbFault", cmd_atomdb_fault, CMD_COUNT_COMMAND, true},
 #endif

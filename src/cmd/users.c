@@ -35,56 +35,6 @@ static bool users_name(cmd_ctx_t *ctx, const char **out, dberr_t *err)
     return true;
 }
 
-/* Normalises a roles argument (strings name roles on ctx->db) into the
- * array `out` of {role, db}, checking each role exists and that the caller
- * may grant it. */
-static bool users_roles(cmd_ctx_t *ctx, const bson_iter_t *it, bson_t *out, dberr_t *err)
-{
-    bson_iter_t el;
-    if (!BSON_ITER_HOLDS_ARRAY(it) || !bson_iter_recurse(it, &el))
-        return dberr_set(err, DBERR_TYPE_MISMATCH,
-                         "BSON field '%s.roles' is the wrong type '%s', expected type 'array'",
-                         ctx->name, shellfmt_type_name(bson_iter_type(it)));
-    uint32_t n = 0;
-    char key[16];
-    bool exception = access_localhost_exception(ctx->client);
-    while (bson_iter_next(&el)) {
-        const char *role = NULL, *db = ctx->db;
-        if (BSON_ITER_HOLDS_UTF8(&el)) {
-            role = bson_iter_utf8(&el, NULL);
-        } else if (BSON_ITER_HOLDS_DOCUMENT(&el)) {
-            bson_iter_t f;
-            bson_iter_recurse(&el, &f);
-            db = NULL;
-            while (bson_iter_next(&f)) {
-                const char *k = bson_iter_key(&f);
-                if (strcmp(k, "role") == 0 && BSON_ITER_HOLDS_UTF8(&f))
-                    role = bson_iter_utf8(&f, NULL);
-                else if (strcmp(k, "db") == 0 && BSON_ITER_HOLDS_UTF8(&f))
-                    db = bson_iter_utf8(&f, NULL);
-                else
-                    return dberr_set(err, DBERR_BAD_VALUE,
-                                     "Role names must be either strings or objects of the form "
-                                     "{role: \"roleName\", db: \"databaseName\"}");
-            }
-        }
-        if (!role || !db || !*role || !*db)
-            return dberr_set(err, DBERR_BAD_VALUE,
-                             "Role names must be either strings or objects of the form {role: "
-                             "\"roleName\", db: \"databaseName\"}");
-        if (!priv_is_builtin_role(role, db) && !access_find_role(db, role))
-            return dberr_set(err, 31, "Could not find role: %s@%s", role, db);
-        if (!exception && !access_allowed(ctx, PRIV_TARGET_DB, db, NULL, ACT_GRANT_ROLE))
-            return access_refuse(ctx, err);
-        bson_t one;
-        bson_append_document_begin(out, cmd_index_key(n++, key, sizeof key), -1, &one);
-        BSON_APPEND_UTF8(&one, "role", role);
-        BSON_APPEND_UTF8(&one, "db", db);
-        bson_append_document_end(out, &one);
-    }
-    return true;
-}
-
 /* The mechanisms argument as USERS_MECH_* bits (both when absent). */
 static bool users_mechanisms(cmd_ctx_t *ctx, int *out, dberr_t *err)
 {
@@ -193,7 +143,7 @@ bool cmd_create_user(cmd_ctx_t *ctx, dberr_t *err)
         dberr_set(err, 40414, "BSON field 'createUser.roles' is missing but a required field");
         goto cleanup;
     }
-    if (!users_roles(ctx, &it, &roles, err))
+    if (!access_role_list(ctx, &it, &roles, err))
         goto cleanup;
     if (access_find_user(ctx->db, user)) {
         dberr_set(err, 51003, "User \"%s@%s\" already exists", user, ctx->db);
@@ -292,7 +242,7 @@ bool cmd_update_user(cmd_ctx_t *ctx, dberr_t *err)
     }
     if (has_pwd && !users_pwd(ctx, &pwd_it, &pwd, err))
         goto cleanup;
-    if (has_roles && !users_roles(ctx, &roles_it, &roles, err))
+    if (has_roles && !access_role_list(ctx, &roles_it, &roles, err))
         goto cleanup;
     if (has_cd && !BSON_ITER_HOLDS_DOCUMENT(&cd_it)) {
         dberr_set(err, DBERR_TYPE_MISMATCH, "\"customData\" must be an object");
@@ -413,7 +363,7 @@ static bool users_change_roles(cmd_ctx_t *ctx, bool grant, dberr_t *err)
         access_refuse(ctx, err);
         goto cleanup;
     }
-    if (!users_roles(ctx, &it, &roles, err))
+    if (!access_role_list(ctx, &it, &roles, err))
         goto cleanup;
     record_t *r = users_existing(ctx, user, err);
     if (!r)

@@ -401,6 +401,57 @@ def test_iteration_count_parameters_as_mongod(server):
     assert client(server, username="it", password="pw").admin.command("connectionStatus")
 
 
+# ---- user-defined roles ----
+
+def test_user_defined_roles_grant_exactly_their_privileges(server):
+    admin = make_admin(server)
+    admin.app.c.insert_one({"a": 1})
+    admin.app.d.insert_one({"a": 1})
+    app = admin.app
+    app.command("createRole", "cReader", privileges=[
+        {"resource": {"db": "app", "collection": "c"}, "actions": ["find"]}], roles=[])
+    with pytest.raises(OperationFailure) as e:
+        app.command("createRole", "cReader", privileges=[], roles=[])
+    assert e.value.code == 51002
+    with pytest.raises(OperationFailure) as e:
+        app.command("createRole", "bad", privileges=[
+            {"resource": {"db": "other", "collection": ""}, "actions": ["find"]}], roles=[])
+    assert e.value.code == 2, "a role outside admin cannot name another database"
+    with pytest.raises(OperationFailure) as e:
+        app.command("createRole", "bad", privileges=[
+            {"resource": {"db": "app", "collection": ""}, "actions": ["noSuchAction"]}], roles=[])
+    assert e.value.code == 9
+    app.command("createUser", "ru", pwd="pw", roles=["cReader"])
+    u = client(server, username="ru", password="pw", authSource="app")
+    assert u.app.c.find_one({}, {"_id": 0}) == {"a": 1}
+    assert code_of(lambda: u.app.d.find_one()) == 13, "only the collection the role names"
+    assert code_of(lambda: u.app.c.insert_one({})) == 13
+    app.command("grantPrivilegesToRole", "cReader", privileges=[
+        {"resource": {"db": "app", "collection": "c"}, "actions": ["insert"]}])
+    u.app.c.insert_one({"a": 2})
+    app.command("revokePrivilegesFromRole", "cReader", privileges=[
+        {"resource": {"db": "app", "collection": "c"}, "actions": ["insert"]}])
+    assert code_of(lambda: u.app.c.insert_one({})) == 13
+    app.command("createRole", "dReader", privileges=[
+        {"resource": {"db": "app", "collection": "d"}, "actions": ["find"]}], roles=["cReader"])
+    with pytest.raises(OperationFailure) as e:
+        app.command("grantRolesToRole", "cReader", roles=["dReader"])
+    assert "cycle" in e.value.details["errmsg"]
+    app.command("updateUser", "ru", roles=["dReader"])
+    assert u.app.d.find_one() is not None and u.app.c.find_one() is not None, "inherited"
+    info = app.command("rolesInfo", "dReader", showPrivileges=True)["roles"][0]
+    assert info["isBuiltin"] is False and info["roles"] == [{"role": "cReader", "db": "app"}]
+    assert {"role": "cReader", "db": "app"} in info["inheritedRoles"]
+    assert any(p["resource"] == {"db": "app", "collection": "c"}
+               for p in info["inheritedPrivileges"]), info
+    assert app.command("rolesInfo", "read")["roles"][0]["isBuiltin"] is True
+    app.command("dropRole", "dReader")
+    assert code_of(lambda: u.app.d.find_one()) == 13, "a dropped role grants nothing"
+    assert app.command("usersInfo", "ru")["users"][0]["roles"] == [], \
+        "dropRole takes the role from its users"
+    assert app.command("dropAllRolesFromDatabase")["n"] == 1
+
+
 # ---- durability ----
 
 def _no_password_under(dbpath, secrets):
@@ -417,7 +468,8 @@ def _no_password_under(dbpath, secrets):
 @pytest.mark.parametrize("kill", [False, True], ids=["restart", "kill-9"])
 def test_users_survive_restart_and_no_password_is_stored(server, kill):
     admin = make_admin(server)
-    admin.admin.command("createUser", "keeper", pwd="Unique-Pw-1234", roles=["readWriteAnyDatabase"])
+    admin.admin.command("createRole", "writer", roles=["readWriteAnyDatabase"], privileges=[])
+    admin.admin.command("createUser", "keeper", pwd="Unique-Pw-1234", roles=["writer"])
     admin.close()
     new = restart(server, kill=kill)
     try:
