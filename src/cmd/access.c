@@ -5,6 +5,7 @@
  * actions each command needs. */
 #include "cmd/access.h"
 
+#include <openssl/sha.h>
 #include <string.h>
 
 #include "store/catalog.h"
@@ -427,6 +428,12 @@ static void access_refresh(cmd_auth_t *a)
     }
 }
 
+uint64_t access_owner(const cmd_client_t *client)
+{
+    const cmd_auth_t *a = client->auth;
+    return a && a->authenticated ? a->owner : 0;
+}
+
 bool access_login(cmd_client_t *client, const char *db, const char *user, dberr_t *err)
 {
     cmd_auth_t *a = access_auth(client);
@@ -438,6 +445,18 @@ bool access_login(cmd_client_t *client, const char *db, const char *user, dberr_
     a->authenticated = true;
     snprintf(a->user, sizeof a->user, "%s", user);
     snprintf(a->db, sizeof a->db, "%s", db);
+    /* an opaque id for ownership: the first 8 bytes of SHA-256(user \0 db) */
+    uint8_t md[32];
+    size_t ul = strlen(user), dl = strlen(db);
+    uint8_t *buf = bson_malloc(ul + dl + 1);
+    memcpy(buf, user, ul);
+    buf[ul] = 0;
+    memcpy(buf + ul + 1, db, dl);
+    SHA256(buf, ul + dl + 1, md);
+    bson_free(buf);
+    memcpy(&a->owner, md, sizeof a->owner);
+    if (!a->owner)
+        a->owner = 1;
     access_refresh(a);
     return true;
 }

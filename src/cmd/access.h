@@ -27,6 +27,7 @@ typedef struct cmd_auth {
     priv_set_t privs;            /* the user's privileges, resolved from its roles */
     bson_t roles;                /* the user's roles at resolution: [{role, db}] */
     uint64_t generation;         /* access_generation() when privs were resolved */
+    uint64_t owner;              /* opaque id of user@db, for cursor/session ownership */
     /* -- a SASL conversation in progress (cmd/sasl.c) -- */
     scram_server_t *conv;        /* NULL when none */
     char conv_db[64];            /* the database it authenticates against */
@@ -80,6 +81,9 @@ cmd_auth_t *access_auth(cmd_client_t *client);
 void access_client_closed(cmd_client_t *client);
 /* Logs the connection in as user@db (after a successful conversation). */
 bool access_login(cmd_client_t *client, const char *db, const char *user, dberr_t *err);
+/* Who owns what the connection creates (cursors, sessions): an opaque id
+ * of the logged-in user, 0 when nobody is. */
+uint64_t access_owner(const cmd_client_t *client);
 /* logout: forgets who the connection is. */
 void access_logout(cmd_client_t *client);
 

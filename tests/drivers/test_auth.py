@@ -326,6 +326,39 @@ def test_dropping_a_user_takes_its_privileges_from_open_connections(server):
     assert code_of(lambda: c.app.c.find_one()) == 13, "a dropped user's connection keeps nothing"
 
 
+def test_cursors_and_sessions_of_one_user_are_refused_to_another(server):
+    admin = make_admin(server)
+    admin.app.c.insert_many([{"i": i} for i in range(10)])
+    for name in ("alice", "bob"):
+        admin.admin.command("createUser", name, pwd="pw", roles=[{"role": "readWrite", "db": "app"}])
+    alice = client(server, username="alice", password="pw")
+    bob = client(server, username="bob", password="pw")
+    first = alice.app.command("find", "c", batchSize=2)
+    cid = first["cursor"]["id"]
+    assert cid != 0
+    with pytest.raises(OperationFailure) as e:
+        bob.app.command("getMore", cid, collection="c")
+    assert e.value.code == 13, "bob cannot read alice's cursor"
+    with pytest.raises(OperationFailure) as e:
+        bob.app.command("killCursors", "c", cursors=[cid])
+    assert e.value.code == 13, "nor kill it"
+    assert len(alice.app.command("getMore", cid, collection="c")["cursor"]["nextBatch"]) > 0
+    with alice.start_session() as s:
+        alice.app.c.find_one({}, session=s)
+        lsid = s.session_id
+        # raw, because pymongo replaces an lsid with its own session's
+        sock = w.connect(server.host, server.port)
+        try:
+            scram_login(sock, "bob", "pw")
+            r = w.command(sock, SON([("find", "c"), ("lsid", lsid), ("$db", "app")]))
+            assert r.get("code") == 13, "bob cannot use alice's session: %r" % r
+            r = w.command(sock, SON([("commitTransaction", 1), ("lsid", lsid), ("txnNumber", 1),
+                                     ("autocommit", False), ("$db", "admin")]))
+            assert r.get("code") == 13, "nor commit its transaction: %r" % r
+        finally:
+            sock.close()
+
+
 # ---- user management ----
 
 def test_user_management_commands(server):
