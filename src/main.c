@@ -23,6 +23,7 @@
 #include "journal/journal.h"
 #include "lease/lease.h"
 #include "net/net.h"
+#include "net/tls.h"
 #include "store/catalog.h"
 #include "store/cursor.h"
 #include "txn/session.h"
@@ -492,6 +493,14 @@ int main(int argc, char **argv)
     const char *addr_ptrs[MAIN_MAX_ADDRS];
     for (int i = 0; i < naddrs; i++)
         addr_ptrs[i] = addrs[i];
+    tls_config_t tls = {.cert_key_file = o.tls_cert_key_file, .ca_file = o.tls_ca_file,
+                        .allow_no_cert = o.tls_allow_no_cert};
+    if (o.tls_mode)
+        tls_mode_parse(o.tls_mode, &tls.mode); /* checked by options_parse */
+    if (!tls_configure(&tls, &err)) {
+        journal_close();
+        return main_fail(MAIN_EXIT_BADOPTIONS, "InvalidSSLConfiguration", err.msg);
+    }
     if (!net_listen(server.loop, addr_ptrs, naddrs, cfg->port, cfg->max_conns, &err)) {
         log_event(LOG_ERROR, "NETWORK", 23024, "Failed to set up listener",
                   LOG_STR("error", err.msg));
@@ -505,7 +514,8 @@ int main(int argc, char **argv)
                     "Listening on", (const log_attr_t[]){LOG_STR("address", addrs[i])}, 1);
     log_event_n(LOG_INFO, "NETWORK", &(log_line_opts_t){.id = 23016, .ctx = "listener"},
                 "Waiting for connections",
-                (const log_attr_t[]){LOG_INT("port", cfg->port), LOG_STR("ssl", "off")}, 2);
+                (const log_attr_t[]){LOG_INT("port", cfg->port), LOG_STR("ssl", tls_mode() == TLS_DISABLED ? "off" : "on")},
+                2);
     /* atomdb is its set's primary from the start (docs/testing-with-atomdb.md) */
     log_event(LOG_INFO, "REPL", 21358, "Replica set state transition",
               LOG_STR("newState", "PRIMARY"), LOG_STR("oldState", "SECONDARY"));

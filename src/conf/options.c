@@ -314,6 +314,37 @@ static bool set_authorization(options_t *o, const option_value_t *v, dberr_t *er
                      v->s);
 }
 
+static bool set_tls_mode(options_t *o, const option_value_t *v, dberr_t *err)
+{
+    static const char *const modes[] = {"disabled", "allowTLS", "preferTLS", "requireTLS"};
+    for (size_t i = 0; i < 4; i++)
+        if (strcmp(v->s, modes[i]) == 0) {
+            options_dup(&o->tls_mode, v->s);
+            return true;
+        }
+    return dberr_set(err, DBERR_BAD_VALUE,
+                     "%s must be disabled, allowTLS, preferTLS or requireTLS, got '%s'", v->name,
+                     v->s);
+}
+
+static bool set_tls_cert_key_file(options_t *o, const option_value_t *v, dberr_t *err)
+{
+    options_dup(&o->tls_cert_key_file, v->s);
+    return true;
+}
+
+static bool set_tls_ca_file(options_t *o, const option_value_t *v, dberr_t *err)
+{
+    options_dup(&o->tls_ca_file, v->s);
+    return true;
+}
+
+static bool set_tls_allow_no_cert(options_t *o, const option_value_t *v, dberr_t *err)
+{
+    o->tls_allow_no_cert = v->b;
+    return true;
+}
+
 static bool set_unix_socket(options_t *o, const option_value_t *v, dberr_t *err)
 {
     if (v->b)
@@ -411,6 +442,15 @@ static const option_def_t options_table[] = {
     {"maxConns", "max-conns", "net.maxIncomingConnections", OPT_INT, set_max_conns,
      "--maxConns N          close connections beyond N at once (default unlimited)"},
     {"nounixsocket", NULL, NULL, OPT_SWITCH, set_nounixsocket, NULL},
+    {"tlsMode", NULL, "net.tls.mode", OPT_STRING, set_tls_mode,
+     "--tlsMode M           disabled (default), allowTLS, preferTLS or requireTLS"},
+    {"tlsCertificateKeyFile", NULL, "net.tls.certificateKeyFile", OPT_STRING,
+     set_tls_cert_key_file, "--tlsCertificateKeyFile F  PEM with the server's certificate and key"},
+    {"tlsCAFile", NULL, "net.tls.CAFile", OPT_STRING, set_tls_ca_file,
+     "--tlsCAFile F         CAs for client certificates (then required, see below)"},
+    {"tlsAllowConnectionsWithoutCertificates", NULL, "net.tls.allowConnectionsWithoutCertificates",
+     OPT_SWITCH, set_tls_allow_no_cert,
+     "--tlsAllowConnectionsWithoutCertificates  with --tlsCAFile: certificates optional"},
     {NULL, NULL, "net.unixDomainSocket.enabled", OPT_BOOL, set_unix_socket, NULL},
     {"dbpath", NULL, "storage.dbPath", OPT_STRING, set_dbpath,
      "--dbpath DIR          data directory, created if missing (default ./data)"},
@@ -474,7 +514,8 @@ typedef struct option_refused {
 
 #define WHY_SINGLE "atomdb is a single node: there is no replication between nodes"
 #define WHY_STORAGE "atomdb's storage is not WiredTiger (see --journal, --snapshot-interval)"
-#define WHY_TLS "TLS is not supported by atomdb yet"
+#define WHY_TLS "atomdb supports --tlsMode, --tlsCertificateKeyFile, --tlsCAFile and " \
+                "--tlsAllowConnectionsWithoutCertificates only"
 #define WHY_NOT_YET "it is not supported by atomdb yet"
 
 static const option_refused_t options_refused[] = {
@@ -503,10 +544,15 @@ static const option_refused_t options_refused[] = {
     {"unixSocketPrefix", "net.unixDomainSocket", "atomdb listens on TCP only"},
     {"filePermissions", NULL, "atomdb listens on TCP only"},
     {"networkMessageCompressors", "net.compression", WHY_NOT_YET},
-    {"tlsMode", "net.tls", WHY_TLS},
-    {"tlsCertificateKeyFile", NULL, WHY_TLS},
-    {"tlsCAFile", NULL, WHY_TLS},
+    {NULL, "net.tls", WHY_TLS},
     {"tlsAllowInvalidCertificates", NULL, WHY_TLS},
+    {"tlsAllowInvalidHostnames", NULL, WHY_TLS},
+    {"tlsCertificateKeyFilePassword", NULL, WHY_TLS},
+    {"tlsClusterFile", NULL, WHY_TLS},
+    {"tlsCRLFile", NULL, WHY_TLS},
+    {"tlsDisabledProtocols", NULL, WHY_TLS},
+    {"tlsFIPSMode", NULL, WHY_TLS},
+    {"tlsCertificateSelector", NULL, WHY_TLS},
     {"sslMode", "net.ssl", WHY_TLS},
     {"sslPEMKeyFile", NULL, WHY_TLS},
     {"transportLayer", "net.transportLayer", WHY_NOT_YET},
@@ -659,6 +705,9 @@ void options_destroy(options_t *o)
     bson_free(g->v);
     bson_free(g);
     bson_free(o->config_path);
+    bson_free(o->tls_mode);
+    bson_free(o->tls_cert_key_file);
+    bson_free(o->tls_ca_file);
     bson_free(o->bind_ip);
     bson_free(o->advertise);
     bson_free(o->dbpath);
@@ -840,6 +889,17 @@ static bool options_check(options_t *o, dberr_t *err)
         return dberr_set(err, DBERR_BAD_VALUE,
                          "--bind_ip (net.bindIp) and --bind_ip_all (net.bindIpAll) are mutually "
                          "exclusive");
+    bool tls_on = o->tls_mode && strcmp(o->tls_mode, "disabled") != 0;
+    if (tls_on && !o->tls_cert_key_file)
+        return dberr_set(err, DBERR_BAD_VALUE,
+                         "--tlsMode %s (net.tls.mode) needs --tlsCertificateKeyFile "
+                         "(net.tls.certificateKeyFile)",
+                         o->tls_mode);
+    if (!tls_on && (o->tls_cert_key_file || o->tls_ca_file || o->tls_allow_no_cert))
+        return dberr_set(err, DBERR_BAD_VALUE,
+                         "--tlsCertificateKeyFile, --tlsCAFile and "
+                         "--tlsAllowConnectionsWithoutCertificates need --tlsMode allowTLS, "
+                         "preferTLS or requireTLS");
     if (o->fork && !o->log_path)
         return dberr_set(err, DBERR_BAD_VALUE,
                          "--fork needs --logpath (systemLog.path): a background server has no "

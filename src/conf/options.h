@@ -52,6 +52,10 @@ typedef struct options {
     char *pidfile;
     /* security */
     bool auth;                /* --auth / security.authorization: enabled */
+    char *tls_mode;           /* --tlsMode / net.tls.mode, NULL: disabled */
+    char *tls_cert_key_file;  /* --tlsCertificateKeyFile */
+    char *tls_ca_file;        /* --tlsCAFile */
+    bool tls_allow_no_cert;   /* --tlsAllowConnectionsWithoutCertificates */
     bool protected_mode;      /* --protected-mode: refuse non-loopback addresses without auth */
     bson_t set_parameters;    /* {name: value} from --setParameter / setParameter: */
     /* for getCmdLineOpts */
