@@ -296,6 +296,10 @@ void access_client_closed(cmd_client_t *client)
     if (!a)
         return;
     access_end_conversation(a);
+    if (a->backoff_timer) {
+        uv_timer_stop(a->backoff_timer);
+        uv_close((uv_handle_t *)a->backoff_timer, (uv_close_cb)bson_free);
+    }
     priv_set_destroy(&a->privs);
     bson_destroy(&a->roles);
     bson_free(a);

@@ -34,6 +34,8 @@ typedef struct cmd_auth {
     bool conv_skip_empty;        /* options.skipEmptyExchange */
     bool conv_awaiting_empty;    /* the proof was right; waiting for the empty last step */
     bool conv_speculative;       /* started inside hello */
+    uv_timer_t *backoff_timer;   /* a saslStart parked after repeated failures */
+    bool backoff_served;         /* ... has waited: run it now */
 } cmd_auth_t;
 
 /* How a command's access is decided. */

@@ -10,6 +10,90 @@
 
 #define SASL_PAYLOAD_MAX 16384 /* longest SASL message accepted */
 
+/* ---- per-address backoff after failed logins ----
+ * After SASL_BACKOFF_FREE failures in a row from one IP address, each
+ * further saslStart from it waits (parked on a timer, the loop keeps
+ * serving everyone else): 100 ms doubling per failure, at most 5 s. A
+ * success, or SASL_BACKOFF_FORGET_MS without failures, clears the count. */
+#define SASL_BACKOFF_FREE 5
+#define SASL_BACKOFF_BASE_MS 100
+#define SASL_BACKOFF_MAX_MS 5000
+#define SASL_BACKOFF_FORGET_MS 60000
+#define SASL_BACKOFF_SLOTS 256
+
+typedef struct sasl_failures {
+    char ip[64];
+    int count;
+    int64_t last_ms;
+} sasl_failures_t;
+
+static sasl_failures_t sasl_failed[SASL_BACKOFF_SLOTS];
+
+/* The IP part of "ip:port" into `out`. */
+static void sasl_ip(const char *remote, char *out, size_t size)
+{
+    snprintf(out, size, "%s", remote);
+    char *colon = strrchr(out, ':');
+    if (colon)
+        *colon = '\0';
+}
+
+/* The slot of `ip` (or a free / the oldest one when `claim`), or NULL. */
+static sasl_failures_t *sasl_slot(const char *ip, bool claim)
+{
+    sasl_failures_t *oldest = &sasl_failed[0];
+    for (int i = 0; i < SASL_BACKOFF_SLOTS; i++) {
+        if (strcmp(sasl_failed[i].ip, ip) == 0)
+            return &sasl_failed[i];
+        if (sasl_failed[i].last_ms < oldest->last_ms)
+            oldest = &sasl_failed[i];
+    }
+    if (!claim)
+        return NULL;
+    memset(oldest, 0, sizeof *oldest);
+    snprintf(oldest->ip, sizeof oldest->ip, "%s", ip);
+    return oldest;
+}
+
+static void sasl_note_result(cmd_client_t *client, bool ok)
+{
+    char ip[64];
+    sasl_ip(client->remote, ip, sizeof ip);
+    sasl_failures_t *f = sasl_slot(ip, !ok);
+    if (!f)
+        return;
+    int64_t now = server_now_ms();
+    if (ok || now - f->last_ms > SASL_BACKOFF_FORGET_MS)
+        f->count = 0;
+    if (!ok)
+        f->count++;
+    f->last_ms = now;
+}
+
+/* How long a login from this client's address waits now (0: not at all). */
+static uint64_t sasl_backoff_ms(const cmd_client_t *client)
+{
+    char ip[64];
+    sasl_ip(client->remote, ip, sizeof ip);
+    sasl_failures_t *f = sasl_slot(ip, false);
+    if (!f || f->count < SASL_BACKOFF_FREE ||
+        server_now_ms() - f->last_ms > SASL_BACKOFF_FORGET_MS)
+        return 0;
+    int shift = f->count - SASL_BACKOFF_FREE;
+    uint64_t ms = shift > 6 ? SASL_BACKOFF_MAX_MS : (uint64_t)SASL_BACKOFF_BASE_MS << shift;
+    return ms > SASL_BACKOFF_MAX_MS ? SASL_BACKOFF_MAX_MS : ms;
+}
+
+static void sasl_on_backoff(uv_timer_t *t)
+{
+    cmd_client_t *client = t->data;
+    cmd_auth_t *a = client->auth;
+    uv_close((uv_handle_t *)t, (uv_close_cb)bson_free);
+    a->backoff_timer = NULL;
+    a->backoff_served = true;
+    client->rerun_parked(client); /* runs saslStart again, now without waiting */
+}
+
 /* The payload under `it` (BinData, or base64 text as old shells send it)
  * into a new buffer. */
 static bool sasl_payload(const bson_iter_t *it, uint8_t **out, size_t *n, dberr_t *err)
@@ -182,6 +266,19 @@ fail:
 
 bool cmd_sasl_start(cmd_ctx_t *ctx, dberr_t *err)
 {
+    cmd_auth_t *a = access_auth(ctx->client);
+    uint64_t wait = a->backoff_served ? 0 : sasl_backoff_ms(ctx->client);
+    a->backoff_served = false;
+    if (wait && !a->backoff_timer) {
+        log_event(LOG_INFO, "ACCESS", 9000001, "Delaying a login after repeated failures",
+                  LOG_STR("client", ctx->client->remote), LOG_INT("delayMillis", (int64_t)wait));
+        a->backoff_timer = bson_malloc0(sizeof *a->backoff_timer);
+        uv_timer_init(server.loop, a->backoff_timer);
+        a->backoff_timer->data = ctx->client;
+        uv_timer_start(a->backoff_timer, sasl_on_backoff, wait, 0);
+        ctx->parked = true;
+        return true;
+    }
     return sasl_start(ctx, ctx->db, ctx->cmd, false, ctx->reply, err);
 }
 
@@ -228,8 +325,12 @@ bool cmd_sasl_continue(cmd_ctx_t *ctx, dberr_t *err)
         ok = true;
         goto done;
     }
-    if (!scram_server_read_final(conv, payload, n, &final, &final_len, err))
+    if (!scram_server_read_final(conv, payload, n, &final, &final_len, err)) {
+        if (err->code == 18)
+            sasl_note_result(ctx->client, false);
         goto done;
+    }
+    sasl_note_result(ctx->client, true);
     if (!access_login(ctx->client, a->conv_db, conv->user, err))
         goto done;
     sasl_log_success(ctx, mech, conv->user, a->conv_db, a->conv_speculative);
@@ -293,7 +394,10 @@ void sasl_hello_append(cmd_ctx_t *ctx, bson_t *reply)
         }
     }
     bson_t spec;
-    if (cmd_find(ctx, "speculativeAuthenticate", &it) && BSON_ITER_HOLDS_DOCUMENT(&it) &&
+    /* an address in backoff gets no speculative login: the driver then
+     * sends saslStart, which waits */
+    if (sasl_backoff_ms(ctx->client) == 0 && cmd_find(ctx, "speculativeAuthenticate", &it) &&
+        BSON_ITER_HOLDS_DOCUMENT(&it) &&
         cmd_iter_doc(&it, &spec)) {
         bson_iter_t d;
         const char *db = bson_iter_init_find(&d, &spec, "db") && BSON_ITER_HOLDS_UTF8(&d)

@@ -118,6 +118,40 @@ def test_wrong_password_and_unknown_user_fail_alike_and_are_logged_without_the_p
             "neither the proof nor the password is logged: %s" % l
 
 
+def test_repeated_failures_delay_that_address_and_no_one_else(server):
+    make_admin(server)
+    for _ in range(12):
+        sock = w.connect(server.host, server.port)
+        try:
+            with pytest.raises(AssertionError):
+                scram_login(sock, "admin", "wrong-password")
+        finally:
+            sock.close()
+    waiting = w.connect(server.host, server.port)
+    other = w.connect(server.host, server.port)
+    try:
+        sc = ScramClient("admin", PASSWORD, "SCRAM-SHA-256")
+        w.send(waiting, w.op_msg(SON([("saslStart", 1), ("mechanism", "SCRAM-SHA-256"),
+                                      ("payload", sc.first()), ("$db", "admin")])))
+        # the delayed login is parked: another connection is served meanwhile
+        assert w.command(other, SON([("ping", 1), ("$db", "admin")]))["ok"] == 1
+        assert '"Delaying a login after repeated failures"' in server.log(), \
+            "the delay is logged"
+        waiting.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            waiting.recv(1)  # no answer yet: it waits (5 s after 12 failures)
+        waiting.setblocking(True)
+        waiting.settimeout(30)
+        first = w.read_reply(waiting).doc
+        assert first["ok"] == 1, "then it runs: %r" % first
+        r = w.command(waiting, SON([("saslContinue", 1), ("conversationId", 1),
+                                    ("payload", sc.final(first["payload"])), ("$db", "admin")]))
+        assert r["ok"] == 1, "and the right password logs in: %r" % r
+    finally:
+        waiting.close()
+        other.close()
+
+
 def test_logout_forgets_the_user(server):
     c = make_admin(server)
     c.admin.command("ping")
