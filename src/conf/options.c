@@ -327,23 +327,9 @@ static bool set_tls_mode(options_t *o, const option_value_t *v, dberr_t *err)
                      v->s);
 }
 
-static bool set_tls_cert_key_file(options_t *o, const option_value_t *v, dberr_t *err)
-{
-    options_dup(&o->tls_cert_key_file, v->s);
-    return true;
-}
-
-static bool set_tls_ca_file(options_t *o, const option_value_t *v, dberr_t *err)
-{
-    options_dup(&o->tls_ca_file, v->s);
-    return true;
-}
-
-static bool set_tls_allow_no_cert(options_t *o, const option_value_t *v, dberr_t *err)
-{
-    o->tls_allow_no_cert = v->b;
-    return true;
-}
+OPTIONS_PATH_SETTER(set_tls_cert_key_file, tls_cert_key_file)
+OPTIONS_PATH_SETTER(set_tls_ca_file, tls_ca_file)
+OPTIONS_SWITCH_SETTER(set_tls_allow_no_cert, tls_allow_no_cert)
 
 static bool set_unix_socket(options_t *o, const option_value_t *v, dberr_t *err)
 {
