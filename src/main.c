@@ -37,7 +37,8 @@
 
 #define MAIN_MAX_ADDRS 8
 
-static uv_signal_t main_sigint, main_sigterm;
+static uv_signal_t main_sigint, main_sigterm, main_sighup;
+static tls_config_t main_tls; /* kept for the reload on SIGHUP */
 static uv_timer_t main_tick;
 
 /* Creates `path` and its parents; false with errno set on failure. */
@@ -93,6 +94,25 @@ static void main_on_signal(uv_signal_t *s, int signum)
                 (const log_attr_t[]){LOG_INT("signal", signum), LOG_STR("error", strsignal(signum))},
                 2);
     main_stop();
+}
+
+/* SIGHUP: load the TLS certificate, key and CA file again; new connections
+ * use them, open ones keep theirs. A file that does not load keeps the old
+ * ones in force. */
+static void main_on_sighup(uv_signal_t *s, int signum)
+{
+    dberr_t err = {0};
+    if (main_tls.mode == TLS_DISABLED) {
+        log_info("CONTROL", "SIGHUP received: TLS is off, nothing to reload");
+        return;
+    }
+    if (tls_configure(&main_tls, &err))
+        log_event(LOG_INFO, "NETWORK", 4913400, "Rotated TLS certificates on SIGHUP",
+                  LOG_STR("certificateKeyFile", main_tls.cert_key_file));
+    else
+        log_event(LOG_WARN, "NETWORK", 4913401,
+                  "Certificate rotation failed; the old certificates stay in use",
+                  LOG_STR("error", err.msg));
 }
 
 static void main_ttl_one(collection_t *c, void *ctx)
@@ -497,6 +517,9 @@ int main(int argc, char **argv)
                         .allow_no_cert = o.tls_allow_no_cert};
     if (o.tls_mode)
         tls_mode_parse(o.tls_mode, &tls.mode); /* checked by options_parse */
+    main_tls = tls;
+    uv_signal_init(server.loop, &main_sighup);
+    uv_signal_start(&main_sighup, main_on_sighup, SIGHUP);
     if (!tls_configure(&tls, &err)) {
         journal_close();
         return main_fail(MAIN_EXIT_BADOPTIONS, "InvalidSSLConfiguration", err.msg);

@@ -53,6 +53,7 @@ def certs(tmp_path_factory):
         "client": make_cert(d, "client", "ca", "client"),
         "stranger": make_cert(d, "stranger", "otherca", "stranger"),
         "other_ca": other_ca,
+        "other_server": make_cert(d, "otherserver", "otherca", "localhost", server=True),
     }
 
 
@@ -145,6 +146,38 @@ def test_tls_below_1_2_is_refused(certs):
                     t.recv(1)
         assert "unsupported protocol" in s.log().lower() or "version" in s.log().lower(), \
             "the server refused it for its version:\n" + s.log_tail(20)
+    finally:
+        stop_all([s])
+
+
+def test_sighup_reloads_the_certificate_and_a_bad_file_keeps_the_old(certs, tmp_path):
+    import signal
+    pem = tmp_path / "live.pem"
+    pem.write_text(certs["server"].read_text())
+    s = start("--tlsMode", "requireTLS", "--tlsCertificateKeyFile", str(pem))
+    try:
+        by_ca = dict(tls=True, tlsCAFile=str(certs["ca"]))
+        by_other = dict(tls=True, tlsCAFile=str(certs["other_ca"]))
+        assert works(tls_client(s, **by_ca)) and not works(tls_client(s, **by_other))
+        pem.write_text(certs["other_server"].read_text())
+        s.proc.send_signal(signal.SIGHUP)
+        for _ in range(100):  # the loop handles the signal on its next turn
+            if "Rotated TLS certificates" in s.log():
+                break
+            import time
+            time.sleep(0.05)
+        assert "Rotated TLS certificates" in s.log(), s.log_tail(20)
+        assert works(tls_client(s, **by_other)), "new connections get the new certificate"
+        assert not works(tls_client(s, **by_ca))
+        pem.write_text("not a certificate\n")
+        s.proc.send_signal(signal.SIGHUP)
+        for _ in range(100):
+            if "Certificate rotation failed" in s.log():
+                break
+            import time
+            time.sleep(0.05)
+        assert "Certificate rotation failed" in s.log(), s.log_tail(20)
+        assert works(tls_client(s, **by_other)), "a bad file keeps the old certificate"
     finally:
         stop_all([s])
 
