@@ -305,6 +305,7 @@ void access_client_closed(cmd_client_t *client)
     }
     priv_set_destroy(&a->privs);
     bson_destroy(&a->roles);
+    bson_free(a->lock_pending);
     bson_free(a);
     client->auth = NULL;
 }

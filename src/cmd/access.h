@@ -36,6 +36,7 @@ typedef struct cmd_auth {
     bool conv_speculative;       /* started inside hello */
     uv_timer_t *backoff_timer;   /* a saslStart parked after repeated failures */
     bool backoff_served;         /* ... has waited: run it now */
+    char *lock_pending;          /* the lock name of a parked acquireLock (cmd/locks.c) */
 } cmd_auth_t;
 
 /* How a command's access is decided. */

@@ -391,6 +391,28 @@ def test_cursors_and_sessions_of_one_user_are_refused_to_another(server):
             sock.close()
 
 
+def test_a_lease_lock_of_one_user_is_refused_to_another(server):
+    admin = make_admin(server)
+    for name in ("alice", "bob"):
+        admin.admin.command("createUser", name, pwd="pw", roles=[{"role": "readWrite", "db": "app"}])
+    alice = client(server, username="alice", password="pw")
+    bob = client(server, username="bob", password="pw")
+    g = alice.app.command(SON([("acquireLock", "L"), ("owner", "alice"), ("leaseMs", 60000)]))
+    token = g["token"]
+    for cmd in (SON([("releaseLock", "L"), ("token", token)]),
+                SON([("renewLock", "L"), ("token", token), ("leaseMs", 1000)])):
+        with pytest.raises(OperationFailure) as e:
+            bob.app.command(cmd)
+        assert e.value.code == 13, "bob cannot %s alice's lock" % next(iter(cmd))
+    with pytest.raises(OperationFailure) as e:
+        bob.app.command(SON([("insert", "c"), ("documents", [{"x": 1}]),
+                             ("fence", {"lock": "L", "token": token})]))
+    assert e.value.code == 13, "nor write under its fence"
+    alice.app.command(SON([("insert", "c"), ("documents", [{"x": 1}]),
+                           ("fence", {"lock": "L", "token": token})]))
+    assert alice.app.command(SON([("releaseLock", "L"), ("token", token)]))["released"] is True
+
+
 # ---- user management ----
 
 def test_user_management_commands(server):
