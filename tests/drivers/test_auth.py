@@ -179,6 +179,23 @@ def test_another_user_on_a_logged_in_connection_is_refused(server):
         sock.close()
 
 
+@pytest.mark.parametrize("mech", ["SCRAM-SHA-256", "SCRAM-SHA-1"])
+def test_libmongoc_logs_in_and_runs_its_checks(server, mech):
+    from atomdb_testlib import atomdb_build_dir, require_installed
+    program = atomdb_build_dir() / "tests" / "drivers" / "c" / "test_libmongoc"
+    require_installed(program.exists(), "%s (built when libmongoc-dev is installed)" % program)
+    make_admin(server)
+    uri = "mongodb://admin:%s@%s/?directConnection=true&authSource=admin&authMechanism=%s" % (
+        PASSWORD, server.address, mech)
+    p = subprocess.run([str(program), uri], capture_output=True, text=True, timeout=120)
+    out = p.stdout + p.stderr
+    assert p.returncode == 0 and "not ok" not in out, "libmongoc with %s:\n%s" % (mech, out)
+    assert "ok - ping answers ok: 1" in out
+    logins = [l for l in server.log().splitlines() if '"Successfully authenticated"' in l
+              and '"mechanism":"%s"' % mech in l]
+    assert logins, "libmongoc logged in with %s" % mech
+
+
 # ---- the localhost exception ----
 
 def test_localhost_exception_allows_only_the_first_user_on_admin(server):
