@@ -407,6 +407,8 @@ static cmd_status_t cmd_run_one(cmd_client_t *client, const wire_request_t *req,
      * log record; the reply waits until that record is durable */
     client->wait_lsn = journal_seal();
     client->wait_sync = journal_mode() == JOURNAL_FSYNC || ctx.wait_sync;
+    if (def->is_write && strcmp(ctx.db, "admin") == 0)
+        access_changed(); /* a direct write may have changed admin.system.users/roles */
     if (!ok)
         goto fail;
     view_destroy(&view);

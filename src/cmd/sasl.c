@@ -194,26 +194,26 @@ static bool sasl_start(cmd_ctx_t *ctx, const char *db, const bson_t *cmd, bool s
     scram_server_t *conv = NULL;
     if (!bson_iter_init_find(&it, cmd, "mechanism")) {
         dberr_set(err, 40414, "BSON field 'saslStart.mechanism' is missing but a required field");
-        goto fail;
+        goto cleanup;
     }
     if (!BSON_ITER_HOLDS_UTF8(&it)) {
         dberr_set(err, DBERR_TYPE_MISMATCH, "BSON field 'saslStart.mechanism' is the wrong type "
                                             "'%s', expected type 'string'",
                   shellfmt_type_name(bson_iter_type(&it)));
-        goto fail;
+        goto cleanup;
     }
     mech_name = bson_iter_utf8(&it, NULL);
     if (!scram_mech_parse(mech_name, &mech)) {
         dberr_set(err, 334, "Received authentication for mechanism %s which is not enabled",
                   mech_name);
-        goto fail;
+        goto cleanup;
     }
     if (!bson_iter_init_find(&it, cmd, "payload")) {
         dberr_set(err, 40414, "BSON field 'saslStart.payload' is missing but a required field");
-        goto fail;
+        goto cleanup;
     }
     if (!sasl_payload(&it, &payload, &n, err))
-        goto fail;
+        goto cleanup;
     bool skip_empty = false;
     bson_iter_t o, se;
     if (bson_iter_init_find(&o, cmd, "options") && BSON_ITER_HOLDS_DOCUMENT(&o) &&
@@ -221,12 +221,12 @@ static bool sasl_start(cmd_ctx_t *ctx, const char *db, const bson_t *cmd, bool s
         skip_empty = bson_iter_as_bool(&se);
     if (strlen(db) >= sizeof a->conv_db) {
         dberr_set(err, DBERR_BAD_VALUE, "database name too long");
-        goto fail;
+        goto cleanup;
     }
     conv = bson_malloc0(sizeof *conv);
     scram_server_init(conv, mech);
     if (!scram_server_read_first(conv, payload, n, err))
-        goto fail;
+        goto cleanup;
     scram_cred_t cred;
     bool known = sasl_credential(db, conv->user, mech, &cred);
     if (!known && speculative) {
@@ -234,10 +234,10 @@ static bool sasl_start(cmd_ctx_t *ctx, const char *db, const bson_t *cmd, bool s
          * without this mechanism), so the driver starts over with the
          * mechanism saslSupportedMechs names and fails there */
         dberr_set(err, 18, "Authentication failed.");
-        goto fail;
+        goto cleanup;
     }
     if (!scram_server_write_first(conv, &cred, known, &first, &first_len, err))
-        goto fail;
+        goto cleanup;
     /* a new conversation replaces one in progress */
     if (a->conv) {
         scram_server_destroy(a->conv);
@@ -251,7 +251,7 @@ static bool sasl_start(cmd_ctx_t *ctx, const char *db, const bson_t *cmd, bool s
     a->conv_speculative = speculative;
     sasl_append_step(out, false, first, first_len);
     ok = true;
-fail:
+cleanup:
     if (!ok)
         sasl_log_failure(ctx, mech_name, conv && conv->user[0] ? conv->user : "", db, speculative,
                          err);
