@@ -187,7 +187,12 @@ def test_libmongoc_logs_in_and_runs_its_checks(server, mech):
     make_admin(server)
     uri = "mongodb://admin:%s@%s/?directConnection=true&authSource=admin&authMechanism=%s" % (
         PASSWORD, server.address, mech)
-    p = subprocess.run([str(program), uri], capture_output=True, text=True, timeout=120)
+    # under build-asan/ the program is built with ASan too, and LeakSanitizer
+    # reports 17 KB it never frees (from libbson's realloc, with or without a
+    # login; test_libmongoc.py runs against build/ only), so the client's
+    # leak check is off here; the server's stays on
+    env = dict(os.environ, ASAN_OPTIONS="detect_leaks=0")
+    p = subprocess.run([str(program), uri], capture_output=True, text=True, timeout=120, env=env)
     out = p.stdout + p.stderr
     assert p.returncode == 0 and "not ok" not in out, "libmongoc with %s:\n%s" % (mech, out)
     assert "ok - ping answers ok: 1" in out
