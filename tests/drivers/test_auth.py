@@ -579,6 +579,8 @@ def test_users_survive_restart_and_no_password_is_stored(server, kill):
     admin = make_admin(server)
     admin.admin.command("createRole", "writer", roles=["readWriteAnyDatabase"], privileges=[])
     admin.admin.command("createUser", "keeper", pwd="Unique-Pw-1234", roles=["writer"])
+    if not kill:
+        admin.admin.command("fsync")  # a snapshot: the users come back from it, not the log
     admin.close()
     new = restart(server, kill=kill)
     try:
