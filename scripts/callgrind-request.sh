@@ -4,7 +4,7 @@
 # with lsid + txnNumber as drivers send it) and the sold-out conditional sale.
 #
 # Usage: scripts/callgrind-request.sh [--bin PATH] [--small N] [--large N]
-#                                     [--only counter|soldout] [--keep DIR]
+#                                     [--only counter|soldout] [--keep DIR] [--auth]
 # For each workload it starts the server twice under
 # `valgrind --tool=callgrind` (--journal none, a free 127.0.0.1 port, a fresh
 # --dbpath), sends the same set-up and then N identical requests through a
@@ -13,7 +13,9 @@
 #   (instructions with N=large - instructions with N=small) / (large - small)
 # so start-up, set-up and shutdown cancel out. Numbers are deterministic to a
 # few instructions per request for a given binary; compare two builds with
-# the same --small/--large.
+# the same --small/--large. --auth runs the server with --auth and the client
+# logged in (SCRAM-SHA-256) as a root user made through the localhost
+# exception, so the difference to a run without is what authorization costs.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -23,6 +25,7 @@ small=200
 large=2200
 only=""
 keep=""
+auth=""
 
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -31,7 +34,8 @@ while [ $# -gt 0 ]; do
     --large) large=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
     --keep) keep=$2; shift 2 ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    --auth) auth=1; shift ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) echo "callgrind-request: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -57,10 +61,11 @@ run_one() {
   local dir="$work/$workload-$n"
   rm -rf "$dir"
   mkdir -p "$dir/data"
-  /usr/bin/python3 - "$bin" "$dir" "$workload" "$n" "$repo/tests/drivers" <<'PY'
+  /usr/bin/python3 - "$bin" "$dir" "$workload" "$n" "$repo/tests/drivers" "$auth" <<'PY'
 import os, socket, subprocess, sys, time
 
 binary, dir_, workload, n, libdir = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
+auth = sys.argv[6] == "1"
 sys.path.insert(0, libdir)
 import bson
 import wireproto as wp
@@ -74,7 +79,8 @@ log = open(os.path.join(dir_, "server.log"), "wb")
 proc = subprocess.Popen(
     ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out,
      binary, "--bind", "127.0.0.1", "--port", str(port),
-     "--dbpath", os.path.join(dir_, "data"), "--journal", "none", "--log-level", "warn"],
+     "--dbpath", os.path.join(dir_, "data"), "--journal", "none", "--log-level", "warn"]
+    + (["--auth"] if auth else []),
     stdin=subprocess.DEVNULL, stdout=log, stderr=log)
 
 deadline = time.monotonic() + 120
@@ -103,6 +109,10 @@ def cmd(doc, seq=None):
 lsid = {"id": bson.Binary(os.urandom(16), 4)}
 cmd({"hello": 1, "helloOk": True, "client": {"driver": {"name": "callgrind-request", "version": "1"}},
      "$db": "admin"})
+if auth:
+    from scramclient import scram_login
+    cmd({"createUser": "bench", "pwd": "bench-pw", "roles": ["root"], "$db": "admin"})
+    scram_login(sock, "bench", "bench-pw")
 if workload == "counter":
     cmd({"insert": "courses", "ordered": True, "$db": "test"}, ("documents", [{"_id": 1, "favCount": 0}]))
     update = {"q": {"_id": 1}, "u": {"$inc": {"favCount": 1}}}

@@ -73,7 +73,7 @@ node_release() {
 drivers_asan() {
   ATOMDB_BIN="$repo/build-asan/atomdb" ATOMDB_BUILD="$repo/build-asan" \
     run_pytest tests/drivers/test_raw_socket.py tests/drivers/test_pymongo_handshake.py \
-      tests/drivers/test_mongod_compat.py
+      tests/drivers/test_mongod_compat.py tests/drivers/test_auth.py tests/drivers/test_tls.py
 }
 
 scenarios_release() {

@@ -26,6 +26,7 @@
 #include "http/http.h"
 #include "lease/lease.h"
 #include "net/net.h"
+#include "net/tls.h"
 #include "store/catalog.h"
 #include "store/cursor.h"
 #include "txn/session.h"
@@ -39,7 +40,8 @@
 
 #define MAIN_MAX_ADDRS 8
 
-static uv_signal_t main_sigint, main_sigterm;
+static uv_signal_t main_sigint, main_sigterm, main_sighup;
+static tls_config_t main_tls; /* kept for the reload on SIGHUP */
 static uv_timer_t main_tick;
 
 /* Creates `path` and its parents; false with errno set on failure. */
@@ -97,6 +99,25 @@ static void main_on_signal(uv_signal_t *s, int signum)
                 (const log_attr_t[]){LOG_INT("signal", signum), LOG_STR("error", strsignal(signum))},
                 2);
     main_stop();
+}
+
+/* SIGHUP: load the TLS certificate, key and CA file again; new connections
+ * use them, open ones keep theirs. A file that does not load keeps the old
+ * ones in force. */
+static void main_on_sighup(uv_signal_t *s, int signum)
+{
+    dberr_t err = {0};
+    if (main_tls.mode == TLS_DISABLED) {
+        log_info("CONTROL", "SIGHUP received: TLS is off, nothing to reload");
+        return;
+    }
+    if (tls_configure(&main_tls, &err))
+        log_event(LOG_INFO, "NETWORK", 4913400, "Rotated TLS certificates on SIGHUP",
+                  LOG_STR("certificateKeyFile", main_tls.cert_key_file));
+    else
+        log_event(LOG_WARN, "NETWORK", 4913401,
+                  "Certificate rotation failed; the old certificates stay in use",
+                  LOG_STR("error", err.msg));
 }
 
 static void main_ttl_one(collection_t *c, void *ctx)
@@ -396,6 +417,19 @@ int main(int argc, char **argv)
         fprintf(stderr, "atomdb: --bind_ip takes 1 to %d addresses\n", MAIN_MAX_ADDRS);
         return MAIN_EXIT_BADOPTIONS;
     }
+    /* protected mode (as Redis'): no listening beyond loopback without
+     * access control unless asked for by name */
+    for (int i = 0; i < naddrs && o.protected_mode && !o.auth; i++) {
+        if (!main_is_loopback(addrs[i])) {
+            fprintf(stderr,
+                    "atomdb: refusing to listen on %s without access control (protected mode): "
+                    "start with --auth (and create a user), or with --protected-mode off to "
+                    "accept any client that can reach the port (docs/security.md)\n",
+                    addrs[i]);
+            return MAIN_EXIT_BADOPTIONS;
+        }
+    }
+    server.auth = o.auth;
     server.txn_lock_timeout_ms = 5;
     server.txn_lifetime_s = 60;
     if (!main_set_parameters(&o))
@@ -461,7 +495,7 @@ int main(int argc, char **argv)
     if (o.journal.mode == JOURNAL_NONE)
         log_startup_warning("--journal none: data is kept in memory only and is lost when the "
                             "server stops");
-    for (int i = 0; i < naddrs; i++) {
+    for (int i = 0; i < naddrs && !o.auth; i++) {
         if (!main_is_loopback(addrs[i])) {
             log_startup_warning("atomdb has no access control: anyone who can reach %s may "
                                 "read and write all data",
@@ -487,6 +521,17 @@ int main(int argc, char **argv)
     const char *addr_ptrs[MAIN_MAX_ADDRS];
     for (int i = 0; i < naddrs; i++)
         addr_ptrs[i] = addrs[i];
+    tls_config_t tls = {.cert_key_file = o.tls_cert_key_file, .ca_file = o.tls_ca_file,
+                        .allow_no_cert = o.tls_allow_no_cert};
+    if (o.tls_mode)
+        tls_mode_parse(o.tls_mode, &tls.mode); /* checked by options_parse */
+    main_tls = tls;
+    uv_signal_init(server.loop, &main_sighup);
+    uv_signal_start(&main_sighup, main_on_sighup, SIGHUP);
+    if (!tls_configure(&tls, &err)) {
+        journal_close();
+        return main_fail(MAIN_EXIT_BADOPTIONS, "InvalidSSLConfiguration", err.msg);
+    }
     if (!net_listen(server.loop, addr_ptrs, naddrs, cfg->port, cfg->max_conns, &err)) {
         log_event(LOG_ERROR, "NETWORK", 23024, "Failed to set up listener",
                   LOG_STR("error", err.msg));
@@ -512,7 +557,8 @@ int main(int argc, char **argv)
                     "Listening on", (const log_attr_t[]){LOG_STR("address", addrs[i])}, 1);
     log_event_n(LOG_INFO, "NETWORK", &(log_line_opts_t){.id = 23016, .ctx = "listener"},
                 "Waiting for connections",
-                (const log_attr_t[]){LOG_INT("port", cfg->port), LOG_STR("ssl", "off")}, 2);
+                (const log_attr_t[]){LOG_INT("port", cfg->port), LOG_STR("ssl", tls_mode() == TLS_DISABLED ? "off" : "on")},
+                2);
     /* atomdb is its set's primary from the start (docs/testing-with-atomdb.md) */
     log_event(LOG_INFO, "REPL", 21358, "Replica set state transition",
               LOG_STR("newState", "PRIMARY"), LOG_STR("oldState", "SECONDARY"));

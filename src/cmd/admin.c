@@ -2,6 +2,7 @@
  * options, logs, host and connection information, serverStatus, shutdown,
  * session bookkeeping and listCommands. */
 #include "cmd/cmd-private.h"
+#include "cmd/access.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -103,6 +104,16 @@ static bool admin_param_append(const char *name, bson_t *out)
         BSON_APPEND_INT64(out, name, fiber_slice_us());
     } else if (strcmp(name, "atomdbBusyYieldPeriodMicros") == 0) {
         BSON_APPEND_INT64(out, name, op_busy_slice());
+    } else if (strcmp(name, "scramIterationCount") == 0) {
+        BSON_APPEND_INT32(out, name, access_iterations(SCRAM_SHA_1));
+    } else if (strcmp(name, "scramSHA256IterationCount") == 0) {
+        BSON_APPEND_INT32(out, name, access_iterations(SCRAM_SHA_256));
+    } else if (strcmp(name, "authenticationMechanisms") == 0) {
+        bson_t arr;
+        bson_append_array_begin(out, name, -1, &arr);
+        BSON_APPEND_UTF8(&arr, "0", "SCRAM-SHA-1");
+        BSON_APPEND_UTF8(&arr, "1", "SCRAM-SHA-256");
+        bson_append_array_end(out, &arr);
     } else {
         return false;
     }
@@ -118,7 +129,9 @@ static const char *admin_params[] = {"featureCompatibilityVersion",
                                      "atomdbBusyYieldPeriodMicros",
                                      "internalQueryMaxBlockingSortMemoryUsageBytes",
                                      "internalDocumentSourceGroupMaxMemoryBytes",
-                                     "internalQueryMaxPushBytes", "internalQueryMaxAddToSetBytes"};
+                                     "internalQueryMaxPushBytes", "internalQueryMaxAddToSetBytes",
+                                     "scramIterationCount", "scramSHA256IterationCount",
+                                     "authenticationMechanisms"};
 
 bool cmd_get_parameter(cmd_ctx_t *ctx, dberr_t *err)
 {
@@ -180,6 +193,13 @@ bool admin_set_parameter(const char *k, const bson_iter_t *it, dberr_t *err)
             return dberr_set(err, DBERR_BAD_VALUE, "%s must be a number from 0 to %s", k,
                              ms ? "1000" : "1000000");
         fiber_set_slice_us(bson_iter_as_int64(it) * (ms ? 1000 : 1));
+    } else if (strcmp(k, "scramIterationCount") == 0 ||
+               strcmp(k, "scramSHA256IterationCount") == 0) {
+        if (!BSON_ITER_HOLDS_NUMBER(it))
+            return dberr_set(err, DBERR_BAD_VALUE, "%s must be a number", k);
+        if (!access_set_iterations(k[5] == 'I' ? SCRAM_SHA_1 : SCRAM_SHA_256,
+                                   bson_iter_as_int64(it), err))
+            return false;
     } else if (strcmp(k, "cursorTimeoutMillis") == 0) {
         if (!BSON_ITER_HOLDS_NUMBER(it) || bson_iter_as_int64(it) <= 0)
             return dberr_set(err, DBERR_BAD_VALUE, "cursorTimeoutMillis must be positive");
@@ -293,13 +313,37 @@ bool cmd_whatsmyuri(cmd_ctx_t *ctx, dberr_t *err)
 
 bool cmd_connection_status(cmd_ctx_t *ctx, dberr_t *err)
 {
-    bson_t doc, arr;
+    bool show_privs = false;
+    if (!cmd_opt_bool(ctx, "showPrivileges", &show_privs, err))
+        return false;
+    cmd_auth_t *a = ctx->client->auth;
+    bool authed = a && a->authenticated;
+    bson_t doc, arr, one, roles = BSON_INITIALIZER;
+    priv_set_t privs;
+    priv_set_init(&privs);
+    uint32_t n = 0;
+    if (authed) {
+        access_allowed(ctx, PRIV_TARGET_CLUSTER, NULL, NULL, ACT_FIND); /* refresh */
+        access_resolve_roles(&a->roles, &privs, &roles, &n);
+    }
     bson_append_document_begin(ctx->reply, "authInfo", -1, &doc);
     bson_append_array_begin(&doc, "authenticatedUsers", -1, &arr);
+    if (authed) {
+        bson_append_document_begin(&arr, "0", -1, &one);
+        BSON_APPEND_UTF8(&one, "user", a->user);
+        BSON_APPEND_UTF8(&one, "db", a->db);
+        bson_append_document_end(&arr, &one);
+    }
     bson_append_array_end(&doc, &arr);
-    bson_append_array_begin(&doc, "authenticatedUserRoles", -1, &arr);
-    bson_append_array_end(&doc, &arr);
+    BSON_APPEND_ARRAY(&doc, "authenticatedUserRoles", &roles);
+    if (show_privs) {
+        bson_append_array_begin(&doc, "authenticatedUserPrivileges", -1, &arr);
+        priv_set_append(&privs, &arr);
+        bson_append_array_end(&doc, &arr);
+    }
     bson_append_document_end(ctx->reply, &doc);
+    bson_destroy(&roles);
+    priv_set_destroy(&privs);
     return true;
 }
 
@@ -476,7 +520,7 @@ bool cmd_server_status(cmd_ctx_t *ctx, dberr_t *err)
 
 bool cmd_shutdown(cmd_ctx_t *ctx, dberr_t *err)
 {
-    if (!ctx->client->is_local)
+    if (!server.auth && !ctx->client->is_local)
         return dberr_set(err, DBERR_UNAUTHORIZED,
                          "shutdown must run from localhost when running db without auth");
     log_info("CONTROL", "shutdown command received from connection %lld",

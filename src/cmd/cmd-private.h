@@ -288,6 +288,30 @@ int64_t admin_cursor_timeout(void);
  * value. */
 bool admin_set_parameter(const char *name, const bson_iter_t *it, dberr_t *err);
 
+/* users.c, sasl.c (authentication: cmd/access.h, docs/security.md) */
+bool cmd_create_user(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_update_user(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_drop_user(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_drop_all_users_from_database(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_users_info(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_grant_roles_to_user(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_revoke_roles_from_user(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_create_role(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_update_role(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_drop_role(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_drop_all_roles_from_database(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_roles_info(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_grant_privileges_to_role(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_revoke_privileges_from_role(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_grant_roles_to_role(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_revoke_roles_from_role(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_sasl_start(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_sasl_continue(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_logout(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_authenticate(cmd_ctx_t *ctx, dberr_t *err);
+/* hello's saslSupportedMechs and speculativeAuthenticate answers. */
+void sasl_hello_append(cmd_ctx_t *ctx, bson_t *reply);
+
 /* The names of every command atomdb knows, for listCommands. */
 void cmd_append_command_names(bson_t *commands);
 

@@ -53,6 +53,8 @@ struct cmd_client {
     uint64_t op_wait_ns;         /* time parked so far (lock and lease waits) */
     const void *op_def;          /* the parked command's table row */
     void *op;                    /* its operation while one runs on a fiber (cmd/op.c) */
+    /* -- command layer: authentication (cmd/access.c, cmd/sasl.c) -- */
+    struct cmd_auth *auth;       /* who is logged in, a SASL conversation; NULL before any */
     /* -- set by cmd_run for the network layer -- */
     uint64_t wait_lsn;           /* the reply waits until this log record is durable */
     bool wait_sync;              /* ... fdatasync'ed (fsync mode, j: true, w: majority) */

@@ -2,6 +2,7 @@
  * listCollections, create, drop, dropDatabase, dbStats, collStats and the
  * index commands createIndexes, listIndexes and dropIndexes. */
 #include "cmd/cmd-private.h"
+#include "cmd/access.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -102,7 +103,8 @@ bool cmd_list_databases(cmd_ctx_t *ctx, dberr_t *err)
     }
     qsort(names.v, names.n, sizeof *names.v, dbcmds_name_cmp);
     for (size_t k = 0; k < names.n; k++) {
-        dbcmds_list_one_db(names.v[k], &l);
+        if (access_db_visible(ctx, names.v[k]))
+            dbcmds_list_one_db(names.v[k], &l);
         bson_free(names.v[k]);
     }
     bson_free(names.v);

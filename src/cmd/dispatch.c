@@ -5,10 +5,12 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cmd/memory.h"
 #include "cmd/op.h"
 #include "cmd/stats.h"
+#include "cmd/access.h"
 #include "cmd/view.h"
 #include "doc/matcher.h"
 #include "journal/journal.h"
@@ -106,6 +108,27 @@ static const cmd_def_t cmd_table[] = {
     {"dbhash", cmd_db_hash, CMD_COUNT_COMMAND, false},
     {"mapReduce", cmd_map_reduce, CMD_COUNT_COMMAND, false},
     {"mapreduce", cmd_map_reduce, CMD_COUNT_COMMAND, false},
+    /* authentication and users (cmd/sasl.c, cmd/users.c) */
+    {"saslStart", cmd_sasl_start, CMD_COUNT_COMMAND, false},
+    {"saslContinue", cmd_sasl_continue, CMD_COUNT_COMMAND, false},
+    {"logout", cmd_logout, CMD_COUNT_COMMAND, false},
+    {"authenticate", cmd_authenticate, CMD_COUNT_COMMAND, false},
+    {"createUser", cmd_create_user, CMD_COUNT_COMMAND, false, true},
+    {"updateUser", cmd_update_user, CMD_COUNT_COMMAND, false, true},
+    {"dropUser", cmd_drop_user, CMD_COUNT_COMMAND, false, true},
+    {"dropAllUsersFromDatabase", cmd_drop_all_users_from_database, CMD_COUNT_COMMAND, false, true},
+    {"usersInfo", cmd_users_info, CMD_COUNT_COMMAND, false},
+    {"grantRolesToUser", cmd_grant_roles_to_user, CMD_COUNT_COMMAND, false, true},
+    {"revokeRolesFromUser", cmd_revoke_roles_from_user, CMD_COUNT_COMMAND, false, true},
+    {"createRole", cmd_create_role, CMD_COUNT_COMMAND, false, true},
+    {"updateRole", cmd_update_role, CMD_COUNT_COMMAND, false, true},
+    {"dropRole", cmd_drop_role, CMD_COUNT_COMMAND, false, true},
+    {"dropAllRolesFromDatabase", cmd_drop_all_roles_from_database, CMD_COUNT_COMMAND, false, true},
+    {"rolesInfo", cmd_roles_info, CMD_COUNT_COMMAND, false},
+    {"grantPrivilegesToRole", cmd_grant_privileges_to_role, CMD_COUNT_COMMAND, false, true},
+    {"revokePrivilegesFromRole", cmd_revoke_privileges_from_role, CMD_COUNT_COMMAND, false, true},
+    {"grantRolesToRole", cmd_grant_roles_to_role, CMD_COUNT_COMMAND, false, true},
+    {"revokeRolesFromRole", cmd_revoke_roles_from_role, CMD_COUNT_COMMAND, false, true},
 #ifdef ATOMDB_FAULT_INJECTION
     {"atomdbFault", cmd_atomdb_fault, CMD_COUNT_COMMAND, true},
 #endif
@@ -119,6 +142,30 @@ void cmd_append_command_names(bson_t *commands)
         BSON_APPEND_BOOL(&one, "adminOnly", cmd_table[i].admin_only);
         bson_append_document_end(commands, &one);
     }
+}
+
+#define CMD_N (sizeof cmd_table / sizeof cmd_table[0])
+
+/* Each command's access rule (cmd/access.c), looked up once. */
+static const access_rule_t *cmd_rules[CMD_N];
+
+int cmd_access_unruled(bson_t *out)
+{
+    int n = 0;
+    char key[16];
+    for (size_t i = 0; i < CMD_N; i++)
+        if (!access_rule_find(cmd_table[i].name))
+            bson_append_utf8(out, cmd_index_key((uint32_t)n++, key, sizeof key), -1,
+                             cmd_table[i].name, -1);
+    return n;
+}
+
+static const access_rule_t *cmd_rule(const cmd_def_t *def)
+{
+    size_t i = (size_t)(def - cmd_table);
+    if (!cmd_rules[i])
+        cmd_rules[i] = access_rule_find(def->name);
+    return cmd_rules[i];
 }
 
 static const cmd_def_t *cmd_lookup(const char *name)
@@ -195,6 +242,7 @@ void cmd_client_closed(cmd_client_t *client)
     }
     cmd_locks_client_closed(client);
     cmd_session_client_closed(client);
+    access_client_closed(client);
 }
 
 /* Checks the arguments every command may carry. */
@@ -360,6 +408,15 @@ static cmd_status_t cmd_run_one(cmd_client_t *client, const wire_request_t *req,
                   ctx.name);
         goto fail;
     }
+    if (server.auth) {
+        const access_rule_t *rule = cmd_rule(def);
+        if (!rule) { /* a command with no row in the access table: refused */
+            dberr_set(&err, DBERR_UNAUTHORIZED, "command %s has no access rule", ctx.name);
+            goto fail;
+        }
+        if (!access_check(&ctx, rule, &err))
+            goto fail;
+    }
     if (!cmd_check_generic(&ctx, &err) || !cmd_write_concern_parse(&ctx, def->is_write, &err) ||
         !cmd_read_concern_parse(&ctx, &err))
         goto fail;
@@ -405,6 +462,8 @@ static cmd_status_t cmd_run_one(cmd_client_t *client, const wire_request_t *req,
      * log record; the reply waits until that record is durable */
     client->wait_lsn = journal_seal();
     client->wait_sync = journal_mode() == JOURNAL_FSYNC || ctx.wait_sync;
+    if (def->is_write && strcmp(ctx.db, "admin") == 0)
+        access_changed(); /* a direct write may have changed admin.system.users/roles */
     if (!ok)
         goto fail;
     cmd_outcome_take(out, &view, true, &err);
@@ -494,6 +553,17 @@ static void cmd_plan_summary(const cmd_outcome_t *out, char *buf, size_t size)
     }
 }
 
+/* Commands that carry a password or a SASL message: logged by name only. */
+static bool cmd_carries_secret(const wire_request_t *req)
+{
+    bson_iter_t it;
+    if (!bson_iter_init(&it, &req->cmd) || !bson_iter_next(&it))
+        return false;
+    const char *name = bson_iter_key(&it);
+    return !strcmp(name, "createUser") || !strcmp(name, "updateUser") ||
+           !strncmp(name, "sasl", 4) || !strcmp(name, "hello") || !strcasecmp(name, "isMaster");
+}
+
 /* One "Slow query" line (id 51803) as mongod writes it. */
 static void cmd_log_slow(const cmd_client_t *client, const wire_request_t *req,
                          const cmd_outcome_t *out, const bson_t *reply, int64_t ms)
@@ -506,7 +576,7 @@ static void cmd_log_slow(const cmd_client_t *client, const wire_request_t *req,
     size_t n = 0;
     attrs[n++] = LOG_STR("type", "command");
     attrs[n++] = LOG_STR("ns", ns);
-    if (req->cmd.len <= CMD_SLOW_LOG_MAX_BYTES)
+    if (req->cmd.len <= CMD_SLOW_LOG_MAX_BYTES && !cmd_carries_secret(req))
         attrs[n++] = LOG_DOC("command", &req->cmd);
     char plan[160];
     cmd_plan_summary(out, plan, sizeof plan);

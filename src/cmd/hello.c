@@ -57,11 +57,7 @@ static void hello_append(cmd_ctx_t *ctx, bson_t *reply, bool legacy, bool helloO
                              wire_compressor_name(ctx->client->compressors[i]));
         bson_append_array_end(reply, &arr);
     }
-    bson_iter_t it;
-    if (cmd_find(ctx, "saslSupportedMechs", &it)) {
-        bson_append_array_begin(reply, "saslSupportedMechs", -1, &arr);
-        bson_append_array_end(reply, &arr);
-    }
+    sasl_hello_append(ctx, reply);
     if (helloOk)
         BSON_APPEND_BOOL(reply, "helloOk", true);
 }

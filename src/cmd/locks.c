@@ -3,6 +3,7 @@
  * command passes, and the hooks that release locks when a connection
  * closes or a session ends. The lock table is src/lease; see docs/locks.md. */
 #include "cmd/cmd-private.h"
+#include "cmd/access.h"
 
 #include <math.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "journal/journal.h"
 #include "lease/lease.h"
 #include "util/log.h"
+#include "util/omap.h"
 
 /* Longest lease and wait accepted, in ms (mongod's maxTimeMS range). */
 #define LOCKS_MAX_MS 2147483647LL
@@ -128,9 +130,55 @@ static void locks_append_grant(bson_t *reply, const lease_grant_t *g)
 }
 
 /* A parked acquireLock ended: answer it once its token is durable. */
+/* ---- under --auth: a lock belongs to the user who took it ---- */
+
+/* The user holding a lock name's current token (omap value). */
+typedef struct locks_holder {
+    int64_t token;
+    uint64_t user; /* access_owner() of the connection that took it */
+} locks_holder_t;
+
+static omap_t *locks_holders; /* lock name -> locks_holder_t */
+
+static void locks_note_holder(const char *name, int64_t token, uint64_t user)
+{
+    if (!server.auth)
+        return;
+    if (!locks_holders)
+        locks_holders = omap_new();
+    size_t n = strlen(name);
+    locks_holder_t *h = omap_get(locks_holders, name, n);
+    if (!h) {
+        h = bson_malloc0(sizeof *h);
+        omap_insert(locks_holders, name, n, h);
+    }
+    h->token = token;
+    h->user = user;
+}
+
+/* Unauthorized 13 when `token` of lock `name` was taken by another user. */
+static bool locks_check_holder(cmd_ctx_t *ctx, const char *name, int64_t token, dberr_t *err)
+{
+    if (!server.auth || !locks_holders)
+        return true;
+    locks_holder_t *h = omap_get(locks_holders, name, strlen(name));
+    if (h && h->token == token && h->user != access_owner(ctx->client))
+        return dberr_set(err, DBERR_UNAUTHORIZED,
+                         "lock '%s' with token %lld was taken by another user", name,
+                         (long long)token);
+    return true;
+}
+
 static void locks_on_wake(void *arg, const lease_grant_t *g)
 {
     cmd_client_t *client = arg;
+    cmd_auth_t *a = client->auth;
+    if (a && a->lock_pending) {
+        if (g->acquired)
+            locks_note_holder(a->lock_pending, g->token, access_owner(client));
+        bson_free(a->lock_pending);
+        a->lock_pending = NULL;
+    }
     bson_t reply = BSON_INITIALIZER;
     locks_append_grant(&reply, g);
     BSON_APPEND_DOUBLE(&reply, "ok", 1.0);
@@ -175,9 +223,16 @@ bool cmd_acquire_lock(cmd_ctx_t *ctx, dberr_t *err)
     switch (lease_acquire(&req, locks_on_wake, ctx->client, &g, err)) {
     case LEASE_GRANTED:
     case LEASE_BUSY:
+        if (g.acquired)
+            locks_note_holder(req.name, g.token, access_owner(ctx->client));
         locks_append_grant(ctx->reply, &g);
         return true;
     case LEASE_PARKED:
+        if (server.auth) {
+            cmd_auth_t *a = access_auth(ctx->client);
+            bson_free(a->lock_pending);
+            a->lock_pending = bson_strdup(req.name);
+        }
         ctx->parked = true;
         return true;
     case LEASE_FAILED:
@@ -197,7 +252,8 @@ bool cmd_renew_lock(cmd_ctx_t *ctx, dberr_t *err)
         !locks_int_arg(ctx, "leaseMs", true, 1, LOCKS_MAX_MS, &lease_ms, err))
         return false;
     locks_lsid(ctx, &lsid, &lsid_len);
-    if (!lease_renew(name, token, lease_ms, lsid, lsid_len, &expires, err))
+    if (!locks_check_holder(ctx, name, token, err) ||
+        !lease_renew(name, token, lease_ms, lsid, lsid_len, &expires, err))
         return false;
     BSON_APPEND_INT64(ctx->reply, "token", token);
     BSON_APPEND_DATE_TIME(ctx->reply, "expiresAt", locks_wall(expires));
@@ -211,7 +267,7 @@ bool cmd_release_lock(cmd_ctx_t *ctx, dberr_t *err)
     if (!locks_name(ctx, &name, err) ||
         !locks_int_arg(ctx, "token", true, 0, INT64_MAX, &token, err))
         return false;
-    if (!lease_release(name, token, err))
+    if (!locks_check_holder(ctx, name, token, err) || !lease_release(name, token, err))
         return false;
     BSON_APPEND_BOOL(ctx->reply, "released", true);
     return true;
@@ -324,7 +380,9 @@ bool cmd_check_fence(cmd_ctx_t *ctx, dberr_t *err)
                          "BSON field '%s.fence.token' is missing but a required field", ctx->name);
     if (!lease_valid_name(lock, lock_len, err))
         return false;
-    return lease_check_fence(lock, token, err);
+    char name[LEASE_NAME_MAX + 1];
+    snprintf(name, sizeof name, "%.*s", (int)lock_len, lock);
+    return locks_check_holder(ctx, name, token, err) && lease_check_fence(lock, token, err);
 }
 
 void cmd_locks_client_closed(cmd_client_t *client)

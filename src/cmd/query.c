@@ -3,6 +3,7 @@
 #include "cmd/cmd-private.h"
 #include "cmd/memory.h"
 #include "cmd/op.h"
+#include "cmd/access.h"
 #include "cmd/view.h"
 
 #include <string.h>
@@ -80,6 +81,7 @@ bool cmd_reply_cursor(cmd_ctx_t *ctx, const char *ns, recvec_t *recs, projection
     c->projection = projection;
     c->matcher = matcher;
     c->conn_id = ctx->client->id;
+    c->owner = access_owner(ctx->client);
     c->no_timeout = ctx->cursor_no_timeout;
     bson_t cur;
     bson_append_document_begin(ctx->reply, "cursor", -1, &cur);
@@ -133,6 +135,10 @@ bool cmd_get_more(cmd_ctx_t *ctx, dberr_t *err)
     cursor_t *c = cursors_get(server.cursors, id);
     if (!c)
         return dberr_set(err, DBERR_CURSOR_NOT_FOUND, "cursor id %lld not found", (long long)id);
+    if (server.auth && c->owner != access_owner(ctx->client))
+        return dberr_set(err, DBERR_UNAUTHORIZED,
+                         "cursor id %lld was not created by the authenticated user",
+                         (long long)id);
     char ns[512];
     snprintf(ns, sizeof ns, "%s.%s", ctx->db, bson_iter_utf8(&it, NULL));
     if (strcmp(ns, c->ns) != 0)
@@ -172,6 +178,10 @@ bool cmd_kill_cursors(cmd_ctx_t *ctx, dberr_t *err)
         if (!BSON_ITER_HOLDS_INT64(&el) && !BSON_ITER_HOLDS_INT32(&el))
             continue;
         int64_t id = bson_iter_as_int64(&el);
+        cursor_t *cur = cursors_get(server.cursors, id);
+        if (cur && server.auth && cur->owner != access_owner(ctx->client))
+            return dberr_set(err, DBERR_UNAUTHORIZED,
+                             "not authorized to kill cursor on %s", cur->ns);
         if (cursors_close(server.cursors, id))
             bson_append_int64(&killed, cmd_index_key(nk++, key, sizeof key), -1, id);
         else

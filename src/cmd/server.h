@@ -56,6 +56,7 @@ typedef struct server {
     void (*request_stop)(void);  /* asks the network layer to stop the loop */
     int32_t txn_lock_timeout_ms; /* maxTransactionLockRequestTimeoutMillis */
     int32_t txn_lifetime_s;      /* transactionLifetimeLimitSeconds */
+    bool auth;                   /* --auth: access control on (cmd/access.c) */
     int txn_isolation;           /* txn_isolation_t of transactions that do not choose:
                                   * --txn-isolation / atomdbTransactionIsolation */
 } server_t;

@@ -5,6 +5,7 @@
  * commitTransaction, abortTransaction, refreshSessions, killSessions,
  * killAllSessions and startSession. See docs/concurrency.md. */
 #include "cmd/cmd-private.h"
+#include "cmd/access.h"
 
 #include <string.h>
 
@@ -80,6 +81,17 @@ int cmd_session_prepare(cmd_ctx_t *ctx, dberr_t *err)
         if (!session_parse_lsid(&it, id, err))
             return CMD_SESSION_FAIL;
         ctx->session = session_get(id, now);
+        if (server.auth) {
+            /* a session, its transaction and its retryable writes belong
+             * to the user who first used it */
+            uint64_t me = access_owner(ctx->client);
+            if (!ctx->session->owner)
+                ctx->session->owner = me;
+            else if (ctx->session->owner != me)
+                return dberr_set(err, DBERR_UNAUTHORIZED,
+                                 "Cannot use a session that belongs to another user"),
+                       CMD_SESSION_FAIL;
+        }
     }
     bool has_txn = cmd_find(ctx, "txnNumber", &it);
     if (has_txn) {

@@ -345,14 +345,6 @@ static bool set_log_format(options_t *o, const option_value_t *v, dberr_t *err)
     return true;
 }
 
-static bool options_refuse_auth(const char *name, dberr_t *err)
-{
-    return dberr_set(err, DBERR_BAD_VALUE,
-                     "%s: authentication is not supported by atomdb yet; start without it "
-                     "(--noauth, the default) and keep the server on a trusted network",
-                     name);
-}
-
 static bool set_noauth(options_t *o, const option_value_t *v, dberr_t *err)
 {
     o->auth = false;
@@ -362,7 +354,20 @@ static bool set_noauth(options_t *o, const option_value_t *v, dberr_t *err)
 
 static bool set_auth(options_t *o, const option_value_t *v, dberr_t *err)
 {
-    return options_refuse_auth(v->name, err);
+    o->auth = v->b;
+    options_record_str(o, "security.authorization", v->b ? "enabled" : "disabled");
+    return true;
+}
+
+static bool set_protected_mode(options_t *o, const option_value_t *v, dberr_t *err)
+{
+    if (strcmp(v->s, "on") == 0 || strcmp(v->s, "yes") == 0)
+        o->protected_mode = true;
+    else if (strcmp(v->s, "off") == 0 || strcmp(v->s, "no") == 0)
+        o->protected_mode = false;
+    else
+        return dberr_set(err, DBERR_BAD_VALUE, "%s must be on or off, got '%s'", v->name, v->s);
+    return true;
 }
 
 static bool set_authorization(options_t *o, const option_value_t *v, dberr_t *err)
@@ -371,11 +376,30 @@ static bool set_authorization(options_t *o, const option_value_t *v, dberr_t *er
         o->auth = false;
         return true;
     }
-    if (strcmp(v->s, "enabled") == 0)
-        return options_refuse_auth(v->name, err);
+    if (strcmp(v->s, "enabled") == 0) {
+        o->auth = true;
+        return true;
+    }
     return dberr_set(err, DBERR_BAD_VALUE, "%s must be enabled or disabled, got '%s'", v->name,
                      v->s);
 }
+
+static bool set_tls_mode(options_t *o, const option_value_t *v, dberr_t *err)
+{
+    static const char *const modes[] = {"disabled", "allowTLS", "preferTLS", "requireTLS"};
+    for (size_t i = 0; i < 4; i++)
+        if (strcmp(v->s, modes[i]) == 0) {
+            options_dup(&o->tls_mode, v->s);
+            return true;
+        }
+    return dberr_set(err, DBERR_BAD_VALUE,
+                     "%s must be disabled, allowTLS, preferTLS or requireTLS, got '%s'", v->name,
+                     v->s);
+}
+
+OPTIONS_PATH_SETTER(set_tls_cert_key_file, tls_cert_key_file)
+OPTIONS_PATH_SETTER(set_tls_ca_file, tls_ca_file)
+OPTIONS_SWITCH_SETTER(set_tls_allow_no_cert, tls_allow_no_cert)
 
 static bool set_unix_socket(options_t *o, const option_value_t *v, dberr_t *err)
 {
@@ -474,6 +498,15 @@ static const option_def_t options_table[] = {
     {"maxConns", "max-conns", "net.maxIncomingConnections", OPT_INT, set_max_conns,
      "--maxConns N          close connections beyond N at once (default unlimited)"},
     {"nounixsocket", NULL, NULL, OPT_SWITCH, set_nounixsocket, NULL},
+    {"tlsMode", NULL, "net.tls.mode", OPT_STRING, set_tls_mode,
+     "--tlsMode M           disabled (default), allowTLS, preferTLS or requireTLS"},
+    {"tlsCertificateKeyFile", NULL, "net.tls.certificateKeyFile", OPT_STRING,
+     set_tls_cert_key_file, "--tlsCertificateKeyFile F  PEM with the server's certificate and key"},
+    {"tlsCAFile", NULL, "net.tls.CAFile", OPT_STRING, set_tls_ca_file,
+     "--tlsCAFile F         CAs for client certificates (then required, see below)"},
+    {"tlsAllowConnectionsWithoutCertificates", NULL, "net.tls.allowConnectionsWithoutCertificates",
+     OPT_SWITCH, set_tls_allow_no_cert,
+     "--tlsAllowConnectionsWithoutCertificates  with --tlsCAFile: certificates optional"},
     {NULL, NULL, "net.unixDomainSocket.enabled", OPT_BOOL, set_unix_socket, NULL},
     {"dbpath", NULL, "storage.dbPath", OPT_STRING, set_dbpath,
      "--dbpath DIR          data directory, created if missing (default ./data)"},
@@ -495,7 +528,8 @@ static const option_def_t options_table[] = {
     {"pidfilepath", NULL, "processManagement.pidFilePath", OPT_STRING, set_pidfile,
      "--pidfilepath FILE    write the server's pid to FILE"},
     {"noauth", NULL, NULL, OPT_SWITCH, set_noauth, "--noauth              no access control (the default)"},
-    {"auth", NULL, NULL, OPT_SWITCH, set_auth, NULL},
+    {"auth", NULL, NULL, OPT_SWITCH, set_auth,
+     "--auth                access control: clients log in (SCRAM), commands are authorized"},
     {NULL, NULL, "security.authorization", OPT_STRING, set_authorization, NULL},
     {"slowms", NULL, "operationProfiling.slowOpThresholdMs", OPT_INT, set_slowms,
      "--slowms N            log operations slower than N ms as \"Slow query\" (default 100)"},
@@ -532,6 +566,9 @@ static const option_def_t options_table[] = {
      "                      on port N (default off; docs/operations.md)"},
     {"metrics-bind", NULL, "atomdb.metricsBind", OPT_STRING, set_metrics_bind,
      "--metrics-bind ADDR   address of the metrics port (default 127.0.0.1)"},
+    {"protected-mode", NULL, "atomdb.protectedMode", OPT_STRING, set_protected_mode,
+     "--protected-mode M    on (default): refuse to listen beyond loopback without --auth;\n"
+     "                      off: allow it (docs/security.md)"},
     {"txn-isolation", NULL, "atomdb.txnIsolation", OPT_STRING, set_txn_isolation,
      "--txn-isolation L     snapshot (default, as mongod) or serializable: transactions'\n"
      "                      level when they choose none (docs/concurrency.md)"},
@@ -547,7 +584,8 @@ typedef struct option_refused {
 
 #define WHY_SINGLE "atomdb is a single node: there is no replication between nodes"
 #define WHY_STORAGE "atomdb's storage is not WiredTiger (see --journal, --snapshot-interval)"
-#define WHY_TLS "TLS is not supported by atomdb yet"
+#define WHY_TLS "atomdb supports --tlsMode, --tlsCertificateKeyFile, --tlsCAFile and " \
+                "--tlsAllowConnectionsWithoutCertificates only"
 #define WHY_NOT_YET "it is not supported by atomdb yet"
 
 static const option_refused_t options_refused[] = {
@@ -574,10 +612,15 @@ static const option_refused_t options_refused[] = {
     {"unixSocketPrefix", "net.unixDomainSocket", "atomdb listens on TCP only"},
     {"filePermissions", NULL, "atomdb listens on TCP only"},
     {"networkMessageCompressors", "net.compression", WHY_NOT_YET},
-    {"tlsMode", "net.tls", WHY_TLS},
-    {"tlsCertificateKeyFile", NULL, WHY_TLS},
-    {"tlsCAFile", NULL, WHY_TLS},
+    {NULL, "net.tls", WHY_TLS},
     {"tlsAllowInvalidCertificates", NULL, WHY_TLS},
+    {"tlsAllowInvalidHostnames", NULL, WHY_TLS},
+    {"tlsCertificateKeyFilePassword", NULL, WHY_TLS},
+    {"tlsClusterFile", NULL, WHY_TLS},
+    {"tlsCRLFile", NULL, WHY_TLS},
+    {"tlsDisabledProtocols", NULL, WHY_TLS},
+    {"tlsFIPSMode", NULL, WHY_TLS},
+    {"tlsCertificateSelector", NULL, WHY_TLS},
     {"sslMode", "net.ssl", WHY_TLS},
     {"sslPEMKeyFile", NULL, WHY_TLS},
     {"transportLayer", "net.transportLayer", WHY_NOT_YET},
@@ -702,6 +745,7 @@ void options_init(options_t *o)
     memset(o, 0, sizeof *o);
     o->action = OPTIONS_RUN;
     o->bind_ip = bson_strdup("127.0.0.1");
+    o->protected_mode = true;
     o->port = 27017;
     o->dbpath = bson_strdup("./data");
     o->replset = bson_strdup("rs0");
@@ -732,6 +776,9 @@ void options_destroy(options_t *o)
     bson_free(g->v);
     bson_free(g);
     bson_free(o->config_path);
+    bson_free(o->tls_mode);
+    bson_free(o->tls_cert_key_file);
+    bson_free(o->tls_ca_file);
     bson_free(o->bind_ip);
     bson_free(o->metrics_bind);
     bson_free(o->advertise);
@@ -914,6 +961,17 @@ static bool options_check(options_t *o, dberr_t *err)
         return dberr_set(err, DBERR_BAD_VALUE,
                          "--bind_ip (net.bindIp) and --bind_ip_all (net.bindIpAll) are mutually "
                          "exclusive");
+    bool tls_on = o->tls_mode && strcmp(o->tls_mode, "disabled") != 0;
+    if (tls_on && !o->tls_cert_key_file)
+        return dberr_set(err, DBERR_BAD_VALUE,
+                         "--tlsMode %s (net.tls.mode) needs --tlsCertificateKeyFile "
+                         "(net.tls.certificateKeyFile)",
+                         o->tls_mode);
+    if (!tls_on && (o->tls_cert_key_file || o->tls_ca_file || o->tls_allow_no_cert))
+        return dberr_set(err, DBERR_BAD_VALUE,
+                         "--tlsCertificateKeyFile, --tlsCAFile and "
+                         "--tlsAllowConnectionsWithoutCertificates need --tlsMode allowTLS, "
+                         "preferTLS or requireTLS");
     if (o->fork && !o->log_path)
         return dberr_set(err, DBERR_BAD_VALUE,
                          "--fork needs --logpath (systemLog.path): a background server has no "

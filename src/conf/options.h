@@ -52,7 +52,12 @@ typedef struct options {
     bool fork;
     char *pidfile;
     /* security */
-    bool auth;                /* always false for now: --auth is refused */
+    bool auth;                /* --auth / security.authorization: enabled */
+    char *tls_mode;           /* --tlsMode / net.tls.mode, NULL: disabled */
+    char *tls_cert_key_file;  /* --tlsCertificateKeyFile */
+    char *tls_ca_file;        /* --tlsCAFile */
+    bool tls_allow_no_cert;   /* --tlsAllowConnectionsWithoutCertificates */
+    bool protected_mode;      /* --protected-mode: refuse non-loopback addresses without auth */
     /* operations (docs/operations.md) */
     int slowms;               /* --slowms, operationProfiling.slowOpThresholdMs; default 100 */
     double slow_sample_rate;  /* --slowOpSampleRate; default 1.0 */

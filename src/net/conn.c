@@ -32,6 +32,8 @@ static void conn_on_closed(uv_handle_t *h)
 {
     conn_t *c = h->data;
     buf_destroy(&c->in);
+    buf_destroy(&c->raw);
+    tls_session_free(c->tls);
     bson_free(c);
 }
 
@@ -85,10 +87,10 @@ static void conn_on_written(uv_write_t *req, int status)
     }
 }
 
-/* Queues the frame bytes in `frame` (taken over). */
-static void conn_send(conn_t *c, buf_t *frame)
+/* Queues the bytes in `frame` (taken over) for the socket. */
+static void conn_send_raw(conn_t *c, buf_t *frame)
 {
-    if (c->closing) {
+    if (c->closing || frame->len == 0) {
         buf_destroy(frame);
         return;
     }
@@ -130,6 +132,24 @@ static void conn_send(conn_t *c, buf_t *frame)
         c->read_paused = true;
         uv_read_stop((uv_stream_t *)&c->tcp);
     }
+}
+
+/* Queues the frame bytes in `frame` (taken over), encrypted on a TLS
+ * connection. */
+static void conn_send(conn_t *c, buf_t *frame)
+{
+    if (c->tls_state != CONN_TLS || c->closing) {
+        conn_send_raw(c, frame);
+        return;
+    }
+    buf_t out;
+    buf_init(&out);
+    char why[300];
+    bool ok = tls_session_write(c->tls, frame->data, frame->len, &out, why, sizeof why);
+    buf_destroy(frame);
+    conn_send_raw(c, &out);
+    if (!ok)
+        conn_close(c, why);
 }
 
 /* Sends `body` as the reply to `req` unless the client asked for none. */
@@ -309,8 +329,53 @@ static void conn_process(conn_t *c)
 static void conn_on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *out)
 {
     conn_t *c = h->data;
-    buf_reserve(&c->in, CONN_READ_CHUNK);
-    *out = uv_buf_init((char *)c->in.data + c->in.len, (unsigned)(c->in.cap - c->in.len));
+    buf_t *b = c->tls_state == CONN_PLAIN ? &c->in : &c->raw;
+    buf_reserve(b, CONN_READ_CHUNK);
+    *out = uv_buf_init((char *)b->data + b->len, (unsigned)(b->cap - b->len));
+}
+
+/* Bytes arrived on a connection that may speak TLS: decide from the first
+ * byte (a TLS handshake record is 0x16; a wire frame starts with its
+ * length), then decrypt into c->in. False when the connection closed. */
+static bool conn_tls_input(conn_t *c)
+{
+    if (c->tls_state == CONN_TLS_UNDECIDED) {
+        if (c->raw.len == 0)
+            return true;
+        if (c->raw.data[0] != 0x16) {
+            if (tls_mode() == TLS_REQUIRE) {
+                conn_close(c, "plaintext connection refused: the server runs with --tlsMode "
+                              "requireTLS");
+                return false;
+            }
+            c->tls_state = CONN_PLAIN;
+            buf_append(&c->in, c->raw.data, c->raw.len);
+            buf_destroy(&c->raw);
+            buf_init(&c->raw);
+            return true;
+        }
+        c->tls = tls_session_new();
+        if (!c->tls) {
+            conn_close(c, "cannot start a TLS session");
+            return false;
+        }
+        c->tls_state = CONN_TLS;
+    }
+    buf_t out;
+    buf_init(&out);
+    char why[300];
+    bool was_ready = tls_session_ready(c->tls);
+    bool ok = tls_session_read(c->tls, c->raw.data, c->raw.len, &c->in, &out, why, sizeof why);
+    c->raw.len = 0;
+    conn_send_raw(c, &out);
+    if (!ok) {
+        conn_close(c, why);
+        return false;
+    }
+    if (!was_ready && tls_session_ready(c->tls))
+        log_debug("NETWORK", "connection %lld: %s established", (long long)c->client.id,
+                  tls_session_version(c->tls));
+    return true;
 }
 
 static void conn_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
@@ -320,7 +385,13 @@ static void conn_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
         conn_close(c, nread == UV_EOF ? NULL : uv_strerror((int)nread));
         return;
     }
-    c->in.len += (size_t)nread;
+    if (c->tls_state == CONN_PLAIN) {
+        c->in.len += (size_t)nread;
+    } else {
+        c->raw.len += (size_t)nread;
+        if (!conn_tls_input(c))
+            return;
+    }
     server.net_bytes_in += (int64_t)nread;
     conn_process(c);
 }
@@ -358,6 +429,8 @@ conn_t *conn_accept(uv_stream_t *listener)
     uv_tcp_init(listener->loop, &c->tcp);
     c->tcp.data = c;
     buf_init(&c->in);
+    buf_init(&c->raw);
+    c->tls_state = tls_mode() == TLS_DISABLED ? CONN_PLAIN : CONN_TLS_UNDECIDED;
     if (uv_accept(listener, (uv_stream_t *)&c->tcp) != 0) {
         uv_close((uv_handle_t *)&c->tcp, conn_on_closed);
         return NULL;

@@ -9,6 +9,7 @@
 #include "cmd/cmd.h"
 #include "journal/journal.h"
 #include "net/net.h"
+#include "net/tls.h"
 #include "util/buf.h"
 #include "wire/wire.h"
 
@@ -26,7 +27,18 @@ typedef struct conn {
     journal_waiter_t waiter;  /* linked while a reply waits for its log record */
     bson_t *held_reply;       /* that reply, sent once the record is durable */
     struct conn *prev, *next; /* list of open connections */
+    /* -- TLS (net/tls.c) -- */
+    int tls_state;            /* CONN_PLAIN, CONN_TLS_UNDECIDED, CONN_TLS */
+    tls_session_t *tls;       /* when CONN_TLS */
+    buf_t raw;                /* bytes read and not yet decrypted */
 } conn_t;
+
+/* conn_t.tls_state */
+enum {
+    CONN_PLAIN,          /* plaintext (TLS disabled, or the client chose it) */
+    CONN_TLS_UNDECIDED,  /* TLS on: the first byte read decides */
+    CONN_TLS,            /* a TLS session */
+};
 
 /* Accepts a pending connection on `listener`; NULL when accept failed. */
 conn_t *conn_accept(uv_stream_t *listener);

@@ -79,8 +79,10 @@ bool catalog_valid_coll_name(const char *db, const char *coll, dberr_t *err)
         return dberr_set(err, DBERR_INVALID_NAMESPACE,
                          "Fully qualified namespace is too long. Namespace: %s.%s Max: 255", db,
                          coll);
+    bool auth_coll = strcmp(db, "admin") == 0 &&
+                     (strcmp(coll, "system.users") == 0 || strcmp(coll, "system.roles") == 0);
     if (strncmp(coll, "system.", 7) == 0 && strcmp(coll, "system.js") != 0 &&
-        strcmp(coll, "system.views") != 0)
+        strcmp(coll, "system.views") != 0 && !auth_coll)
         return dberr_set(err, DBERR_INVALID_NAMESPACE, "Invalid system namespace: %s.%s", db,
                          coll);
     return true;

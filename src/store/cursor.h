@@ -25,6 +25,7 @@ typedef struct cursor {
     matcher_t *matcher;       /* owned, for positional projection, or NULL */
     int64_t last_used_ms;     /* for the idle timeout */
     int64_t conn_id;          /* connection that opened it */
+    uint64_t owner;           /* the user who opened it (an opaque id), 0: none */
     bool no_timeout;          /* noCursorTimeout: never reaped for idleness */
 } cursor_t;
 

@@ -33,6 +33,8 @@ typedef struct session {
     char abort_reason[200];      /* why it was aborted, when the server did it */
     int64_t noop_txn;            /* the retryable write that changed nothing ... */
     bson_t *noop_reply;          /* ... and its reply (memory only), or NULL */
+    uint64_t owner;              /* under --auth: the user who first used it (an
+                                  * opaque id, cmd/access.c), 0: not yet */
 } session_t;
 
 /* Reads lsid.id from the `lsid` document. False with err when malformed. */

@@ -485,3 +485,122 @@ def test_op_compressed_wrapping_op_compressed_is_rejected(conn):
 def test_server_is_alive_after_every_case(atomdb_module, watchers):
     watchers.check("the whole raw-socket suite")
     assert atomdb_module.alive(), "server process still running at the end of the suite"
+
+
+# --- malformed SASL (SCRAM) conversations: an error reply, never a crash ---
+
+SASL_USER, SASL_PWD = "saslraw", "raw-pw"
+
+
+@pytest.fixture(scope="module")
+def sasl_user(atomdb_module):
+    c = MongoClient(atomdb_module.uri("directConnection=true"), serverSelectionTimeoutMS=10000)
+    c.admin.command("createUser", SASL_USER, pwd=SASL_PWD, roles=["read"])
+    c.close()
+    return SASL_USER
+
+
+def sasl_start(sock, payload, mech="SCRAM-SHA-256", **extra):
+    doc = SON([("saslStart", 1), ("mechanism", mech), ("payload", payload)])
+    doc.update(extra)
+    doc["$db"] = "admin"
+    return w.command(sock, doc)
+
+
+def sasl_continue(sock, payload, conversation_id=1):
+    return w.command(sock, SON([("saslContinue", 1), ("conversationId", conversation_id),
+                                ("payload", payload), ("$db", "admin")]))
+
+
+@pytest.mark.parametrize("payload", [
+    b"", b"\x00", b"n", b"n,,", b"n,,n=", b"n,,n=saslraw", b"n,,n=saslraw,r=",
+    b"p=tls-unique,,n=saslraw,r=abc", b"n,,n=saslraw,r=a\x00b", b"\xff\xfe\xfd" * 100,
+    b"n,,n=" + b"=" * 5000 + b",r=x", b"n,,n=u,r=" + b"x" * 20000, "!!!not base64!!!",
+    "bixuPXUscj1hYmM=" + "=", 12345,
+], ids=lambda p: repr(p)[:30])
+def test_malformed_client_first_gets_an_error(conn, sasl_user, payload):
+    doc = sasl_start(conn, payload)
+    assert doc.get("ok") == 0, "client-first %r is refused (got %r)" % (payload, doc)
+    assert w.command(conn, PING).get("ok") == 1, "the connection still answers"
+
+
+@pytest.mark.parametrize("doc", [
+    SON([("saslStart", 1), ("payload", b"n,,n=u,r=abc"), ("$db", "admin")]),
+    SON([("saslStart", 1), ("mechanism", 7), ("payload", b"n,,n=u,r=abc"), ("$db", "admin")]),
+    SON([("saslStart", 1), ("mechanism", "PLAIN"), ("payload", b"\x00u\x00p"), ("$db", "admin")]),
+    SON([("saslStart", 1), ("mechanism", "SCRAM-SHA-256"), ("$db", "admin")]),
+    SON([("saslContinue", 1), ("payload", b"c=biws"), ("$db", "admin")]),
+    SON([("saslContinue", 1), ("conversationId", 1), ("payload", b"c=biws"), ("$db", "admin")]),
+    SON([("hello", 1), ("speculativeAuthenticate", 5), ("$db", "admin")]),
+    SON([("hello", 1), ("speculativeAuthenticate", {"saslStart": 1}), ("$db", "admin")]),
+    SON([("hello", 1), ("speculativeAuthenticate", {"saslStart": 1, "mechanism": "SCRAM-SHA-1",
+                                                    "payload": b"garbage", "db": "admin"}),
+         ("$db", "admin")]),
+    SON([("hello", 1), ("saslSupportedMechs", 5), ("$db", "admin")]),
+    SON([("hello", 1), ("saslSupportedMechs", "nodot"), ("$db", "admin")]),
+    SON([("hello", 1), ("saslSupportedMechs", "x" * 100 + ".u"), ("$db", "admin")]),
+], ids=lambda d: repr(dict(d))[:40])
+def test_malformed_sasl_commands_never_crash(conn, sasl_user, doc):
+    reply = w.command(conn, doc)
+    if "hello" in doc:
+        assert reply.get("ok") == 1, "hello still answers: %r" % reply
+        assert "speculativeAuthenticate" not in reply, "no speculative reply for garbage"
+    else:
+        assert reply.get("ok") == 0, "%r is refused (got %r)" % (doc, reply)
+    assert w.command(conn, PING).get("ok") == 1, "the connection still answers"
+
+
+def _start_conversation(sock, mech="SCRAM-SHA-256"):
+    from scramclient import ScramClient
+    sc = ScramClient(SASL_USER, SASL_PWD, mech)
+    r = sasl_start(sock, sc.first(), mech=mech)
+    assert r.get("ok") == 1 and r["done"] is False, r
+    return sc, r["payload"]
+
+
+@pytest.mark.parametrize("mangle", ["truncated", "wrong nonce", "no proof", "garbage base64",
+                                    "short proof", "wrong channel binding", "trailing junk",
+                                    "empty"])
+def test_malformed_client_final_gets_an_error_and_ends_the_conversation(conn, sasl_user, mangle):
+    sc, server_first = _start_conversation(conn)
+    good = sc.final(server_first)
+    bad = {
+        "truncated": good[:len(good) // 2],
+        "wrong nonce": good.replace(b"r=" + sc.nonce.encode(), b"r=X" + sc.nonce.encode()),
+        "no proof": good.split(b",p=")[0],
+        "garbage base64": good.split(b",p=")[0] + b",p=%%%%",
+        "short proof": good.split(b",p=")[0] + b",p=AAAA",
+        "wrong channel binding": good.replace(b"c=biws", b"c=eSws"),
+        "trailing junk": good + b",x=1",
+        "empty": b"",
+    }[mangle]
+    r = sasl_continue(conn, bad)
+    assert r.get("ok") == 0, "%s client-final is refused (got %r)" % (mangle, r)
+    r = sasl_continue(conn, good)
+    assert r.get("ok") == 0, "the failed conversation cannot be finished afterwards: %r" % r
+    st = w.command(conn, SON([("connectionStatus", 1), ("$db", "admin")]))
+    assert st["authInfo"]["authenticatedUsers"] == [], "nobody is logged in"
+
+
+def test_replayed_client_final_is_refused(conn, sasl_user):
+    sc, server_first = _start_conversation(conn)
+    final = sc.final(server_first)
+    r = sasl_continue(conn, final)
+    assert r.get("ok") == 1 and r["done"] is False, "no skipEmptyExchange: one more step: %r" % r
+    r = sasl_continue(conn, b"")
+    assert r.get("ok") == 1 and r["done"] is True, r
+    assert sasl_continue(conn, final).get("ok") == 0, "the same client-final again is refused"
+    # and in a new conversation (a new server nonce) the old proof fails too
+    sock = w.connect(*conn.getpeername())
+    try:
+        sasl_start(sock, sc.first())
+        r = sasl_continue(sock, final)
+        assert r.get("ok") == 0 and r.get("code") in (2, 18), r
+    finally:
+        sock.close()
+
+
+def test_wrong_conversation_id_is_refused(conn, sasl_user):
+    sc, server_first = _start_conversation(conn)
+    r = sasl_continue(conn, sc.final(server_first), conversation_id=2)
+    assert r.get("ok") == 0, r

@@ -61,6 +61,22 @@ typedef struct {
     char na[STRAT_COUNT][160];
 } engine_t;
 
+/* --auth: atomdb runs with access control and every client logs in with
+ * SCRAM-SHA-256 as the user the bench creates (engine.c, drv_mongo.c). */
+extern bool bench_auth;
+#define BENCH_AUTH_USER "bench"
+#define BENCH_AUTH_PWD "bench-Pa55word"
+/* Creates the bench's root user on the atomdb at `port` through the
+ * localhost exception (drv_mongo.c). */
+bool drv_mongo_create_user(int port, char *err, size_t errlen);
+
+/* Connection set-up rates with SCRAM-SHA-256: atomdb --auth, atomdb
+ * without, PostgreSQL scram-sha-256 (connect.c; measure-server --only connect). */
+void measure_connect(const char *atomdb, double secs);
+/* CPU seconds of `pid` (all threads; with `children` its reaped children
+ * too), -1 on error (measure.c). */
+double measure_cpu_total_s(pid_t pid, bool children);
+
 /* ---- one measured cell ---- */
 
 /* What one run measures: engine x scenario x strategy x clients. */

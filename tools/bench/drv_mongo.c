@@ -97,13 +97,34 @@ static bool mongo_opts_session(mconn_t *m, bson_t *opts, char *err)
 
 bool drv_mongo_blocking_stream = false;
 
-static void *mongo_connect(const engine_t *eng, const char *durability, char *err)
+bool drv_mongo_create_user(int port, char *err, size_t errlen)
 {
     char uri[200];
+    snprintf(uri, sizeof uri, "mongodb://127.0.0.1:%d/?directConnection=true", port);
+    mongoc_client_t *c = mongoc_client_new(uri);
+    if (!c) {
+        snprintf(err, errlen, "bad uri %s", uri);
+        return false;
+    }
+    bson_t *cmd = BCON_NEW("createUser", BENCH_AUTH_USER, "pwd", BENCH_AUTH_PWD, "roles", "[",
+                           "root", "]");
+    bson_error_t e;
+    bool ok = mongoc_client_command_simple(c, "admin", cmd, NULL, NULL, &e);
+    if (!ok)
+        snprintf(err, errlen, "createUser through the localhost exception: %s", e.message);
+    bson_destroy(cmd);
+    mongoc_client_destroy(c);
+    return ok;
+}
+
+static void *mongo_connect(const engine_t *eng, const char *durability, char *err)
+{
+    char uri[300];
     snprintf(uri, sizeof uri,
-             "mongodb://127.0.0.1:%d/?directConnection=true&serverSelectionTimeoutMS=10000"
-             "&socketTimeoutMS=30000&connectTimeoutMS=10000&appname=atomdb-bench",
-             eng->port);
+             "mongodb://%s127.0.0.1:%d/?directConnection=true&serverSelectionTimeoutMS=10000"
+             "&socketTimeoutMS=30000&connectTimeoutMS=10000&appname=atomdb-bench%s",
+             bench_auth ? BENCH_AUTH_USER ":" BENCH_AUTH_PWD "@" : "", eng->port,
+             bench_auth ? "&authSource=admin&authMechanism=SCRAM-SHA-256" : "");
     mconn_t *m = calloc(1, sizeof *m);
     m->client = mongoc_client_new(uri);
     if (!m->client) {

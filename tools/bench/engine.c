@@ -268,6 +268,8 @@ static bool engine_start_postgres(engine_t *e, char *err, size_t errlen)
     return e->pid > 0;
 }
 
+bool bench_auth = false;
+
 bool engine_start(engine_t *e, const eng_conf_t *conf, const char *atomdb_path, char *err,
                   size_t errlen)
 {
@@ -290,7 +292,8 @@ bool engine_start(engine_t *e, const eng_conf_t *conf, const char *atomdb_path, 
     switch (conf->kind) {
     case ENG_ATOMDB: {
         char *argv[] = {(char *)atomdb_path, "--bind", "127.0.0.1", "--port", port, "--dbpath",
-                        data, "--journal", (char *)conf->durability, "--log-level", "warn", NULL};
+                        data, "--journal", (char *)conf->durability, "--log-level", "warn",
+                        bench_auth ? "--auth" : NULL, NULL};
         if (access(atomdb_path, X_OK) != 0) {
             snprintf(err, errlen, "atomdb binary %s not found (build it or pass --atomdb)",
                      atomdb_path);
@@ -323,6 +326,8 @@ bool engine_start(engine_t *e, const eng_conf_t *conf, const char *atomdb_path, 
                  eng_name(conf->kind), e->port, log);
         ok = false;
     }
+    if (ok && bench_auth && conf->kind == ENG_ATOMDB)
+        ok = drv_mongo_create_user(e->port, err, errlen);
     if (!ok)
         engine_stop(e, true);
     return ok;

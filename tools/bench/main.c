@@ -44,7 +44,7 @@ static void main_usage(FILE *f)
     fprintf(f,
             "Usage: atomdb-bench [options]\n"
             "       atomdb-bench measure-server [--quick] [--docs N] [--atomdb PATH]\n"
-            "                    [--only startup,cpu,memory,restart,journal,mms] [--perf DIR]\n"
+            "                    [--only startup,cpu,memory,restart,journal,mms,connect] [--perf DIR]\n"
             "       atomdb-bench mixed [--clients 16] [--duration 3] [--docs 300000] [--repeat 3]\n"
             "                    [--engines atomdb,postgres] [--yield-us N] [--atomdb PATH]\n"
             "Runs the seed scenarios x strategies against atomdb, Redis and PostgreSQL, each\n"
@@ -68,6 +68,8 @@ static void main_usage(FILE *f)
             "  --json PATH           write the rows as a JSON array\n"
             "  --svg PATH            write a chart of ops/s against clients\n"
             "  --keep                keep the engines' temporary directories\n"
+            "  --auth                atomdb with --auth; clients log in (SCRAM-SHA-256) as a\n"
+            "                        root user the bench creates (docs/security.md)\n"
             "  --help                this text\n"
             "Environment: BENCH_PG_BIN (default /usr/lib/postgresql/15/bin), BENCH_PG_USER\n"
             "(when root; default postgres), BENCH_REDIS (default /usr/bin/redis-server).\n");
@@ -160,13 +162,16 @@ static bool main_parse(int argc, char **argv, opts_t *o)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        bool takes = strcmp(a, "--quick") && strcmp(a, "--keep") && strcmp(a, "--help");
+        bool takes = strcmp(a, "--quick") && strcmp(a, "--keep") && strcmp(a, "--help") &&
+                     strcmp(a, "--auth");
         if (takes && !v) {
             fprintf(stderr, "atomdb-bench: %s needs a value\n", a);
             return false;
         }
         if (!strcmp(a, "--quick")) {
             o->quick = true;
+        } else if (!strcmp(a, "--auth")) {
+            bench_auth = true;
         } else if (!strcmp(a, "--keep")) {
             o->keep = true;
         } else if (!strcmp(a, "--help")) {

@@ -14,8 +14,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* Server CPU time (user + system, all threads) in seconds, -1 on error. */
-static double measure_cpu_s(pid_t pid)
+/* Server CPU time (user + system, all threads) in seconds, -1 on error;
+ * with `children`, also that of its exited, reaped children (PostgreSQL's
+ * backends). */
+double measure_cpu_total_s(pid_t pid, bool children)
 {
     char path[64], buf[2048];
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
@@ -28,11 +30,19 @@ static double measure_cpu_s(pid_t pid)
     char *p = strrchr(buf, ')');
     if (!p)
         return -1;
-    unsigned long long ut = 0, st = 0;
-    /* fields after ")": state(3) ... utime(14) stime(15) */
-    if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+    unsigned long long ut = 0, st = 0, cut = 0, cst = 0;
+    /* fields after ")": state(3) ... utime(14) stime(15) cutime(16) cstime(17) */
+    if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %llu %llu", &ut, &st,
+               &cut, &cst) != 4)
         return -1;
+    if (children)
+        ut += cut + cst;
     return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+static double measure_cpu_s(pid_t pid)
+{
+    return measure_cpu_total_s(pid, false);
 }
 
 /* Resident set size in bytes, -1 on error. */
@@ -428,5 +438,7 @@ int measure_server(const char *atomdb_path, bool quick, long docs, const char *p
         measure_journal_cost(atomdb_path, quick ? 1.0 : 3.0);
     if (!only || strstr(only, "mms"))
         measure_mms(atomdb_path);
+    if (!only || strstr(only, "connect"))
+        measure_connect(atomdb_path, quick ? 1.0 : 3.0);
     return engine_interrupted ? 130 : 0;
 }

@@ -38,10 +38,11 @@ function canConnect(port) {
 }
 
 // Starts atomdb. Options: `dir` reuses a data directory (a restart), `keep`
-// leaves the directory in place at stop() (remove it with cleanup()).
+// leaves the directory in place at stop() (remove it with cleanup()), `args`
+// adds command-line flags (['--auth']).
 // Returns { port, dir, uri, alive(), stop({ kill }), cleanup() }; stop()
 // resolves to the list of problems found (empty when all went well).
-export async function startAtomdb({ dir, keep = false } = {}) {
+export async function startAtomdb({ dir, keep = false, args = [] } = {}) {
   const ownDir = !dir;
   dir = dir || mkdtempSync(join(tmpdir(), 'atomdb-node-'));
   const logPath = join(dir, `atomdb-${Date.now()}.stderr`);
@@ -49,7 +50,7 @@ export async function startAtomdb({ dir, keep = false } = {}) {
   const port = await freePort();
   const child = spawn(atomdbBin, [
     '--bind', '127.0.0.1', '--port', String(port), '--dbpath', join(dir, 'data'),
-    '--replSet', 'rs0', '--advertise', `127.0.0.1:${port}`, '--log-level', 'debug',
+    '--replSet', 'rs0', '--advertise', `127.0.0.1:${port}`, '--log-level', 'debug', ...args,
   ], { stdio: ['ignore', logFd, logFd] });
   let exit = null;
   const exited = new Promise((res) => child.on('exit', (code, signal) => { exit = { code, signal }; res(); }));
@@ -66,6 +67,7 @@ export async function startAtomdb({ dir, keep = false } = {}) {
     dir,
     uri: `mongodb://127.0.0.1:${port}/?directConnection=true`,
     alive: () => exit === null,
+    log,
     cleanup,
     async stop({ kill = false } = {}) {
       const problems = [];
