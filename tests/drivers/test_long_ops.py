@@ -119,9 +119,9 @@ def test_a_hot_counter_in_another_process_makes_progress_while_reports_run(loade
         n9 = timed("regex count", lambda: db.docs.count_documents({"s": {"$regex": "9$"}}))
         assert n9 == DOCS // 10, "the regex scan counted every name ending in 9"
     unwound = timed("$unwind/$count", lambda: list(db.docs.aggregate(
-        [{"$match": {"_id": {"$lt": 100_000}}}, {"$project": {"r": {"$range": [0, 10]}}},
+        [{"$match": {"_id": {"$lt": 100_000}}}, {"$project": {"r": {"$range": [0, 40]}}},
          {"$unwind": "$r"}, {"$count": "n"}])))
-    assert unwound == [{"n": 1_000_000}], "the $unwind/$count counted 1,000,000 documents"
+    assert unwound == [{"n": 4_000_000}], "the $unwind/$count counted 4,000,000 documents"
     res = timed("updateMany", lambda: db.docs.update_many({}, {"$inc": {"u": 1}}))
     assert res.matched_count == DOCS and res.modified_count == DOCS, \
         "updateMany changed every document once"
@@ -352,6 +352,37 @@ def test_blocking_stages_stop_at_their_memory_limits(loaded):
         "under the default 100 MB the same sort runs"
     assert rss_bytes(server.proc.pid) - rss0 < 512 * 1024 * 1024, \
         "the server's RSS stayed within 512 MB of where it started"
+
+
+def test_streaming_stages_do_not_materialize_what_they_count(loaded):
+    # 10 M documents made by $range/$unwind twice, only to be counted: the
+    # streamed stages hold one input document's worth at a time, so the
+    # server's memory does not grow with the count (materialized, this was
+    # ~3 GB)
+    server, c = loaded
+    rss0 = rss_bytes(server.proc.pid)
+    peak = [rss0]
+    done = threading.Event()
+
+    def watch():
+        while not done.is_set():
+            peak[0] = max(peak[0], rss_bytes(server.proc.pid))
+            time.sleep(0.02)
+
+    t = threading.Thread(target=watch, daemon=True)
+    t.start()
+    try:
+        r = list(c.t.aggregate([
+            {"$documents": [{}]}, {"$project": {"a": {"$range": [0, 10_000]}}},
+            {"$unwind": "$a"}, {"$project": {"b": {"$range": [0, 1_000]}}},
+            {"$unwind": "$b"}, {"$skip": 5}, {"$limit": 9_999_990}, {"$count": "n"}]))
+    finally:
+        done.set()
+        t.join()
+    assert r == [{"n": 9_999_990}], "every unwound document was counted, $skip and $limit applied"
+    assert peak[0] - rss0 < 512 * 1024 * 1024, \
+        "the server's RSS stayed within 512 MB of where it started (peak +%d MB)" % (
+            (peak[0] - rss0) // (1024 * 1024))
 
 
 @pytest.mark.parametrize("op,expr", [

@@ -192,10 +192,10 @@ static bool count_run(const stage_t *s, const expr_ctx_t *ctx, doclist_t *in, do
 }
 
 const stage_def_t pipeline_filter_stages[] = {
-    {"$match", match_parse, match_run, match_check_vars, match_free, STAGE_MATCH},
+    {"$match", match_parse, match_run, match_check_vars, match_free, STAGE_MATCH | STAGE_STREAM},
     {"$sort", sort_parse, sort_run, NULL, sort_free, 0},
-    {"$skip", skip_parse, skip_run, NULL, NULL, 0},
-    {"$limit", limit_parse, limit_run, NULL, NULL, 0},
-    {"$count", count_parse, count_run, NULL, count_free, 0},
+    {"$skip", skip_parse, skip_run, NULL, NULL, STAGE_STREAM},
+    {"$limit", limit_parse, limit_run, NULL, NULL, STAGE_STREAM},
+    {"$count", count_parse, count_run, NULL, count_free, STAGE_STREAM},
     {NULL, NULL, NULL, NULL, NULL, 0},
 };

@@ -61,6 +61,7 @@ enum {
     STAGE_FIRST = 2,     /* only first ($documents: makes its own input) */
     STAGE_LAST = 4,      /* only last ($out, $merge: the caller writes) */
     STAGE_MATCH = 8,     /* a filter the planner may use when it leads */
+    STAGE_STREAM = 16,   /* looks at one document at a time: runs streamed (pipeline.c) */
 };
 
 /* One row of a stage table. */

@@ -255,6 +255,107 @@ const bson_t *pipeline_leading_match(const pipeline_t *p)
 
 /* ------------------------------------------------------------------ run */
 
+/* Streaming: a run of two or more stages that look at one document at a
+ * time ($match, $project, $unwind..., with $skip, $limit and $count) is run
+ * document by document, so nothing between them is materialized — a
+ * $range/$unwind that makes millions of documents only to $count them
+ * holds one input document's worth at a time. */
+typedef struct stream {
+    const pipeline_t *p;
+    const expr_ctx_t *ctx;
+    size_t end;     /* the run is [first, end) */
+    int64_t *seen;  /* per stage: documents passed ($skip, $limit) or counted ($count) */
+    doclist_t *out; /* what leaves the run */
+    size_t steps;
+} stream_t;
+
+/* Sends doc (owned: always consumed) through stages i.. of the run. */
+static bool stream_push(stream_t *st, size_t i, bson_t *doc, dberr_t *err)
+{
+    if ((++st->steps & 255) == 0 && !fiber_check(err)) {
+        bson_destroy(doc);
+        return false;
+    }
+    if (i == st->end) {
+        doclist_push(st->out, doc);
+        return true;
+    }
+    const stage_t *s = &st->p->stages[i];
+    const char *name = s->def->name;
+    bool is_skip = !strcmp(name, "$skip");
+    if (is_skip || !strcmp(name, "$limit")) {
+        bool under = st->seen[i] < s->u.n;
+        if (under)
+            st->seen[i]++;
+        if (is_skip == under) { /* skipped, or past the limit */
+            bson_destroy(doc);
+            return true;
+        }
+        return stream_push(st, i + 1, doc, err);
+    }
+    if (!strcmp(name, "$count")) { /* always ends a run: emitted by stream_run */
+        st->seen[i]++;
+        bson_destroy(doc);
+        return true;
+    }
+    doclist_t one, res;
+    doclist_init(&one);
+    doclist_init(&res);
+    doclist_push(&one, doc);
+    bool ok = s->def->run(s, st->ctx, &one, &res, err);
+    if (one.docs[0])
+        bson_destroy(one.docs[0]);
+    bson_free(one.docs);
+    size_t j = 0;
+    for (; ok && j < res.len; j++) {
+        ok = stream_push(st, i + 1, res.docs[j], err);
+        res.docs[j] = NULL;
+    }
+    for (; j < res.len; j++)
+        bson_destroy(res.docs[j]);
+    bson_free(res.docs);
+    return ok;
+}
+
+/* Where the streamed run that starts at stage i ends (exclusive): past
+ * its $count, or before the first stage that needs all its input. */
+static size_t stream_end(const pipeline_t *p, size_t i)
+{
+    size_t end = i;
+    while (end < p->n && (p->stages[end].def->flags & STAGE_STREAM)) {
+        if (!strcmp(p->stages[end++].def->name, "$count"))
+            break;
+    }
+    return end;
+}
+
+/* Runs stages [first, end) over docs (consumed) into out. */
+static bool stream_run(const pipeline_t *p, const expr_ctx_t *ctx, size_t first, size_t end,
+                       doclist_t *docs, doclist_t *out, dberr_t *err)
+{
+    stream_t st = {p, ctx, end, bson_malloc0(p->n * sizeof(int64_t)), out, 0};
+    bool ok = true;
+    for (size_t j = 0; j < docs->len; j++) {
+        bson_t *d = docs->docs[j];
+        docs->docs[j] = NULL;
+        if (ok)
+            ok = stream_push(&st, first, d, err);
+        else
+            bson_destroy(d);
+    }
+    const stage_t *last = &p->stages[end - 1];
+    if (ok && !strcmp(last->def->name, "$count") && st.seen[end - 1] > 0) {
+        bson_t *d = bson_new();
+        if (st.seen[end - 1] <= INT32_MAX)
+            bson_append_int32(d, last->u.count_field, -1, (int32_t)st.seen[end - 1]);
+        else
+            bson_append_int64(d, last->u.count_field, -1, st.seen[end - 1]);
+        doclist_push(out, d);
+    }
+    bson_free(st.seen);
+    return ok;
+}
+
 /* Runs the stages of `p` over `docs` under `ctx`. */
 static bool run_stages(const pipeline_t *p, const expr_ctx_t *ctx, doclist_t *docs, dberr_t *err)
 {
@@ -262,7 +363,14 @@ static bool run_stages(const pipeline_t *p, const expr_ctx_t *ctx, doclist_t *do
         doclist_t next;
         doclist_init(&next);
         const stage_t *s = &p->stages[i];
-        bool ok = s->def->run(s, ctx, docs, &next, err);
+        size_t end = stream_end(p, i);
+        bool ok;
+        if (end > i + 1) {
+            ok = stream_run(p, ctx, i, end, docs, &next, err);
+            i = end - 1;
+        } else {
+            ok = s->def->run(s, ctx, docs, &next, err);
+        }
         /* documents moved to `next` were nulled in `docs` */
         for (size_t j = 0; j < docs->len; j++) {
             if ((j & 1023) == 1023)

@@ -387,15 +387,16 @@ static void unwind_free(stage_t *s)
 }
 
 const stage_def_t pipeline_shape_stages[] = {
-    {"$project", project_parse, project_run, NULL, project_free, STAGE_IN_UPDATE},
-    {"$addFields", add_fields_parse, project_run, NULL, project_free, STAGE_IN_UPDATE},
-    {"$set", add_fields_parse, project_run, NULL, project_free, STAGE_IN_UPDATE},
-    {"$unset", unset_parse, project_run, NULL, project_free, STAGE_IN_UPDATE},
+    {"$project", project_parse, project_run, NULL, project_free, STAGE_IN_UPDATE | STAGE_STREAM},
+    {"$addFields", add_fields_parse, project_run, NULL, project_free,
+     STAGE_IN_UPDATE | STAGE_STREAM},
+    {"$set", add_fields_parse, project_run, NULL, project_free, STAGE_IN_UPDATE | STAGE_STREAM},
+    {"$unset", unset_parse, project_run, NULL, project_free, STAGE_IN_UPDATE | STAGE_STREAM},
     {"$replaceRoot", replace_root_parse, replace_run, expr_arg_check_vars, expr_arg_free,
-     STAGE_IN_UPDATE},
+     STAGE_IN_UPDATE | STAGE_STREAM},
     {"$replaceWith", expr_arg_parse, replace_run, expr_arg_check_vars, expr_arg_free,
-     STAGE_IN_UPDATE},
+     STAGE_IN_UPDATE | STAGE_STREAM},
     {"$documents", expr_arg_parse, documents_run, expr_arg_check_vars, expr_arg_free, STAGE_FIRST},
-    {"$unwind", unwind_parse, unwind_run, NULL, unwind_free, 0},
+    {"$unwind", unwind_parse, unwind_run, NULL, unwind_free, STAGE_STREAM},
     {NULL, NULL, NULL, NULL, NULL, 0},
 };
