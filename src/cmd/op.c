@@ -7,6 +7,7 @@
 #include <string.h>
 #include <uv.h>
 
+#include "cmd/access.h"
 #include "cmd/cmd-private.h"
 #include "cmd/server.h"
 #include "doc/matcher.h"
@@ -280,11 +281,12 @@ static void op_append_one(bson_t *inprog, uint32_t i, const op_t *o)
     bson_append_document_end(inprog, &d);
 }
 
-void op_append_current(bson_t *inprog, bool all)
+void op_append_current(bson_t *inprog, bool all, const cmd_client_t *owner_of)
 {
     uint32_t i = 0;
     for (const op_t *o = op_head; o; o = o->next)
-        if (o->fiber != fiber_current() || all)
+        if ((o->fiber != fiber_current() || all) &&
+            (!owner_of || access_owner(o->client) == access_owner(owner_of)))
             op_append_one(inprog, i++, o);
 }
 
@@ -315,15 +317,17 @@ void op_append_status(bson_t *out)
 static bool op_not_filter(const char *k)
 {
     return !strcmp(k, "currentOp") || !strcmp(k, "$all") || !strcmp(k, "$ownOps") ||
-           !strcmp(k, "$truncateOps") || cmd_is_generic_arg(k);
+           cmd_is_generic_arg(k);
 }
 
 bool cmd_current_op(cmd_ctx_t *ctx, dberr_t *err)
 {
-    bool all = false;
+    bool all = false, own = false;
     bson_iter_t it;
     if (cmd_find(ctx, "$all", &it))
         all = bson_iter_as_bool(&it);
+    if (cmd_find(ctx, "$ownOps", &it))
+        own = bson_iter_as_bool(&it);
     bson_t filter = BSON_INITIALIZER;
     bson_iter_init(&it, ctx->cmd);
     while (bson_iter_next(&it))
@@ -334,7 +338,7 @@ bool cmd_current_op(cmd_ctx_t *ctx, dberr_t *err)
     if (!m)
         return false;
     bson_t ops = BSON_INITIALIZER, arr;
-    op_append_current(&ops, true);
+    op_append_current(&ops, true, own ? ctx->client : NULL);
     bson_append_array_begin(ctx->reply, "inprog", -1, &arr);
     uint32_t n = 0;
     char key[16];

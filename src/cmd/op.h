@@ -31,8 +31,10 @@ void op_client_closed(cmd_client_t *client);
 void op_set_max_time(int64_t ms);
 
 /* Appends one document per operation in progress to array `inprog`
- * (mongod's currentOp shape); `all` adds idle connections' entries too. */
-void op_append_current(bson_t *inprog, bool all);
+ * (mongod's currentOp shape); `all` adds idle connections' entries too;
+ * with owner_of, only the operations of the user logged in on that
+ * connection ($ownOps, allUsers: false). */
+void op_append_current(bson_t *inprog, bool all, const cmd_client_t *owner_of);
 
 /* Interrupts operation `opid` with Interrupted (11601) at its next slice.
  * False when no such operation runs. */

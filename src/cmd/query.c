@@ -792,8 +792,10 @@ static bool query_write_merge(collection_t *target, const pipeline_output_t *o, 
 
 /* Checks a leading {$currentOp: {...}} (under `stage`): on admin, with
  * {aggregate: 1}, and only the options mongod knows. */
-static bool query_current_op_args(const cmd_ctx_t *ctx, const bson_iter_t *stage, dberr_t *err)
+static bool query_current_op_args(const cmd_ctx_t *ctx, const bson_iter_t *stage, bool *all_users,
+                                  dberr_t *err)
 {
+    *all_users = false; /* mongod's default: the caller's own operations */
     if (strcmp(ctx->db, "admin") != 0)
         return dberr_set(err, DBERR_INVALID_NAMESPACE,
                          "$currentOp must be run against the 'admin' database with "
@@ -822,6 +824,22 @@ static bool query_current_op_args(const cmd_ctx_t *ctx, const bson_iter_t *stage
                              "The '%s' parameter of the $currentOp stage must be a boolean "
                              "value, but found: %s",
                              bson_iter_key(&it), shellfmt_type_name(bson_iter_type(&it)));
+        const char *k = bson_iter_key(&it);
+        bool on = bson_iter_as_bool(&it);
+        if (!strcmp(k, "allUsers"))
+            *all_users = on;
+        else if (on && (!strcmp(k, "idleConnections") || !strcmp(k, "idleCursors") ||
+                        !strcmp(k, "truncateOps") || !strcmp(k, "backtrace")))
+            return dberr_set(err, DBERR_NOT_IMPLEMENTED,
+                             "$currentOp option '%s: true' is not supported by atomdb: it lists "
+                             "the operations in progress only",
+                             k);
+        else if (on && !strcmp(k, "targetAllNodes"))
+            return dberr_set(err, DBERR_FAILED_TO_PARSE,
+                             "$currentOp supports targetAllNodes parameter only for sharded "
+                             "clusters");
+        /* idleSessions (idle sessions are not listed: documented), localOps
+         * (one node: always local) change nothing here */
     }
     return true;
 }
@@ -836,7 +854,7 @@ bool cmd_aggregate(cmd_ctx_t *ctx, dberr_t *err)
     doclist_t docs;
     bson_t rest = BSON_INITIALIZER;
     bool ok = false;
-    bool sessions = false, current_ops = false;
+    bool sessions = false, current_ops = false, all_users = false;
     recvec_init(&recs);
     doclist_init(&docs);
     if (BSON_ITER_HOLDS_UTF8(&ctx->arg))
@@ -897,7 +915,7 @@ bool cmd_aggregate(cmd_ctx_t *ctx, dberr_t *err)
         bson_t st;
         cmd_iter_doc(&first, &st);
         bool ops = bson_has_field(&st, "$currentOp");
-        if (ops && !query_current_op_args(ctx, &first, err))
+        if (ops && !query_current_op_args(ctx, &first, &all_users, err))
             goto cleanup;
         if (ops)
             current_ops = true;
@@ -948,7 +966,7 @@ bool cmd_aggregate(cmd_ctx_t *ctx, dberr_t *err)
     } else if (current_ops) {
         bson_t all = BSON_INITIALIZER;
         bson_iter_t op;
-        op_append_current(&all, true);
+        op_append_current(&all, true, all_users ? NULL : ctx->client);
         if (bson_iter_init(&op, &all))
             while (bson_iter_next(&op)) {
                 bson_t d;

@@ -439,3 +439,17 @@ def test_max_memory_refuses_inserts_serves_reads_and_accepts_inserts_after_a_del
     c.t.drop_collection("m")  # drops work too (and the shutdown snapshot stays small)
     assert "m" not in c.t.list_collection_names(), "the collection was dropped"
     c.close()
+
+
+def test_current_op_refuses_the_options_it_does_not_implement(loaded):
+    # never accept and ignore: idle connections and cursors are not listed,
+    # ops are not truncated, and targetAllNodes is for mongos
+    _, c = loaded
+    for opt, code in [("idleConnections", 238), ("idleCursors", 238), ("truncateOps", 238),
+                      ("backtrace", 238), ("targetAllNodes", 9)]:
+        with pytest.raises(OperationFailure) as e:
+            list(c.admin.aggregate([{"$currentOp": {opt: True}}]))
+        assert e.value.code == code and (opt in str(e.value)), (opt, e.value)
+        # false is what atomdb does anyway
+        list(c.admin.aggregate([{"$currentOp": {opt: False}}]))
+    assert isinstance(c.admin.command("currentOp", {"$ownOps": True})["inprog"], list)
