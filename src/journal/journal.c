@@ -23,6 +23,7 @@
 #include "doc/updater.h"
 #include "store/clock.h"
 #include "store/observer.h"
+#include "util/bsoncheck.h"
 #include "util/bsonview.h"
 #include "util/log.h"
 
@@ -337,7 +338,10 @@ static bool journal_apply_record(catalog_t *cat, const uint8_t *payload, uint32_
 {
     bson_t rec;
     bson_iter_t it, el;
-    if (bson_init_static(&rec, payload, len) && bson_iter_init_find(&it, &rec, "ts") &&
+    uint32_t bad_at;
+    if (!bson_init_static(&rec, payload, len) || bsoncheck_doc(&rec, &bad_at) != BSONCHECK_OK)
+        return dberr_set(err, DBERR_INTERNAL_ERROR, "invalid BSON in the log record");
+    if (bson_iter_init_find(&it, &rec, "ts") &&
         BSON_ITER_HOLDS_TIMESTAMP(&it)) {
         clock_ts_t ts; /* records before cluster time existed have none */
         bson_iter_timestamp(&it, &ts.t, &ts.i);
@@ -595,6 +599,17 @@ static bool journal_recover(catalog_t *cat, uint64_t *last_lsn, dberr_t *err)
     log_info("JOURNAL", "recovered to lsn %" PRIu64 " in %" PRIu64 " ms", applied,
              journal_now_ms() - t0);
     return true;
+}
+
+/* Recovery alone, without the lock, the log thread or the observer: the
+ * fuzz_recovery target and scripts/powerloss.py's checker use it. */
+bool journal_recover_dir(const char *dbpath, bool repair, catalog_t *cat, uint64_t *last_lsn,
+                         dberr_t *err)
+{
+    snprintf(journal.dbpath, sizeof journal.dbpath, "%s", dbpath);
+    journal.opts.dbpath = journal.dbpath;
+    journal.opts.repair = repair;
+    return journal_recover(cat, last_lsn, err);
 }
 
 /* ---- snapshots ---- */

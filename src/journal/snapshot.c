@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util/bsoncheck.h"
 #include "util/bsonview.h"
 #include "util/crc32c.h"
 
@@ -167,6 +168,12 @@ bool snapshot_load(const char *path, catalog_t *cat, uint64_t *lsn, dberr_t *err
         bson_t doc;
         if (crc32c(data, len) != crc || !bson_init_static(&doc, data, len)) {
             dberr_set(err, DBERR_INTERNAL_ERROR, "%s: checksum mismatch at offset %zu", path, off);
+            goto cleanup;
+        }
+        uint32_t bad_at;
+        if (bsoncheck_doc(&doc, &bad_at) != BSONCHECK_OK) {
+            dberr_set(err, DBERR_INTERNAL_ERROR, "%s: invalid BSON at offset %zu", path,
+                      off + 9 + bad_at);
             goto cleanup;
         }
         bson_iter_t it;
