@@ -566,6 +566,8 @@ static bool journal_recover(catalog_t *cat, uint64_t *last_lsn, dberr_t *err)
     int nw = journal_list("wal-", ".log", segs, JOURNAL_MAX_FILES);
     uint64_t applied = 0;
     uint64_t t0 = journal_now_ms();
+    dberr_t bad = {0}; /* the newest snapshot that could not be loaded */
+    uint64_t bad_lsn = 0;
     for (int i = ns - 1; i >= 0; i--) {
         char path[4300];
         snprintf(path, sizeof path, "%s/%s", journal.dbpath, snaps[i].name);
@@ -577,6 +579,10 @@ static bool journal_recover(catalog_t *cat, uint64_t *last_lsn, dberr_t *err)
             break;
         }
         log_warn("JOURNAL", "skipping snapshot: %s", e.msg);
+        if (!bad_lsn) {
+            bad = e;
+            bad_lsn = snaps[i].lsn;
+        }
         catalog_clear(cat); /* start again from an empty catalog */
     }
     bool backed_up = false, truncate_rest = false;
@@ -595,6 +601,12 @@ static bool journal_recover(catalog_t *cat, uint64_t *last_lsn, dberr_t *err)
                                     &truncate_rest, err))
             return false;
     }
+    if (applied < bad_lsn) /* the log after the older state does not reach it: data is gone */
+        return dberr_set(err, DBERR_INTERNAL_ERROR,
+                         "%s; the older snapshots and the log reach only lsn %" PRIu64
+                         " of its %" PRIu64 ", so atomdb will not start without the data it "
+                         "held (restore the file, or move it away to start from what is left)",
+                         bad.msg, applied, bad_lsn);
     *last_lsn = applied;
     log_info("JOURNAL", "recovered to lsn %" PRIu64 " in %" PRIu64 " ms", applied,
              journal_now_ms() - t0);

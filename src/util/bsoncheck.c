@@ -12,7 +12,10 @@ bsoncheck_fault_t bsoncheck_doc(const bson_t *doc, uint32_t *at)
     int top = 0;
 
     *at = 0;
-    if (!bson_iter_init(&stack[0].it, doc))
+    /* bson_iter_init(_from_data) checks the length but not the terminating
+     * NUL, and bson_iter_next stops at the last byte whatever it holds */
+    if (doc->len < 5 || bson_get_data(doc)[doc->len - 1] != 0 ||
+        !bson_iter_init(&stack[0].it, doc))
         return BSONCHECK_CORRUPT;
     while (top >= 0) {
         bson_iter_t *it = &stack[top].it;
@@ -75,7 +78,8 @@ bsoncheck_fault_t bsoncheck_doc(const bson_t *doc, uint32_t *at)
             continue;
         if (top + 1 >= BSONCHECK_MAX_DEPTH)
             return BSONCHECK_TOO_DEEP;
-        if (!bson_iter_init_from_data(&stack[top + 1].it, sub, sublen))
+        if (sublen < 5 || sub[sublen - 1] != 0 ||
+            !bson_iter_init_from_data(&stack[top + 1].it, sub, sublen))
             return BSONCHECK_CORRUPT;
         top++;
     }

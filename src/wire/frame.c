@@ -343,6 +343,9 @@ static wire_parse_status_t parse_query(const uint8_t *msg, size_t len, wire_requ
     if (!dot || strcmp(dot + 1, "$cmd") != 0)
         REPLY_WITH(WIRE_LEGACY_OP_CODE, "OP_QUERY is no longer supported" WIRE_LEGACY_OP_SUFFIX);
     dblen = (size_t)(dot - ns);
+    if (!bson_utf8_validate(ns, nslen, false)) /* it would become $db, a BSON string */
+        REPLY_WITH(DBERR_INVALID_NAMESPACE,
+                   "Invalid namespace specified: the OP_QUERY namespace is not valid UTF-8");
     if (dblen == 0 || dblen >= sizeof req->db)
         REPLY_WITH(DBERR_INVALID_NAMESPACE, "Invalid namespace specified '%.*s'",
                    (int)(nslen > 80 ? 80 : nslen), ns);
