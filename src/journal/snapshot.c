@@ -201,8 +201,14 @@ bool snapshot_load(const char *path, catalog_t *cat, uint64_t *lsn, dberr_t *err
                     bool created;
                     if (!BSON_ITER_HOLDS_DOCUMENT(&el) || !bsonview_iter(&el, &idx))
                         continue;
-                    if (!collection_create_index(cur, &idx, &created, err))
+                    if (!collection_create_index(cur, &idx, &created, err)) {
+                        char why[512];
+                        snprintf(why, sizeof why, "%s", err->msg);
+                        dberr_set(err, DBERR_INTERNAL_ERROR,
+                                  "%s: bad index in the collection entry at offset %zu: %s", path,
+                                  off, why);
                         goto cleanup;
+                    }
                 }
             }
         } else if (tag == 'D') {

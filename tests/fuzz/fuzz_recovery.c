@@ -76,8 +76,10 @@ static void fuzz_recover(bool repair)
     uint64_t lsn = 0;
     dberr_t err = {0};
     if (!journal_recover_dir(fuzz_dir, repair, cat, &lsn, &err) &&
-        (!strstr(err.msg, fuzz_dir) || err.code == 0))
+        (!strstr(err.msg, fuzz_dir) || err.code == 0)) {
+        fprintf(stderr, "refusal without the file's name: %s\n", err.msg);
         abort(); /* a refusal must name the file */
+    }
     catalog_destroy(cat);
     nftw(fuzz_dir, fuzz_rm, 8, FTW_DEPTH | FTW_PHYS);
 }
