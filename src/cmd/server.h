@@ -55,6 +55,8 @@ typedef struct server {
     void (*request_stop)(void);  /* asks the network layer to stop the loop */
     int32_t txn_lock_timeout_ms; /* maxTransactionLockRequestTimeoutMillis */
     int32_t txn_lifetime_s;      /* transactionLifetimeLimitSeconds */
+    int32_t frame_timeout_s;     /* atomdbFrameTimeoutSecs: a request frame must arrive
+                                  * whole within this many seconds of its first byte */
     int txn_isolation;           /* txn_isolation_t of transactions that do not choose:
                                   * --txn-isolation / atomdbTransactionIsolation */
 } server_t;

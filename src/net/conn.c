@@ -80,6 +80,8 @@ static void conn_on_written(uv_write_t *req, int status)
     if (c->read_paused && !c->closing && c->write_queued < CONN_WRITE_HIGH_WATER / 2) {
         c->read_paused = false;
         conn_start_reading(c);
+        if (!c->has_pending)
+            conn_process(c); /* requests read before the pause are still buffered */
     }
 }
 
@@ -263,7 +265,9 @@ static bool conn_run(conn_t *c)
 static void conn_process(conn_t *c)
 {
     size_t off = 0;
-    while (!c->closing && !c->has_pending) {
+    /* a client that does not read its replies: run nothing more until they
+     * drain (the requests stay buffered), so memory stays bounded */
+    while (!c->closing && !c->has_pending && !c->read_paused) {
         dberr_t err;
         dberr_clear(&err);
         int32_t len = 0;
@@ -300,8 +304,38 @@ static void conn_process(conn_t *c)
             return;
         }
     }
-    if (!c->closing)
+    if (!c->closing) {
         buf_consume(&c->in, off);
+        if (c->in.len == 0)
+            c->partial_since = 0;
+        else if (off > 0) /* the frame after the ones run began arriving now, at the latest */
+            c->partial_since = uv_now(c->tcp.loop);
+    }
+}
+
+/* Idle connections keep no read buffer beyond this. */
+#define CONN_IDLE_BUFFER 4096
+
+void conn_sweep(conn_t *c, uint64_t now)
+{
+    if (c->closing)
+        return;
+    uint64_t limit = (uint64_t)server.frame_timeout_s * 1000;
+    if (c->in.len > 0 && c->partial_since && !c->has_pending && !c->read_paused &&
+        now - c->partial_since > limit) {
+        char why[128];
+        snprintf(why, sizeof why,
+                 "a request frame did not arrive whole within %d s (atomdbFrameTimeoutSecs)",
+                 (int)server.frame_timeout_s);
+        log_warn("NETWORK", "connection %lld from %s: %s", (long long)c->client.id,
+                 c->client.remote, why);
+        conn_close(c, why);
+        return;
+    }
+    if (c->in.len == 0 && c->in.cap > CONN_IDLE_BUFFER && now - c->last_read >= 1000) {
+        buf_destroy(&c->in);
+        buf_init(&c->in);
+    }
 }
 
 static void conn_on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *out)
@@ -318,6 +352,9 @@ static void conn_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
         conn_close(c, nread == UV_EOF ? NULL : uv_strerror((int)nread));
         return;
     }
+    if (c->in.len == 0 && nread > 0)
+        c->partial_since = uv_now(c->tcp.loop);
+    c->last_read = uv_now(c->tcp.loop);
     c->in.len += (size_t)nread;
     server.net_bytes_in += (int64_t)nread;
     conn_process(c);
@@ -361,6 +398,9 @@ conn_t *conn_accept(uv_stream_t *listener)
         return NULL;
     }
     uv_tcp_nodelay(&c->tcp, 1);
+    /* half-open connections (a peer that vanished without a FIN) are found
+     * by TCP keepalive, probing after 300 s idle as mongod does */
+    uv_tcp_keepalive(&c->tcp, 1, 300);
     struct sockaddr_storage sa;
     int salen = sizeof sa;
     if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&sa, &salen) == 0)

@@ -26,6 +26,8 @@ typedef struct conn {
     journal_waiter_t waiter;  /* linked while a reply waits for its log record */
     bson_t *held_reply;       /* that reply, sent once the record is durable */
     struct conn *prev, *next; /* list of open connections */
+    uint64_t partial_since;   /* uv_now when the unfinished frame in `in` began, or 0 */
+    uint64_t last_read;       /* uv_now of the last read */
 } conn_t;
 
 /* Accepts a pending connection on `listener`; NULL when accept failed. */
@@ -34,6 +36,11 @@ conn_t *conn_accept(uv_stream_t *listener);
 void conn_close(conn_t *c, const char *why);
 /* (Re)starts reading. */
 void conn_start_reading(conn_t *c);
+/* Once a second (listener.c): drops `c` when a frame has been arriving for
+ * longer than atomdbFrameTimeoutSecs (slowloris), and gives back the read
+ * buffer of a connection idle for a second (10,000 idle connections must
+ * not hold 64 KiB each). */
+void conn_sweep(conn_t *c, uint64_t now);
 /* The open-connection list, kept by the listener. */
 void conn_list_add(conn_t *c);
 void conn_list_remove(conn_t *c);
