@@ -258,7 +258,7 @@ def test_a_torn_newest_snapshot_is_skipped_for_an_older_valid_one(crash_server):
 def test_a_damaged_only_snapshot_whose_wal_was_pruned_stops_start_up(crash_server):
     # Once a snapshot is written the WAL it covers is pruned, so the snapshot
     # alone holds the data: when it is damaged, starting empty would silently
-    # lose everything (found by the power-loss work, issue 23).
+    # lose everything (found while writing the recovery fuzz target, issue 23).
     server = crash_server("--journal", "fsync", *NO_AUTO_SNAPSHOT)
     start_or_fail(server, "first start")
     with server.client() as c:

@@ -14,6 +14,12 @@
 
 static char fuzz_path[256];
 
+/* Removes the temporary file when libFuzzer exits. */
+static void fuzz_cleanup(void)
+{
+    unlink(fuzz_path);
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     snprintf(fuzz_path, sizeof fuzz_path, "/tmp/atomdb-fuzz-config-XXXXXX");
@@ -21,6 +27,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     if (fd < 0)
         abort();
     close(fd);
+    atexit(fuzz_cleanup);
     return 0;
 }
 
