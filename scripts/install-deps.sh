@@ -27,6 +27,7 @@ apt_packages=(
   python3 python3-pymongo python3-pymongo-ext python3-bson-ext python3-pytest
   python3-pexpect python3-pytest-timeout python3-zstandard python3-snappy
   tmux procps valgrind
+  clang libclang-rt-14-dev
   redis-server libhiredis-dev postgresql libpq-dev
   libmicrohttpd-dev libsystemd-dev python3-prometheus-client
   dpkg-dev lintian golang-go chromium fonts-dejavu-core

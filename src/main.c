@@ -432,6 +432,7 @@ int main(int argc, char **argv)
     server.auth = o.auth;
     server.txn_lock_timeout_ms = 5;
     server.txn_lifetime_s = 60;
+    server.frame_timeout_s = 60; /* docs/reliability.md, connection abuse */
     if (!main_set_parameters(&o))
         return MAIN_EXIT_BADOPTIONS;
 

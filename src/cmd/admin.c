@@ -114,6 +114,8 @@ static bool admin_param_append(const char *name, bson_t *out)
         BSON_APPEND_UTF8(&arr, "0", "SCRAM-SHA-1");
         BSON_APPEND_UTF8(&arr, "1", "SCRAM-SHA-256");
         bson_append_array_end(out, &arr);
+    } else if (strcmp(name, "atomdbFrameTimeoutSecs") == 0) {
+        BSON_APPEND_INT32(out, name, server.frame_timeout_s);
     } else {
         return false;
     }
@@ -131,7 +133,8 @@ static const char *admin_params[] = {"featureCompatibilityVersion",
                                      "internalDocumentSourceGroupMaxMemoryBytes",
                                      "internalQueryMaxPushBytes", "internalQueryMaxAddToSetBytes",
                                      "scramIterationCount", "scramSHA256IterationCount",
-                                     "authenticationMechanisms"};
+                                     "authenticationMechanisms",
+                                     "atomdbFrameTimeoutSecs"};
 
 bool cmd_get_parameter(cmd_ctx_t *ctx, dberr_t *err)
 {
@@ -204,6 +207,11 @@ bool admin_set_parameter(const char *k, const bson_iter_t *it, dberr_t *err)
         if (!BSON_ITER_HOLDS_NUMBER(it) || bson_iter_as_int64(it) <= 0)
             return dberr_set(err, DBERR_BAD_VALUE, "cursorTimeoutMillis must be positive");
         admin_cursor_timeout_ms = bson_iter_as_int64(it);
+    } else if (strcmp(k, "atomdbFrameTimeoutSecs") == 0) {
+        if (!BSON_ITER_HOLDS_NUMBER(it) || bson_iter_as_int64(it) < 1 ||
+            bson_iter_as_int64(it) > 86400)
+            return dberr_set(err, DBERR_BAD_VALUE, "%s must be 1 to 86400 seconds", k);
+        server.frame_timeout_s = (int32_t)bson_iter_as_int64(it);
     } else {
         return dberr_set(err, DBERR_INVALID_OPTIONS,
                          "attempted to set unrecognized parameter [%s], use help:true to see "

@@ -599,7 +599,8 @@ bool cmd_distinct(cmd_ctx_t *ctx, dberr_t *err)
         path_visit(&doc, key, query_distinct_add, &d);
     }
     if (ok) {
-        qsort(d.vals, d.len, sizeof *d.vals, query_value_cmp);
+        if (d.len > 1) /* qsort(NULL, 0) is undefined */
+            qsort(d.vals, d.len, sizeof *d.vals, query_value_cmp);
         bson_t arr;
         char k[16];
         bson_append_array_begin(ctx->reply, "values", -1, &arr);

@@ -57,6 +57,8 @@ typedef struct server {
     int32_t txn_lock_timeout_ms; /* maxTransactionLockRequestTimeoutMillis */
     int32_t txn_lifetime_s;      /* transactionLifetimeLimitSeconds */
     bool auth;                   /* --auth: access control on (cmd/access.c) */
+    int32_t frame_timeout_s;     /* atomdbFrameTimeoutSecs: a request frame must arrive
+                                  * whole within this many seconds of its first byte */
     int txn_isolation;           /* txn_isolation_t of transactions that do not choose:
                                   * --txn-isolation / atomdbTransactionIsolation */
 } server_t;

@@ -67,8 +67,8 @@ static int view_sort_cmp(const void *a, const void *b, void *ctx)
 /* Sorts the records after `first`, then applies skip and limit. */
 static void view_finish(recvec_t *out, size_t first, const collection_query_opts_t *o)
 {
-    record_t **items = out->items + first;
     size_t n = out->len - first;
+    record_t **items = n ? out->items + first : NULL; /* items may be NULL when empty */
     if (o->sort && n > 1)
         qsort_r(items, n, sizeof *items, view_sort_cmp, (void *)o->sort);
     recvec_skip_limit(out, first, o->skip, o->limit);

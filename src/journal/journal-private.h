@@ -89,4 +89,12 @@ bool snapshot_write(const catalog_t *cat, const char *dir, uint64_t lsn);
  * False with err when the file is damaged. */
 bool snapshot_load(const char *path, catalog_t *cat, uint64_t *lsn, dberr_t *err);
 
+/* ---- journal.c ---- */
+
+/* Recovers `cat` (empty) from the files in `dbpath` as journal_open does,
+ * but starts nothing and takes no lock: *last_lsn gets the last record
+ * applied. False with err naming the file and offset of the damage. */
+bool journal_recover_dir(const char *dbpath, bool repair, catalog_t *cat, uint64_t *last_lsn,
+                         dberr_t *err);
+
 #endif

@@ -23,6 +23,7 @@
 #include "doc/updater.h"
 #include "store/clock.h"
 #include "store/observer.h"
+#include "util/bsoncheck.h"
 #include "util/bsonview.h"
 #include "util/log.h"
 
@@ -337,7 +338,10 @@ static bool journal_apply_record(catalog_t *cat, const uint8_t *payload, uint32_
 {
     bson_t rec;
     bson_iter_t it, el;
-    if (bson_init_static(&rec, payload, len) && bson_iter_init_find(&it, &rec, "ts") &&
+    uint32_t bad_at;
+    if (!bson_init_static(&rec, payload, len) || bsoncheck_doc(&rec, &bad_at) != BSONCHECK_OK)
+        return dberr_set(err, DBERR_INTERNAL_ERROR, "invalid BSON in the log record");
+    if (bson_iter_init_find(&it, &rec, "ts") &&
         BSON_ITER_HOLDS_TIMESTAMP(&it)) {
         clock_ts_t ts; /* records before cluster time existed have none */
         bson_iter_timestamp(&it, &ts.t, &ts.i);
@@ -562,6 +566,8 @@ static bool journal_recover(catalog_t *cat, uint64_t *last_lsn, dberr_t *err)
     int nw = journal_list("wal-", ".log", segs, JOURNAL_MAX_FILES);
     uint64_t applied = 0;
     uint64_t t0 = journal_now_ms();
+    dberr_t bad = {0}; /* the newest snapshot that could not be loaded */
+    uint64_t bad_lsn = 0;
     for (int i = ns - 1; i >= 0; i--) {
         char path[4300];
         snprintf(path, sizeof path, "%s/%s", journal.dbpath, snaps[i].name);
@@ -573,6 +579,10 @@ static bool journal_recover(catalog_t *cat, uint64_t *last_lsn, dberr_t *err)
             break;
         }
         log_warn("JOURNAL", "skipping snapshot: %s", e.msg);
+        if (!bad_lsn) {
+            bad = e;
+            bad_lsn = snaps[i].lsn;
+        }
         catalog_clear(cat); /* start again from an empty catalog */
     }
     bool backed_up = false, truncate_rest = false;
@@ -591,10 +601,27 @@ static bool journal_recover(catalog_t *cat, uint64_t *last_lsn, dberr_t *err)
                                     &truncate_rest, err))
             return false;
     }
+    if (applied < bad_lsn) /* the log after the older state does not reach it: data is gone */
+        return dberr_set(err, DBERR_INTERNAL_ERROR,
+                         "%s; the older snapshots and the log reach only lsn %" PRIu64
+                         " of its %" PRIu64 ", so atomdb will not start without the data it "
+                         "held (restore the file, or move it away to start from what is left)",
+                         bad.msg, applied, bad_lsn);
     *last_lsn = applied;
     log_info("JOURNAL", "recovered to lsn %" PRIu64 " in %" PRIu64 " ms", applied,
              journal_now_ms() - t0);
     return true;
+}
+
+/* Recovery alone, without the lock, the log thread or the observer: the
+ * fuzz_recovery target and scripts/powerloss.py's checker use it. */
+bool journal_recover_dir(const char *dbpath, bool repair, catalog_t *cat, uint64_t *last_lsn,
+                         dberr_t *err)
+{
+    snprintf(journal.dbpath, sizeof journal.dbpath, "%s", dbpath);
+    journal.opts.dbpath = journal.dbpath;
+    journal.opts.repair = repair;
+    return journal_recover(cat, last_lsn, err);
 }
 
 /* ---- snapshots ---- */

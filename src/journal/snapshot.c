@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util/bsoncheck.h"
 #include "util/bsonview.h"
 #include "util/crc32c.h"
 
@@ -169,6 +170,12 @@ bool snapshot_load(const char *path, catalog_t *cat, uint64_t *lsn, dberr_t *err
             dberr_set(err, DBERR_INTERNAL_ERROR, "%s: checksum mismatch at offset %zu", path, off);
             goto cleanup;
         }
+        uint32_t bad_at;
+        if (bsoncheck_doc(&doc, &bad_at) != BSONCHECK_OK) {
+            dberr_set(err, DBERR_INTERNAL_ERROR, "%s: invalid BSON at offset %zu", path,
+                      off + 9 + bad_at);
+            goto cleanup;
+        }
         bson_iter_t it;
         if (tag == 'C') {
             const char *db = NULL, *name = NULL;
@@ -194,8 +201,14 @@ bool snapshot_load(const char *path, catalog_t *cat, uint64_t *lsn, dberr_t *err
                     bool created;
                     if (!BSON_ITER_HOLDS_DOCUMENT(&el) || !bsonview_iter(&el, &idx))
                         continue;
-                    if (!collection_create_index(cur, &idx, &created, err))
+                    if (!collection_create_index(cur, &idx, &created, err)) {
+                        char why[512];
+                        snprintf(why, sizeof why, "%s", err->msg);
+                        dberr_set(err, DBERR_INTERNAL_ERROR,
+                                  "%s: bad index in the collection entry at offset %zu: %s", path,
+                                  off, why);
                         goto cleanup;
+                    }
                 }
             }
         } else if (tag == 'D') {

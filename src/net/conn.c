@@ -84,6 +84,8 @@ static void conn_on_written(uv_write_t *req, int status)
     if (c->read_paused && !c->closing && c->write_queued < CONN_WRITE_HIGH_WATER / 2) {
         c->read_paused = false;
         conn_start_reading(c);
+        if (!c->has_pending)
+            conn_process(c); /* requests read before the pause are still buffered */
     }
 }
 
@@ -285,7 +287,9 @@ static bool conn_run(conn_t *c)
 static void conn_process(conn_t *c)
 {
     size_t off = 0;
-    while (!c->closing && !c->has_pending) {
+    /* a client that does not read its replies: run nothing more until they
+     * drain (the requests stay buffered), so memory stays bounded */
+    while (!c->closing && !c->has_pending && !c->read_paused) {
         dberr_t err;
         dberr_clear(&err);
         int32_t len = 0;
@@ -322,8 +326,39 @@ static void conn_process(conn_t *c)
             return;
         }
     }
-    if (!c->closing)
+    if (!c->closing) {
         buf_consume(&c->in, off);
+        if (c->in.len == 0 && c->raw.len == 0)
+            c->partial_since = 0;
+        else if (off > 0) /* the frame after the ones run began arriving now, at the latest */
+            c->partial_since = uv_now(c->tcp.loop);
+    }
+}
+
+/* Idle connections keep no read buffer beyond this. */
+#define CONN_IDLE_BUFFER 4096
+
+void conn_sweep(conn_t *c, uint64_t now)
+{
+    if (c->closing)
+        return;
+    uint64_t limit = (uint64_t)server.frame_timeout_s * 1000;
+    bool partial = c->in.len > 0 || c->raw.len > 0; /* a frame, or a TLS record */
+    if (partial && c->partial_since && !c->has_pending && !c->read_paused &&
+        now - c->partial_since > limit) {
+        char why[128];
+        snprintf(why, sizeof why,
+                 "a request frame did not arrive whole within %d s (atomdbFrameTimeoutSecs)",
+                 (int)server.frame_timeout_s);
+        log_warn("NETWORK", "connection %lld from %s: %s", (long long)c->client.id,
+                 c->client.remote, why);
+        conn_close(c, why);
+        return;
+    }
+    if (c->in.len == 0 && c->in.cap > CONN_IDLE_BUFFER && now - c->last_read >= 1000) {
+        buf_destroy(&c->in);
+        buf_init(&c->in);
+    }
 }
 
 static void conn_on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *out)
@@ -385,6 +420,10 @@ static void conn_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
         conn_close(c, nread == UV_EOF ? NULL : uv_strerror((int)nread));
         return;
     }
+    uint64_t now = uv_now(c->tcp.loop);
+    if (c->in.len == 0 && c->raw.len == 0 && nread > 0)
+        c->partial_since = now; /* a frame (or, over TLS, a record) begins */
+    c->last_read = now;
     if (c->tls_state == CONN_PLAIN) {
         c->in.len += (size_t)nread;
     } else {
@@ -436,6 +475,9 @@ conn_t *conn_accept(uv_stream_t *listener)
         return NULL;
     }
     uv_tcp_nodelay(&c->tcp, 1);
+    /* half-open connections (a peer that vanished without a FIN) are found
+     * by TCP keepalive, probing after 300 s idle as mongod does */
+    uv_tcp_keepalive(&c->tcp, 1, 300);
     struct sockaddr_storage sa;
     int salen = sizeof sa;
     if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&sa, &salen) == 0)

@@ -73,6 +73,20 @@ static bool net_listen_one(uv_loop_t *loop, const char *addr, int port, dberr_t 
     return true;
 }
 
+static uv_timer_t net_sweep_timer;
+static bool net_sweeping;
+
+static void net_on_sweep(uv_timer_t *t)
+{
+    uint64_t now = uv_now(t->loop);
+    conn_t *c = net_conns;
+    while (c) {
+        conn_t *next = c->next; /* conn_sweep may close (unlink) c */
+        conn_sweep(c, now);
+        c = next;
+    }
+}
+
 bool net_listen(uv_loop_t *loop, const char *const *addrs, int naddrs, int port, int max_conns,
                 dberr_t *err)
 {
@@ -86,11 +100,19 @@ bool net_listen(uv_loop_t *loop, const char *const *addrs, int naddrs, int port,
         }
     }
     net_max_conns = max_conns;
+    uv_timer_init(loop, &net_sweep_timer);
+    uv_timer_start(&net_sweep_timer, net_on_sweep, 1000, 1000);
+    net_sweeping = true;
     return true;
 }
 
 void net_stop(void)
 {
+    if (net_sweeping) {
+        uv_timer_stop(&net_sweep_timer);
+        uv_close((uv_handle_t *)&net_sweep_timer, NULL);
+        net_sweeping = false;
+    }
     for (int i = 0; i < net_nlisteners; i++)
         uv_close((uv_handle_t *)&net_listeners[i], NULL);
     net_nlisteners = 0;

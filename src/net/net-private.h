@@ -31,6 +31,8 @@ typedef struct conn {
     int tls_state;            /* CONN_PLAIN, CONN_TLS_UNDECIDED, CONN_TLS */
     tls_session_t *tls;       /* when CONN_TLS */
     buf_t raw;                /* bytes read and not yet decrypted */
+    uint64_t partial_since;   /* uv_now when the unfinished frame in `in` began, or 0 */
+    uint64_t last_read;       /* uv_now of the last read */
 } conn_t;
 
 /* conn_t.tls_state */
@@ -46,6 +48,11 @@ conn_t *conn_accept(uv_stream_t *listener);
 void conn_close(conn_t *c, const char *why);
 /* (Re)starts reading. */
 void conn_start_reading(conn_t *c);
+/* Once a second (listener.c): drops `c` when a frame has been arriving for
+ * longer than atomdbFrameTimeoutSecs (slowloris), and gives back the read
+ * buffer of a connection idle for a second (10,000 idle connections must
+ * not hold 64 KiB each). */
+void conn_sweep(conn_t *c, uint64_t now);
 /* The open-connection list, kept by the listener. */
 void conn_list_add(conn_t *c);
 void conn_list_remove(conn_t *c);

@@ -1014,8 +1014,8 @@ static bool collection_query_opts_plain(collection_t *c, const collection_query_
 static void collection_finish(recvec_t *out, size_t first, const collection_query_opts_t *o,
                               bool sort, bool reverse)
 {
-    record_t **items = out->items + first;
     size_t n = out->len - first;
+    record_t **items = n ? out->items + first : NULL; /* items may be NULL when empty */
     if (reverse) {
         for (size_t i = 0; i < n / 2; i++) {
             record_t *t = items[i];

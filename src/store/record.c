@@ -43,6 +43,8 @@ void recvec_push_ref(recvec_t *v, record_t *r)
 
 void recvec_skip_limit(recvec_t *v, size_t first, int64_t skip, int64_t limit)
 {
+    if (v->len <= first)
+        return; /* nothing to cut (and v->items may be NULL) */
     record_t **items = v->items + first;
     size_t n = v->len - first;
     size_t drop = skip > 0 ? (size_t)skip : 0;

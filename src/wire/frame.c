@@ -7,14 +7,11 @@
 
 #include <string.h>
 
+#include "util/bsoncheck.h"
 #include "util/bsonview.h"
 #include "util/shellfmt.h"
 #include "util/vec.h"
 
-/* mongod's BSONDepth::kDefaultMaxAllowableDepth. libbson 1.23's
- * bson_validate recurses once per level and overflows the stack on deep
- * input, so depth is checked first, iteratively. */
-#define WIRE_MAX_BSON_DEPTH 200
 /* mongod's BSONObjMaxInternalSize: the user limit plus room for command fields. */
 #define WIRE_MAX_INTERNAL_BSON_SIZE (WIRE_MAX_BSON_OBJECT_SIZE + 16 * 1024)
 
@@ -66,103 +63,9 @@ typedef struct wire_seq {
 static wire_parse_status_t parse_message(const uint8_t *msg, size_t len, wire_request_t *req,
                                          dberr_t *err, bool inside_compressed);
 
-/* Why walk_doc rejected a document. */
-typedef enum walk_fault {
-    WALK_OK,
-    WALK_CORRUPT,  /* lengths, terminators or element types are wrong */
-    WALK_TOO_DEEP, /* nested deeper than WIRE_MAX_BSON_DEPTH */
-    WALK_BAD_UTF8, /* a key or string is not UTF-8 */
-    WALK_BAD_BOOL, /* a boolean byte other than 0 or 1 */
-} walk_fault_t;
-
-/* Checks every element of `doc` without recursion: structure (through
- * bson_iter_next and bson_iter_init_from_data), nesting depth, UTF-8 of keys
- * and strings (embedded NULs allowed in strings), boolean bytes. libbson
- * 1.23's bson_validate recurses once per level (deep input overflows the
- * stack) and lets invalid UTF-8 in string values through, so this walk runs
- * first. `*at` is set to the failing element's offset in its document. */
-static walk_fault_t walk_doc(const bson_t *doc, uint32_t *at)
-{
-    /* bson_iter_t is over-aligned, so it cannot be an array element itself. */
-    struct level {
-        bson_iter_t it;
-    } stack[WIRE_MAX_BSON_DEPTH];
-    int top = 0;
-
-    *at = 0;
-    if (!bson_iter_init(&stack[0].it, doc))
-        return WALK_CORRUPT;
-    while (top >= 0) {
-        bson_iter_t *it = &stack[top].it;
-        if (!bson_iter_next(it)) {
-            if (it->err_off) {
-                *at = it->err_off;
-                return WALK_CORRUPT;
-            }
-            top--;
-            continue;
-        }
-        *at = it->off;
-        const char *key = bson_iter_key(it);
-        if (!bson_utf8_validate(key, strlen(key), false))
-            return WALK_BAD_UTF8;
-
-        const uint8_t *sub = NULL;
-        uint32_t sublen = 0, n = 0;
-        const char *str = NULL, *str2 = NULL;
-        switch (bson_iter_type(it)) {
-        case BSON_TYPE_UTF8:
-            str = bson_iter_utf8(it, &n);
-            break;
-        case BSON_TYPE_CODE:
-            str = bson_iter_code(it, &n);
-            break;
-        case BSON_TYPE_SYMBOL:
-            str = bson_iter_symbol(it, &n);
-            break;
-        case BSON_TYPE_REGEX:
-            str = bson_iter_regex(it, &str2);
-            n = (uint32_t)strlen(str);
-            break;
-        case BSON_TYPE_DBPOINTER: {
-            const bson_oid_t *oid;
-            bson_iter_dbpointer(it, &n, &str, &oid);
-            break;
-        }
-        case BSON_TYPE_CODEWSCOPE:
-            str = bson_iter_codewscope(it, &n, &sublen, &sub);
-            break;
-        case BSON_TYPE_DOCUMENT:
-            bson_iter_document(it, &sublen, &sub);
-            break;
-        case BSON_TYPE_ARRAY:
-            bson_iter_array(it, &sublen, &sub);
-            break;
-        case BSON_TYPE_BOOL:
-            if (it->raw[it->d1] > 1)
-                return WALK_BAD_BOOL;
-            break;
-        default:
-            break;
-        }
-        if (str && !bson_utf8_validate(str, n, true))
-            return WALK_BAD_UTF8;
-        if (str2 && !bson_utf8_validate(str2, strlen(str2), false))
-            return WALK_BAD_UTF8;
-        if (!sub)
-            continue;
-        if (top + 1 >= WIRE_MAX_BSON_DEPTH)
-            return WALK_TOO_DEEP;
-        if (!bson_iter_init_from_data(&stack[top + 1].it, sub, sublen))
-            return WALK_CORRUPT;
-        top++;
-    }
-    return WALK_OK;
-}
-
 /* Checks that the `len` bytes at `data` are exactly one well-formed BSON
  * document (valid UTF-8, embedded NULs allowed in strings), no larger than
- * mongod's internal limit and no deeper than WIRE_MAX_BSON_DEPTH. On failure
+ * mongod's internal limit and no deeper than BSONCHECK_MAX_DEPTH. On failure
  * fills `err` with InvalidBSON naming `what`. */
 static bool validate_doc(const uint8_t *data, size_t len, const char *what, dberr_t *err)
 {
@@ -177,20 +80,20 @@ static bool validate_doc(const uint8_t *data, size_t len, const char *what, dber
     if (!bson_init_static(&doc, data, len))
         return dberr_set(err, DBERR_INVALID_BSON,
                          "invalid bson in %s: length or terminator is wrong", what);
-    switch (walk_doc(&doc, &at)) {
-    case WALK_OK:
+    switch (bsoncheck_doc(&doc, &at)) {
+    case BSONCHECK_OK:
         break;
-    case WALK_CORRUPT:
+    case BSONCHECK_CORRUPT:
         return dberr_set(err, DBERR_INVALID_BSON,
                          "invalid bson in %s: corrupt element near offset %u", what, at);
-    case WALK_TOO_DEEP:
+    case BSONCHECK_TOO_DEEP:
         return dberr_set(err, DBERR_INVALID_BSON,
                          "invalid bson in %s: BSONObj exceeded maximum nested object depth: %d",
-                         what, WIRE_MAX_BSON_DEPTH);
-    case WALK_BAD_UTF8:
+                         what, BSONCHECK_MAX_DEPTH);
+    case BSONCHECK_BAD_UTF8:
         return dberr_set(err, DBERR_INVALID_BSON,
                          "invalid bson in %s: invalid UTF-8 near offset %u", what, at);
-    case WALK_BAD_BOOL:
+    case BSONCHECK_BAD_BOOL:
         return dberr_set(err, DBERR_INVALID_BSON,
                          "invalid bson in %s: boolean is neither 0 nor 1 near offset %u", what, at);
     }
@@ -440,6 +343,9 @@ static wire_parse_status_t parse_query(const uint8_t *msg, size_t len, wire_requ
     if (!dot || strcmp(dot + 1, "$cmd") != 0)
         REPLY_WITH(WIRE_LEGACY_OP_CODE, "OP_QUERY is no longer supported" WIRE_LEGACY_OP_SUFFIX);
     dblen = (size_t)(dot - ns);
+    if (!bson_utf8_validate(ns, nslen, false)) /* it would become $db, a BSON string */
+        REPLY_WITH(DBERR_INVALID_NAMESPACE,
+                   "Invalid namespace specified: the OP_QUERY namespace is not valid UTF-8");
     if (dblen == 0 || dblen >= sizeof req->db)
         REPLY_WITH(DBERR_INVALID_NAMESPACE, "Invalid namespace specified '%.*s'",
                    (int)(nslen > 80 ? 80 : nslen), ns);

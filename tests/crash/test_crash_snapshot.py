@@ -241,11 +241,38 @@ def test_a_torn_newest_snapshot_is_skipped_for_an_older_valid_one(crash_server):
     server.kill9()
     m = re.match(r"snapshot-([0-9a-fA-F]{16})\.adb$", snap.name)
     data = snap.read_bytes()
-    # A newer-named snapshot cut in half, as a copy on a broken disk would be.
-    newer = server.dbpath / ("snapshot-%016x.adb" % (int(m.group(1), 16) + (1 << 40)))
+    # A newer-named snapshot cut in half, as a copy on a broken disk would be,
+    # at an LSN the WAL still reaches (a snapshot beyond the log's end would
+    # hold writes that are nowhere else: start-up refuses that, see below).
+    last = max(r.lsn for r in read_wal(server.dbpath))
+    assert last > int(m.group(1), 16), "harness: workload_b wrote after the snapshot"
+    newer = server.dbpath / ("snapshot-%016x.adb" % last)
     newer.write_bytes(data[:len(data) // 2])
     start_or_fail(server, "restart with a torn snapshot newer than the valid one")
     with server.client() as c:
         after = dump(c)
     assert_same(before, after, "a torn newest snapshot is skipped: the older valid snapshot plus the WAL "
                                "give the data as before the kill")
+
+
+def test_a_damaged_only_snapshot_whose_wal_was_pruned_stops_start_up(crash_server):
+    # Once a snapshot is written the WAL it covers is pruned, so the snapshot
+    # alone holds the data: when it is damaged, starting empty would silently
+    # lose everything (found while writing the recovery fuzz target, issue 23).
+    server = crash_server("--journal", "fsync", *NO_AUTO_SNAPSHOT)
+    start_or_fail(server, "first start")
+    with server.client() as c:
+        workload_a(c)
+        snap = take_snapshot(c, server)
+    wait_for(lambda: not any(r.lsn == 1 for r in read_wal(server.dbpath)), timeout=5)
+    server.kill9()
+    if any(r.lsn == 1 for r in read_wal(server.dbpath)):
+        pytest.skip("the server kept the WAL its snapshot covers")
+    data = bytearray(snap.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # one flipped byte: a checksum mismatch
+    snap.write_bytes(bytes(data))
+    rc, out = server.start_expecting_refusal(timeout=6)
+    assert rc is not None and rc != 0, \
+        "with the only snapshot damaged and its WAL pruned, start-up stops instead of " \
+        "serving an empty database (exit %r):\n%s" % (rc, out[-2000:])
+    assert snap.name in out, "the refusal names the damaged file:\n%s" % out[-2000:]

@@ -779,6 +779,14 @@ static void test_op_query_rejects_what_mongod_rejects(void)
     expect_reply_error(&b, 10065, "$query not an object");
     buf_destroy(&b);
     bson_destroy(q);
+
+    /* a namespace that is not UTF-8 would become a $db string that is not
+     * (fuzz_frame) */
+    q = json("{\"ping\": 1}");
+    build_query(&b, 1, 0, "tes\xf4.$cmd", -1, q, NULL);
+    expect_reply_error(&b, DBERR_INVALID_NAMESPACE, "a namespace that is not UTF-8");
+    buf_destroy(&b);
+    bson_destroy(q);
 }
 
 static void test_op_query_structure_errors_close(void)

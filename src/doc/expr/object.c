@@ -149,6 +149,7 @@ static bool field_input(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *ou
 static bool op_getfield(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
 {
     bson_value_t in;
+    expr_val_missing(out); /* a field that is not there, a non-document input */
     if (!field_input(e, ctx, &in, err))
         return false;
     if (expr_is_nullish(&in)) {
