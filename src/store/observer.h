@@ -6,6 +6,7 @@
 #define ATOMDB_OBSERVER_H
 
 #include <bson/bson.h>
+#include <stdbool.h>
 
 /* Callbacks; any may be NULL. Documents are borrowed for the call. */
 typedef struct store_observer {
@@ -25,5 +26,12 @@ void store_observer_set(const store_observer_t *obs);
 
 /* The installed observer, or NULL (for the store's own use). */
 const store_observer_t *store_observer_get(void);
+
+/* While set, updates reported are whole-document replacements (a
+ * replacement-style update or findAndModify), not operator or pipeline
+ * updates: change streams say "replace" rather than "update". The writer
+ * sets it around the change and clears it after. */
+void store_observer_set_replacing(bool on);
+bool store_observer_replacing(void);
 
 #endif
