@@ -286,9 +286,10 @@ static void cs_ns(bson_t *ev, const char *key, const char *db, const char *coll)
 
 static void cs_txn_fields(bson_t *ev, const cs_emit_t *em)
 {
-    bson_t lsid;
+    bson_t lsid, doc;
     bson_iter_t it;
-    if (cs_doc(em->e->doc, "lsid", &lsid) && bson_iter_init_find(&it, em->e->doc, "txnNumber")) {
+    history_entry_view(em->e, &doc);
+    if (cs_doc(&doc, "lsid", &lsid) && bson_iter_init_find(&it, &doc, "txnNumber")) {
         BSON_APPEND_DOCUMENT(ev, "lsid", &lsid);
         BSON_APPEND_INT64(ev, "txnNumber", bson_iter_as_int64(&it));
     }
@@ -543,7 +544,9 @@ static void cs_ddl_events(cs_emit_t *em, cs_pos_t pos, uint64_t base, const char
 static void cs_entry_events(cs_emit_t *em)
 {
     bson_iter_t it, el;
-    if (!bson_iter_init_find(&it, em->e->doc, "ops") || !bson_iter_recurse(&it, &el))
+    bson_t doc;
+    history_entry_view(em->e, &doc);
+    if (!bson_iter_init_find(&it, &doc, "ops") || !bson_iter_recurse(&it, &el))
         return;
     uint64_t opi = 0;
     cs_pos_t pos = {em->e->ts, 0, 0};

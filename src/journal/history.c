@@ -3,14 +3,27 @@
  * trimmed by age and size. */
 #include "journal/history.h"
 
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
-#define HISTORY_ENTRY_OVERHEAD 64
+#define HISTORY_ENTRY_OVERHEAD ((size_t)sizeof(history_entry_t))
+#define HISTORY_CHUNK (1u << 20)
+
+/* Entries' documents are packed into chunks of HISTORY_CHUNK bytes (or one
+ * entry's size when larger), oldest first; a chunk is freed (or kept as
+ * the spare) when its last entry is dropped. No allocation per commit. */
+typedef struct history_chunk {
+    struct history_chunk *next;
+    size_t used, cap;
+    uint8_t data[];
+} history_chunk_t;
 
 static struct {
-    history_entry_t *items; /* items[head .. head+len) are live */
+    history_entry_t *items; /* a ring: items[(head + i) & (cap - 1)] */
     size_t head, len, cap;
+    history_chunk_t *first, *last, *spare;
     size_t bytes;
     int64_t keep_s, keep_bytes;
     clock_ts_t horizon;
@@ -27,6 +40,58 @@ void history_configure(int64_t seconds, int64_t bytes)
 {
     hist.keep_s = seconds;
     hist.keep_bytes = bytes;
+}
+
+static history_entry_t *history_slot(size_t i)
+{
+    return &hist.items[(hist.head + i) & (hist.cap - 1)];
+}
+
+void history_entry_view(const history_entry_t *e, bson_t *out)
+{
+    bson_init_static(out, e->data, e->len);
+}
+
+/* Memory for the arena and the index, mapped with its pages already
+ * present: one system call instead of a page fault per 4 KiB while the
+ * history grows (page faults are what a commit would otherwise pay, and
+ * dearly on virtual machines). */
+static void *history_map(size_t size)
+{
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
+                   -1, 0);
+    if (p == MAP_FAILED)
+        abort(); /* out of memory, as bson_malloc does */
+    return p;
+}
+
+/* Room for `n` bytes at the end of the arena. */
+static uint8_t *history_alloc(size_t n, history_chunk_t **chunk)
+{
+    history_chunk_t *c = hist.last;
+    if (!c || c->cap - c->used < n) {
+        if (hist.spare && hist.spare->cap >= n) {
+            c = hist.spare;
+            hist.spare = NULL;
+        } else {
+            size_t cap = n > HISTORY_CHUNK - sizeof *c ? n : HISTORY_CHUNK - sizeof *c;
+            c = history_map(sizeof *c + cap);
+            c->cap = cap;
+        }
+        c->next = NULL;
+        c->used = 0;
+        if (hist.last)
+            hist.last->next = c;
+        else
+            hist.first = c;
+        hist.last = c;
+    }
+    uint8_t *p = c->data + c->used;
+    c->used += (n + 7) & ~(size_t)7;
+    if (c->used > c->cap)
+        c->used = c->cap;
+    *chunk = c;
+    return p;
 }
 
 static bson_t *history_op_begin(bson_t *op, const char *kind, const char *db, const char *coll)
@@ -91,44 +156,73 @@ void history_set_txn(const bson_t *lsid, int64_t txn_number)
 
 static void history_pop(void)
 {
-    history_entry_t *e = &hist.items[hist.head];
+    history_entry_t *e = history_slot(0);
     hist.horizon = e->ts;
-    hist.bytes -= e->doc->len + HISTORY_ENTRY_OVERHEAD;
-    bson_destroy(e->doc);
-    hist.head++;
+    hist.bytes -= e->len + HISTORY_ENTRY_OVERHEAD;
+    history_chunk_t *c = e->chunk;
+    hist.head = (hist.head + 1) & (hist.cap - 1);
     hist.len--;
-    if (hist.len == 0)
-        hist.head = 0;
+    bool last_of_chunk = hist.len == 0 || history_slot(0)->chunk != c;
+    if (last_of_chunk) { /* chunks go oldest first: c is hist.first */
+        hist.first = c->next;
+        if (!hist.first)
+            hist.last = NULL;
+        if (!hist.spare && c->cap == HISTORY_CHUNK - sizeof *c)
+            hist.spare = c;
+        else
+            munmap(c, sizeof *c + c->cap);
+    }
 }
 
-static void history_trim(void)
+/* Drops what retention no longer keeps; `now_ms` is the newest commit's
+ * wall time. */
+static void history_trim(int64_t now_ms)
 {
-    int64_t cutoff = hist.keep_s > 0 ? (int64_t)time(NULL) * 1000 - hist.keep_s * 1000 : 0;
+    int64_t cutoff = now_ms - hist.keep_s * 1000;
     while (hist.len > 1 &&
            ((hist.keep_bytes > 0 && hist.bytes > (size_t)hist.keep_bytes) ||
-            (hist.keep_s > 0 && hist.items[hist.head].wall_ms < cutoff)))
+            (hist.keep_s > 0 && history_slot(0)->wall_ms < cutoff)))
         history_pop();
 }
 
+/* Appends an entry; its document is `doc` or, when NULL, {ops: hist.ops}
+ * written straight into the arena (the common case: no copy through a
+ * temporary document). */
 static void history_push(clock_ts_t ts, int64_t wall_ms, uint64_t lsn, uint32_t nops,
-                         bson_t *doc)
+                         const bson_t *doc)
 {
-    if (hist.head + hist.len == hist.cap) {
-        if (hist.head > hist.cap / 2) { /* reuse the front */
-            memmove(hist.items, hist.items + hist.head, hist.len * sizeof *hist.items);
-            hist.head = 0;
-        } else {
-            hist.cap = hist.cap ? hist.cap * 2 : 1024;
-            hist.items = bson_realloc(hist.items, hist.cap * sizeof *hist.items);
-        }
+    if (hist.len == hist.cap) {
+        size_t cap = hist.cap ? hist.cap * 2 : 4096;
+        history_entry_t *items = history_map(cap * sizeof *items);
+        for (size_t i = 0; i < hist.len; i++)
+            items[i] = *history_slot(i);
+        if (hist.items)
+            munmap(hist.items, hist.cap * sizeof *items);
+        hist.items = items;
+        hist.cap = cap;
+        hist.head = 0;
     }
-    history_entry_t *e = &hist.items[hist.head + hist.len++];
+    history_chunk_t *c;
+    uint32_t len = doc ? doc->len : 4 + 5 + hist.ops.len + 1;
+    uint8_t *p = history_alloc(len, &c);
+    if (doc) {
+        memcpy(p, bson_get_data(doc), len);
+    } else { /* [len] 0x04 "ops" [array] 0x00 */
+        uint32_t le = BSON_UINT32_TO_LE(len);
+        memcpy(p, &le, 4);
+        memcpy(p + 4, "\x04ops", 5);
+        memcpy(p + 9, bson_get_data(&hist.ops), hist.ops.len);
+        p[len - 1] = 0;
+    }
+    history_entry_t *e = history_slot(hist.len++);
     e->ts = ts;
     e->wall_ms = wall_ms;
     e->lsn = lsn;
     e->nops = nops;
-    e->doc = doc;
-    hist.bytes += doc->len + HISTORY_ENTRY_OVERHEAD;
+    e->len = len;
+    e->data = p;
+    e->chunk = c;
+    hist.bytes += len + HISTORY_ENTRY_OVERHEAD;
 }
 
 void history_commit(clock_ts_t ts, int64_t wall_ms, uint64_t lsn)
@@ -140,18 +234,21 @@ void history_commit(clock_ts_t ts, int64_t wall_ms, uint64_t lsn)
         }
         return;
     }
-    bson_t *doc = bson_sized_new(hist.ops.len + 64);
-    BSON_APPEND_ARRAY(doc, "ops", &hist.ops);
     if (hist.has_txn) {
-        BSON_APPEND_DOCUMENT(doc, "lsid", &hist.lsid);
-        BSON_APPEND_INT64(doc, "txnNumber", hist.txn_number);
+        bson_t doc = BSON_INITIALIZER;
+        BSON_APPEND_ARRAY(&doc, "ops", &hist.ops);
+        BSON_APPEND_DOCUMENT(&doc, "lsid", &hist.lsid);
+        BSON_APPEND_INT64(&doc, "txnNumber", hist.txn_number);
         bson_destroy(&hist.lsid);
         hist.has_txn = false;
+        history_push(ts, wall_ms, lsn, hist.nops, &doc);
+        bson_destroy(&doc);
+    } else {
+        history_push(ts, wall_ms, lsn, hist.nops, NULL);
     }
-    history_push(ts, wall_ms, lsn, hist.nops, doc);
     bson_reinit(&hist.ops);
     hist.nops = 0;
-    history_trim();
+    history_trim(wall_ms);
 }
 
 bool history_load_entry(const bson_t *e)
@@ -182,13 +279,11 @@ bool history_load_entry(const bson_t *e)
         }
         bson_append_value(doc, k, -1, bson_iter_value(&it));
     }
-    if (nops == 0 || (hist.len > 0 &&
-                      clock_cmp(ts, hist.items[hist.head + hist.len - 1].ts) <= 0)) {
-        bson_destroy(doc);
-        return false;
-    }
-    history_push(ts, wall, 0, nops, doc);
-    return true;
+    bool ok = nops > 0 && (hist.len == 0 || clock_cmp(ts, history_slot(hist.len - 1)->ts) > 0);
+    if (ok)
+        history_push(ts, wall, 0, nops, doc);
+    bson_destroy(doc);
+    return ok;
 }
 
 void history_entry_doc(size_t i, bson_t *out)
@@ -197,7 +292,9 @@ void history_entry_doc(size_t i, bson_t *out)
     bson_iter_t it;
     BSON_APPEND_TIMESTAMP(out, "ts", e->ts.t, e->ts.i);
     BSON_APPEND_DATE_TIME(out, "wall", e->wall_ms);
-    bson_iter_init(&it, e->doc);
+    bson_t doc;
+    history_entry_view(e, &doc);
+    bson_iter_init(&it, &doc);
     while (bson_iter_next(&it))
         bson_append_value(out, bson_iter_key(&it), -1, bson_iter_value(&it));
 }
@@ -209,7 +306,7 @@ size_t history_len(void)
 
 const history_entry_t *history_at(size_t i)
 {
-    return i < hist.len ? &hist.items[hist.head + i] : NULL;
+    return i < hist.len ? history_slot(i) : NULL;
 }
 
 size_t history_seek(clock_ts_t ts)
@@ -217,7 +314,7 @@ size_t history_seek(clock_ts_t ts)
     size_t lo = 0, hi = hist.len;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (clock_cmp(hist.items[hist.head + mid].ts, ts) < 0)
+        if (clock_cmp(history_slot(mid)->ts, ts) < 0)
             lo = mid + 1;
         else
             hi = mid;

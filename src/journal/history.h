@@ -24,12 +24,17 @@
  *   {o: "c", db, cmd}               catalog change (the observer's ddl doc)
  * and `doc` may carry lsid and txnNumber (a transaction's commit). */
 typedef struct history_entry {
-    clock_ts_t ts;    /* the commit's cluster time */
-    int64_t wall_ms;  /* its wall-clock time */
-    uint64_t lsn;     /* its log record; 0: not logged or already durable */
-    uint32_t nops;    /* operations in doc.ops */
-    bson_t *doc;      /* {ops: [...], lsid?, txnNumber?}, owned */
+    clock_ts_t ts;        /* the commit's cluster time */
+    int64_t wall_ms;      /* its wall-clock time */
+    uint64_t lsn;         /* its log record; 0: not logged or already durable */
+    uint32_t nops;        /* operations in the document's ops */
+    uint32_t len;         /* bytes of the document */
+    const uint8_t *data;  /* {ops: [...], lsid?, txnNumber?} (BSON), in the history's arena */
+    void *chunk;          /* the arena chunk holding `data` (history.c's own) */
 } history_entry_t;
+
+/* The entry's document, borrowed as `e` is. */
+void history_entry_view(const history_entry_t *e, bson_t *out);
 
 /* Retention: entries older than `seconds` or beyond `bytes` in all are
  * dropped, oldest first (0 = no bound of that kind). */

@@ -165,11 +165,23 @@ static void journal_on_ddl(const char *db, const bson_t *cmd, void *ctx)
     bson_append_document_end(&journal.ops, &op);
 }
 
+/* The wall clock in ms for a commit's wallTime: the loop's cached time
+ * (no clock read per commit; reading the clock source is a system call on
+ * some virtual machines) offset from the wall clock read once. */
 static int64_t journal_wall_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    static int64_t base_wall;
+    static uint64_t base_loop;
+    if (!journal.loop)
+        return (int64_t)time(NULL) * 1000;
+    uint64_t now = uv_now(journal.loop);
+    if (!base_wall || now - base_loop > 60000) { /* re-anchored every minute */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        base_wall = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+        base_loop = now;
+    }
+    return base_wall + (int64_t)(now - base_loop);
 }
 
 void journal_note_txn(const bson_t *lsid, int64_t txn_number)
