@@ -158,9 +158,22 @@ static bool cs_check_stages(const bson_iter_t *pipeline, bson_t *rest, dberr_t *
         bool ok = false;
         for (size_t i = 0; i < sizeof allowed / sizeof allowed[0]; i++)
             ok = ok || !strcmp(name, allowed[i]);
-        if (!ok)
-            return dberr_set(err, DBERR_ILLEGAL_OPERATION,
-                             "%s is not permitted in a $changeStream pipeline", name);
+        if (!ok) { /* an unknown stage fails as in any pipeline (40324) */
+            bson_t one = BSON_INITIALIZER;
+            bson_iter_t oi;
+            BSON_APPEND_DOCUMENT(&one, "0", &st);
+            bson_t wrap = BSON_INITIALIZER;
+            BSON_APPEND_ARRAY(&wrap, "p", &one);
+            bson_iter_init_find(&oi, &wrap, "p");
+            pipeline_t *p = pipeline_new(&oi, PIPELINE_AGGREGATE, NULL, err);
+            pipeline_destroy(p);
+            bson_destroy(&one);
+            bson_destroy(&wrap);
+            if (p)
+                dberr_set(err, DBERR_ILLEGAL_OPERATION,
+                          "%s is not permitted in a $changeStream pipeline", name);
+            return false;
+        }
         bson_append_document(&arr, cmd_index_key(n++, key, sizeof key), -1, &st);
     }
     bson_append_array_end(rest, &arr);

@@ -5,6 +5,7 @@
 #include "cmd/changestream.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -106,9 +107,20 @@ bool cs_check_history(cs_pos_t pos, dberr_t *err)
 
 /* ---- updateDescription ---- */
 
+/* A path's components while diffing: field names and array indexes. */
+typedef struct cs_comp {
+    const char *key;
+    bool index; /* an array element: key is its decimal index */
+} cs_comp_t;
+
+#define CS_DIFF_DEPTH 100
+
 typedef struct cs_diff {
-    bson_t updated, removed, truncated;
+    bson_t updated, removed, truncated, disambiguated;
     uint32_t nremoved, ntruncated;
+    bool expanded; /* showExpandedEvents: fill disambiguated */
+    cs_comp_t comps[CS_DIFF_DEPTH];
+    int depth;
 } cs_diff_t;
 
 static bool cs_same(const bson_iter_t *a, const bson_iter_t *b)
@@ -131,8 +143,47 @@ static void cs_path(char *out, size_t size, const char *prefix, const char *key)
         snprintf(out, size, "%s", key);
 }
 
+/* showExpandedEvents: a path whose dotted form is ambiguous (a field
+ * name that is a number or holds a dot) is listed in disambiguatedPaths
+ * with its components, array indexes as integers, as mongod 7 does. */
+static void cs_note_path(cs_diff_t *d, const char *path)
+{
+    if (!d->expanded)
+        return;
+    bool ambiguous = false;
+    for (int i = 0; i < d->depth && !ambiguous; i++) {
+        const char *k = d->comps[i].key;
+        if (d->comps[i].index)
+            continue;
+        bool digits = *k != 0;
+        for (const char *p = k; *p; p++)
+            digits = digits && *p >= '0' && *p <= '9';
+        ambiguous = digits || strchr(k, '.');
+    }
+    if (!ambiguous)
+        return;
+    bson_t arr;
+    char key[16];
+    bson_append_array_begin(&d->disambiguated, path, -1, &arr);
+    for (int i = 0; i < d->depth; i++) {
+        if (d->comps[i].index)
+            bson_append_int32(&arr, cmd_index_key((uint32_t)i, key, sizeof key), -1,
+                              atoi(d->comps[i].key));
+        else
+            bson_append_utf8(&arr, cmd_index_key((uint32_t)i, key, sizeof key), -1,
+                             d->comps[i].key, -1);
+    }
+    bson_append_array_end(&d->disambiguated, &arr);
+}
+
 static void cs_diff_docs(cs_diff_t *d, const bson_t *old_doc, const bson_t *new_doc,
                          const char *prefix, bool arrays);
+
+static void cs_set(cs_diff_t *d, const char *path, const bson_iter_t *n)
+{
+    bson_append_value(&d->updated, path, -1, bson_iter_value((bson_iter_t *)n));
+    cs_note_path(d, path);
+}
 
 /* One field present in both: the same, a nested change, or a new value. */
 static void cs_diff_value(cs_diff_t *d, bson_iter_t *o, bson_iter_t *n, const char *path)
@@ -140,13 +191,13 @@ static void cs_diff_value(cs_diff_t *d, bson_iter_t *o, bson_iter_t *n, const ch
     if (cs_same(o, n))
         return;
     bson_t a, b;
-    if (BSON_ITER_HOLDS_DOCUMENT(o) && BSON_ITER_HOLDS_DOCUMENT(n) && cmd_iter_doc(o, &a) &&
-        cmd_iter_doc(n, &b)) {
+    if (d->depth < CS_DIFF_DEPTH && BSON_ITER_HOLDS_DOCUMENT(o) && BSON_ITER_HOLDS_DOCUMENT(n) &&
+        cmd_iter_doc(o, &a) && cmd_iter_doc(n, &b)) {
         cs_diff_docs(d, &a, &b, path, false);
         return;
     }
-    if (BSON_ITER_HOLDS_ARRAY(o) && BSON_ITER_HOLDS_ARRAY(n) && cmd_iter_doc(o, &a) &&
-        cmd_iter_doc(n, &b)) {
+    if (d->depth < CS_DIFF_DEPTH && BSON_ITER_HOLDS_ARRAY(o) && BSON_ITER_HOLDS_ARRAY(n) &&
+        cmd_iter_doc(o, &a) && cmd_iter_doc(n, &b)) {
         uint32_t na = bson_count_keys(&a), nb = bson_count_keys(&b);
         if (nb < na) {
             bson_t t;
@@ -161,7 +212,7 @@ static void cs_diff_value(cs_diff_t *d, bson_iter_t *o, bson_iter_t *n, const ch
         cs_diff_docs(d, &a, &b, path, true);
         return;
     }
-    bson_append_value(&d->updated, path, -1, bson_iter_value(n));
+    cs_set(d, path, n);
 }
 
 static void cs_diff_docs(cs_diff_t *d, const bson_t *old_doc, const bson_t *new_doc,
@@ -169,44 +220,55 @@ static void cs_diff_docs(cs_diff_t *d, const bson_t *old_doc, const bson_t *new_
 {
     bson_iter_t n, o;
     char path[1024];
+    int depth = d->depth++;
     bson_iter_init(&n, new_doc);
     while (bson_iter_next(&n)) {
+        d->comps[depth] = (cs_comp_t){bson_iter_key(&n), arrays};
         cs_path(path, sizeof path, prefix, bson_iter_key(&n));
         if (bson_iter_init_find(&o, old_doc, bson_iter_key(&n)))
             cs_diff_value(d, &o, &n, path);
         else
-            bson_append_value(&d->updated, path, -1, bson_iter_value(&n));
+            cs_set(d, path, &n);
     }
-    if (arrays) /* removed elements are in truncatedArrays */
-        return;
-    bson_iter_init(&o, old_doc);
-    while (bson_iter_next(&o)) {
-        if (bson_has_field(new_doc, bson_iter_key(&o)))
-            continue;
-        char key[16];
-        cs_path(path, sizeof path, prefix, bson_iter_key(&o));
-        bson_append_utf8(&d->removed, cmd_index_key(d->nremoved++, key, sizeof key), -1, path,
-                         -1);
+    if (!arrays) { /* removed array elements are in truncatedArrays */
+        bson_iter_init(&o, old_doc);
+        while (bson_iter_next(&o)) {
+            if (bson_has_field(new_doc, bson_iter_key(&o)))
+                continue;
+            char key[16];
+            d->comps[depth] = (cs_comp_t){bson_iter_key(&o), false};
+            cs_path(path, sizeof path, prefix, bson_iter_key(&o));
+            bson_append_utf8(&d->removed, cmd_index_key(d->nremoved++, key, sizeof key), -1,
+                             path, -1);
+            cs_note_path(d, path);
+        }
     }
+    d->depth = depth;
 }
 
 static void cs_append_update_description(bson_t *ev, const bson_t *old_doc,
-                                         const bson_t *new_doc)
+                                         const bson_t *new_doc, bool expanded)
 {
-    cs_diff_t d = {0};
-    bson_init(&d.updated);
-    bson_init(&d.removed);
-    bson_init(&d.truncated);
-    cs_diff_docs(&d, old_doc, new_doc, "", false);
+    cs_diff_t *d = bson_malloc0(sizeof *d);
+    bson_init(&d->updated);
+    bson_init(&d->removed);
+    bson_init(&d->truncated);
+    bson_init(&d->disambiguated);
+    d->expanded = expanded;
+    cs_diff_docs(d, old_doc, new_doc, "", false);
     bson_t ud;
     bson_append_document_begin(ev, "updateDescription", -1, &ud);
-    BSON_APPEND_DOCUMENT(&ud, "updatedFields", &d.updated);
-    BSON_APPEND_ARRAY(&ud, "removedFields", &d.removed);
-    BSON_APPEND_ARRAY(&ud, "truncatedArrays", &d.truncated);
+    BSON_APPEND_DOCUMENT(&ud, "updatedFields", &d->updated);
+    BSON_APPEND_ARRAY(&ud, "removedFields", &d->removed);
+    BSON_APPEND_ARRAY(&ud, "truncatedArrays", &d->truncated);
+    if (expanded)
+        BSON_APPEND_DOCUMENT(&ud, "disambiguatedPaths", &d->disambiguated);
     bson_append_document_end(ev, &ud);
-    bson_destroy(&d.updated);
-    bson_destroy(&d.removed);
-    bson_destroy(&d.truncated);
+    bson_destroy(&d->updated);
+    bson_destroy(&d->removed);
+    bson_destroy(&d->truncated);
+    bson_destroy(&d->disambiguated);
+    bson_free(d);
 }
 
 /* ---- events ---- */
@@ -272,6 +334,21 @@ static void cs_head(bson_t *ev, const cs_emit_t *em, cs_pos_t pos, const char *t
     BSON_APPEND_UTF8(ev, "operationType", type);
     BSON_APPEND_TIMESTAMP(ev, "clusterTime", em->e->ts.t, em->e->ts.i);
     BSON_APPEND_DATE_TIME(ev, "wallTime", em->e->wall_ms);
+}
+
+/* showExpandedEvents: the collection's UUID, as the change recorded it
+ * (`op`'s ui) or, for a catalog change, as the collection is now. */
+static void cs_uuid(bson_t *ev, const cs_emit_t *em, const bson_t *op, const char *db,
+                    const char *coll)
+{
+    bson_iter_t it;
+    collection_t *c;
+    if (!em->s->show_expanded)
+        return;
+    if (op && bson_iter_init_find(&it, op, "ui"))
+        bson_append_value(ev, "collectionUUID", -1, bson_iter_value(&it));
+    else if (coll && (c = catalog_get(server.catalog, db, coll)))
+        bson_append_binary(ev, "collectionUUID", -1, BSON_SUBTYPE_UUID, collection_uuid(c), 16);
 }
 
 static void cs_ns(bson_t *ev, const char *key, const char *db, const char *coll)
@@ -374,13 +451,14 @@ static void cs_doc_event(cs_emit_t *em, cs_pos_t pos, const bson_t *op, const ch
                                                   : kind[0] == 'r' ? "replace"
                                                                    : "delete";
     cs_head(&ev, em, pos, type);
+    cs_uuid(&ev, em, op, db, coll);
     if ((kind[0] == 'i' || kind[0] == 'r') && has_doc)
         BSON_APPEND_DOCUMENT(&ev, "fullDocument", &doc);
     cs_ns(&ev, "ns", db, coll);
     BSON_APPEND_DOCUMENT(&ev, "documentKey", &key);
     bool ok = true;
     if (kind[0] == 'u' && has_doc && has_old) {
-        cs_append_update_description(&ev, &old, &doc);
+        cs_append_update_description(&ev, &old, &doc, s->show_expanded);
         if (s->full_document == CS_IMAGE_LOOKUP) {
             collection_t *c = catalog_get(server.catalog, db, coll);
             record_t *r = c && bson_iter_init_find(&id, &key, "_id")
@@ -416,6 +494,7 @@ static void cs_simple_event(cs_emit_t *em, cs_pos_t pos, const char *type, const
 {
     bson_t ev = BSON_INITIALIZER;
     cs_head(&ev, em, pos, type);
+    cs_uuid(&ev, em, NULL, db, to_db ? to_coll : coll);
     cs_ns(&ev, "ns", db, coll);
     if (to_db)
         cs_ns(&ev, "to", to_db, to_coll);
@@ -468,6 +547,9 @@ static void cs_ddl_events(cs_emit_t *em, cs_pos_t pos, uint64_t base, const char
         BSON_APPEND_UTF8(&to, "db", to_db);
         BSON_APPEND_UTF8(&to, "coll", to_coll);
         bson_append_document_end(&desc, &to);
+        bson_iter_t dt;
+        if (bson_iter_init_find(&dt, cmd, "dropTarget"))
+            bson_append_value(&desc, "dropTarget", -1, bson_iter_value(&dt));
         if (CS_AT(em, pos, base, 0))
             cs_simple_event(em, pos, "rename", db, name, &desc, to_db, to_coll);
         bson_destroy(&desc);

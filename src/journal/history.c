@@ -94,7 +94,8 @@ static uint8_t *history_alloc(size_t n, history_chunk_t **chunk)
     return p;
 }
 
-static bson_t *history_op_begin(bson_t *op, const char *kind, const char *db, const char *coll)
+static bson_t *history_op_begin(bson_t *op, const char *kind, const char *db, const char *coll,
+                                const uint8_t *uuid)
 {
     char key[16];
     const char *k;
@@ -108,31 +109,34 @@ static bson_t *history_op_begin(bson_t *op, const char *kind, const char *db, co
     BSON_APPEND_UTF8(op, "db", db);
     if (coll)
         BSON_APPEND_UTF8(op, "c", coll);
+    if (uuid)
+        bson_append_binary(op, "ui", 2, BSON_SUBTYPE_UUID, uuid, 16);
     return op;
 }
 
-void history_op_insert(const char *db, const char *coll, const bson_t *doc)
+void history_op_insert(const char *db, const char *coll, const uint8_t *uuid, const bson_t *doc)
 {
     bson_t op;
-    history_op_begin(&op, "i", db, coll);
+    history_op_begin(&op, "i", db, coll, uuid);
     BSON_APPEND_DOCUMENT(&op, "doc", doc);
     bson_append_document_end(&hist.ops, &op);
 }
 
-void history_op_update(const char *db, const char *coll, const bson_t *old_doc,
-                       const bson_t *new_doc, bool replacement)
+void history_op_update(const char *db, const char *coll, const uint8_t *uuid,
+                       const bson_t *old_doc, const bson_t *new_doc, bool replacement)
 {
     bson_t op;
-    history_op_begin(&op, replacement ? "r" : "u", db, coll);
+    history_op_begin(&op, replacement ? "r" : "u", db, coll, uuid);
     BSON_APPEND_DOCUMENT(&op, "old", old_doc);
     BSON_APPEND_DOCUMENT(&op, "doc", new_doc);
     bson_append_document_end(&hist.ops, &op);
 }
 
-void history_op_remove(const char *db, const char *coll, const bson_t *old_doc)
+void history_op_remove(const char *db, const char *coll, const uint8_t *uuid,
+                       const bson_t *old_doc)
 {
     bson_t op;
-    history_op_begin(&op, "d", db, coll);
+    history_op_begin(&op, "d", db, coll, uuid);
     BSON_APPEND_DOCUMENT(&op, "old", old_doc);
     bson_append_document_end(&hist.ops, &op);
 }
@@ -140,7 +144,7 @@ void history_op_remove(const char *db, const char *coll, const bson_t *old_doc)
 void history_op_ddl(const char *db, const bson_t *cmd)
 {
     bson_t op;
-    history_op_begin(&op, "c", db, NULL);
+    history_op_begin(&op, "c", db, NULL, NULL);
     BSON_APPEND_DOCUMENT(&op, "cmd", cmd);
     bson_append_document_end(&hist.ops, &op);
 }

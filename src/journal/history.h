@@ -17,10 +17,11 @@
 #include "store/clock.h"
 
 /* One commit. `ops` is an array of operations, each
- *   {o: "i", db, c, doc}            insert
- *   {o: "u", db, c, old, doc}       update (operators or a pipeline)
- *   {o: "r", db, c, old, doc}       replacement
- *   {o: "d", db, c, old}            delete
+ *   {o: "i", db, c, ui, doc}        insert
+ *   {o: "u", db, c, ui, old, doc}   update (operators or a pipeline)
+ *   {o: "r", db, c, ui, old, doc}   replacement
+ *   {o: "d", db, c, ui, old}        delete
+ * (ui: the collection's UUID)
  *   {o: "c", db, cmd}               catalog change (the observer's ddl doc)
  * and `doc` may carry lsid and txnNumber (a transaction's commit). */
 typedef struct history_entry {
@@ -42,10 +43,11 @@ void history_configure(int64_t seconds, int64_t bytes);
 
 /* Operations of the commit being built (called by the journal's observer
  * as changes happen). Documents are copied. */
-void history_op_insert(const char *db, const char *coll, const bson_t *doc);
-void history_op_update(const char *db, const char *coll, const bson_t *old_doc,
-                       const bson_t *new_doc, bool replacement);
-void history_op_remove(const char *db, const char *coll, const bson_t *old_doc);
+void history_op_insert(const char *db, const char *coll, const uint8_t *uuid, const bson_t *doc);
+void history_op_update(const char *db, const char *coll, const uint8_t *uuid,
+                       const bson_t *old_doc, const bson_t *new_doc, bool replacement);
+void history_op_remove(const char *db, const char *coll, const uint8_t *uuid,
+                       const bson_t *old_doc);
 void history_op_ddl(const char *db, const bson_t *cmd);
 
 /* The commit being built belongs to transaction `txn_number` of session

@@ -100,10 +100,11 @@ static void journal_append_id(bson_t *op, const bson_t *doc)
         bson_append_value(op, "id", 2, bson_iter_value(&it));
 }
 
-static void journal_on_insert(const char *db, const char *coll, const bson_t *doc, void *ctx)
+static void journal_on_insert(const char *db, const char *coll, const uint8_t *uuid,
+                              const bson_t *doc, void *ctx)
 {
     bson_t op;
-    history_op_insert(db, coll, doc);
+    history_op_insert(db, coll, uuid, doc);
     if (!journal.open) {
         journal.nops++;
         return;
@@ -113,11 +114,11 @@ static void journal_on_insert(const char *db, const char *coll, const bson_t *do
     bson_append_document_end(&journal.ops, &op);
 }
 
-static void journal_on_update(const char *db, const char *coll, const bson_t *old_doc,
-                              const bson_t *new_doc, void *ctx)
+static void journal_on_update(const char *db, const char *coll, const uint8_t *uuid,
+                              const bson_t *old_doc, const bson_t *new_doc, void *ctx)
 {
     bool replacing = store_observer_replacing();
-    history_op_update(db, coll, old_doc, new_doc, replacing);
+    history_op_update(db, coll, uuid, old_doc, new_doc, replacing);
     if (!journal.open) {
         journal.nops++;
         return;
@@ -139,10 +140,11 @@ static void journal_on_update(const char *db, const char *coll, const bson_t *ol
     bson_destroy(&diff);
 }
 
-static void journal_on_remove(const char *db, const char *coll, const bson_t *old_doc, void *ctx)
+static void journal_on_remove(const char *db, const char *coll, const uint8_t *uuid,
+                              const bson_t *old_doc, void *ctx)
 {
     bson_t op;
-    history_op_remove(db, coll, old_doc);
+    history_op_remove(db, coll, uuid, old_doc);
     if (!journal.open) {
         journal.nops++;
         return;

@@ -208,8 +208,11 @@ bool catalog_rename(catalog_t *cat, const char *db, const char *coll, const char
     collection_t *target = catalog_get(cat, to_db, to_coll);
     if (target && !drop_target)
         return dberr_set(err, DBERR_NAMESPACE_EXISTS, "target namespace exists");
-    if (target)
+    uint8_t target_uuid[16];
+    if (target) {
+        memcpy(target_uuid, collection_uuid(target), 16);
         catalog_drop(cat, to_db, to_coll);
+    }
     d = catalog_db(cat, db); /* dropping the target may have freed a database */
     omap_remove(d->colls, coll, strlen(coll));
     collection_rename(c, to_db, to_coll);
@@ -220,6 +223,8 @@ bool catalog_rename(catalog_t *cat, const char *db, const char *coll, const char
         BSON_APPEND_UTF8(&op, "rename", coll);
         BSON_APPEND_UTF8(&op, "toDb", to_db);
         BSON_APPEND_UTF8(&op, "toColl", to_coll);
+        if (target) /* change streams' operationDescription.dropTarget */
+            bson_append_binary(&op, "dropTarget", -1, BSON_SUBTYPE_UUID, target_uuid, 16);
         obs->ddl(db, &op, obs->ctx);
         bson_destroy(&op);
     }

@@ -7,13 +7,17 @@
 
 #include <bson/bson.h>
 #include <stdbool.h>
+#include <stdint.h>
 
-/* Callbacks; any may be NULL. Documents are borrowed for the call. */
+/* Callbacks; any may be NULL. Documents are borrowed for the call; `uuid`
+ * is the collection's (16 bytes). */
 typedef struct store_observer {
-    void (*insert)(const char *db, const char *coll, const bson_t *doc, void *ctx);
-    void (*update)(const char *db, const char *coll, const bson_t *old_doc, const bson_t *new_doc,
+    void (*insert)(const char *db, const char *coll, const uint8_t *uuid, const bson_t *doc,
                    void *ctx);
-    void (*remove)(const char *db, const char *coll, const bson_t *old_doc, void *ctx);
+    void (*update)(const char *db, const char *coll, const uint8_t *uuid, const bson_t *old_doc,
+                   const bson_t *new_doc, void *ctx);
+    void (*remove)(const char *db, const char *coll, const uint8_t *uuid, const bson_t *old_doc,
+                   void *ctx);
     /* catalog changes, as a document: {create: coll, options: {...}},
      * {drop: coll}, {dropDatabase: 1}, {createIndex: coll, spec: {...}},
      * {dropIndex: coll, name: "..."} */
