@@ -180,20 +180,24 @@ static bool cs_check_stages(const bson_iter_t *pipeline, bson_t *rest, dberr_t *
     return true;
 }
 
-/* Appends {cursor: {<field>: [events], postBatchResumeToken, id, ns}}. */
-static bool cs_reply(bson_t *reply, cursor_t *c, const char *field, int64_t max, dberr_t *err)
+/* Appends {cursor: {<field>: [events], postBatchResumeToken, id, ns}};
+ * *n gets the number of events (when n is not NULL). */
+static bool cs_reply(bson_t *reply, cursor_t *c, const char *field, int64_t max, uint32_t *n,
+                     dberr_t *err)
 {
     cs_stream_t *s = c->stream;
     bson_t cur, batch;
-    uint32_t n = 0;
+    uint32_t count = 0;
     bson_append_document_begin(reply, "cursor", -1, &cur);
     bson_append_array_begin(&cur, field, -1, &batch);
-    bool ok = cs_fill(s, &batch, &n, max, err);
+    bool ok = cs_fill(s, &batch, &count, max, err);
     bson_append_array_end(&cur, &batch);
     cs_append_token(&cur, "postBatchResumeToken", s->pos);
     BSON_APPEND_INT64(&cur, "id", s->invalidated ? 0 : c->id);
     BSON_APPEND_UTF8(&cur, "ns", c->ns);
     bson_append_document_end(reply, &cur);
+    if (n)
+        *n = count;
     return ok;
 }
 
@@ -265,7 +269,7 @@ bool changestream_aggregate(cmd_ctx_t *ctx, const char *coll, const bson_iter_t 
     c->stream = s;
     c->stream_free = cs_stream_free;
     s = NULL;
-    ok = cs_reply(ctx->reply, c, "firstBatch", batch_size < 0 ? 101 : batch_size, err);
+    ok = cs_reply(ctx->reply, c, "firstBatch", batch_size < 0 ? 101 : batch_size, NULL, err);
     cs_stream_t *cst = c->stream;
     if (!ok || cst->invalidated)
         cursors_close(server.cursors, c->id);
@@ -333,75 +337,60 @@ static void cs_park_remove(size_t i)
     cs.parks[i] = cs.parks[--cs.nparks];
 }
 
-/* Answers parked getMore `p` (already removed from the list). */
-static void cs_answer(cs_park_t p, cursor_t *c)
+/* A parked getMore's reply: the events after its stream's position, or
+ * nothing yet. */
+typedef struct cs_answer {
+    cs_park_t park;
+    bson_t reply;  /* the whole reply body, ok and cluster time included */
+    bool close;    /* the cursor ends (invalidate or error) */
+} cs_answer_t;
+
+/* Builds the reply for `p` into a->reply; false (nothing built) when its
+ * stream has no event yet and its wait goes on. */
+static bool cs_try_answer(cs_park_t *p, uint64_t now, cs_answer_t *a)
 {
-    bson_t reply = BSON_INITIALIZER;
+    cursor_t *c = cursors_get(server.cursors, p->cursor_id);
     dberr_t err;
     dberr_clear(&err);
-    bool ok;
-    if (!c) {
-        ok = dberr_set(&err, 237, "cursor id %lld was killed while its getMore waited",
-                       (long long)p.cursor_id);
-    } else {
-        c->last_used_ms = server_now_ms();
-        ok = cs_reply(&reply, c, "nextBatch", p.batch_size, &err);
+    bson_init(&a->reply);
+    a->park = *p;
+    a->close = false;
+    if (!c || !c->stream) {
+        dberr_set(&err, 237, "cursor id %lld was killed while its getMore waited",
+                  (long long)p->cursor_id);
+        cmd_error_reply(&a->reply, &err);
+        return true;
     }
-    if (ok) {
-        BSON_APPEND_DOUBLE(&reply, "ok", 1.0);
-        cs_stream_t *s = c->stream;
-        if (s->invalidated)
-            cursors_close(server.cursors, p.cursor_id);
-    } else {
-        bson_reinit(&reply);
-        cmd_error_reply(&reply, &err);
-        if (c)
-            cursors_close(server.cursors, p.cursor_id);
-    }
-    cmd_append_cluster_time(&reply);
-    p.client->wait_lsn = 0;
-    p.client->send_parked_reply(p.client, &reply);
-    bson_destroy(&reply);
-}
-
-/* True when the stream behind `c` has an event (or an error) to return. */
-static bool cs_ready(cursor_t *c)
-{
     cs_stream_t *s = c->stream;
-    bson_t scratch = BSON_INITIALIZER;
     uint32_t n = 0;
-    dberr_t err;
-    cs_pos_t saved = s->pos;
-    bool inval = s->invalidated;
-    bool ok = cs_fill(s, &scratch, &n, 1, &err);
-    bool ready = !ok || n > 0;
-    if (ready) { /* cs_answer fills the real batch from the same position */
-        s->pos = saved;
-        s->invalidated = inval;
+    bool ok = cs_reply(&a->reply, c, "nextBatch", p->batch_size, &n, &err);
+    if (ok && n == 0 && !s->invalidated && p->deadline_ms > now && !server.stopping) {
+        bson_destroy(&a->reply);
+        return false;
     }
-    bson_destroy(&scratch);
-    return ready;
+    c->last_used_ms = server_now_ms();
+    if (ok) {
+        BSON_APPEND_DOUBLE(&a->reply, "ok", 1.0);
+    } else {
+        bson_reinit(&a->reply);
+        cmd_error_reply(&a->reply, &err);
+    }
+    a->close = !ok || s->invalidated;
+    return true;
 }
 
 static void cs_on_timer(uv_timer_t *t)
 {
     cs.timer_due = 0;
     uint64_t now = uv_now(server.loop), next = 0;
-    /* collect the answers first: answering runs the connection's next
+    /* build the answers first: answering runs the connection's next
      * request, which may park again */
-    cs_park_t *ready = NULL;
-    cursor_t **curs = NULL;
+    cs_answer_t *ready = cs.nparks ? bson_malloc(cs.nparks * sizeof *ready) : NULL;
     size_t nready = 0;
-    if (cs.nparks) {
-        ready = bson_malloc(cs.nparks * sizeof *ready);
-        curs = bson_malloc(cs.nparks * sizeof *curs);
-    }
     for (size_t i = 0; i < cs.nparks;) {
         cs_park_t *p = &cs.parks[i];
-        cursor_t *c = cursors_get(server.cursors, p->cursor_id);
-        if (!c || !c->stream || p->deadline_ms <= now || server.stopping || cs_ready(c)) {
-            ready[nready] = *p;
-            curs[nready++] = c && c->stream ? c : NULL;
+        if (cs_try_answer(p, now, &ready[nready])) {
+            nready++;
             cs_park_remove(i);
             continue;
         }
@@ -410,12 +399,15 @@ static void cs_on_timer(uv_timer_t *t)
         i++;
     }
     for (size_t i = 0; i < nready; i++) {
-        /* an earlier answer may have let its connection close a cursor */
-        cursor_t *c = curs[i] ? cursors_get(server.cursors, ready[i].cursor_id) : NULL;
-        cs_answer(ready[i], c);
+        cs_answer_t *a = &ready[i];
+        if (a->close)
+            cursors_close(server.cursors, a->park.cursor_id);
+        cmd_append_cluster_time(&a->reply);
+        a->park.client->wait_lsn = 0;
+        a->park.client->send_parked_reply(a->park.client, &a->reply);
+        bson_destroy(&a->reply);
     }
     bson_free(ready);
-    bson_free(curs);
     if (cs.nparks && next)
         cs_arm(next > now ? next - now : 0);
 }
@@ -429,13 +421,18 @@ bool changestream_get_more(cmd_ctx_t *ctx, cursor_t *c, int64_t batch_size, dber
     cs_stream_t *s = c->stream;
     c->last_used_ms = server_now_ms();
     /* answer at once when there is something to return */
-    if (s->invalidated || cs_ready(c) || await_ms <= 0 || server.stopping) {
-        int64_t id = c->id;
-        bool ok = cs_reply(ctx->reply, c, "nextBatch", batch_size, err);
+    bson_t reply = BSON_INITIALIZER;
+    uint32_t n = 0;
+    int64_t id = c->id;
+    bool ok = cs_reply(&reply, c, "nextBatch", batch_size, &n, err);
+    if (!ok || n > 0 || s->invalidated || await_ms <= 0 || server.stopping) {
+        bson_concat(ctx->reply, &reply);
+        bson_destroy(&reply);
         if (!ok || s->invalidated)
             cursors_close(server.cursors, id);
         return ok;
     }
+    bson_destroy(&reply);
     if (!cs.hooked) { /* the first wait: be told of commits from now on */
         journal_set_commit_hook(cs_on_commit);
         cs.hooked = true;

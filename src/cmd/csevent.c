@@ -34,10 +34,17 @@ int cs_pos_cmp(cs_pos_t a, cs_pos_t b)
 
 void cs_append_token(bson_t *out, const char *key, cs_pos_t pos)
 {
+    static const char digits[] = "0123456789ABCDEF";
     char hex[CS_TOKEN_LEN + 1];
     bson_t tok;
-    snprintf(hex, sizeof hex, "82%08" PRIX32 "%08" PRIX32 "%016" PRIX64 "%02X", pos.ts.t,
-             pos.ts.i, pos.k, (unsigned)pos.kind);
+    uint64_t parts[4] = {pos.ts.t, pos.ts.i, pos.k, pos.kind};
+    int widths[4] = {8, 8, 16, 2}, o = 2;
+    hex[0] = '8';
+    hex[1] = '2';
+    for (int p = 0; p < 4; p++)
+        for (int d = widths[p] - 1; d >= 0; d--)
+            hex[o++] = digits[(parts[p] >> (4 * d)) & 0xf];
+    hex[o] = 0;
     bson_append_document_begin(out, key, -1, &tok);
     BSON_APPEND_UTF8(&tok, "_data", hex);
     bson_append_document_end(out, &tok);
@@ -137,10 +144,16 @@ static bool cs_same(const bson_iter_t *a, const bson_iter_t *b)
 
 static void cs_path(char *out, size_t size, const char *prefix, const char *key)
 {
-    if (prefix[0])
-        snprintf(out, size, "%s.%s", prefix, key);
-    else
-        snprintf(out, size, "%s", key);
+    size_t lp = strlen(prefix), lk = strlen(key);
+    if (lp + 1 + lk + 1 > size) { /* too deep to name: cut, as mongod's paths are bounded */
+        lp = lp < size - 1 ? lp : size - 1;
+        lk = 0;
+    }
+    memcpy(out, prefix, lp);
+    if (lp && lk)
+        out[lp++] = '.';
+    memcpy(out + lp, key, lk);
+    out[lp + lk] = 0;
 }
 
 /* showExpandedEvents: a path whose dotted form is ambiguous (a field
