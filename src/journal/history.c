@@ -3,6 +3,8 @@
  * trimmed by age and size. */
 #include "journal/history.h"
 
+#include "util/buf.h"
+
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -27,10 +29,9 @@ static struct {
     size_t bytes;
     int64_t keep_s, keep_bytes;
     clock_ts_t horizon;
-    /* the commit being built */
-    bson_t ops;
+    /* the commit being built: its ops array's elements, raw BSON */
+    buf_t ops;
     uint32_t nops;
-    bool ops_init;
     bool has_txn;
     bson_t lsid;
     int64_t txn_number;
@@ -94,59 +95,110 @@ static uint8_t *history_alloc(size_t n, history_chunk_t **chunk)
     return p;
 }
 
-static bson_t *history_op_begin(bson_t *op, const char *kind, const char *db, const char *coll,
-                                const uint8_t *uuid)
+/* True for the databases no change stream can watch (admin, config —
+ * sessions' config.transactions records — and local): their changes are
+ * not kept. */
+static bool history_hidden_db(const char *db)
+{
+    switch (db[0]) {
+    case 'a':
+        return !strcmp(db, "admin");
+    case 'c':
+        return !strcmp(db, "config");
+    case 'l':
+        return !strcmp(db, "local");
+    default:
+        return false;
+    }
+}
+
+/* The operations are written as raw BSON (a type byte, the key, the
+ * value) in one pass, not through libbson's builder: this runs for every
+ * change, so it reserves once and copies each piece once. */
+
+static uint8_t *history_put_key(uint8_t *w, uint8_t type, const char *key, size_t klen)
+{
+    *w++ = type;
+    memcpy(w, key, klen + 1);
+    return w + klen + 1;
+}
+
+static uint8_t *history_put_str(uint8_t *w, const char *key, size_t klen, const char *v,
+                                size_t vlen)
+{
+    w = history_put_key(w, BSON_TYPE_UTF8, key, klen);
+    buf_put_le(w, 4, vlen + 1);
+    memcpy(w + 4, v, vlen + 1);
+    return w + 4 + vlen + 1;
+}
+
+/* Appends operation {o: kind, db, c?, ui?, <k1>: d1?, <k2>: d2?} as element
+ * "<nops>" of the ops array. */
+static void history_op(const char *kind, const char *db, const char *coll, const uint8_t *uuid,
+                       const char *k1, const bson_t *d1, const char *k2, const bson_t *d2)
 {
     char key[16];
     const char *k;
-    if (!hist.ops_init) {
-        bson_init(&hist.ops);
-        hist.ops_init = true;
-    }
     bson_uint32_to_string(hist.nops++, &k, key, sizeof key);
-    bson_append_document_begin(&hist.ops, k, -1, op);
-    BSON_APPEND_UTF8(op, "o", kind);
-    BSON_APPEND_UTF8(op, "db", db);
+    size_t lk = strlen(k), ldb = strlen(db), lc = coll ? strlen(coll) : 0;
+    size_t l1 = d1 ? strlen(k1) : 0, l2 = d2 ? strlen(k2) : 0;
+    size_t doc = 4 + (1 + 2 + 4 + 2) + (1 + 3 + 4 + ldb + 1) + (coll ? 1 + 2 + 4 + lc + 1 : 0) +
+                 (uuid ? 1 + 3 + 4 + 1 + 16 : 0) + (d1 ? 1 + l1 + 1 + d1->len : 0) +
+                 (d2 ? 1 + l2 + 1 + d2->len : 0) + 1;
+    buf_reserve(&hist.ops, 1 + lk + 1 + doc);
+    uint8_t *w = hist.ops.data + hist.ops.len;
+    w = history_put_key(w, BSON_TYPE_DOCUMENT, k, lk);
+    buf_put_le(w, 4, doc);
+    w += 4;
+    w = history_put_str(w, "o", 1, kind, 1);
+    w = history_put_str(w, "db", 2, db, ldb);
     if (coll)
-        BSON_APPEND_UTF8(op, "c", coll);
-    if (uuid)
-        bson_append_binary(op, "ui", 2, BSON_SUBTYPE_UUID, uuid, 16);
-    return op;
+        w = history_put_str(w, "c", 1, coll, lc);
+    if (uuid) {
+        w = history_put_key(w, BSON_TYPE_BINARY, "ui", 2);
+        buf_put_le(w, 4, 16);
+        w[4] = BSON_SUBTYPE_UUID;
+        memcpy(w + 5, uuid, 16);
+        w += 21;
+    }
+    if (d1) {
+        w = history_put_key(w, BSON_TYPE_DOCUMENT, k1, l1);
+        memcpy(w, bson_get_data(d1), d1->len);
+        w += d1->len;
+    }
+    if (d2) {
+        w = history_put_key(w, BSON_TYPE_DOCUMENT, k2, l2);
+        memcpy(w, bson_get_data(d2), d2->len);
+        w += d2->len;
+    }
+    *w++ = 0;
+    hist.ops.len = (size_t)(w - hist.ops.data);
 }
 
 void history_op_insert(const char *db, const char *coll, const uint8_t *uuid, const bson_t *doc)
 {
-    bson_t op;
-    history_op_begin(&op, "i", db, coll, uuid);
-    BSON_APPEND_DOCUMENT(&op, "doc", doc);
-    bson_append_document_end(&hist.ops, &op);
+    if (!history_hidden_db(db))
+        history_op("i", db, coll, uuid, "doc", doc, NULL, NULL);
 }
 
 void history_op_update(const char *db, const char *coll, const uint8_t *uuid,
                        const bson_t *old_doc, const bson_t *new_doc, bool replacement)
 {
-    bson_t op;
-    history_op_begin(&op, replacement ? "r" : "u", db, coll, uuid);
-    BSON_APPEND_DOCUMENT(&op, "old", old_doc);
-    BSON_APPEND_DOCUMENT(&op, "doc", new_doc);
-    bson_append_document_end(&hist.ops, &op);
+    if (!history_hidden_db(db))
+        history_op(replacement ? "r" : "u", db, coll, uuid, "old", old_doc, "doc", new_doc);
 }
 
 void history_op_remove(const char *db, const char *coll, const uint8_t *uuid,
                        const bson_t *old_doc)
 {
-    bson_t op;
-    history_op_begin(&op, "d", db, coll, uuid);
-    BSON_APPEND_DOCUMENT(&op, "old", old_doc);
-    bson_append_document_end(&hist.ops, &op);
+    if (!history_hidden_db(db))
+        history_op("d", db, coll, uuid, "old", old_doc, NULL, NULL);
 }
 
 void history_op_ddl(const char *db, const bson_t *cmd)
 {
-    bson_t op;
-    history_op_begin(&op, "c", db, NULL, NULL);
-    BSON_APPEND_DOCUMENT(&op, "cmd", cmd);
-    bson_append_document_end(&hist.ops, &op);
+    if (!history_hidden_db(db))
+        history_op("c", db, NULL, NULL, "cmd", cmd, NULL, NULL);
 }
 
 void history_set_txn(const bson_t *lsid, int64_t txn_number)
@@ -189,9 +241,8 @@ static void history_trim(int64_t now_ms)
         history_pop();
 }
 
-/* Appends an entry; its document is `doc` or, when NULL, {ops: hist.ops}
- * written straight into the arena (the common case: no copy through a
- * temporary document). */
+/* Appends an entry; its document is `doc` or, when NULL, {ops: [the
+ * operations built], lsid?, txnNumber?} written straight into the arena. */
 static void history_push(clock_ts_t ts, int64_t wall_ms, uint64_t lsn, uint32_t nops,
                          const bson_t *doc)
 {
@@ -207,16 +258,30 @@ static void history_push(clock_ts_t ts, int64_t wall_ms, uint64_t lsn, uint32_t 
         hist.head = 0;
     }
     history_chunk_t *c;
-    uint32_t len = doc ? doc->len : 4 + 5 + hist.ops.len + 1;
+    size_t arr = 4 + hist.ops.len + 1;
+    size_t txn = hist.has_txn ? 1 + 5 + hist.lsid.len + 1 + 10 + 8 : 0;
+    uint32_t len = doc ? doc->len : (uint32_t)(4 + 5 + arr + txn + 1);
     uint8_t *p = history_alloc(len, &c);
     if (doc) {
         memcpy(p, bson_get_data(doc), len);
-    } else { /* [len] 0x04 "ops" [array] 0x00 */
-        uint32_t le = BSON_UINT32_TO_LE(len);
-        memcpy(p, &le, 4);
-        memcpy(p + 4, "\x04ops", 5);
-        memcpy(p + 9, bson_get_data(&hist.ops), hist.ops.len);
-        p[len - 1] = 0;
+    } else { /* [len] 0x04 "ops" [array] (0x03 "lsid" [doc] 0x12 "txnNumber" [i64]) 0x00 */
+        uint8_t *w = p;
+        buf_put_le(w, 4, len);
+        memcpy(w + 4, "\x04ops", 5);
+        w += 9;
+        buf_put_le(w, 4, arr);
+        memcpy(w + 4, hist.ops.data, hist.ops.len);
+        w[4 + hist.ops.len] = 0;
+        w += arr;
+        if (hist.has_txn) {
+            memcpy(w, "\x03lsid", 6);
+            memcpy(w + 6, bson_get_data(&hist.lsid), hist.lsid.len);
+            w += 6 + hist.lsid.len;
+            memcpy(w, "\x12txnNumber", 11);
+            buf_put_le(w + 11, 8, (uint64_t)hist.txn_number);
+            w += 19;
+        }
+        *w = 0;
     }
     history_entry_t *e = history_slot(hist.len++);
     e->ts = ts;
@@ -231,26 +296,15 @@ static void history_push(clock_ts_t ts, int64_t wall_ms, uint64_t lsn, uint32_t 
 
 void history_commit(clock_ts_t ts, int64_t wall_ms, uint64_t lsn)
 {
-    if (hist.nops == 0) {
-        if (hist.has_txn) {
-            bson_destroy(&hist.lsid);
-            hist.has_txn = false;
-        }
-        return;
-    }
+    if (hist.nops > 0)
+        history_push(ts, wall_ms, lsn, hist.nops, NULL);
     if (hist.has_txn) {
-        bson_t doc = BSON_INITIALIZER;
-        BSON_APPEND_ARRAY(&doc, "ops", &hist.ops);
-        BSON_APPEND_DOCUMENT(&doc, "lsid", &hist.lsid);
-        BSON_APPEND_INT64(&doc, "txnNumber", hist.txn_number);
         bson_destroy(&hist.lsid);
         hist.has_txn = false;
-        history_push(ts, wall_ms, lsn, hist.nops, &doc);
-        bson_destroy(&doc);
-    } else {
-        history_push(ts, wall_ms, lsn, hist.nops, NULL);
     }
-    bson_reinit(&hist.ops);
+    if (hist.nops == 0)
+        return;
+    hist.ops.len = 0;
     hist.nops = 0;
     history_trim(wall_ms);
 }
@@ -347,8 +401,7 @@ void history_clear(void)
     while (hist.len > 0)
         history_pop();
     hist.horizon = (clock_ts_t){0, 0};
-    if (hist.ops_init)
-        bson_reinit(&hist.ops);
+    hist.ops.len = 0;
     hist.nops = 0;
     if (hist.has_txn) {
         bson_destroy(&hist.lsid);

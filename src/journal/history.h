@@ -42,7 +42,8 @@ void history_entry_view(const history_entry_t *e, bson_t *out);
 void history_configure(int64_t seconds, int64_t bytes);
 
 /* Operations of the commit being built (called by the journal's observer
- * as changes happen). Documents are copied. */
+ * as changes happen). Documents are copied. Changes to admin, config and
+ * local are not kept: no change stream can see them. */
 void history_op_insert(const char *db, const char *coll, const uint8_t *uuid, const bson_t *doc);
 void history_op_update(const char *db, const char *coll, const uint8_t *uuid,
                        const bson_t *old_doc, const bson_t *new_doc, bool replacement);
