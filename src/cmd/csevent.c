@@ -13,6 +13,7 @@
 #include "journal/journal.h"
 #include "store/catalog.h"
 #include "store/collection.h"
+#include "util/bsonview.h"
 
 #define CS_MAX_BATCH_BYTES (16 * 1024 * 1024 - 64 * 1024)
 
@@ -294,13 +295,6 @@ static const char *cs_str(const bson_t *doc, const char *key)
     return bson_iter_utf8(&it, NULL);
 }
 
-static bool cs_doc(const bson_t *doc, const char *key, bson_t *out)
-{
-    bson_iter_t it;
-    return bson_iter_init_find(&it, doc, key) && BSON_ITER_HOLDS_DOCUMENT(&it) &&
-           cmd_iter_doc(&it, out);
-}
-
 /* True when a change to db.coll is one `s` reports. */
 static bool cs_watches(const cs_stream_t *s, const char *db, const char *coll)
 {
@@ -379,7 +373,7 @@ static void cs_txn_fields(bson_t *ev, const cs_emit_t *em)
     bson_t lsid, doc;
     bson_iter_t it;
     history_entry_view(em->e, &doc);
-    if (cs_doc(&doc, "lsid", &lsid) && bson_iter_init_find(&it, &doc, "txnNumber")) {
+    if (bsonview_field(&doc, "lsid", &lsid) && bson_iter_init_find(&it, &doc, "txnNumber")) {
         BSON_APPEND_DOCUMENT(ev, "lsid", &lsid);
         BSON_APPEND_INT64(ev, "txnNumber", bson_iter_as_int64(&it));
     }
@@ -455,7 +449,7 @@ static void cs_doc_event(cs_emit_t *em, cs_pos_t pos, const bson_t *op, const ch
 {
     cs_stream_t *s = em->s;
     bson_t doc, old, key = BSON_INITIALIZER, ev = BSON_INITIALIZER;
-    bool has_doc = cs_doc(op, "doc", &doc), has_old = cs_doc(op, "old", &old);
+    bool has_doc = bsonview_field(op, "doc", &doc), has_old = bsonview_field(op, "old", &old);
     bson_iter_t id;
     if ((has_doc && bson_iter_init_find(&id, &doc, "_id")) ||
         (has_old && bson_iter_init_find(&id, &old, "_id")))
@@ -598,7 +592,7 @@ static void cs_ddl_events(cs_emit_t *em, cs_pos_t pos, uint64_t base, const char
         bson_t desc = BSON_INITIALIZER;
         if ((name = cs_str(cmd, "create"))) {
             type = "create";
-            if (cs_doc(cmd, "options", &sub))
+            if (bsonview_field(cmd, "options", &sub))
                 bson_concat(&desc, &sub);
             if (!bson_has_field(&desc, "viewOn")) {
                 bson_t idx;
@@ -615,7 +609,7 @@ static void cs_ddl_events(cs_emit_t *em, cs_pos_t pos, uint64_t base, const char
             type = bson_has_field(cmd, "createIndex") ? "createIndexes" : "dropIndexes";
             bson_t arr, one;
             bson_append_array_begin(&desc, "indexes", -1, &arr);
-            if (cs_doc(cmd, "spec", &sub)) {
+            if (bsonview_field(cmd, "spec", &sub)) {
                 BSON_APPEND_DOCUMENT(&arr, "0", &sub);
             } else {
                 bson_append_document_begin(&arr, "0", -1, &one);
@@ -626,7 +620,7 @@ static void cs_ddl_events(cs_emit_t *em, cs_pos_t pos, uint64_t base, const char
             bson_append_array_end(&desc, &arr);
         } else if ((name = cs_str(cmd, "collMod"))) {
             type = "modify";
-            if (cs_doc(cmd, "options", &sub))
+            if (bsonview_field(cmd, "options", &sub))
                 bson_concat(&desc, &sub);
         }
         if (type && cs_watches(s, db, name) && CS_AT(em, pos, base, 0))
@@ -657,7 +651,7 @@ static void cs_entry_events(cs_emit_t *em)
             continue;
         if (kind[0] == 'c') {
             bson_t cmd;
-            if (cs_doc(&op, "cmd", &cmd))
+            if (bsonview_field(&op, "cmd", &cmd))
                 cs_ddl_events(em, pos, base, db, &cmd);
         } else if (coll && cs_watches(em->s, db, coll) && CS_AT(em, pos, base, 0)) {
             cs_doc_event(em, pos, &op, kind, db, coll);
