@@ -341,7 +341,8 @@ static void cs_park_remove(size_t i)
  * nothing yet. */
 typedef struct cs_answer {
     cs_park_t park;
-    bson_t reply;  /* the whole reply body, ok and cluster time included */
+    bson_t *reply; /* the whole reply body, ok and cluster time included (heap:
+                    * a bson_t inside a malloc'ed array would lose its alignment) */
     bool close;    /* the cursor ends (invalidate or error) */
 } cs_answer_t;
 
@@ -352,28 +353,29 @@ static bool cs_try_answer(cs_park_t *p, uint64_t now, cs_answer_t *a)
     cursor_t *c = cursors_get(server.cursors, p->cursor_id);
     dberr_t err;
     dberr_clear(&err);
-    bson_init(&a->reply);
+    a->reply = bson_new();
     a->park = *p;
     a->close = false;
     if (!c || !c->stream) {
         dberr_set(&err, 237, "cursor id %lld was killed while its getMore waited",
                   (long long)p->cursor_id);
-        cmd_error_reply(&a->reply, &err);
+        cmd_error_reply(a->reply, &err);
         return true;
     }
     cs_stream_t *s = c->stream;
     uint32_t n = 0;
-    bool ok = cs_reply(&a->reply, c, "nextBatch", p->batch_size, &n, &err);
+    bool ok = cs_reply(a->reply, c, "nextBatch", p->batch_size, &n, &err);
     if (ok && n == 0 && !s->invalidated && p->deadline_ms > now && !server.stopping) {
-        bson_destroy(&a->reply);
+        bson_destroy(a->reply);
+        a->reply = NULL;
         return false;
     }
     c->last_used_ms = server_now_ms();
     if (ok) {
-        BSON_APPEND_DOUBLE(&a->reply, "ok", 1.0);
+        BSON_APPEND_DOUBLE(a->reply, "ok", 1.0);
     } else {
-        bson_reinit(&a->reply);
-        cmd_error_reply(&a->reply, &err);
+        bson_reinit(a->reply);
+        cmd_error_reply(a->reply, &err);
     }
     a->close = !ok || s->invalidated;
     return true;
@@ -402,10 +404,10 @@ static void cs_on_timer(uv_timer_t *t)
         cs_answer_t *a = &ready[i];
         if (a->close)
             cursors_close(server.cursors, a->park.cursor_id);
-        cmd_append_cluster_time(&a->reply);
+        cmd_append_cluster_time(a->reply);
         a->park.client->wait_lsn = 0;
-        a->park.client->send_parked_reply(a->park.client, &a->reply);
-        bson_destroy(&a->reply);
+        a->park.client->send_parked_reply(a->park.client, a->reply);
+        bson_destroy(a->reply);
     }
     bson_free(ready);
     if (cs.nparks && next)

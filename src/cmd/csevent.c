@@ -263,7 +263,9 @@ static void cs_diff_docs(cs_diff_t *d, const bson_t *old_doc, const bson_t *new_
 static void cs_append_update_description(bson_t *ev, const bson_t *old_doc,
                                          const bson_t *new_doc, bool expanded)
 {
-    cs_diff_t *d = bson_malloc0(sizeof *d);
+    cs_diff_t diff; /* on the stack: bson_t needs its 128-byte alignment */
+    cs_diff_t *d = &diff;
+    memset(d, 0, sizeof *d);
     bson_init(&d->updated);
     bson_init(&d->removed);
     bson_init(&d->truncated);
@@ -282,7 +284,6 @@ static void cs_append_update_description(bson_t *ev, const bson_t *old_doc,
     bson_destroy(&d->removed);
     bson_destroy(&d->truncated);
     bson_destroy(&d->disambiguated);
-    bson_free(d);
 }
 
 /* ---- events ---- */
