@@ -5,6 +5,7 @@
 #include "cmd/cmd-private.h"
 #include "cmd/plancache.h"
 #include "cmd/view.h"
+#include "store/observer.h"
 
 #include <string.h>
 
@@ -395,7 +396,11 @@ static bool crud_apply_one(view_t *view, collection_t *c, record_t *old, const m
     if (new_doc->len > WIRE_MAX_BSON_OBJECT_SIZE)
         return dberr_set(err, 17419, "Resulting document after update is larger than %d",
                          WIRE_MAX_BSON_OBJECT_SIZE);
-    return view_replace(view, c, old, new_doc, err);
+    /* change streams tell a replacement ("replace") from an update */
+    store_observer_set_replacing(updater_kind(u) == UPDATER_REPLACEMENT);
+    bool ok = view_replace(view, c, old, new_doc, err);
+    store_observer_set_replacing(false);
+    return ok;
 }
 
 /* Locks every target of a statement before it changes any of them. */

@@ -218,6 +218,30 @@ static bool dbcmds_check_options(const bson_t *options, dberr_t *err)
                              "value.",
                              a);
     }
+    if (bson_iter_init_find(&it, options, "changeStreamPreAndPostImages")) {
+        /* mongod's {enabled: <bool>} (change streams' pre- and post-images) */
+        bson_t v;
+        bson_iter_t en;
+        if (!BSON_ITER_HOLDS_DOCUMENT(&it) || !cmd_iter_doc(&it, &v))
+            return dberr_set(err, DBERR_TYPE_MISMATCH,
+                             "BSON field 'changeStreamPreAndPostImages' is the wrong type '%s', "
+                             "expected type 'object'",
+                             shellfmt_type_name(bson_iter_type(&it)));
+        if (!bson_iter_init_find(&en, &v, "enabled"))
+            return dberr_set(err, 40414, "BSON field 'changeStreamPreAndPostImages.enabled' is "
+                                         "missing but a required field");
+        if (!BSON_ITER_HOLDS_BOOL(&en))
+            return dberr_set(err, DBERR_TYPE_MISMATCH,
+                             "BSON field 'changeStreamPreAndPostImages.enabled' is the wrong type "
+                             "'%s', expected type 'bool'",
+                             shellfmt_type_name(bson_iter_type(&en)));
+        bson_iter_init(&en, &v);
+        while (bson_iter_next(&en))
+            if (strcmp(bson_iter_key(&en), "enabled"))
+                return dberr_set(err, 40415, "BSON field 'changeStreamPreAndPostImages.%s' is an "
+                                             "unknown field.",
+                                 bson_iter_key(&en));
+    }
     bool has_view = bson_iter_init_find(&it, options, "viewOn");
     if (has_view && !BSON_ITER_HOLDS_UTF8(&it))
         return dberr_set(err, DBERR_TYPE_MISMATCH, "'viewOn' must be a string");
@@ -322,7 +346,8 @@ bool cmd_coll_mod(cmd_ctx_t *ctx, dberr_t *err)
             !strcmp(k, "writeConcern") || !strcmp(k, "comment") || !strcmp(k, "maxTimeMS"))
             continue;
         if (!strcmp(k, "validator") || !strcmp(k, "validationLevel") ||
-            !strcmp(k, "validationAction") || !strcmp(k, "viewOn") || !strcmp(k, "pipeline")) {
+            !strcmp(k, "validationAction") || !strcmp(k, "viewOn") || !strcmp(k, "pipeline") ||
+            !strcmp(k, "changeStreamPreAndPostImages")) {
             bson_append_value(&changes, k, -1, bson_iter_value(&cit));
         } else if (!strcmp(k, "index")) {
             bson_t spec;

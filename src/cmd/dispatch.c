@@ -1,6 +1,7 @@
 /* dispatch: the command table, the checks every command shares ($db,
  * maxTimeMS, read preference), opcounters, and the one place an error
  * becomes {ok: 0, errmsg, code, codeName}. */
+#include "cmd/changestream.h"
 #include "cmd/cmd-private.h"
 
 #include <stdio.h>
@@ -209,7 +210,8 @@ void cmd_error_reply(bson_t *reply, const dberr_t *err)
             const char *name;
         } names[] = {{DBERR_LABEL_TRANSIENT_TXN, "TransientTransactionError"},
                      {DBERR_LABEL_UNKNOWN_COMMIT, "UnknownTransactionCommitResult"},
-                     {DBERR_LABEL_RETRYABLE_WRITE, "RetryableWriteError"}};
+                     {DBERR_LABEL_RETRYABLE_WRITE, "RetryableWriteError"},
+                     {DBERR_LABEL_NON_RESUMABLE_CS, "NonResumableChangeStreamError"}};
         bson_t labels;
         uint32_t n = 0;
         char key[16];
@@ -243,6 +245,7 @@ void cmd_client_closed(cmd_client_t *client)
     cmd_locks_client_closed(client);
     cmd_session_client_closed(client);
     access_client_closed(client);
+    changestream_client_closed(client);
 }
 
 /* Checks the arguments every command may carry. */

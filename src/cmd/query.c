@@ -4,6 +4,7 @@
 #include "cmd/memory.h"
 #include "cmd/op.h"
 #include "cmd/access.h"
+#include "cmd/changestream.h"
 #include "cmd/view.h"
 
 #include <string.h>
@@ -125,9 +126,6 @@ bool cmd_get_more(cmd_ctx_t *ctx, dberr_t *err)
     if (!cmd_opt_int64(ctx, "batchSize", &batch_size, err))
         return false;
     bson_iter_t mt;
-    if (cmd_find(ctx, "maxTimeMS", &mt))
-        return dberr_set(err, DBERR_BAD_VALUE,
-                         "cannot set maxTimeMS on getMore command for a non-awaitData cursor");
     if (batch_size < 0)
         return dberr_set(err, DBERR_BAD_VALUE, "Batch size for getMore must be non-negative, "
                                                "but received: %lld",
@@ -146,6 +144,11 @@ bool cmd_get_more(cmd_ctx_t *ctx, dberr_t *err)
                          "Requested getMore on namespace '%s', but cursor belongs to a different "
                          "namespace %s",
                          ns, c->ns);
+    if (c->stream) /* a change stream: awaitData, maxTimeMS is its wait */
+        return changestream_get_more(ctx, c, batch_size, err);
+    if (cmd_find(ctx, "maxTimeMS", &mt))
+        return dberr_set(err, DBERR_BAD_VALUE,
+                         "cannot set maxTimeMS on getMore command for a non-awaitData cursor");
     c->last_used_ms = server_now_ms();
     bson_t cur;
     bson_append_document_begin(ctx->reply, "cursor", -1, &cur);
@@ -894,6 +897,13 @@ bool cmd_aggregate(cmd_ctx_t *ctx, dberr_t *err)
     if (!cmd_only_fields(ctx, known, sizeof known / sizeof known[0], err))
         return false;
     bson_iter_t f;
+    /* {$changeStream: {...}} first: a change stream (changestream.c) */
+    bson_iter_t cs_first;
+    bson_t cs_stage;
+    if (!explain && bson_iter_recurse(&it, &cs_first) && bson_iter_next(&cs_first) &&
+        cmd_iter_doc(&cs_first, &cs_stage) && BSON_ITER_HOLDS_DOCUMENT(&cs_first) &&
+        bson_has_field(&cs_stage, "$changeStream"))
+        return changestream_aggregate(ctx, coll, &it, batch_size, err);
     query_find_t hq = {0};
     if (cmd_find(ctx, "hint", &f)) {
         if (BSON_ITER_HOLDS_UTF8(&f))

@@ -370,6 +370,11 @@ bool cmd_commit_transaction(cmd_ctx_t *ctx, dberr_t *err)
         return false;
     }
     txn_t *t = s->txn;
+    bson_iter_t lsid_it;
+    bson_t lsid;
+    /* the commit's log record and change events name the transaction */
+    if (cmd_find(ctx, "lsid", &lsid_it) && cmd_iter_doc(&lsid_it, &lsid))
+        journal_note_txn(&lsid, ctx->txn_number);
     if (!txn_validate_reads(t, server.catalog, err) || !txn_commit(t, server.catalog, err)) {
         char why[200];
         snprintf(why, sizeof why, "commit failed: %s", err->msg);

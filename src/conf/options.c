@@ -296,6 +296,22 @@ static bool set_snapshot_wal_mb(options_t *o, const option_value_t *v, dberr_t *
     return true;
 }
 
+static bool set_change_stream_history(options_t *o, const option_value_t *v, dberr_t *err)
+{
+    if (!options_range(v, 0, INT64_MAX / 1000, err))
+        return false;
+    o->journal.history_s = v->i;
+    return true;
+}
+
+static bool set_change_stream_history_mb(options_t *o, const option_value_t *v, dberr_t *err)
+{
+    if (!options_range(v, 0, INT64_MAX / (1024 * 1024), err))
+        return false;
+    o->journal.history_bytes = v->i * 1024 * 1024;
+    return true;
+}
+
 static bool set_replset(options_t *o, const option_value_t *v, dberr_t *err)
 {
     if (!*v->s || strchr(v->s, '/') || strchr(v->s, ','))
@@ -555,6 +571,12 @@ static const option_def_t options_table[] = {
      "--snapshot-interval S snapshot every S seconds of writes (default 300, 0 off)"},
     {"snapshot-wal-mb", NULL, "atomdb.snapshotWalMB", OPT_INT, set_snapshot_wal_mb,
      "--snapshot-wal-mb N   snapshot when the log grew by N MiB (default 256)"},
+    {"change-stream-history", NULL, "atomdb.changeStreamHistorySecs", OPT_INT,
+     set_change_stream_history,
+     "--change-stream-history S  keep S seconds of changes for change streams (default 86400)"},
+    {"change-stream-history-mb", NULL, "atomdb.changeStreamHistoryMB", OPT_INT,
+     set_change_stream_history_mb,
+     "--change-stream-history-mb N  ... and at most N MiB of them (default 64)"},
     {"repair", NULL, "atomdb.repair", OPT_SWITCH, set_repair,
      "--repair              start despite a damaged log (keeps a copy, truncates at the damage)"},
     {"log-level", NULL, "atomdb.logLevel", OPT_STRING, set_log_level,
@@ -753,6 +775,8 @@ void options_init(options_t *o)
     o->journal.mode = JOURNAL_WRITE;
     o->journal.snapshot_interval_s = 300;
     o->journal.snapshot_wal_bytes = 256ll * 1024 * 1024;
+    o->journal.history_s = 86400;
+    o->journal.history_bytes = 64ll * 1024 * 1024;
     o->log_level = LOG_INFO;
     o->log_format = LOG_FORMAT_JSON;
     o->slowms = 100;

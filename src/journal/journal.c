@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "doc/docdiff.h"
+#include "journal/history.h"
 #include "doc/updater.h"
 #include "store/clock.h"
 #include "store/observer.h"
@@ -46,6 +47,10 @@ static struct {
     int64_t snapshot_took_ms;  /* the last snapshot's duration, -1 when none */
     uint64_t snapshots;        /* written since start */
     clock_ts_t commit_ts;    /* the cluster time of the last sealed commit */
+    bool has_txn;            /* the pending commit is a transaction's: */
+    bson_t txn_lsid;         /* ... its session */
+    int64_t txn_number;      /* ... and number */
+    void (*commit_hook)(uint64_t lsn); /* told of every sealed commit */
 } journal = {.lock_fd = -1, .snapshot_took_ms = -1};
 
 bool journal_parse_mode(const char *name, journal_mode_t *out)
@@ -96,17 +101,29 @@ static void journal_append_id(bson_t *op, const bson_t *doc)
         bson_append_value(op, "id", 2, bson_iter_value(&it));
 }
 
-static void journal_on_insert(const char *db, const char *coll, const bson_t *doc, void *ctx)
+static void journal_on_insert(const char *db, const char *coll, const uint8_t *uuid,
+                              const bson_t *doc, void *ctx)
 {
     bson_t op;
+    history_op_insert(db, coll, uuid, doc);
+    if (!journal.open) {
+        journal.nops++;
+        return;
+    }
     journal_op_begin(&op, "i", db, coll);
     BSON_APPEND_DOCUMENT(&op, "doc", doc);
     bson_append_document_end(&journal.ops, &op);
 }
 
-static void journal_on_update(const char *db, const char *coll, const bson_t *old_doc,
-                              const bson_t *new_doc, void *ctx)
+static void journal_on_update(const char *db, const char *coll, const uint8_t *uuid,
+                              const bson_t *old_doc, const bson_t *new_doc, void *ctx)
 {
+    bool replacing = store_observer_replacing();
+    history_op_update(db, coll, uuid, old_doc, new_doc, replacing);
+    if (!journal.open) {
+        journal.nops++;
+        return;
+    }
     bson_t op, diff = BSON_INITIALIZER;
     /* a small document costs no more logged whole than as a diff, and
      * computing the diff is the dearer part */
@@ -118,13 +135,21 @@ static void journal_on_update(const char *db, const char *coll, const bson_t *ol
         journal_op_begin(&op, "r", db, coll);
         BSON_APPEND_DOCUMENT(&op, "doc", new_doc);
     }
+    if (replacing) /* so that replay rebuilds the history's "replace" */
+        BSON_APPEND_BOOL(&op, "rp", true);
     bson_append_document_end(&journal.ops, &op);
     bson_destroy(&diff);
 }
 
-static void journal_on_remove(const char *db, const char *coll, const bson_t *old_doc, void *ctx)
+static void journal_on_remove(const char *db, const char *coll, const uint8_t *uuid,
+                              const bson_t *old_doc, void *ctx)
 {
     bson_t op;
+    history_op_remove(db, coll, uuid, old_doc);
+    if (!journal.open) {
+        journal.nops++;
+        return;
+    }
     journal_op_begin(&op, "d", db, coll);
     journal_append_id(&op, old_doc);
     bson_append_document_end(&journal.ops, &op);
@@ -133,52 +158,84 @@ static void journal_on_remove(const char *db, const char *coll, const bson_t *ol
 static void journal_on_ddl(const char *db, const bson_t *cmd, void *ctx)
 {
     bson_t op;
+    history_op_ddl(db, cmd);
+    if (!journal.open) {
+        journal.nops++;
+        return;
+    }
     journal_op_begin(&op, "ddl", db, NULL);
     BSON_APPEND_DOCUMENT(&op, "cmd", cmd);
     bson_append_document_end(&journal.ops, &op);
 }
 
-/* --journal none: nothing is logged, but a command that changed something
- * still commits at a new cluster time; these observers only count. */
-static void journal_count_insert(const char *db, const char *coll, const bson_t *doc, void *ctx)
+/* The wall clock in ms for a commit's wallTime: the loop's cached time
+ * (no clock read per commit; reading the clock source is a system call on
+ * some virtual machines) offset from the wall clock read once. */
+static int64_t journal_wall_ms(void)
 {
-    journal.nops++;
+    static int64_t base_wall;
+    static uint64_t base_loop;
+    if (!journal.loop)
+        return (int64_t)time(NULL) * 1000;
+    uint64_t now = uv_now(journal.loop);
+    if (!base_wall || now - base_loop > 60000) { /* re-anchored every minute */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        base_wall = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+        base_loop = now;
+    }
+    return base_wall + (int64_t)(now - base_loop);
 }
 
-static void journal_count_update(const char *db, const char *coll, const bson_t *old_doc,
-                                 const bson_t *new_doc, void *ctx)
+void journal_note_txn(const bson_t *lsid, int64_t txn_number)
 {
-    journal.nops++;
+    if (journal.has_txn)
+        bson_destroy(&journal.txn_lsid);
+    bson_copy_to(lsid, &journal.txn_lsid);
+    journal.txn_number = txn_number;
+    journal.has_txn = true;
+    history_set_txn(lsid, txn_number);
 }
 
-static void journal_count_remove(const char *db, const char *coll, const bson_t *old_doc,
-                                 void *ctx)
+void journal_set_commit_hook(void (*hook)(uint64_t lsn))
 {
-    journal.nops++;
-}
-
-static void journal_count_ddl(const char *db, const bson_t *cmd, void *ctx)
-{
-    journal.nops++;
+    journal.commit_hook = hook;
 }
 
 uint64_t journal_seal(void)
 {
-    if (journal.nops == 0)
-        return 0;
-    journal.commit_ts = clock_tick();
-    if (!journal.open) {
-        journal.nops = 0;
+    if (journal.nops == 0) {
+        if (journal.has_txn) {
+            bson_destroy(&journal.txn_lsid);
+            journal.has_txn = false;
+        }
+        history_commit(journal.commit_ts, 0, 0); /* drops a stray lsid */
         return 0;
     }
-    bson_t payload = BSON_INITIALIZER;
-    BSON_APPEND_TIMESTAMP(&payload, "ts", journal.commit_ts.t, journal.commit_ts.i);
-    BSON_APPEND_DATE_TIME(&payload, "wall", (int64_t)time(NULL) * 1000);
-    bson_append_array(&payload, "ops", 3, &journal.ops);
-    uint64_t lsn = wal_append(&payload);
-    bson_destroy(&payload);
-    bson_reinit(&journal.ops);
+    journal.commit_ts = clock_tick();
+    int64_t wall = journal_wall_ms();
+    uint64_t lsn = 0;
+    if (journal.open) {
+        bson_t payload = BSON_INITIALIZER;
+        BSON_APPEND_TIMESTAMP(&payload, "ts", journal.commit_ts.t, journal.commit_ts.i);
+        BSON_APPEND_DATE_TIME(&payload, "wall", wall);
+        bson_append_array(&payload, "ops", 3, &journal.ops);
+        if (journal.has_txn) { /* replay rebuilds the events' lsid/txnNumber */
+            BSON_APPEND_DOCUMENT(&payload, "lsid", &journal.txn_lsid);
+            BSON_APPEND_INT64(&payload, "txnNumber", journal.txn_number);
+        }
+        lsn = wal_append(&payload);
+        bson_destroy(&payload);
+        bson_reinit(&journal.ops);
+    }
+    if (journal.has_txn) {
+        bson_destroy(&journal.txn_lsid);
+        journal.has_txn = false;
+    }
     journal.nops = 0;
+    history_commit(journal.commit_ts, wall, lsn);
+    if (journal.commit_hook)
+        journal.commit_hook(lsn);
     return lsn;
 }
 
@@ -303,7 +360,10 @@ static bool journal_apply_op(catalog_t *cat, const bson_t *op, dberr_t *err)
         record_t *r = collection_find_id(c, bson_iter_value(&id));
         if (!r)
             return dberr_set(err, DBERR_INTERNAL_ERROR, "replace of a missing document");
-        return collection_replace(c, r, &doc, err);
+        store_observer_set_replacing(bson_has_field(op, "rp"));
+        bool ok = collection_replace(c, r, &doc, err);
+        store_observer_set_replacing(false);
+        return ok;
     }
     if (!bson_iter_init_find(&id, op, "id"))
         return dberr_set(err, DBERR_INTERNAL_ERROR, "log operation without id");
@@ -324,8 +384,10 @@ static bool journal_apply_op(catalog_t *cat, const bson_t *op, dberr_t *err)
         bson_t old, out = BSON_INITIALIZER;
         bool changed;
         record_view(r, &old);
+        store_observer_set_replacing(bson_has_field(op, "rp"));
         bool ok = updater_apply(u, &old, false, -1, &out, &changed, err) &&
                   (!changed || collection_replace(c, r, &out, err));
+        store_observer_set_replacing(false);
         bson_destroy(&out);
         updater_destroy(u);
         return ok;
@@ -339,14 +401,21 @@ static bool journal_apply_record(catalog_t *cat, const uint8_t *payload, uint32_
     bson_t rec;
     bson_iter_t it, el;
     uint32_t bad_at;
+    clock_ts_t ts = {0, 0};
+    int64_t wall = 0;
     if (!bson_init_static(&rec, payload, len) || bsoncheck_doc(&rec, &bad_at) != BSONCHECK_OK)
         return dberr_set(err, DBERR_INTERNAL_ERROR, "invalid BSON in the log record");
     if (bson_iter_init_find(&it, &rec, "ts") &&
         BSON_ITER_HOLDS_TIMESTAMP(&it)) {
-        clock_ts_t ts; /* records before cluster time existed have none */
+        /* records before cluster time existed have none */
         bson_iter_timestamp(&it, &ts.t, &ts.i);
         clock_advance_to(ts);
     }
+    if (bson_iter_init_find(&it, &rec, "wall") && BSON_ITER_HOLDS_DATE_TIME(&it))
+        wall = bson_iter_date_time(&it);
+    bson_t lsid;
+    if (bsonview_field(&rec, "lsid", &lsid) && bson_iter_init_find(&it, &rec, "txnNumber"))
+        history_set_txn(&lsid, bson_iter_as_int64(&it));
     if (!bson_init_static(&rec, payload, len) || !bson_iter_init_find(&it, &rec, "ops") ||
         !BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &el))
         return dberr_set(err, DBERR_INTERNAL_ERROR, "malformed log record");
@@ -354,9 +423,14 @@ static bool journal_apply_record(catalog_t *cat, const uint8_t *payload, uint32_
         bson_t op;
         if (!BSON_ITER_HOLDS_DOCUMENT(&el) || !bsonview_iter(&el, &op))
             return dberr_set(err, DBERR_INTERNAL_ERROR, "malformed log operation");
-        if (!journal_apply_op(cat, &op, err))
+        if (!journal_apply_op(cat, &op, err)) {
+            history_clear();
             return false;
+        }
     }
+    if (ts.t == 0) /* no cluster time: no change stream can name it */
+        ts = clock_tick();
+    history_commit(ts, wall, 0);
     return true;
 }
 
@@ -584,7 +658,12 @@ static bool journal_recover(catalog_t *cat, uint64_t *last_lsn, dberr_t *err)
             bad_lsn = snaps[i].lsn;
         }
         catalog_clear(cat); /* start again from an empty catalog */
+        history_clear();
     }
+    /* the replayed changes rebuild the change history after the snapshot's */
+    store_observer_t hobs = {journal_on_insert, journal_on_update, journal_on_remove,
+                             journal_on_ddl, NULL};
+    store_observer_set(&hobs);
     bool backed_up = false, truncate_rest = false;
     for (int i = 0; i < nw; i++) {
         char path[4300];
@@ -598,9 +677,12 @@ static bool journal_recover(catalog_t *cat, uint64_t *last_lsn, dberr_t *err)
         if (i + 1 < nw && segs[i + 1].lsn <= applied + 1)
             continue;
         if (!journal_replay_segment(segs[i].name, i == nw - 1, cat, &applied, &backed_up,
-                                    &truncate_rest, err))
+                                    &truncate_rest, err)) {
+            store_observer_set(NULL);
             return false;
+        }
     }
+    store_observer_set(NULL);
     if (applied < bad_lsn) /* the log after the older state does not reach it: data is gone */
         return dberr_set(err, DBERR_INTERNAL_ERROR,
                          "%s; the older snapshots and the log reach only lsn %" PRIu64
@@ -742,9 +824,12 @@ bool journal_open(uv_loop_t *loop, const journal_options_t *opts, catalog_t *cat
     if (!journal_lock(err))
         return false;
     clock_init();
+    history_configure(opts->history_s, opts->history_bytes);
     if (opts->mode == JOURNAL_NONE) {
-        store_observer_t count = {journal_count_insert, journal_count_update,
-                                  journal_count_remove, journal_count_ddl, NULL};
+        /* nothing is logged, but commits still get cluster times and the
+         * change history */
+        store_observer_t count = {journal_on_insert, journal_on_update, journal_on_remove,
+                                  journal_on_ddl, NULL};
         store_observer_set(&count);
         return true;
     }

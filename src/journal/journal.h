@@ -6,6 +6,7 @@
 #define ATOMDB_JOURNAL_H
 
 #include <stdbool.h>
+#include <bson/bson.h>
 #include <stdint.h>
 #include <uv.h>
 
@@ -27,6 +28,8 @@ typedef struct journal_options {
     bool repair;                   /* truncate at damage after keeping a copy */
     int64_t snapshot_interval_s;   /* 0 = no timed snapshots */
     int64_t snapshot_wal_bytes;    /* snapshot when the log since the last passes this */
+    int64_t history_s;             /* change stream history kept (seconds; 0 = no bound) */
+    int64_t history_bytes;         /* ... and at most this much (0 = no bound) */
 } journal_options_t;
 
 /* Parses "none"/"write"/"fsync". */
@@ -49,6 +52,15 @@ journal_mode_t journal_mode(void);
  * returns; 0 when nothing changed (or the mode is none: the commit still
  * gets its cluster time). */
 uint64_t journal_seal(void);
+
+/* The commit being built is transaction `txn_number` of session `lsid`
+ * ({id: UUID}): its log record and change events carry them. */
+void journal_note_txn(const bson_t *lsid, int64_t txn_number);
+
+/* `hook` (or NULL) is called after every commit journal_seal makes, with
+ * its log record (0 when not logged); change streams use it to wake
+ * their waiting getMores once that record is durable. */
+void journal_set_commit_hook(void (*hook)(uint64_t lsn));
 
 /* True when the running command has changed something (ops not sealed). */
 bool journal_pending(void);

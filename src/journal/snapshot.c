@@ -1,8 +1,10 @@
 /* snapshot: the whole catalog in one file — written by a forked child (or
  * at shutdown) to a temporary file, fsynced, renamed; loaded at start-up.
  * Entries are [u8 tag][u32 length][u32 crc32c][BSON]: 'C' a collection
- * (db, name, options, index specs), 'D' one of its documents, 'E' the end
- * (lsn and counts). A file without a valid 'E' entry is not a snapshot. */
+ * (db, name, options, index specs), 'D' one of its documents, 'H' one
+ * commit of the change history (journal/history.h), 'E' the end (lsn,
+ * counts, and the history's horizon). A file without a valid 'E' entry is
+ * not a snapshot. */
 #include "journal/journal-private.h"
 
 #include <errno.h>
@@ -14,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "journal/history.h"
 #include "util/bsoncheck.h"
 #include "util/bsonview.h"
 #include "util/crc32c.h"
@@ -101,7 +104,16 @@ bool snapshot_write(const catalog_t *cat, const char *dir, uint64_t lsn)
     buf_put_le(header + 8, 8, lsn);
     buf_append(&w.buf, header, sizeof header);
     catalog_foreach_all(cat, snapshot_write_coll, &w);
+    /* the change history, so that resume tokens outlive a restart */
+    for (size_t i = 0; i < history_len() && w.ok; i++) {
+        bson_t h = BSON_INITIALIZER;
+        history_entry_doc(i, &h);
+        snapshot_entry(&w, 'H', &h);
+        bson_destroy(&h);
+    }
     bson_t end = BSON_INITIALIZER;
+    clock_ts_t horizon = history_horizon();
+    BSON_APPEND_TIMESTAMP(&end, "historyHorizon", horizon.t, horizon.i);
     BSON_APPEND_INT64(&end, "lsn", (int64_t)lsn);
     clock_ts_t ts = clock_now(); /* the cluster time of record `lsn` */
     BSON_APPEND_TIMESTAMP(&end, "ts", ts.t, ts.i);
@@ -223,13 +235,24 @@ bool snapshot_load(const char *path, catalog_t *cat, uint64_t *lsn, dberr_t *err
                               path);
                 goto cleanup;
             }
+        } else if (tag == 'H') {
+            if (!history_load_entry(&doc)) {
+                dberr_set(err, DBERR_INTERNAL_ERROR, "%s: bad history entry at offset %zu", path,
+                          off);
+                goto cleanup;
+            }
         } else if (tag == 'E') {
             bson_iter_t ts;
+            clock_ts_t t = {0, 0};
             if (bson_iter_init_find(&ts, &doc, "ts") && BSON_ITER_HOLDS_TIMESTAMP(&ts)) {
-                clock_ts_t t;
                 bson_iter_timestamp(&ts, &t.t, &t.i);
                 clock_advance_to(t);
             }
+            /* a snapshot without history: changes before it are gone */
+            if (bson_iter_init_find(&ts, &doc, "historyHorizon") &&
+                BSON_ITER_HOLDS_TIMESTAMP(&ts))
+                bson_iter_timestamp(&ts, &t.t, &t.i);
+            history_set_horizon(t);
             ended = true;
         } else {
             dberr_set(err, DBERR_INTERNAL_ERROR, "%s: unknown entry at offset %zu", path, off);

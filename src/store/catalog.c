@@ -208,8 +208,11 @@ bool catalog_rename(catalog_t *cat, const char *db, const char *coll, const char
     collection_t *target = catalog_get(cat, to_db, to_coll);
     if (target && !drop_target)
         return dberr_set(err, DBERR_NAMESPACE_EXISTS, "target namespace exists");
-    if (target)
+    uint8_t target_uuid[16];
+    if (target) {
+        memcpy(target_uuid, collection_uuid(target), 16);
         catalog_drop(cat, to_db, to_coll);
+    }
     d = catalog_db(cat, db); /* dropping the target may have freed a database */
     omap_remove(d->colls, coll, strlen(coll));
     collection_rename(c, to_db, to_coll);
@@ -220,6 +223,8 @@ bool catalog_rename(catalog_t *cat, const char *db, const char *coll, const char
         BSON_APPEND_UTF8(&op, "rename", coll);
         BSON_APPEND_UTF8(&op, "toDb", to_db);
         BSON_APPEND_UTF8(&op, "toColl", to_coll);
+        if (target) /* change streams' operationDescription.dropTarget */
+            bson_append_binary(&op, "dropTarget", -1, BSON_SUBTYPE_UUID, target_uuid, 16);
         obs->ddl(db, &op, obs->ctx);
         bson_destroy(&op);
     }
@@ -233,7 +238,24 @@ bool catalog_drop_db(catalog_t *cat, const char *db)
     catalog_db_t *d = omap_remove(cat->dbs, db, strlen(db));
     if (!d)
         return false;
-    catalog_emit(db, "dropDatabase", NULL);
+    const store_observer_t *obs = store_observer_get();
+    if (obs && obs->ddl) {
+        /* {dropDatabase: 1, colls: [...]}: change streams report a drop
+         * for each collection before the dropDatabase */
+        bson_t op = BSON_INITIALIZER, arr;
+        char key[16];
+        const char *k;
+        uint32_t i = 0;
+        BSON_APPEND_INT32(&op, "dropDatabase", 1);
+        bson_append_array_begin(&op, "colls", -1, &arr);
+        for (omap_node_t *n = omap_seek(d->colls, NULL, 0); n; n = omap_next(n)) {
+            bson_uint32_to_string(i++, &k, key, sizeof key);
+            bson_append_utf8(&arr, k, -1, collection_name(omap_node_value(n)), -1);
+        }
+        bson_append_array_end(&op, &arr);
+        obs->ddl(db, &op, obs->ctx);
+        bson_destroy(&op);
+    }
     catalog_free_db(d);
     return true;
 }

@@ -327,7 +327,7 @@ bool collection_insert(collection_t *c, const bson_t *doc, dberr_t *err)
     c->data_size += doc->len;
     const store_observer_t *obs = c->quiet ? NULL : store_observer_get();
     if (obs && obs->insert)
-        obs->insert(c->db, c->name, doc, obs->ctx);
+        obs->insert(c->db, c->name, c->uuid, doc, obs->ctx);
     ok = true;
 cleanup:
     collection_keys_destroy(&keys);
@@ -373,7 +373,7 @@ static bool collection_replace_id_only(collection_t *c, record_t *old, const bso
     c->data_size -= old->len;
     const store_observer_t *obs = c->quiet ? NULL : store_observer_get();
     if (obs && obs->update)
-        obs->update(c->db, c->name, old_doc, doc, obs->ctx);
+        obs->update(c->db, c->name, c->uuid, old_doc, doc, obs->ctx);
     record_unref(old); /* the collection's reference */
     return true;
 }
@@ -420,7 +420,7 @@ bool collection_replace(collection_t *c, record_t *old, const bson_t *doc, dberr
     c->data_size -= old->len;
     const store_observer_t *obs = c->quiet ? NULL : store_observer_get();
     if (obs && obs->update)
-        obs->update(c->db, c->name, &old_doc, doc, obs->ctx);
+        obs->update(c->db, c->name, c->uuid, &old_doc, doc, obs->ctx);
     record_unref(old); /* the collection's reference */
     ok = true;
 cleanup:
@@ -454,7 +454,7 @@ void collection_remove(collection_t *c, record_t *old)
     c->data_size -= old->len;
     const store_observer_t *obs = c->quiet ? NULL : store_observer_get();
     if (obs && obs->remove)
-        obs->remove(c->db, c->name, &old_doc, obs->ctx);
+        obs->remove(c->db, c->name, c->uuid, &old_doc, obs->ctx);
     mvcc_deleted(c->id, old);
     record_unref(old);
 }

@@ -17,6 +17,8 @@ static void cursor_free(void *p)
     recvec_destroy(&c->recs);
     projection_destroy(c->projection);
     matcher_destroy(c->matcher);
+    if (c->stream && c->stream_free)
+        c->stream_free(c->stream);
     bson_free(c);
 }
 

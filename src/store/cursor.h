@@ -27,6 +27,8 @@ typedef struct cursor {
     int64_t conn_id;          /* connection that opened it */
     uint64_t owner;           /* the user who opened it (an opaque id), 0: none */
     bool no_timeout;          /* noCursorTimeout: never reaped for idleness */
+    void *stream;             /* a change stream's state (cmd/changestream.c), or NULL */
+    void (*stream_free)(void *stream); /* frees `stream` when the cursor closes */
 } cursor_t;
 
 typedef struct cursors cursors_t;

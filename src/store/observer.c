@@ -18,3 +18,15 @@ const store_observer_t *store_observer_get(void)
 {
     return observer_installed ? &observer_current : NULL;
 }
+
+static bool observer_replacing;
+
+void store_observer_set_replacing(bool on)
+{
+    observer_replacing = on;
+}
+
+bool store_observer_replacing(void)
+{
+    return observer_replacing;
+}

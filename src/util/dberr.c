@@ -83,6 +83,11 @@ static const struct {
     {98, "DBPathInUse"},
     {64, "WriteConcernTimeout"},
     {11000, "DuplicateKey"},
+    {47, "NoMatchingDocument"},
+    {237, "CursorKilled"},
+    {260, "InvalidResumeToken"},
+    {280, "ChangeStreamFatalError"},
+    {286, "ChangeStreamHistoryLost"},
     {900000001, "StaleFencingToken"},
 };
 

@@ -70,7 +70,8 @@ enum {
 enum {
     DBERR_LABEL_TRANSIENT_TXN = 1,  /* TransientTransactionError: retry the whole transaction */
     DBERR_LABEL_UNKNOWN_COMMIT = 2, /* UnknownTransactionCommitResult: retry the commit */
-    DBERR_LABEL_RETRYABLE_WRITE = 4 /* RetryableWriteError */
+    DBERR_LABEL_RETRYABLE_WRITE = 4, /* RetryableWriteError */
+    DBERR_LABEL_NON_RESUMABLE_CS = 8 /* NonResumableChangeStreamError: a stream must not resume */
 };
 
 typedef struct dberr {

@@ -200,3 +200,40 @@ def test_mongosh_interactive_shows_primary_prompt_without_banners(atomdb, sh_env
     finally:
         tmux.kill()
         shutil.rmtree(script.parent, ignore_errors=True)
+
+
+WATCH_SCRIPT = r"""
+const out = {};
+const c = db.getSiblingDB("mongosh_watch").seats;
+const cs = c.watch([{$match: {operationType: {$in: ["insert", "update"]}}}]);
+out.first = cs.tryNext();
+c.insertOne({_id: "A1", taken: false});
+c.updateOne({_id: "A1"}, {$set: {taken: true}});
+c.deleteOne({_id: "A1"});
+const a = cs.next(), b = cs.next();
+out.types = [a.operationType, b.operationType];
+out.updated = b.updateDescription.updatedFields;
+const again = c.watch([], {resumeAfter: a._id});
+out.resumed = [again.next().operationType, again.next().operationType];
+const dbs = db.getSiblingDB("mongosh_watch").watch();
+dbs.tryNext();
+db.getSiblingDB("mongosh_watch").other.insertOne({_id: 1});
+out.dbStream = dbs.next().ns;
+print("RESULT " + JSON.stringify(out));
+"""
+
+
+def test_mongosh_watch_sees_changes_and_resumes(atomdb, sh_env):
+    """db.coll.watch() and db.watch() in mongosh (issue 18): a $match
+    filter, next() waiting for the events, resumeAfter a token."""
+    proc = run_eval(atomdb, "directConnection=true", sh_env, WATCH_SCRIPT)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, "mongosh --eval exits 0:\n%s" % output
+    m = re.search(r"^RESULT (.*)$", proc.stdout, re.M)
+    assert m, "mongosh printed its RESULT line:\n%s" % output
+    r = json.loads(m.group(1))
+    assert r["first"] is None, "nothing before the first write"
+    assert r["types"] == ["insert", "update"], r
+    assert r["updated"] == {"taken": True}, r
+    assert r["resumed"] == ["update", "delete"], "resumeAfter the insert's token: %r" % r
+    assert r["dbStream"] == {"db": "mongosh_watch", "coll": "other"}, r

@@ -144,8 +144,18 @@ def _walk_keys(value):
             yield from _walk_keys(v)
 
 
+# Modules that run operations of their own (unified_changestreams.py):
+# each has reason(op, entities) and run(target, name, args), answering
+# NOT_MINE for operations that are not theirs.
+OPERATION_HOOKS = []
+
+
 def _operation_reason(op, entities):
     name, args = op["name"], op.get("arguments", {})
+    for hook in OPERATION_HOOKS:
+        r = hook.reason(op, entities)
+        if r is not hook.NOT_MINE:
+            return r
     if op["object"] == "testRunner":
         if name in ("failPoint", "targetedFailPoint"):
             return "needs fail points (configureFailPoint)"
@@ -245,10 +255,15 @@ def _has_checkable_assertions(test):
     return False
 
 
+# Functions (spec, test) -> reason or None that a suite adds (SKIP_HOOKS).
+SKIP_HOOKS = []
+
+
 def skip_reason(spec, test):
     """Why this test cannot run against atomdb through pymongo 3.11, or None."""
     reason = _requirements_reason(spec.get("runOnRequirements")) \
-        or _requirements_reason(test.get("runOnRequirements"))
+        or _requirements_reason(test.get("runOnRequirements")) \
+        or next((r for r in (h(spec, test) for h in SKIP_HOOKS) if r), None)
     if reason:
         return reason
     if test.get("skipReason"):
@@ -268,6 +283,8 @@ def skip_reason(spec, test):
         reason = _operation_reason(op, entities)
         if reason:
             return reason
+        if "saveResultAsEntity" in op:
+            entities[op["saveResultAsEntity"]] = {"changeStream": op["name"] == "createChangeStream"}
     if "expectEvents" in test and not _has_checkable_assertions(test):
         return "only asserts command-monitoring events"
     return None
@@ -879,7 +896,10 @@ class Runner:
                 kind = target.target
             else:
                 kind = target
-            if isinstance(kind, pymongo.collection.Collection):
+            result = _hooks_run(target, op["name"], args)
+            if result is not _NOT_RUN:
+                pass
+            elif isinstance(kind, pymongo.collection.Collection):
                 result = run_collection_op(target, op["name"], args)
             elif isinstance(kind, pymongo.database.Database):
                 result = run_database_op(target, op["name"], args)
@@ -953,6 +973,17 @@ class Runner:
                                                           args["collectionName"], names)
             return
         raise UnsupportedArgument("special operation %s" % name)
+
+
+_NOT_RUN = object()
+
+
+def _hooks_run(target, name, args):
+    for hook in OPERATION_HOOKS:
+        r = hook.run(target, name, args)
+        if r is not hook.NOT_MINE:
+            return r
+    return _NOT_RUN
 
 
 _TXN_STATES = {}

@@ -272,6 +272,12 @@ double engine_cpu_s(pid_t pid, bool children);
 int engine_free_port(void);
 /* Set by the SIGINT/SIGTERM handler. */
 extern volatile int engine_interrupted;
+
+/* ---- `atomdb-bench watch` (watch.c) ---- */
+
+/* Runs the change stream cells; returns 0 when every stream saw every
+ * update in order. */
+int watch_bench(const char *atomdb, double secs, int rounds);
 /* Installs the signal handlers that stop every engine on Ctrl-C. */
 void engine_install_signals(void);
 

@@ -47,6 +47,8 @@ static void main_usage(FILE *f)
             "                    [--only startup,cpu,memory,restart,journal,mms,connect] [--perf DIR]\n"
             "       atomdb-bench mixed [--clients 16] [--duration 3] [--docs 300000] [--repeat 3]\n"
             "                    [--engines atomdb,postgres] [--yield-us N] [--atomdb PATH]\n"
+            "       atomdb-bench watch [--duration S] [--rounds N] [--atomdb PATH]\n"
+            "                    (change streams: hot counter with 0, 1, 16 open streams)\n"
             "Runs the seed scenarios x strategies against atomdb, Redis and PostgreSQL, each\n"
             "started by the bench on 127.0.0.1, and checks every invariant.\n\n"
             "  --quick               clients 4,16; 0.2 s per cell; OS-buffered durability only\n"
@@ -314,6 +316,31 @@ static void main_targets(const row_t *rows, int n)
 
 int main(int argc, char **argv)
 {
+    if (argc > 1 && !strcmp(argv[1], "watch")) { /* issue 18: change streams */
+        double secs = 3;
+        int rounds = 3;
+        char atomdb[PATH_MAX];
+        main_default_atomdb(atomdb, sizeof atomdb);
+        for (int i = 2; i < argc; i++) {
+            if (!strcmp(argv[i], "--duration") && i + 1 < argc)
+                secs = atof(argv[++i]);
+            else if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
+                rounds = atoi(argv[++i]);
+            else if (!strcmp(argv[i], "--atomdb") && i + 1 < argc)
+                snprintf(atomdb, sizeof atomdb, "%s", argv[++i]);
+            else {
+                main_usage(stderr);
+                return 2;
+            }
+        }
+        mongoc_init();
+        mongoc_log_set_handler(main_mongoc_log, NULL);
+        engine_install_signals();
+        int rc = watch_bench(atomdb, secs, rounds);
+        engine_stop_all();
+        mongoc_cleanup();
+        return rc;
+    }
     if (argc > 1 && !strcmp(argv[1], "mixed")) {
         int clients = 16, repeat = 3;
         double duration = 3.0;

@@ -37,17 +37,18 @@ function canConnect(port) {
   });
 }
 
-// Starts atomdb. Options: `dir` reuses a data directory (a restart), `keep`
-// leaves the directory in place at stop() (remove it with cleanup()), `args`
-// adds command-line flags (['--auth']).
+// Starts atomdb. Options: `dir` reuses a data directory (a restart), `port`
+// a port (a restart where clients wait), `keep` leaves the directory in
+// place at stop() (remove it with cleanup()), `args` adds command-line
+// flags (['--auth']).
 // Returns { port, dir, uri, alive(), stop({ kill }), cleanup() }; stop()
 // resolves to the list of problems found (empty when all went well).
-export async function startAtomdb({ dir, keep = false, args = [] } = {}) {
+export async function startAtomdb({ dir, keep = false, args = [], port } = {}) {
   const ownDir = !dir;
   dir = dir || mkdtempSync(join(tmpdir(), 'atomdb-node-'));
   const logPath = join(dir, `atomdb-${Date.now()}.stderr`);
   const logFd = openSync(logPath, 'a');
-  const port = await freePort();
+  port = port || await freePort();
   const child = spawn(atomdbBin, [
     '--bind', '127.0.0.1', '--port', String(port), '--dbpath', join(dir, 'data'),
     '--replSet', 'rs0', '--advertise', `127.0.0.1:${port}`, '--log-level', 'debug', ...args,

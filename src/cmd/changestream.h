@@ -1,0 +1,88 @@
+/* changestream: $changeStream — what the two files of change streams
+ * share: the stream's state, resume tokens and positions (csevent.c turns
+ * history entries into mongod 7's change events; changestream.c opens
+ * streams in aggregate, answers getMore and parks it until a commit is
+ * durable). See docs/change-streams.md. Loop thread only. */
+#ifndef ATOMDB_CHANGESTREAM_H
+#define ATOMDB_CHANGESTREAM_H
+
+#include <bson/bson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cmd/cmd-private.h"
+#include "doc/pipeline.h"
+#include "journal/history.h"
+#include "store/clock.h"
+#include "store/cursor.h"
+
+/* A position in the history: events sort by (ts, k, kind). k numbers the
+ * events of one commit ((operation + 1) << 20 | event of that operation);
+ * CS_K_END is past every event of the commit (a high-water mark). */
+typedef struct cs_pos {
+    clock_ts_t ts;
+    uint64_t k;
+    uint8_t kind; /* 0: an event; 1: the invalidate that follows it */
+} cs_pos_t;
+
+#define CS_K_END UINT64_MAX
+
+/* Which changes a stream sees. */
+typedef enum cs_level { CS_COLLECTION, CS_DATABASE, CS_CLUSTER } cs_level_t;
+
+/* fullDocument and fullDocumentBeforeChange. */
+typedef enum cs_image {
+    CS_IMAGE_DEFAULT,    /* fullDocument: default / fullDocumentBeforeChange: off */
+    CS_IMAGE_LOOKUP,     /* updateLookup: the document as it is now */
+    CS_IMAGE_WHEN_AVAILABLE,
+    CS_IMAGE_REQUIRED,
+} cs_image_t;
+
+/* One open stream (a cursor's `stream`). */
+typedef struct cs_stream {
+    cs_level_t level;
+    char db[128];
+    char coll[256];             /* CS_COLLECTION only */
+    cs_pos_t pos;               /* every event up to here was returned or filtered */
+    cs_image_t full_document;
+    cs_image_t before_change;
+    bool show_expanded;         /* showExpandedEvents */
+    bool invalidated;           /* the invalidate was returned: the cursor ends */
+    pipeline_t *pipeline;       /* the stages after $changeStream, or NULL */
+} cs_stream_t;
+
+/* 0 when a < b ... as clock_cmp. */
+int cs_pos_cmp(cs_pos_t a, cs_pos_t b);
+
+/* Appends the resume token {_data: "82..."} for `pos` as `key` of `out`. */
+void cs_append_token(bson_t *out, const char *key, cs_pos_t pos);
+
+/* Parses a resume token document; false with InvalidResumeToken (260). */
+bool cs_parse_token(const bson_iter_t *it, const char *field, cs_pos_t *out, dberr_t *err);
+
+/* Appends to `batch` (an array being built, *n elements so far) the events
+ * of `s` after s->pos, up to `max` events, advancing s->pos. Stops at the
+ * first entry whose log record is not yet durable. False with err when an
+ * event cannot be produced (a required image missing, a following stage
+ * failing or changing _id, the history lost past s->pos). */
+bool cs_fill(cs_stream_t *s, bson_t *batch, uint32_t *n, int64_t max, dberr_t *err);
+
+/* True when an entry after s->pos is waiting for its log record to be
+ * durable; *lsn gets the newest such record. */
+bool cs_pending(const cs_stream_t *s, uint64_t *lsn);
+
+/* Fails with ChangeStreamHistoryLost (286) when events after `pos` were
+ * dropped by retention. */
+bool cs_check_history(cs_pos_t pos, dberr_t *err);
+
+/* getMore on a change stream cursor (query.c hands it over). */
+bool changestream_get_more(cmd_ctx_t *ctx, cursor_t *c, int64_t batch_size, dberr_t *err);
+
+/* aggregate whose first stage is $changeStream (query.c hands it over). */
+bool changestream_aggregate(cmd_ctx_t *ctx, const char *coll, const bson_iter_t *pipeline,
+                            int64_t batch_size, dberr_t *err);
+
+/* The connection closed: forget its parked getMore. */
+void changestream_client_closed(cmd_client_t *client);
+
+#endif
