@@ -7,6 +7,7 @@
 
 #include <string.h>
 
+#include "cmd/access.h"
 #include "journal/journal.h"
 #include "store/catalog.h"
 #include "util/log.h"
@@ -265,6 +266,7 @@ bool changestream_aggregate(cmd_ctx_t *ctx, const char *coll, const bson_iter_t 
         snprintf(ns, sizeof ns, "%s.$cmd.aggregate", ctx->db);
     cursor_t *c = cursors_open(server.cursors, ns, server_now_ms());
     c->conn_id = ctx->client->id;
+    c->owner = access_owner(ctx->client);
     c->no_timeout = ctx->cursor_no_timeout;
     c->stream = s;
     c->stream_free = cs_stream_free;

@@ -395,3 +395,34 @@ def test_a_waiting_getmore_wakes_for_a_write(client):
     assert got and got[0]["documentKey"] == {"_id": 1}, got
     assert after - before == 1, "the event came in the parked getMore: %d getMores" % (
         after - before)
+
+
+def test_under_auth_a_stream_belongs_to_its_user_and_needs_its_privileges(atomdb_factory):
+    server = atomdb_factory("--auth")
+    MongoClient(server.uri(), directConnection=True).admin.command(
+        "createUser", "root", pwd="pw", roles=["root"])  # the localhost exception
+    root = MongoClient(server.uri(), directConnection=True, username="root", password="pw")
+    root.app.command("createUser", "rw", pwd="pw", roles=["readWrite"])
+    root.app.command("createUser", "other", pwd="pw", roles=["readWrite"])
+    rw = MongoClient(server.uri(), directConnection=True, username="rw", password="pw",
+                     authSource="app")
+    # its own getMores work (the cursor records who opened it)
+    with rw.app.c.watch(max_await_time_ms=500) as s:
+        rw.app.c.insert_one({"x": 1})
+        assert s.try_next()["operationType"] == "insert"
+    with rw.app.watch(max_await_time_ms=500) as s:
+        rw.app.c.insert_one({"x": 2})
+        assert s.try_next()["operationType"] == "insert"
+    # the whole deployment needs more than readWrite on one database
+    with pytest.raises(OperationFailure) as e:
+        rw.watch(max_await_time_ms=200).try_next()
+    assert e.value.code == 13
+    # another user cannot read someone else's stream
+    cur = rw.app.command("aggregate", "c", pipeline=[{"$changeStream": {}}], cursor={})
+    other = MongoClient(server.uri(), directConnection=True, username="other", password="pw",
+                        authSource="app")
+    with pytest.raises(OperationFailure) as e:
+        other.app.command("getMore", cur["cursor"]["id"], collection="c")
+    assert e.value.code == 13
+    for c in (root, rw, other):
+        c.close()
