@@ -146,11 +146,13 @@ static int64_t basicauth_wait_ms(const char *ip)
  * '@') the part before the last '@' on the database after it. */
 static record_t *basicauth_user(const char *name, char *user, size_t ucap, char *db, size_t dcap)
 {
-    snprintf(user, ucap, "%s", name);
+    snprintf(user, ucap, "%s", name); /* for the log when too long */
     snprintf(db, dcap, "%s", ACCESS_ADMIN_DB);
+    if (strlen(name) >= ucap)
+        return NULL; /* too long for any user: never a truncated one */
     record_t *r = access_find_user(db, user);
     const char *at = strrchr(name, '@');
-    if (r || !at || at == name || !at[1] || (size_t)(at - name) >= ucap)
+    if (r || !at || at == name || strlen(at + 1) == 0 || strlen(at + 1) >= dcap)
         return r;
     snprintf(user, ucap, "%.*s", (int)(at - name), name);
     snprintf(db, dcap, "%s", at + 1);

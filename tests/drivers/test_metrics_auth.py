@@ -67,6 +67,21 @@ def test_no_or_wrong_credentials_get_401_with_a_basic_challenge(guarded, page):
         assert "atomdb_commands_total" not in body and "<html" not in body.lower()
 
 
+def test_malformed_or_other_authorization_headers_get_401(guarded):
+    for header in ["Basic !!!not-base64", "Bearer abc", "Basic", "Digest username=\"monitor\"",
+                   "Basic " + base64.b64encode(("x" * 3000 + ":" + PASSWORD).encode()).decode(),
+                   "Basic " + base64.b64encode(("monitor@" + "d" * 200 + ":p").encode()).decode()]:
+        req = urllib.request.Request(guarded.metrics_url + "/metrics",
+                                     headers={"Authorization": header})
+        try:
+            urllib.request.urlopen(req, timeout=30)
+            status = 200
+        except urllib.error.HTTPError as e:
+            status = e.code
+        assert status == 401, (header[:40], status)
+    assert fetch(guarded.metrics_url + "/metrics", "monitor", PASSWORD)[0] == 200, "still serving"
+
+
 def test_a_user_without_server_status_gets_403(guarded):
     for page in ["/metrics", "/"]:
         status, _, body = fetch(guarded.metrics_url + page, "writer", PASSWORD)
