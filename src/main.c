@@ -429,6 +429,17 @@ int main(int argc, char **argv)
             return MAIN_EXIT_BADOPTIONS;
         }
     }
+    /* ... the metrics port too: it shows who holds what and the slowest
+     * operations' commands */
+    if (o.metrics_port && o.protected_mode && !o.auth && !main_is_loopback(o.metrics_bind)) {
+        fprintf(stderr,
+                "atomdb: refusing to serve the metrics port on %s without access control "
+                "(protected mode): start with --auth (it then asks for a user's credentials), "
+                "or with --protected-mode off to show it to anyone that can reach the port "
+                "(docs/security.md)\n",
+                o.metrics_bind);
+        return MAIN_EXIT_BADOPTIONS;
+    }
     server.auth = o.auth;
     server.txn_lock_timeout_ms = 5;
     server.txn_lifetime_s = 60;

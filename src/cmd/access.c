@@ -331,6 +331,11 @@ void access_changed(void)
     access_gen++;
 }
 
+uint64_t access_generation(void)
+{
+    return access_gen;
+}
+
 collection_t *access_users(bool create, dberr_t *err)
 {
     return create ? catalog_get_or_create(server.catalog, ACCESS_ADMIN_DB, ACCESS_USERS, err)

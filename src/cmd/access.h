@@ -93,6 +93,9 @@ void access_logout(cmd_client_t *client);
 /* Users and roles changed: connections re-resolve their privileges before
  * their next command (a dropped user's connections lose them). */
 void access_changed(void);
+/* A number that changes whenever access_changed runs (caches of
+ * verified users compare it). */
+uint64_t access_generation(void);
 
 /* The stored user db.user, or NULL. Borrowed until the next write. */
 record_t *access_find_user(const char *db, const char *user);

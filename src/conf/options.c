@@ -585,7 +585,8 @@ static const option_def_t options_table[] = {
      "--log-format F        json (mongod's structured log, the default) or text"},
     {"metrics-port", NULL, "atomdb.metricsPort", OPT_INT, set_metrics_port,
      "--metrics-port N      serve Prometheus /metrics and the status page / over HTTP\n"
-     "                      on port N (default off; docs/operations.md)"},
+     "                      on port N (default off; with --auth it asks for HTTP Basic\n"
+     "                      credentials of a clusterMonitor user; docs/operations.md)"},
     {"metrics-bind", NULL, "atomdb.metricsBind", OPT_STRING, set_metrics_bind,
      "--metrics-bind ADDR   address of the metrics port (default 127.0.0.1)"},
     {"protected-mode", NULL, "atomdb.protectedMode", OPT_STRING, set_protected_mode,

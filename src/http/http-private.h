@@ -1,6 +1,6 @@
 /* http-private: what the HTTP server's files share — a text buffer with
- * printf, the metrics renderer, the status page renderer and the history
- * the page's sparklines draw. */
+ * printf, the metrics renderer, the status page renderer, the history
+ * the page's sparklines draw, and the access check under --auth. */
 #ifndef ATOMDB_HTTP_PRIVATE_H
 #define ATOMDB_HTTP_PRIVATE_H
 
@@ -22,6 +22,19 @@ void metrics_render(buf_t *out);
 
 /* Appends the status page's HTML. */
 void statuspage_render(buf_t *out);
+
+/* What the metrics port's access check decided (http/basicauth.c). */
+typedef enum basicauth_result {
+    BASICAUTH_OK,              /* access control off, or a user holding serverStatus */
+    BASICAUTH_UNAUTHENTICATED, /* no or wrong credentials: 401 */
+    BASICAUTH_FORBIDDEN,       /* a user without serverStatus on the cluster: 403 */
+    BASICAUTH_BACKOFF,         /* too many failures from this address: 429 */
+} basicauth_result_t;
+
+struct MHD_Connection;
+/* With --auth: checks the request's HTTP Basic credentials; *retry_ms is
+ * how long to wait when BASICAUTH_BACKOFF. Without --auth: BASICAUTH_OK. */
+basicauth_result_t basicauth_check(struct MHD_Connection *conn, int64_t *retry_ms);
 
 /* One second of history: commands finished and their total latency. */
 #define HTTP_HISTORY 120

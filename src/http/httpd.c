@@ -1,7 +1,8 @@
 /* httpd: libmicrohttpd driven by the libuv loop — MHD in epoll mode with no
  * thread of its own; its epoll descriptor is watched by a uv_poll and its
  * timeouts by a uv_timer, so every request is answered on the loop thread.
- * Routes: GET /metrics (Prometheus), GET / (the status page). */
+ * Routes: GET /metrics (Prometheus), GET / (the status page); with --auth
+ * both need HTTP Basic credentials (http/basicauth.c). */
 #include "http/http.h"
 
 #include <arpa/inet.h>
@@ -104,7 +105,7 @@ int http_history(http_sample_t *out)
 /* ---- requests ---- */
 
 static enum MHD_Result http_send(struct MHD_Connection *conn, unsigned status, const char *type,
-                                 buf_t *body)
+                                 buf_t *body, int64_t retry_ms)
 {
     struct MHD_Response *r =
         MHD_create_response_from_buffer(body->len, body->data, MHD_RESPMEM_MUST_COPY);
@@ -114,6 +115,13 @@ static enum MHD_Result http_send(struct MHD_Connection *conn, unsigned status, c
     MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
     if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
         MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+    if (status == MHD_HTTP_UNAUTHORIZED)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Basic realm=\"atomdb\"");
+    if (status == MHD_HTTP_TOO_MANY_REQUESTS) {
+        char secs[32];
+        snprintf(secs, sizeof secs, "%lld", (long long)((retry_ms + 999) / 1000));
+        MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, secs);
+    }
     enum MHD_Result rc = MHD_queue_response(conn, status, r);
     MHD_destroy_response(r);
     return rc;
@@ -127,19 +135,40 @@ static enum MHD_Result http_on_request(void *cls, struct MHD_Connection *conn, c
     buf_t body;
     buf_init(&body);
     enum MHD_Result rc;
+    int64_t retry_ms = 0;
+    const char *text = "text/plain; charset=utf-8";
+    switch (basicauth_check(conn, &retry_ms)) {
+    case BASICAUTH_OK:
+        break;
+    case BASICAUTH_UNAUTHENTICATED:
+        http_puts(&body, "the metrics port needs the credentials of a user with the serverStatus "
+                         "action on the cluster (e.g. the clusterMonitor role)\n");
+        rc = http_send(conn, MHD_HTTP_UNAUTHORIZED, text, &body, 0);
+        goto done;
+    case BASICAUTH_FORBIDDEN:
+        http_puts(&body, "this user may not read the metrics port: it needs the serverStatus "
+                         "action on the cluster (e.g. the clusterMonitor role)\n");
+        rc = http_send(conn, MHD_HTTP_FORBIDDEN, text, &body, 0);
+        goto done;
+    case BASICAUTH_BACKOFF:
+        http_puts(&body, "too many failed logins from this address: try again later\n");
+        rc = http_send(conn, MHD_HTTP_TOO_MANY_REQUESTS, text, &body, retry_ms);
+        goto done;
+    }
     if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0) {
         http_printf(&body, "the metrics port is read-only: %s is not allowed\n", method);
-        rc = http_send(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain; charset=utf-8", &body);
+        rc = http_send(conn, MHD_HTTP_METHOD_NOT_ALLOWED, text, &body, 0);
     } else if (strcmp(url, "/metrics") == 0) {
         metrics_render(&body);
-        rc = http_send(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", &body);
+        rc = http_send(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", &body, 0);
     } else if (strcmp(url, "/") == 0) {
         statuspage_render(&body);
-        rc = http_send(conn, MHD_HTTP_OK, "text/html; charset=utf-8", &body);
+        rc = http_send(conn, MHD_HTTP_OK, "text/html; charset=utf-8", &body, 0);
     } else {
         http_printf(&body, "no such page: %s (try / or /metrics)\n", url);
-        rc = http_send(conn, MHD_HTTP_NOT_FOUND, "text/plain; charset=utf-8", &body);
+        rc = http_send(conn, MHD_HTTP_NOT_FOUND, text, &body, 0);
     }
+done:
     buf_destroy(&body);
     return rc;
 }
