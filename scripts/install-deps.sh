@@ -26,7 +26,7 @@ apt_packages=(
   libintelrdfpmath-dev uthash-dev
   python3 python3-pymongo python3-pymongo-ext python3-bson-ext python3-pytest
   python3-pexpect python3-pytest-timeout python3-zstandard python3-snappy
-  tmux procps valgrind
+  tmux procps iproute2 valgrind
   clang libclang-rt-14-dev
   redis-server libhiredis-dev postgresql libpq-dev
   libmicrohttpd-dev libsystemd-dev python3-prometheus-client
