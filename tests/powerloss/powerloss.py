@@ -85,7 +85,8 @@ class Workload:
                     s = time.monotonic_ns()
                     coll.update_one({"_id": "ctr"}, {"$inc": {"n": 1}}, upsert=True)
                     self.incs.append((s, time.monotonic_ns()))
-                elif r < 0.3 and self.inserts:
+                elif r < 0.3 and len(self.deletes) < len(self.inserts):
+                    # a document still there (each _id is inserted once)
                     victim = self.rng.choice(sorted(k for k in self.inserts if k not in self.deletes))
                     s = time.monotonic_ns()
                     coll.delete_one({"_id": victim})
