@@ -3,6 +3,7 @@
  * --fork, starts the libuv loop with the listeners and the housekeeping
  * timer, and stops cleanly on SIGINT/SIGTERM or the shutdown command. */
 #include <errno.h>
+#include <malloc.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -523,6 +524,9 @@ int main(int argc, char **argv)
     if (!journal_open(server.loop, &jopts, server.catalog, &err))
         return main_fail(MAIN_EXIT_UNCAUGHT, err.code == 98 ? "DBPathInUse" : "InternalError",
                          err.msg);
+    /* recovery allocates and frees as it replays: give the freed heap back, so
+     * a restarted server's RSS is what it holds, not replay's high-water mark */
+    malloc_trim(0);
     lease_init(server.loop, server.catalog); /* after recovery: stored tokens count */
     session_set_end_hook(main_on_session_end);
     /* before "Waiting for connections": a tool may signal right after it */
