@@ -355,18 +355,17 @@ bool cmd_connection_status(cmd_ctx_t *ctx, dberr_t *err)
     return true;
 }
 
-/* Resident and virtual memory of this process in MiB. */
-static void admin_mem(int64_t *resident_mb, int64_t *virtual_mb)
+void cmd_process_memory(int64_t *resident, int64_t *virt)
 {
-    *resident_mb = *virtual_mb = 0;
+    *resident = *virt = 0;
     FILE *f = fopen("/proc/self/statm", "r");
     if (!f)
         return;
     long vm = 0, rss = 0;
     if (fscanf(f, "%ld %ld", &vm, &rss) == 2) {
         long page = sysconf(_SC_PAGE_SIZE);
-        *resident_mb = (int64_t)rss * page / (1024 * 1024);
-        *virtual_mb = (int64_t)vm * page / (1024 * 1024);
+        *resident = (int64_t)rss * page;
+        *virt = (int64_t)vm * page;
     }
     fclose(f);
 }
@@ -469,11 +468,11 @@ bool cmd_server_status(cmd_ctx_t *ctx, dberr_t *err)
     BSON_APPEND_INT64(&doc, "command", server.ops.command);
     bson_append_document_end(ctx->reply, &doc);
     int64_t res, virt;
-    admin_mem(&res, &virt);
+    cmd_process_memory(&res, &virt);
     bson_append_document_begin(ctx->reply, "mem", -1, &doc);
     BSON_APPEND_INT32(&doc, "bits", 64);
-    BSON_APPEND_INT64(&doc, "resident", res);
-    BSON_APPEND_INT64(&doc, "virtual", virt);
+    BSON_APPEND_INT64(&doc, "resident", res / (1024 * 1024)); /* MiB, as mongod */
+    BSON_APPEND_INT64(&doc, "virtual", virt / (1024 * 1024));
     BSON_APPEND_BOOL(&doc, "supported", true);
     bson_append_document_end(ctx->reply, &doc);
     bson_append_document_begin(ctx->reply, "repl", -1, &doc);

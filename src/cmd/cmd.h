@@ -88,6 +88,10 @@ int64_t cmd_stats_user_asserts(void);
 /* Builds the error reply for `err` into `reply` (initialised, empty). */
 void cmd_error_reply(bson_t *reply, const dberr_t *err);
 
+/* Resident and virtual bytes of this process (/proc/self/statm); 0 when
+ * unreadable. serverStatus.mem and the metrics port. */
+void cmd_process_memory(int64_t *resident, int64_t *virt);
+
 /* Releases what the command layer attached to `client` (call on close). */
 void cmd_client_closed(cmd_client_t *client);
 

@@ -85,21 +85,6 @@ static void metrics_leases(const lease_info_t *info, void *arg)
     acc[1] += (int64_t)info->waiting;
 }
 
-/* Resident and virtual bytes of this process. */
-static void metrics_memory(double *resident, double *virt)
-{
-    *resident = *virt = 0;
-    FILE *f = fopen("/proc/self/statm", "r");
-    if (!f)
-        return;
-    long vm = 0, rss = 0;
-    if (fscanf(f, "%ld %ld", &vm, &rss) == 2) {
-        long page = sysconf(_SC_PAGE_SIZE);
-        *resident = (double)rss * (double)page;
-        *virt = (double)vm * (double)page;
-    }
-    fclose(f);
-}
 
 void metrics_render(buf_t *b)
 {
@@ -231,10 +216,10 @@ void metrics_render(buf_t *b)
                 "Seconds since the last snapshot started, or since start-up.",
                 js.snapshot_age_ms < 0 ? -1.0 : (double)js.snapshot_age_ms / 1e3);
 
-    double res, virt;
-    metrics_memory(&res, &virt);
+    int64_t res, virt;
+    cmd_process_memory(&res, &virt);
     metrics_one(b, "atomdb_memory_resident_bytes", "gauge", "Resident memory of the process.",
-                res);
+                (double)res);
     metrics_one(b, "atomdb_memory_virtual_bytes", "gauge", "Virtual memory of the process.",
-                virt);
+                (double)virt);
 }
