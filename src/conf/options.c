@@ -146,6 +146,16 @@ static void options_record_str(options_t *o, const char *path, const char *s)
         return true;                                                           \
     }
 
+/* A whole number in [lo, hi], stored times scale (1, or 1 MiB for the _mb settings). */
+#define OPTIONS_INT_SETTER(fn, field, lo, hi, scale)                           \
+    static bool fn(options_t *o, const option_value_t *v, dberr_t *err)        \
+    {                                                                          \
+        if (!options_range(v, lo, hi, err))                                    \
+            return false;                                                      \
+        o->field = v->i * (scale);                                             \
+        return true;                                                           \
+    }
+
 OPTIONS_PATH_SETTER(set_dbpath, dbpath)
 OPTIONS_PATH_SETTER(set_log_path, log_path)
 OPTIONS_STRING_SETTER(set_advertise, advertise)
@@ -158,13 +168,16 @@ OPTIONS_SWITCH_SETTER(set_log_append, log_append)
 OPTIONS_SWITCH_SETTER(set_quiet, quiet)
 OPTIONS_SWITCH_SETTER(set_fork, fork)
 
-static bool set_port(options_t *o, const option_value_t *v, dberr_t *err)
-{
-    if (!options_range(v, 0, 65535, err))
-        return false;
-    o->port = (int)v->i;
-    return true;
-}
+OPTIONS_INT_SETTER(set_port, port, 0, 65535, 1)
+OPTIONS_INT_SETTER(set_metrics_port, metrics_port, 0, 65535, 1)
+OPTIONS_INT_SETTER(set_max_conns, max_conns, 0, INT_MAX, 1)
+OPTIONS_INT_SETTER(set_slowms, slowms, INT_MIN, INT_MAX, 1)
+OPTIONS_INT_SETTER(set_snapshot_interval, journal.snapshot_interval_s, 0, INT64_MAX / 1000, 1)
+OPTIONS_INT_SETTER(set_snapshot_wal_mb, journal.snapshot_wal_bytes, 0, INT64_MAX / (1024 * 1024),
+                   1024 * 1024)
+OPTIONS_INT_SETTER(set_change_stream_history, journal.history_s, 0, INT64_MAX / 1000, 1)
+OPTIONS_INT_SETTER(set_change_stream_history_mb, journal.history_bytes, 0,
+                   INT64_MAX / (1024 * 1024), 1024 * 1024)
 
 static bool set_bind_ip(options_t *o, const option_value_t *v, dberr_t *err)
 {
@@ -172,22 +185,6 @@ static bool set_bind_ip(options_t *o, const option_value_t *v, dberr_t *err)
         return dberr_set(err, DBERR_BAD_VALUE, "%s must name at least one address", v->name);
     options_dup(&o->bind_ip, v->s);
     o->bind_ip_given = true;
-    return true;
-}
-
-static bool set_max_conns(options_t *o, const option_value_t *v, dberr_t *err)
-{
-    if (!options_range(v, 0, INT_MAX, err))
-        return false;
-    o->max_conns = (int)v->i;
-    return true;
-}
-
-static bool set_slowms(options_t *o, const option_value_t *v, dberr_t *err)
-{
-    if (!options_range(v, INT_MIN, INT_MAX, err))
-        return false;
-    o->slowms = (int)v->i;
     return true;
 }
 
@@ -216,14 +213,6 @@ static bool set_profile(options_t *o, const option_value_t *v, dberr_t *err)
                          v->name, v->s);
     return dberr_set(err, DBERR_BAD_VALUE, "%s must be 0, 1 or 2 (off, slowOp, all), got '%s'",
                      v->name, v->s);
-}
-
-static bool set_metrics_port(options_t *o, const option_value_t *v, dberr_t *err)
-{
-    if (!options_range(v, 0, 65535, err))
-        return false;
-    o->metrics_port = (int)v->i;
-    return true;
 }
 
 OPTIONS_PATH_SETTER(set_metrics_bind, metrics_bind) /* an address: not empty either */
@@ -277,38 +266,6 @@ static bool set_max_memory(options_t *o, const option_value_t *v, dberr_t *err)
                          "%s must be a size such as 512MB or 2GB (bytes when no unit), got '%s'",
                          v->name, v->s);
     o->max_memory = (int64_t)(n * (double)unit);
-    return true;
-}
-
-static bool set_snapshot_interval(options_t *o, const option_value_t *v, dberr_t *err)
-{
-    if (!options_range(v, 0, INT64_MAX / 1000, err))
-        return false;
-    o->journal.snapshot_interval_s = v->i;
-    return true;
-}
-
-static bool set_snapshot_wal_mb(options_t *o, const option_value_t *v, dberr_t *err)
-{
-    if (!options_range(v, 0, INT64_MAX / (1024 * 1024), err))
-        return false;
-    o->journal.snapshot_wal_bytes = v->i * 1024 * 1024;
-    return true;
-}
-
-static bool set_change_stream_history(options_t *o, const option_value_t *v, dberr_t *err)
-{
-    if (!options_range(v, 0, INT64_MAX / 1000, err))
-        return false;
-    o->journal.history_s = v->i;
-    return true;
-}
-
-static bool set_change_stream_history_mb(options_t *o, const option_value_t *v, dberr_t *err)
-{
-    if (!options_range(v, 0, INT64_MAX / (1024 * 1024), err))
-        return false;
-    o->journal.history_bytes = v->i * 1024 * 1024;
     return true;
 }
 
