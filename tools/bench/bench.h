@@ -92,6 +92,7 @@ typedef struct {
 /* The result row of one cell (one table line, one JSON object). */
 typedef struct {
     eng_conf_t conf;     /* engine and durability */
+    const char *client;  /* client library that ran the cell (driver_t.client) */
     scen_t scen;         /* scenario */
     strat_t strat;       /* strategy */
     int clients;         /* client processes */
@@ -182,7 +183,8 @@ typedef struct {
 #define ERRLEN 160
 typedef struct driver driver_t;
 struct driver {
-    const char *name; /* "atomdb", "redis", "postgres" */
+    const char *name;   /* "atomdb", "redis", "postgres" */
+    const char *client; /* the client library: "libmongoc", "wire", "hiredis", "libpq" */
     /* Connects one client to eng; returns a connection or NULL. */
     void *(*connect)(const engine_t *eng, const char *durability, char *err);
     /* Closes a connection (accepts NULL). */
@@ -224,6 +226,10 @@ extern const driver_t drv_mongo;
 /* libmongoc reads through mongo_stream.c's blocking stream (--mongoc-stream
  * blocking; default false: libmongoc as shipped). */
 extern bool drv_mongo_blocking_stream;
+/* atomdb through the minimal wire client of drv_wire.c (--client wire). */
+extern const driver_t drv_wire;
+/* --client wire: driver_for(ENG_ATOMDB) is drv_wire (default false: libmongoc). */
+extern bool bench_wire_client;
 extern const driver_t drv_redis;
 extern const driver_t drv_pg;
 

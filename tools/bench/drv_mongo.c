@@ -642,6 +642,7 @@ static bool mongo_last_transient(void *c)
 
 const driver_t drv_mongo = {
     .name = "atomdb",
+    .client = "libmongoc",
     .connect = mongo_connect,
     .disconnect = mongo_disconnect,
     .setup = mongo_setup,

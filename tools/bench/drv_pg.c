@@ -341,6 +341,7 @@ static bool pg_last_transient(void *c)
 
 const driver_t drv_pg = {
     .name = "postgres",
+    .client = "libpq",
     .connect = pg_connect,
     .disconnect = pg_disconnect,
     .setup = pg_setup,

@@ -373,6 +373,7 @@ static bool redis_last_transient(void *c)
 
 const driver_t drv_redis = {
     .name = "redis",
+    .client = "hiredis",
     .connect = redis_connect,
     .disconnect = redis_disconnect,
     .setup = redis_setup,

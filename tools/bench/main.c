@@ -67,6 +67,10 @@ static void main_usage(FILE *f)
             "  --mongoc-stream KIND  default (libmongoc's own non-blocking socket: recv, EAGAIN,\n"
             "                        poll, recv, recv per reply) or blocking (one blocking\n"
             "                        buffered recv per reply, as hiredis reads)\n"
+            "  --client KIND         atomdb's client: driver (libmongoc, default) or wire (a\n"
+            "                        minimal C client: prebuilt OP_MSG frames patched per\n"
+            "                        request, one send, one buffered recv); Redis and\n"
+            "                        PostgreSQL keep hiredis and libpq in both modes\n"
             "  --json PATH           write the rows as a JSON array\n"
             "  --svg PATH            write a chart of ops/s against clients\n"
             "  --keep                keep the engines' temporary directories\n"
@@ -218,6 +222,12 @@ static bool main_parse(int argc, char **argv, opts_t *o)
                 return false;
             }
             drv_mongo_blocking_stream = !strcmp(v, "blocking");
+        } else if (!strcmp(a, "--client")) {
+            if (strcmp(v, "driver") && strcmp(v, "wire")) {
+                fprintf(stderr, "atomdb-bench: --client is driver or wire\n");
+                return false;
+            }
+            bench_wire_client = !strcmp(v, "wire");
         } else if (!strcmp(a, "--json")) {
             o->json = v;
         } else if (!strcmp(a, "--svg")) {
@@ -250,6 +260,12 @@ static bool main_parse(int argc, char **argv, opts_t *o)
     for (int i = 0; i < MAIN_NCONFS; i++)
         o->conf_on[i] = eng_on[main_confs[i].kind] && class_on[main_confs[i].dclass];
     return true;
+}
+
+/* The client library atomdb's cells use. */
+static const char *main_atomdb_client(void)
+{
+    return driver_for(ENG_ATOMDB)->client;
 }
 
 /* Connects the parent to a started engine, retrying while it warms up. */
@@ -413,6 +429,11 @@ int main(int argc, char **argv)
     opts_t o;
     if (!main_parse(argc, argv, &o))
         return 2;
+    if (bench_wire_client && bench_auth) {
+        fprintf(stderr, "atomdb-bench: --client wire does not log in (no SCRAM); use --client "
+                        "driver with --auth\n");
+        return 2;
+    }
     mongoc_init();
     mongoc_log_set_handler(main_mongoc_log, NULL);
     engine_install_signals();
@@ -429,7 +450,7 @@ int main(int argc, char **argv)
     printf("atomdb-bench: %d cells, %.2f s each, clients", total, o.duration_s);
     for (int i = 0; i < o.nclients; i++)
         printf("%s%d", i ? "," : " ", o.clients[i]);
-    printf("; atomdb = %s\n\n", o.atomdb);
+    printf("; atomdb = %s; atomdb client = %s\n\n", o.atomdb, main_atomdb_client());
     report_table_header();
 
     for (int c = 0; c < MAIN_NCONFS && !engine_interrupted; c++) {
@@ -453,6 +474,7 @@ int main(int argc, char **argv)
                     row_t *r = &rows[nrows < MAX_ROWS ? nrows : MAX_ROWS - 1];
                     memset(r, 0, sizeof *r);
                     r->conf = main_confs[c];
+                    r->client = driver_for(main_confs[c].kind)->client;
                     r->scen = (scen_t)s;
                     r->strat = (strat_t)st;
                     r->clients = o.clients[k];

@@ -9,9 +9,9 @@
 
 void report_table_header(void)
 {
-    printf("%-8s %-15s %-16s %-9s %7s %10s %9s %9s %9s %10s  %s\n", "engine", "scenario",
-           "strategy", "durab.", "clients", "ops/s", "p50(us)", "p99(us)", "retries",
-           "violations", "notes");
+    printf("%-8s %-9s %-15s %-16s %-9s %7s %10s %9s %9s %7s %7s %9s %10s  %s\n", "engine",
+           "client", "scenario", "strategy", "durab.", "clients", "ops/s", "p50(us)", "p99(us)",
+           "srv/op", "cli/op", "retries", "violations", "notes");
 }
 
 void report_table_row(row_t *r)
@@ -20,16 +20,17 @@ void report_table_row(row_t *r)
         if (*p == '\n' || *p == '\r')
             *p = ' ';
     if (r->na) {
-        printf("%-8s %-15s %-16s %-9s %7d %10s %9s %9s %9s %10s  n/a: %s\n", eng_name(r->conf.kind),
-               scen_name(r->scen), strat_name(r->strat), r->conf.durability, r->clients, "n/a",
-               "-", "-", "-", "-", r->note);
+        printf("%-8s %-9s %-15s %-16s %-9s %7d %10s %9s %9s %7s %7s %9s %10s  n/a: %s\n",
+               eng_name(r->conf.kind), r->client ? r->client : "-", scen_name(r->scen),
+               strat_name(r->strat), r->conf.durability, r->clients, "n/a", "-", "-", "-", "-",
+               "-", "-", r->note);
     } else {
-        printf("%-8s %-15s %-16s %-9s %7d %10.0f %9.0f %9.0f %9llu %10llu  %scpu/op srv %.0fus "
-               "cli %.0fus %s\n",
-               eng_name(r->conf.kind), scen_name(r->scen), strat_name(r->strat),
-               r->conf.durability, r->clients, r->ops_per_sec, r->p50_us, r->p99_us,
-               (unsigned long long)r->retries, (unsigned long long)r->violations,
-               r->violations ? "BROKEN " : "", r->server_cpu_us, r->client_cpu_us, r->note);
+        /* srv/op, cli/op: CPU microseconds per operation of the server and the clients */
+        printf("%-8s %-9s %-15s %-16s %-9s %7d %10.0f %9.0f %9.0f %7.1f %7.1f %9llu %10llu  %s%s\n",
+               eng_name(r->conf.kind), r->client ? r->client : "-", scen_name(r->scen),
+               strat_name(r->strat), r->conf.durability, r->clients, r->ops_per_sec, r->p50_us,
+               r->p99_us, r->server_cpu_us, r->client_cpu_us, (unsigned long long)r->retries,
+               (unsigned long long)r->violations, r->violations ? "BROKEN " : "", r->note);
     }
     fflush(stdout);
 }
@@ -58,20 +59,21 @@ bool report_json(const char *path, const row_t *rows, int n)
     for (int i = 0; i < n; i++) {
         const row_t *r = &rows[i];
         fprintf(f, "  {\"engine\": \"%s\", \"scenario\": \"%s\", \"strategy\": \"%s\", "
-                   "\"durability\": \"%s\", \"clients\": %d, ",
+                   "\"durability\": \"%s\", \"clients\": %d, \"client\": \"%s\", ",
                 eng_name(r->conf.kind), scen_name(r->scen), strat_name(r->strat),
-                r->conf.durability, r->clients);
+                r->conf.durability, r->clients, r->client ? r->client : "");
         if (r->na) {
             fprintf(f, "\"ops_per_sec\": null, \"p50_us\": null, \"p99_us\": null, "
-                       "\"retries\": null, \"violations\": null, \"na_reason\": ");
+                       "\"retries\": null, \"violations\": null, \"server_cpu_us\": null, "
+                       "\"client_cpu_us\": null, \"na_reason\": ");
             report_json_str(f, r->note);
             fprintf(f, "}");
         } else {
             fprintf(f,
                     "\"ops_per_sec\": %.1f, \"p50_us\": %.0f, \"p99_us\": %.0f, \"retries\": %llu, "
-                    "\"violations\": %llu}",
+                    "\"violations\": %llu, \"server_cpu_us\": %.2f, \"client_cpu_us\": %.2f}",
                     r->ops_per_sec, r->p50_us, r->p99_us, (unsigned long long)r->retries,
-                    (unsigned long long)r->violations);
+                    (unsigned long long)r->violations, r->server_cpu_us, r->client_cpu_us);
         }
         fprintf(f, "%s\n", i + 1 < n ? "," : "");
     }

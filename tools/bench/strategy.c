@@ -78,11 +78,13 @@ const char *strat_na_for_scenario(scen_t sc, strat_t st)
     return NULL;
 }
 
+bool bench_wire_client = false;
+
 const driver_t *driver_for(eng_kind_t k)
 {
     switch (k) {
     case ENG_ATOMDB:
-        return &drv_mongo;
+        return bench_wire_client ? &drv_wire : &drv_mongo;
     case ENG_REDIS:
         return &drv_redis;
     default:
