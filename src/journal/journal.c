@@ -309,7 +309,17 @@ static bool journal_apply_op(catalog_t *cat, const bson_t *op, dberr_t *err)
             bson_t options;
             if (!bsonview_field(&cmd, "options", &options))
                 bson_init(&options);
-            if (!catalog_get(cat, db, name) && !catalog_create(cat, db, name, &options, err))
+            bson_iter_t ui;
+            const uint8_t *uuid = NULL;
+            uint32_t ulen = 0;
+            bson_subtype_t st;
+            if (bson_iter_init_find(&ui, &cmd, "ui") && BSON_ITER_HOLDS_BINARY(&ui)) {
+                bson_iter_binary(&ui, &st, &ulen, &uuid);
+                if (ulen != 16)
+                    uuid = NULL; /* logs before UUIDs were kept have none */
+            }
+            if (!catalog_get(cat, db, name) &&
+                !catalog_create_uuid(cat, db, name, &options, uuid, err))
                 return false;
         } else if ((name = journal_str_field(&cmd, "drop"))) {
             catalog_drop(cat, db, name);

@@ -75,6 +75,7 @@ static void snapshot_write_coll(collection_t *c, void *ctx)
     BSON_APPEND_UTF8(&head, "db", collection_db(c));
     BSON_APPEND_UTF8(&head, "name", collection_name(c));
     BSON_APPEND_DOCUMENT(&head, "options", collection_options(c));
+    bson_append_binary(&head, "ui", 2, BSON_SUBTYPE_UUID, collection_uuid(c), 16);
     bson_append_array_begin(&head, "indexes", -1, &arr);
     for (int i = 1; i < collection_nindexes(c); i++) {
         bson_uint32_to_string((uint32_t)(i - 1), &k, key, sizeof key);
@@ -201,7 +202,16 @@ bool snapshot_load(const char *path, catalog_t *cat, uint64_t *lsn, dberr_t *err
                 bson_destroy(&options);
                 options = given;
             }
-            if (!db || !name || !(cur = catalog_create(cat, db, name, &options, err))) {
+            const uint8_t *uuid = NULL; /* snapshots before UUIDs were kept have none */
+            uint32_t ulen = 0;
+            bson_subtype_t ust;
+            if (bson_iter_init_find(&it, &doc, "ui") && BSON_ITER_HOLDS_BINARY(&it)) {
+                bson_iter_binary(&it, &ust, &ulen, &uuid);
+                if (ulen != 16)
+                    uuid = NULL;
+            }
+            if (!db || !name ||
+                !(cur = catalog_create_uuid(cat, db, name, &options, uuid, err))) {
                 dberr_set(err, DBERR_INTERNAL_ERROR, "%s: bad collection entry at offset %zu", path,
                           off);
                 goto cleanup;

@@ -124,16 +124,21 @@ static catalog_db_t *catalog_db_add(catalog_t *cat, const char *db)
 }
 
 static collection_t *catalog_add(catalog_t *cat, const char *db, const char *coll,
-                                 const bson_t *options)
+                                 const bson_t *options, const uint8_t *uuid)
 {
     catalog_db_t *d = catalog_db_add(cat, db);
     collection_t *c = collection_new(db, coll, options);
+    if (uuid)
+        collection_set_uuid(c, uuid);
     omap_insert(d->colls, coll, strlen(coll), c);
     const store_observer_t *obs = store_observer_get();
     if (obs && obs->ddl) {
         bson_t op = BSON_INITIALIZER;
         BSON_APPEND_UTF8(&op, "create", coll);
         BSON_APPEND_DOCUMENT(&op, "options", collection_options(c));
+        /* the log keeps the UUID, so it survives a restart (change
+         * streams' collectionUUID, the oplog's ui) */
+        bson_append_binary(&op, "ui", 2, BSON_SUBTYPE_UUID, collection_uuid(c), 16);
         obs->ddl(db, &op, obs->ctx);
         bson_destroy(&op);
     }
@@ -163,11 +168,17 @@ collection_t *catalog_get_or_create(catalog_t *cat, const char *db, const char *
         return c;
     if (!catalog_valid_coll_name(db, coll, err))
         return NULL;
-    return catalog_add(cat, db, coll, NULL);
+    return catalog_add(cat, db, coll, NULL, NULL);
 }
 
 collection_t *catalog_create(catalog_t *cat, const char *db, const char *coll,
                              const bson_t *options, dberr_t *err)
+{
+    return catalog_create_uuid(cat, db, coll, options, NULL, err);
+}
+
+collection_t *catalog_create_uuid(catalog_t *cat, const char *db, const char *coll,
+                                  const bson_t *options, const uint8_t *uuid, dberr_t *err)
 {
     if (!catalog_valid_coll_name(db, coll, err))
         return NULL;
@@ -175,7 +186,7 @@ collection_t *catalog_create(catalog_t *cat, const char *db, const char *coll,
         dberr_set(err, DBERR_NAMESPACE_EXISTS, "Collection %s.%s already exists.", db, coll);
         return NULL;
     }
-    return catalog_add(cat, db, coll, options);
+    return catalog_add(cat, db, coll, options, uuid);
 }
 
 bool catalog_drop(catalog_t *cat, const char *db, const char *coll)

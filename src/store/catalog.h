@@ -40,6 +40,10 @@ collection_t *catalog_get_or_create(catalog_t *cat, const char *db, const char *
 /* Creates a collection with `options`; NamespaceExists 48 when present. */
 collection_t *catalog_create(catalog_t *cat, const char *db, const char *coll,
                              const bson_t *options, dberr_t *err);
+/* The same, with the collection's UUID (recovery: the log's create or the
+ * snapshot's entry names it); NULL `uuid` draws a new one. */
+collection_t *catalog_create_uuid(catalog_t *cat, const char *db, const char *coll,
+                                  const bson_t *options, const uint8_t *uuid, dberr_t *err);
 
 /* Drops a collection; false when it did not exist. */
 bool catalog_drop(catalog_t *cat, const char *db, const char *coll);

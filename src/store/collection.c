@@ -207,6 +207,11 @@ const uint8_t *collection_uuid(const collection_t *c)
     return c->uuid;
 }
 
+void collection_set_uuid(collection_t *c, const uint8_t *uuid)
+{
+    memcpy(c->uuid, uuid, 16);
+}
+
 size_t collection_count(const collection_t *c)
 {
     return c->count;

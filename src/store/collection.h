@@ -58,6 +58,9 @@ const char *collection_ns(const collection_t *c);
 const char *collection_name(const collection_t *c);
 const bson_t *collection_options(const collection_t *c);
 const uint8_t *collection_uuid(const collection_t *c);
+/* Gives the collection the UUID it had before a restart (from the log or
+ * a snapshot); a new collection gets a random one. */
+void collection_set_uuid(collection_t *c, const uint8_t *uuid);
 
 /* Number of documents and their total BSON bytes. */
 size_t collection_count(const collection_t *c);

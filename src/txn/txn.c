@@ -7,6 +7,7 @@
 #include "doc/matcher.h"
 #include "store/collection.h"
 #include "store/mvcc.h"
+#include "store/observer.h"
 #include "txn/lockmgr.h"
 #include "util/omap.h"
 #include "util/vec.h"
@@ -17,6 +18,8 @@ typedef struct txn_undo {
     bool had;            /* a change existed */
     record_t *doc;       /* its doc (a reference) */
     bool existed;
+    record_t *after;     /* the doc the put recorded (a reference), NULL: deleted */
+    bool replacing;      /* the put was a replacement (change streams' "replace") */
 } txn_undo_t;
 
 /* A read the serializable check revisits at commit. */
@@ -76,6 +79,7 @@ static void txn_clear_undo(txn_t *t)
     for (size_t i = 0; i < t->nundo; i++) {
         buf_destroy(&t->undo[i].key);
         record_unref(t->undo[i].doc);
+        record_unref(t->undo[i].after);
     }
     t->nundo = 0;
 }
@@ -315,6 +319,8 @@ void txn_put(txn_t *t, const char *db, const char *coll, const bson_value_t *id,
     u->had = ch != NULL;
     u->doc = ch && ch->doc ? record_ref(ch->doc) : NULL;
     u->existed = ch ? ch->existed : existed;
+    u->after = doc ? record_ref(doc) : NULL;
+    u->replacing = store_observer_replacing();
     if (!ch) {
         ch = bson_malloc0(sizeof *ch);
         ch->db = bson_strdup(db);
@@ -370,6 +376,7 @@ void txn_rollback_to(txn_t *t, size_t savepoint)
             txn_change_free(ch);
         }
         record_unref(u->doc);
+        record_unref(u->after);
         buf_destroy(&u->key);
     }
 }
@@ -396,11 +403,17 @@ bool txn_commit(txn_t *t, catalog_t *cat, dberr_t *err)
                 return false;
         }
     }
-    txn_applied_t *done = bson_malloc0((t->norder + 1) * sizeof *done);
+    /* every put is applied in the transaction's order, so the log and
+     * change streams see each operation (mongod: one event per operation,
+     * not one per document); the end state is the write set's */
+    txn_applied_t *done = bson_malloc0((t->nundo + 1) * sizeof *done);
     size_t ndone = 0;
     bool ok = true;
-    for (size_t i = 0; i < t->norder && ok; i++) {
-        txn_change_t *ch = t->order[i];
+    for (size_t i = 0; i < t->nundo && ok; i++) {
+        txn_undo_t *u = &t->undo[i];
+        txn_change_t *ch = omap_get(t->writes, u->key.data, u->key.len);
+        if (!ch)
+            continue;
         collection_t *c = catalog_get_or_create(cat, ch->db, ch->coll, err);
         if (!c) {
             ok = false;
@@ -411,10 +424,12 @@ bool txn_commit(txn_t *t, catalog_t *cat, dberr_t *err)
         a->c = c;
         a->before = cur ? record_ref(cur) : NULL;
         bson_value_copy(&ch->id, &a->id);
-        if (ch->doc) {
+        if (u->after) {
             bson_t doc;
-            record_view(ch->doc, &doc);
+            record_view(u->after, &doc);
+            store_observer_set_replacing(u->replacing);
             ok = cur ? collection_replace(c, cur, &doc, err) : collection_insert(c, &doc, err);
+            store_observer_set_replacing(false);
         } else if (cur) {
             collection_remove(c, cur);
         }

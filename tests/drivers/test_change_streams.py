@@ -255,6 +255,86 @@ def test_transaction_events_are_together_with_lsid_and_txn_number(client):
     assert "lsid" not in evs[3] and "txnNumber" not in evs[3], evs[3]
 
 
+def test_a_transaction_reports_every_operation_in_its_order(client):
+    """mongod gives one event per operation of a transaction, even when
+    several change one document, in the transaction's order."""
+    coll = client.cs.txn2
+    coll.insert_one({"_id": 0, "n": 0})
+    with coll.watch(max_await_time_ms=200) as s:
+        with client.start_session() as session:
+            with session.start_transaction():
+                coll.insert_one({"_id": 1, "n": 10}, session=session)
+                coll.update_one({"_id": 0}, {"$inc": {"n": 1}}, session=session)
+                coll.update_one({"_id": 1}, {"$inc": {"n": 1}}, session=session)
+                coll.update_one({"_id": 0}, {"$inc": {"n": 1}}, session=session)
+                coll.replace_one({"_id": 0}, {"r": True}, session=session)
+                coll.delete_one({"_id": 1}, session=session)
+        evs = next_events(s, 6)
+        assert s.try_next() is None, "exactly six events"
+    assert [(e["operationType"], e["documentKey"]["_id"]) for e in evs] == [
+        ("insert", 1), ("update", 0), ("update", 1), ("update", 0), ("replace", 0),
+        ("delete", 1)], evs
+    assert evs[0]["fullDocument"] == {"_id": 1, "n": 10}
+    assert [e["updateDescription"]["updatedFields"] for e in evs[1:4]] == [
+        {"n": 1}, {"n": 11}, {"n": 2}]
+    assert evs[4]["fullDocument"] == {"_id": 0, "r": True}
+    assert len({e["clusterTime"] for e in evs}) == 1, "one commit, one cluster time"
+    assert all("lsid" in e and e["txnNumber"] == evs[0]["txnNumber"] for e in evs), evs
+    assert coll.find_one({"_id": 0}) == {"_id": 0, "r": True}
+    assert coll.find_one({"_id": 1}) is None
+
+
+def _uuids(c):
+    return {i["name"]: i["info"]["uuid"] for i in c.cs.list_collections()}
+
+
+def _expanded_event_uuid(server, token):
+    """collectionUUID of the first event after `token` (showExpandedEvents)."""
+    c = connect(server)
+    try:
+        reply = raw_stream(c.cs, "keep", {"resumeAfter": token, "showExpandedEvents": True})
+        batch = reply["cursor"]["firstBatch"] or get_more(c.cs, reply)["cursor"]["nextBatch"]
+        return batch[0]["collectionUUID"]
+    finally:
+        c.close()
+
+
+def test_collection_uuids_survive_clean_restart_and_kill9(atomdb):
+    c = connect(atomdb)
+    c.cs.keep.insert_one({"_id": 0})
+    reply = raw_stream(c.cs, "keep", {})
+    token = reply["cursor"]["postBatchResumeToken"]
+    c.cs.keep.insert_one({"_id": 1})
+    before = _uuids(c)
+    assert _expanded_event_uuid(atomdb, token) == before["keep"]
+    c.close()
+    server = restart(atomdb)  # the snapshot keeps the UUID
+    try:
+        c = connect(server)
+        assert _uuids(c) == before
+        assert _expanded_event_uuid(server, token) == before["keep"]
+        c.cs.later.insert_one({"_id": 0})  # created after the snapshot: only the log has it
+        before = _uuids(c)
+        assert set(before) == {"keep", "later"} and before["keep"] != before["later"]
+        c.close()
+        server2 = restart(server, kill=True)
+    finally:
+        if server.alive():
+            server.stop()
+        server.cleanup()
+    try:
+        c = connect(server2)
+        assert _uuids(c) == before, "the log's create keeps the UUID"
+        assert _expanded_event_uuid(server2, token) == before["keep"]
+        c.cs.new.insert_one({"_id": 0})
+        assert _uuids(c)["new"] not in (before["keep"], before["later"])
+        c.close()
+    finally:
+        problems = server2.stop()
+        server2.cleanup()
+        assert problems == [], problems
+
+
 def test_drop_invalidates_and_start_after_goes_on(client):
     coll = client.cs.dropped
     coll.insert_one({"_id": 0})
