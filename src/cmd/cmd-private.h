@@ -221,6 +221,13 @@ bool cmd_session_finish(cmd_ctx_t *ctx, bool ok, dberr_t *err);
 /* The handler found a document locked (VIEW_BLOCKED_CODE): queue the
  * request on the lock (true), or fail it (lock timeout, deadlock). */
 bool cmd_park_on_lock(cmd_ctx_t *ctx, dberr_t *err);
+/* killOp of a request parked on a document lock: takes it off the lock's
+ * queue and runs it again, and its wait then fails with Interrupted
+ * (11601; in a transaction the statement's failure aborts it). */
+void cmd_lock_wait_kill(cmd_client_t *client);
+/* killOp of a parked acquireLock: takes it off the lease's queue and
+ * answers Interrupted (11601). False when it was not queued any more. */
+bool cmd_lease_wait_kill(cmd_client_t *client);
 /* Cancels lock waits and resume state of a closing connection. */
 void cmd_session_client_closed(cmd_client_t *client);
 bool cmd_commit_transaction(cmd_ctx_t *ctx, dberr_t *err);

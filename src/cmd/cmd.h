@@ -53,11 +53,28 @@ struct cmd_client {
     uint64_t op_wait_ns;         /* time parked so far (lock and lease waits) */
     const void *op_def;          /* the parked command's table row */
     void *op;                    /* its operation while one runs on a fiber (cmd/op.c) */
+    /* -- command layer: currentOp and killOp of every request (cmd/op.c) -- */
+    int64_t op_id;               /* opid of the request running or parked now */
+    const wire_request_t *op_req; /* that request: borrowed while it runs or is parked */
+    int op_wait;                 /* CMD_WAIT_*: what a parked request waits for */
+    char op_wait_on[160];        /* ... its namespace (document lock) or lock name (lease) */
+    uint64_t op_wait_hr;         /* ... since when (uv_hrtime) */
+    bool op_killed;              /* killOp reached the parked request: it fails (11601) */
+    bool op_listed;              /* in op.c's list of connections */
+    cmd_client_t *op_prev, *op_next;
     /* -- command layer: authentication (cmd/access.c, cmd/sasl.c) -- */
     struct cmd_auth *auth;       /* who is logged in, a SASL conversation; NULL before any */
     /* -- set by cmd_run for the network layer -- */
     uint64_t wait_lsn;           /* the reply waits until this log record is durable */
     bool wait_sync;              /* ... fdatasync'ed (fsync mode, j: true, w: majority) */
+};
+
+/* What a parked request waits for (cmd_client.op_wait), for currentOp's
+ * waitingForLock. */
+enum {
+    CMD_WAIT_NONE,
+    CMD_WAIT_DOCUMENT_LOCK, /* a document locked by another transaction */
+    CMD_WAIT_LEASE,         /* a lease (acquireLock) held by another owner */
 };
 
 /* What cmd_run did with a request. */

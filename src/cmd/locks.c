@@ -173,6 +173,7 @@ static void locks_on_wake(void *arg, const lease_grant_t *g)
 {
     cmd_client_t *client = arg;
     cmd_auth_t *a = client->auth;
+    client->op_wait = CMD_WAIT_NONE;
     if (a && a->lock_pending) {
         if (g->acquired)
             locks_note_holder(a->lock_pending, g->token, access_owner(client));
@@ -190,6 +191,27 @@ static void locks_on_wake(void *arg, const lease_grant_t *g)
     cmd_finish_parked(client, true);
     client->send_parked_reply(client, &reply);
     bson_destroy(&reply);
+}
+
+bool cmd_lease_wait_kill(cmd_client_t *client)
+{
+    if (client->op_wait != CMD_WAIT_LEASE || !lease_cancel_wait(client->id))
+        return false;
+    client->op_wait = CMD_WAIT_NONE;
+    if (client->auth && client->auth->lock_pending) {
+        bson_free(client->auth->lock_pending);
+        client->auth->lock_pending = NULL;
+    }
+    dberr_t err;
+    dberr_set(&err, DBERR_INTERRUPTED, "operation was interrupted");
+    bson_t reply = BSON_INITIALIZER;
+    cmd_error_reply(&reply, &err);
+    cmd_append_cluster_time(&reply);
+    client->wait_lsn = 0;
+    cmd_finish_parked(client, false);
+    client->send_parked_reply(client, &reply);
+    bson_destroy(&reply);
+    return true;
 }
 
 bool cmd_acquire_lock(cmd_ctx_t *ctx, dberr_t *err)
@@ -233,6 +255,9 @@ bool cmd_acquire_lock(cmd_ctx_t *ctx, dberr_t *err)
             bson_free(a->lock_pending);
             a->lock_pending = bson_strdup(req.name);
         }
+        ctx->client->op_wait = CMD_WAIT_LEASE; /* currentOp shows it waiting */
+        ctx->client->op_wait_hr = uv_hrtime();
+        snprintf(ctx->client->op_wait_on, sizeof ctx->client->op_wait_on, "%s", req.name);
         ctx->parked = true;
         return true;
     case LEASE_FAILED:

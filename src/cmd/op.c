@@ -5,6 +5,7 @@
 #include "cmd/op.h"
 
 #include <string.h>
+#include <time.h>
 #include <uv.h>
 
 #include "cmd/access.h"
@@ -28,6 +29,9 @@ typedef struct op {
 } op_t;
 
 static op_t *op_head, *op_tail;
+/* Every connection that has sent a request, oldest first: currentOp lists
+ * the requests parked on a lock and, with $all, the idle connections. */
+static cmd_client_t *op_clients_head, *op_clients_tail;
 static size_t op_len;
 static int64_t op_next_id = 1;
 static uv_idle_t op_idle;
@@ -39,7 +43,8 @@ static bool op_is_long(const char *name)
 {
     static const char *const names[] = {"find",   "getMore", "aggregate",     "count",
                                         "distinct", "update", "delete",       "findAndModify",
-                                        "findandmodify", "explain", "insert"};
+                                        "findandmodify", "explain", "insert",
+                                        "commitTransaction"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(name, names[i]) == 0)
             return true;
@@ -71,6 +76,36 @@ static void op_unlink(op_t *o)
     else
         op_tail = o->prev;
     op_len--;
+}
+
+static void op_client_list(cmd_client_t *c)
+{
+    if (c->op_listed)
+        return;
+    c->op_listed = true;
+    c->op_prev = op_clients_tail;
+    c->op_next = NULL;
+    if (op_clients_tail)
+        op_clients_tail->op_next = c;
+    else
+        op_clients_head = c;
+    op_clients_tail = c;
+}
+
+static void op_client_unlist(cmd_client_t *c)
+{
+    if (!c->op_listed)
+        return;
+    c->op_listed = false;
+    if (c->op_prev)
+        c->op_prev->op_next = c->op_next;
+    else
+        op_clients_head = c->op_next;
+    if (c->op_next)
+        c->op_next->op_prev = c->op_prev;
+    else
+        op_clients_tail = c->op_prev;
+    c->op_prev = c->op_next = NULL;
 }
 
 static void op_body(void *arg)
@@ -181,6 +216,16 @@ cmd_status_t op_run(cmd_client_t *client, const wire_request_t *req, bson_t *rep
 {
     bson_iter_t it;
     op_started_since_slice++;
+    if (!fiber_current() && !client->op) {
+        /* one opid per request, kept across its parks and reruns */
+        op_client_list(client);
+        if (!client->rerun) {
+            client->op_id = op_next_id++;
+            client->op_killed = false;
+        }
+        client->op_req = req;
+        client->op_wait = CMD_WAIT_NONE; /* a park sets it again */
+    }
     if (fiber_current() || client->op || !bson_iter_init(&it, &req->cmd) || !bson_iter_next(&it) ||
         !op_is_long(bson_iter_key(&it)))
         return run(client, req, reply);
@@ -190,7 +235,7 @@ cmd_status_t op_run(cmd_client_t *client, const wire_request_t *req, bson_t *rep
         bson_free(o);
         return run(client, req, reply);
     }
-    o->opid = op_next_id++;
+    o->opid = client->op_id;
     o->client = client;
     o->req = req;
     o->run = run;
@@ -210,6 +255,8 @@ cmd_status_t op_run(cmd_client_t *client, const wire_request_t *req, bson_t *rep
 
 void op_client_closed(cmd_client_t *client)
 {
+    op_client_unlist(client);
+    client->op_wait = CMD_WAIT_NONE;
     op_t *o = client->op;
     if (!o)
         return;
@@ -230,33 +277,44 @@ void op_set_max_time(int64_t ms)
         fiber_set_deadline(f, fiber_started_ns(f) + (uint64_t)ms * 1000000u);
 }
 
-static void op_append_one(bson_t *inprog, uint32_t i, const op_t *o)
+/* The connection fields every currentOp entry starts with. */
+static void op_append_conn(bson_t *d, const cmd_client_t *client)
 {
-    char key[16], desc[32];
+    char desc[32];
+    BSON_APPEND_UTF8(d, "type", "op");
+    BSON_APPEND_UTF8(d, "host", "localhost");
+    snprintf(desc, sizeof desc, "conn%lld", (long long)client->id);
+    BSON_APPEND_UTF8(d, "desc", desc);
+    BSON_APPEND_INT64(d, "connectionId", client->id);
+    BSON_APPEND_UTF8(d, "client", client->remote);
+    if (client->metadata) {
+        bson_iter_t a;
+        BSON_APPEND_DOCUMENT(d, "clientMetadata", client->metadata);
+        if (bson_iter_init(&a, client->metadata) &&
+            bson_iter_find_descendant(&a, "application.name", &a) && BSON_ITER_HOLDS_UTF8(&a))
+            BSON_APPEND_UTF8(d, "appName", bson_iter_utf8(&a, NULL));
+    }
+}
+
+/* One entry: the request `req` of `client`, running on fiber `o` (NULL
+ * when parked on a lock: then waitingForLock and waitingFor say on what). */
+static void op_append_one(bson_t *inprog, uint32_t i, const cmd_client_t *client,
+                          const wire_request_t *req, const op_t *o)
+{
+    char key[16];
     snprintf(key, sizeof key, "%u", i);
     bson_t d;
     bson_append_document_begin(inprog, key, -1, &d);
-    BSON_APPEND_UTF8(&d, "type", "op");
-    BSON_APPEND_UTF8(&d, "host", "localhost");
-    snprintf(desc, sizeof desc, "conn%lld", (long long)o->client->id);
-    BSON_APPEND_UTF8(&d, "desc", desc);
-    BSON_APPEND_INT64(&d, "connectionId", o->client->id);
-    BSON_APPEND_UTF8(&d, "client", o->client->remote);
-    if (o->client->metadata) {
-        bson_iter_t a;
-        BSON_APPEND_DOCUMENT(&d, "clientMetadata", o->client->metadata);
-        if (bson_iter_init(&a, o->client->metadata) &&
-            bson_iter_find_descendant(&a, "application.name", &a) && BSON_ITER_HOLDS_UTF8(&a))
-            BSON_APPEND_UTF8(&d, "appName", bson_iter_utf8(&a, NULL));
-    }
+    op_append_conn(&d, client);
     BSON_APPEND_BOOL(&d, "active", true);
-    BSON_APPEND_INT64(&d, "opid", o->opid);
-    uint64_t us = (uv_hrtime() - fiber_started_ns(o->fiber)) / 1000;
+    BSON_APPEND_INT64(&d, "opid", o ? o->opid : client->op_id);
+    uint64_t since = o ? fiber_started_ns(o->fiber) : client->op_start_hr;
+    uint64_t now = uv_hrtime(), us = now > since ? (now - since) / 1000 : 0;
     BSON_APPEND_INT64(&d, "secs_running", (int64_t)(us / 1000000));
     BSON_APPEND_INT64(&d, "microsecs_running", (int64_t)us);
     bson_iter_t it;
     const char *name = "?", *coll = "$cmd";
-    if (bson_iter_init(&it, &o->req->cmd) && bson_iter_next(&it)) {
+    if (bson_iter_init(&it, &req->cmd) && bson_iter_next(&it)) {
         name = bson_iter_key(&it);
         if (BSON_ITER_HOLDS_UTF8(&it))
             coll = bson_iter_utf8(&it, NULL);
@@ -270,24 +328,68 @@ static void op_append_one(bson_t *inprog, uint32_t i, const op_t *o)
         type = "update";
     else if (!strcmp(name, "delete"))
         type = "remove";
+    else if (!strcmp(name, "insert"))
+        type = "insert";
     BSON_APPEND_UTF8(&d, "op", type);
     char ns[512];
-    snprintf(ns, sizeof ns, "%s.%s", o->req->db, coll);
+    snprintf(ns, sizeof ns, "%s.%s", req->db, coll);
     BSON_APPEND_UTF8(&d, "ns", ns);
-    BSON_APPEND_DOCUMENT(&d, "command", &o->req->cmd);
-    BSON_APPEND_INT64(&d, "numYields", (int64_t)fiber_yields(o->fiber));
-    BSON_APPEND_BOOL(&d, "waitingForLock", false);
-    BSON_APPEND_BOOL(&d, "killPending", fiber_killed(o->fiber));
+    BSON_APPEND_DOCUMENT(&d, "command", &req->cmd);
+    BSON_APPEND_INT64(&d, "numYields", o ? (int64_t)fiber_yields(o->fiber) : 0);
+    BSON_APPEND_BOOL(&d, "waitingForLock", !o);
+    if (!o) {
+        /* atomdb's own: what the request is parked on, and since when */
+        bson_t w;
+        bson_append_document_begin(&d, "waitingFor", -1, &w);
+        if (client->op_wait == CMD_WAIT_LEASE) {
+            BSON_APPEND_UTF8(&w, "type", "lease");
+            BSON_APPEND_UTF8(&w, "name", client->op_wait_on);
+        } else {
+            BSON_APPEND_UTF8(&w, "type", "documentLock");
+            BSON_APPEND_UTF8(&w, "ns", client->op_wait_on);
+        }
+        BSON_APPEND_INT64(&w, "micros",
+                          now > client->op_wait_hr ? (int64_t)((now - client->op_wait_hr) / 1000)
+                                                   : 0);
+        bson_append_document_end(&d, &w);
+    }
+    BSON_APPEND_BOOL(&d, "killPending", o ? fiber_killed(o->fiber) : client->op_killed);
     bson_append_document_end(inprog, &d);
 }
 
-void op_append_current(bson_t *inprog, bool all, const cmd_client_t *owner_of)
+/* An idle connection's entry (currentOp $all, idleConnections). */
+static void op_append_idle(bson_t *inprog, uint32_t i, const cmd_client_t *client)
+{
+    char key[16], when[40];
+    snprintf(key, sizeof key, "%u", i);
+    bson_t d;
+    bson_append_document_begin(inprog, key, -1, &d);
+    op_append_conn(&d, client);
+    BSON_APPEND_BOOL(&d, "active", false);
+    int64_t ms = server_now_ms();
+    time_t secs = (time_t)(ms / 1000);
+    struct tm tm;
+    gmtime_r(&secs, &tm);
+    size_t n = strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(when + n, sizeof when - n, ".%03dZ", (int)(ms % 1000));
+    BSON_APPEND_UTF8(&d, "currentOpTime", when);
+    bson_append_document_end(inprog, &d);
+}
+
+void op_append_current(bson_t *inprog, bool idle, const cmd_client_t *owner_of)
 {
     uint32_t i = 0;
-    for (const op_t *o = op_head; o; o = o->next)
-        if ((o->fiber != fiber_current() || all) &&
-            (!owner_of || access_owner(o->client) == access_owner(owner_of)))
-            op_append_one(inprog, i++, o);
+    for (const cmd_client_t *c = op_clients_head; c; c = c->op_next) {
+        if (owner_of && access_owner(c) != access_owner(owner_of))
+            continue;
+        const op_t *o = c->op;
+        if (o)
+            op_append_one(inprog, i++, c, o->req, o);
+        else if (c->op_wait != CMD_WAIT_NONE && c->op_req)
+            op_append_one(inprog, i++, c, c->op_req, NULL);
+        else if (idle)
+            op_append_idle(inprog, i++, c);
+    }
 }
 
 bool op_kill(int64_t opid)
@@ -295,6 +397,14 @@ bool op_kill(int64_t opid)
     for (op_t *o = op_head; o; o = o->next)
         if (o->opid == opid) {
             fiber_kill(o->fiber, DBERR_INTERRUPTED, "operation was interrupted");
+            return true;
+        }
+    /* a request parked on a document lock or a lease */
+    for (cmd_client_t *c = op_clients_head; c; c = c->op_next)
+        if (c->op_id == opid && !c->op && c->op_wait != CMD_WAIT_NONE) {
+            if (c->op_wait == CMD_WAIT_LEASE)
+                return cmd_lease_wait_kill(c);
+            cmd_lock_wait_kill(c);
             return true;
         }
     return false;
@@ -338,7 +448,7 @@ bool cmd_current_op(cmd_ctx_t *ctx, dberr_t *err)
     if (!m)
         return false;
     bson_t ops = BSON_INITIALIZER, arr;
-    op_append_current(&ops, true, own ? ctx->client : NULL);
+    op_append_current(&ops, all, own ? ctx->client : NULL);
     bson_append_array_begin(ctx->reply, "inprog", -1, &arr);
     uint32_t n = 0;
     char key[16];
@@ -349,7 +459,6 @@ bool cmd_current_op(cmd_ctx_t *ctx, dberr_t *err)
                 continue;
             bson_append_document(&arr, cmd_index_key(n++, key, sizeof key), -1, &d);
         }
-    (void)all; /* atomdb has no idle-connection entries: $all shows the same operations */
     bson_append_array_end(ctx->reply, &arr);
     bson_destroy(&ops);
     bool ok = !matcher_take_error(m, err);

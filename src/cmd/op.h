@@ -31,13 +31,16 @@ void op_client_closed(cmd_client_t *client);
 void op_set_max_time(int64_t ms);
 
 /* Appends one document per operation in progress to array `inprog`
- * (mongod's currentOp shape); `all` adds idle connections' entries too;
- * with owner_of, only the operations of the user logged in on that
- * connection ($ownOps, allUsers: false). */
-void op_append_current(bson_t *inprog, bool all, const cmd_client_t *owner_of);
+ * (mongod's currentOp shape): those running in slices and the requests
+ * parked on a document lock or a lease (waitingForLock: true, and
+ * atomdb's waitingFor); `idle` adds an active: false entry per idle
+ * connection ($all, idleConnections); with owner_of, only the entries of
+ * the user logged in on that connection ($ownOps, allUsers: false). */
+void op_append_current(bson_t *inprog, bool idle, const cmd_client_t *owner_of);
 
-/* Interrupts operation `opid` with Interrupted (11601) at its next slice.
- * False when no such operation runs. */
+/* Interrupts operation `opid` with Interrupted (11601) at its next slice;
+ * a request parked on a document lock or a lease leaves the wait and
+ * fails at once. False when no such operation runs. */
 bool op_kill(int64_t opid);
 
 /* The slice of a suspended operation while other requests keep arriving

@@ -209,6 +209,7 @@ typedef struct query_find {
     bool single_batch;
     bool return_key;
     bool no_cursor_timeout;
+    bool allow_disk_use;
 } query_find_t;
 
 /* find's own fields (mongod's find_command.idl) that atomdb honours;
@@ -268,6 +269,7 @@ static bool query_parse_find(cmd_ctx_t *ctx, query_find_t *q, dberr_t *err)
         !cmd_opt_bool(ctx, "showRecordId", &show_record_id, err) ||
         !cmd_opt_bool(ctx, "allowDiskUse", &disk, err))
         return false;
+    q->allow_disk_use = disk;
     if (q->skip < 0)
         return dberr_set(err, 51024, "BSON field 'skip' value must be >= 0, actual value '%lld'",
                          (long long)q->skip);
@@ -301,7 +303,8 @@ static bool query_parse_find(cmd_ctx_t *ctx, query_find_t *q, dberr_t *err)
                                                      "'%s'",
                          bson_iter_key(&it));
     /* allowPartialResults: one node holds all the data, so every result is
-     * complete; allowDiskUse: atomdb's in-memory sort has no limit to lift */
+     * complete; allowDiskUse: atomdb cannot spill, so an in-memory sort past
+     * its cap fails either way (query_run), with a message that says so */
     return true;
 }
 
@@ -421,6 +424,9 @@ static bool query_run(cmd_ctx_t *ctx, collection_t *c, const char *coll, const q
     bool ranged = q->has_min || q->has_max;
     o.skip = ranged ? 0 : q->skip;
     o.limit = ranged ? 0 : q->limit;
+    /* a blocking sort is bounded as mongod's (doc/pipeline.h's limits) */
+    o.sort_max_bytes = pipeline_limits.sort_bytes;
+    o.allow_disk_use = q->allow_disk_use;
     collection_plan_t local;
     if (!plan)
         plan = &local;
@@ -797,9 +803,10 @@ static bool query_write_merge(collection_t *target, const pipeline_output_t *o, 
 /* Checks a leading {$currentOp: {...}} (under `stage`): on admin, with
  * {aggregate: 1}, and only the options mongod knows. */
 static bool query_current_op_args(const cmd_ctx_t *ctx, const bson_iter_t *stage, bool *all_users,
-                                  dberr_t *err)
+                                  bool *idle, dberr_t *err)
 {
     *all_users = false; /* mongod's default: the caller's own operations */
+    *idle = false;
     if (strcmp(ctx->db, "admin") != 0)
         return dberr_set(err, DBERR_INVALID_NAMESPACE,
                          "$currentOp must be run against the 'admin' database with "
@@ -832,11 +839,13 @@ static bool query_current_op_args(const cmd_ctx_t *ctx, const bson_iter_t *stage
         bool on = bson_iter_as_bool(&it);
         if (!strcmp(k, "allUsers"))
             *all_users = on;
-        else if (on && (!strcmp(k, "idleConnections") || !strcmp(k, "idleCursors") ||
+        else if (!strcmp(k, "idleConnections"))
+            *idle = on;
+        else if (on && (!strcmp(k, "idleCursors") ||
                         !strcmp(k, "truncateOps") || !strcmp(k, "backtrace")))
             return dberr_set(err, DBERR_NOT_IMPLEMENTED,
                              "$currentOp option '%s: true' is not supported by atomdb: it lists "
-                             "the operations in progress only",
+                             "the operations in progress and the connections only",
                              k);
         else if (on && !strcmp(k, "targetAllNodes"))
             return dberr_set(err, DBERR_FAILED_TO_PARSE,
@@ -858,7 +867,7 @@ bool cmd_aggregate(cmd_ctx_t *ctx, dberr_t *err)
     doclist_t docs;
     bson_t rest = BSON_INITIALIZER;
     bool ok = false;
-    bool sessions = false, current_ops = false, all_users = false;
+    bool sessions = false, current_ops = false, all_users = false, idle_conns = false;
     recvec_init(&recs);
     doclist_init(&docs);
     if (BSON_ITER_HOLDS_UTF8(&ctx->arg))
@@ -926,7 +935,7 @@ bool cmd_aggregate(cmd_ctx_t *ctx, dberr_t *err)
         bson_t st;
         cmd_iter_doc(&first, &st);
         bool ops = bson_has_field(&st, "$currentOp");
-        if (ops && !query_current_op_args(ctx, &first, &all_users, err))
+        if (ops && !query_current_op_args(ctx, &first, &all_users, &idle_conns, err))
             goto cleanup;
         if (ops)
             current_ops = true;
@@ -977,7 +986,7 @@ bool cmd_aggregate(cmd_ctx_t *ctx, dberr_t *err)
     } else if (current_ops) {
         bson_t all = BSON_INITIALIZER;
         bson_iter_t op;
-        op_append_current(&all, true, all_users ? NULL : ctx->client);
+        op_append_current(&all, idle_conns, all_users ? NULL : ctx->client);
         if (bson_iter_init(&op, &all))
             while (bson_iter_next(&op)) {
                 bson_t d;

@@ -282,12 +282,27 @@ static void txncmds_on_lock_wake(lock_waiter_t *w, bool timed_out)
     uv_timer_start(client->rerun_timer, txncmds_on_rerun, 0, 0);
 }
 
+void cmd_lock_wait_kill(cmd_client_t *client)
+{
+    if (!client->lock_waiter.entry)
+        return; /* already woken: its rerun is on its way */
+    lockmgr_cancel(&client->lock_waiter);
+    client->op_killed = true;
+    txncmds_on_lock_wake(&client->lock_waiter, false);
+}
+
 bool cmd_park_on_lock(cmd_ctx_t *ctx, dberr_t *err)
 {
     view_t *v = ctx->view;
     cmd_client_t *client = ctx->client;
     bool timed_out = client->lock_timed_out;
     client->lock_timed_out = false;
+    if (client->op_killed) { /* killOp while it waited (cmd_lock_wait_kill) */
+        client->op_killed = false;
+        if (v->txn)
+            err->labels |= DBERR_LABEL_TRANSIENT_TXN;
+        return dberr_set(err, DBERR_INTERRUPTED, "operation was interrupted");
+    }
     int64_t timeout;
     if (v->txn) {
         if (timed_out) {
@@ -319,6 +334,14 @@ bool cmd_park_on_lock(cmd_ctx_t *ctx, dberr_t *err)
     client->lock_waiter.txn = v->txn;
     client->lock_waiter.wake = txncmds_on_lock_wake;
     lockmgr_wait(&client->lock_waiter, &v->blocked_key, timeout, server.loop);
+    /* currentOp shows it waiting: the key starts "db\0coll\0" */
+    const char *k = (const char *)v->blocked_key.data;
+    size_t klen = v->blocked_key.len, dl = strnlen(k, klen);
+    size_t cl = dl < klen ? strnlen(k + dl + 1, klen - dl - 1) : 0;
+    client->op_wait = CMD_WAIT_DOCUMENT_LOCK;
+    client->op_wait_hr = uv_hrtime();
+    snprintf(client->op_wait_on, sizeof client->op_wait_on, "%.*s.%.*s", (int)dl, k, (int)cl,
+             cl ? k + dl + 1 : "");
     return true;
 }
 

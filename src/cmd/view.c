@@ -64,14 +64,20 @@ static int view_sort_cmp(const void *a, const void *b, void *ctx)
     return sortspec_compare(ctx, &x, &y);
 }
 
-/* Sorts the records after `first`, then applies skip and limit. */
-static void view_finish(recvec_t *out, size_t first, const collection_query_opts_t *o)
+/* Sorts the records after `first` (within the sort's memory cap), then
+ * applies skip and limit. */
+static bool view_finish(recvec_t *out, size_t first, const collection_query_opts_t *o,
+                        dberr_t *err)
 {
     size_t n = out->len - first;
     record_t **items = n ? out->items + first : NULL; /* items may be NULL when empty */
-    if (o->sort && n > 1)
+    if (o->sort && n > 1) {
         qsort_r(items, n, sizeof *items, view_sort_cmp, (void *)o->sort);
+        if (!collection_sort_memory_check(out, first, o, err))
+            return false;
+    }
     recvec_skip_limit(out, first, o->skip, o->limit);
+    return true;
 }
 
 /* Runs a query against a MongoDB view: its pipeline over its source, then
@@ -121,9 +127,8 @@ static bool view_query_view(view_t *v, collection_t *c, const collection_query_o
         recvec_push_ref(out, r);
         record_unref(r);
     }
-    view_finish(out, first, o);
+    ok = view_finish(out, first, o, err);
     strcpy(plan->stage, "COLLSCAN");
-    ok = true;
 cleanup:
     matcher_destroy(all);
     pipeline_destroy(p);
@@ -209,8 +214,7 @@ static bool view_query_run(view_t *v, collection_t *c, const char *coll,
     recvec_destroy(&base);
     view_merge_t m = {o, out};
     txn_foreach(v->txn, v->db, coll, view_add_change, &m);
-    view_finish(out, first, o);
-    return true;
+    return view_finish(out, first, o, err);
 }
 
 bool view_lock(view_t *v, collection_t *c, const bson_t *doc, dberr_t *err)

@@ -739,6 +739,20 @@ void lease_connection_closed(int64_t conn_id)
         lease_release_matching(lease_match_conn, &conn_id, "its connection closed");
 }
 
+bool lease_cancel_wait(int64_t conn_id)
+{
+    for (lease_lock_t *l = lease.nwaiters ? lease.contended : NULL; l; l = l->cnext)
+        for (lease_waiter_t *w = l->head; w; w = w->next)
+            if (w->conn_id == conn_id) {
+                lease_queue_remove(l, w);
+                lease_waiter_free(w);
+                if (!l->head)
+                    lease_gc(l);
+                return true;
+            }
+    return false;
+}
+
 void lease_session_ended(const uint8_t *lsid, uint32_t lsid_len)
 {
     if (!lsid || lsid_len == 0 || lsid_len > LEASE_LSID_MAX)

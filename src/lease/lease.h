@@ -143,6 +143,11 @@ void lease_foreach(void (*fn)(const lease_info_t *info, void *arg), void *arg);
  * and releases the locks it holds with release_on_disconnect. */
 void lease_connection_closed(int64_t conn_id);
 
+/* Takes the parked acquire of connection `conn_id` off its queue without
+ * calling its wake (killOp answers it). False when none is queued (its
+ * outcome may already be on its way). */
+bool lease_cancel_wait(int64_t conn_id);
+
 /* A session ended, was killed or expired: releases every lock taken (or
  * last renewed) under that session id. */
 void lease_session_ended(const uint8_t *lsid, uint32_t lsid_len);

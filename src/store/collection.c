@@ -907,8 +907,8 @@ static bool collection_query_snapshot(collection_t *c, const collection_query_op
     return true;
 }
 
-static void collection_finish(recvec_t *out, size_t first, const collection_query_opts_t *o,
-                              bool sort, bool reverse);
+static bool collection_finish(recvec_t *out, size_t first, const collection_query_opts_t *o,
+                              bool sort, bool reverse, dberr_t *err);
 
 bool collection_query(collection_t *c, const collection_query_opts_t *o, recvec_t *out,
                       collection_plan_t *plan, dberr_t *err)
@@ -926,8 +926,7 @@ bool collection_query(collection_t *c, const collection_query_opts_t *o, recvec_
         if (n > 0) {
             if (!collection_query_snapshot(c, o, out, plan, err))
                 return false;
-            collection_finish(out, first, o, need_sort, false);
-            return true;
+            return collection_finish(out, first, o, need_sort, false, err);
         }
     }
     return collection_query_opts_plain(c, o, out, plan, err);
@@ -1008,16 +1007,43 @@ static bool collection_query_opts_plain(collection_t *c, const collection_query_
     if (!ok)
         return false;
     if (unordered && sorted) /* versions added behind the index order: sort them in */
-        collection_finish(out, first, o, true, false);
-    else
-        collection_finish(out, first, o, need_sort && !sorted, sorted && reverse);
+        return collection_finish(out, first, o, true, false, err);
+    return collection_finish(out, first, o, need_sort && !sorted, sorted && reverse, err);
+}
+
+bool collection_sort_memory_check(const recvec_t *out, size_t first,
+                                  const collection_query_opts_t *o, dberr_t *err)
+{
+    if (o->sort_max_bytes <= 0)
+        return true;
+    /* what a blocking sort holds: every input document, or the top
+     * skip+limit of them with a limit (mongod's top-k sort) */
+    size_t n = out->len - first, keep = n;
+    if (o->limit > 0 && (uint64_t)o->skip + (uint64_t)o->limit < n)
+        keep = (size_t)(o->skip + o->limit);
+    int64_t bytes = 0;
+    for (size_t i = 0; i < keep; i++) {
+        bytes += (int64_t)out->items[first + i]->len + (int64_t)sizeof(bson_t);
+        if (bytes > o->sort_max_bytes)
+            return dberr_set(err, DBERR_QUERY_EXCEEDED_MEMORY_NO_DISK,
+                             o->allow_disk_use
+                                 ? "Executor error during find command :: caused by :: Sort "
+                                   "exceeded memory limit of %lld bytes, and atomdb cannot sort "
+                                   "externally: allowDiskUse is not implemented (raise "
+                                   "internalQueryMaxBlockingSortMemoryUsageBytes, add a limit or "
+                                   "an index that gives the sort)"
+                                 : "Executor error during find command :: caused by :: Sort "
+                                   "exceeded memory limit of %lld bytes, but did not opt in to "
+                                   "external sorting.",
+                             (long long)o->sort_max_bytes);
+    }
     return true;
 }
 
-/* Sorts (or reverses) the records appended after `first`, then applies
- * skip and limit. */
-static void collection_finish(recvec_t *out, size_t first, const collection_query_opts_t *o,
-                              bool sort, bool reverse)
+/* Sorts (or reverses) the records appended after `first`, checks the
+ * sort's memory cap, then applies skip and limit. */
+static bool collection_finish(recvec_t *out, size_t first, const collection_query_opts_t *o,
+                              bool sort, bool reverse, dberr_t *err)
 {
     size_t n = out->len - first;
     record_t **items = n ? out->items + first : NULL; /* items may be NULL when empty */
@@ -1029,8 +1055,11 @@ static void collection_finish(recvec_t *out, size_t first, const collection_quer
         }
     } else if (sort && n > 1) {
         qsort_r(items, n, sizeof *items, collection_sort_cmp, (void *)o->sort);
+        if (!collection_sort_memory_check(out, first, o, err))
+            return false;
     }
     recvec_skip_limit(out, first, o->skip, o->limit);
+    return true;
 }
 
 bool collection_create_index(collection_t *c, const bson_t *spec, bool *created, dberr_t *err)

@@ -111,7 +111,18 @@ typedef struct collection_query_opts {
     int64_t skip;               /* >= 0 */
     int64_t limit;              /* 0 = no limit */
     uint64_t snapshot;          /* read as of this mvcc snapshot; 0 = the latest */
+    /* A sort done in memory (no index gives it) may hold at most this many
+     * bytes of documents (the top skip+limit with a limit), else the query
+     * fails with QueryExceededMemoryLimitNoDiskUseAllowed 292 (find's cap,
+     * internalQueryMaxBlockingSortMemoryUsageBytes); 0 = no cap. */
+    int64_t sort_max_bytes;
+    bool allow_disk_use;        /* only changes the message: atomdb cannot spill */
 } collection_query_opts_t;
+
+/* The check behind sort_max_bytes for the records of `out` after `first`,
+ * already sorted in memory (view.c's sorts use it too). */
+bool collection_sort_memory_check(const recvec_t *out, size_t first,
+                                  const collection_query_opts_t *o, dberr_t *err);
 
 /* Appends references to the matching records to `out`, sorted, skipped
  * and limited. False with BadValue 2 for a hint naming no index. */

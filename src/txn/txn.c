@@ -9,6 +9,7 @@
 #include "store/mvcc.h"
 #include "store/observer.h"
 #include "txn/lockmgr.h"
+#include "util/fiber.h"
 #include "util/omap.h"
 #include "util/vec.h"
 
@@ -234,6 +235,8 @@ bool txn_validate_reads(const txn_t *t, catalog_t *cat, dberr_t *err)
         collection_t *c = catalog_get(cat, rd->db, rd->coll);
         uint64_t now_id = c && !collection_is_view(c) ? collection_id(c) : 0;
         bool conflict = now_id != rd->coll_id;
+        if (!fiber_alive(err)) /* commitTransaction's maxTimeMS, killOp */
+            return false;
         for (size_t k = 0; !conflict && k < n; k++)
             conflict = ch[k].coll_id == rd->coll_id &&
                        (txn_read_matches(rd, ch[k].before) || txn_read_matches(rd, ch[k].after));
@@ -411,6 +414,13 @@ bool txn_commit(txn_t *t, catalog_t *cat, dberr_t *err)
     bool ok = true;
     for (size_t i = 0; i < t->nundo && ok; i++) {
         txn_undo_t *u = &t->undo[i];
+        /* commitTransaction's maxTimeMS and killOp: the commit is one slice
+         * (nothing may see half of it), but one that runs past its deadline
+         * is undone below, whole, and fails with MaxTimeMSExpired */
+        if (!fiber_alive(err)) {
+            ok = false;
+            break;
+        }
         txn_change_t *ch = omap_get(t->writes, u->key.data, u->key.len);
         if (!ch)
             continue;

@@ -442,10 +442,10 @@ def test_max_memory_refuses_inserts_serves_reads_and_accepts_inserts_after_a_del
 
 
 def test_current_op_refuses_the_options_it_does_not_implement(loaded):
-    # never accept and ignore: idle connections and cursors are not listed,
-    # ops are not truncated, and targetAllNodes is for mongos
+    # never accept and ignore: idle cursors are not listed, ops are not
+    # truncated, and targetAllNodes is for mongos
     _, c = loaded
-    for opt, code in [("idleConnections", 238), ("idleCursors", 238), ("truncateOps", 238),
+    for opt, code in [("idleCursors", 238), ("truncateOps", 238),
                       ("backtrace", 238), ("targetAllNodes", 9)]:
         with pytest.raises(OperationFailure) as e:
             list(c.admin.aggregate([{"$currentOp": {opt: True}}]))
@@ -453,3 +453,114 @@ def test_current_op_refuses_the_options_it_does_not_implement(loaded):
         # false is what atomdb does anyway
         list(c.admin.aggregate([{"$currentOp": {opt: False}}]))
     assert isinstance(c.admin.command("currentOp", {"$ownOps": True})["inprog"], list)
+
+
+def test_current_op_all_lists_idle_connections(loaded):
+    # db.currentOp(true): an idle connection is listed (active: false) with
+    # $all / idleConnections, and not without
+    server, c = loaded
+    idle = connect(server)
+    me = idle.admin.command("hello")["connectionId"]
+    try:
+        for ops in (c.admin.command("currentOp", {"$all": True})["inprog"],
+                    list(c.admin.aggregate([{"$currentOp": {"allUsers": True,
+                                                            "idleConnections": True}}]))):
+            mine = [o for o in ops if o.get("connectionId") == me]
+            assert len(mine) == 1 and mine[0]["active"] is False and "client" in mine[0], \
+                "the idle connection is listed, inactive (got %r)" % mine
+        assert not [o for o in c.admin.command("currentOp")["inprog"]
+                    if o.get("connectionId") == me], "without $all idle connections are not listed"
+    finally:
+        idle.close()
+
+
+def test_find_in_memory_sort_stops_at_its_memory_limit(loaded):
+    _, c = loaded
+    admin, db = c.admin, c.t
+    admin.command("setParameter", 1, internalQueryMaxBlockingSortMemoryUsageBytes=1_000_000)
+    try:
+        for disk in (False, True):
+            with pytest.raises(OperationFailure) as e:
+                list(db.docs.find({}).sort("v", -1).allow_disk_use(disk))
+            assert e.value.code == NO_DISK_USE and "Sort exceeded memory limit" in str(e.value), \
+                "find's blocking sort over its limit fails with 292 (got %s)" % e.value
+            if disk:
+                assert "allowDiskUse is not implemented" in str(e.value)
+        assert len(list(db.docs.find({}).sort("v", -1).limit(3))) == 3, \
+            "a top-3 sort holds 3 documents: under the limit"
+        assert len(list(db.docs.find({}, {"_id": 1}).sort("_id", 1).limit(100_000))) == 100_000, \
+            "a sort an index gives is not a blocking sort"
+    finally:
+        admin.command("setParameter", 1, internalQueryMaxBlockingSortMemoryUsageBytes=104857600)
+
+
+def test_commit_transaction_honours_max_time_ms(loaded):
+    server, c = loaded
+    from pymongo.errors import PyMongoError
+    c.t.drop_collection("txbig")
+    c.t.create_collection("txbig")
+    with c.start_session() as s:
+        s.start_transaction(max_commit_time_ms=1)
+        for start in range(0, 60_000, 10_000):
+            c.t.txbig.insert_many([{"_id": i, "p": "x" * 20} for i in range(start, start + 10_000)],
+                                  session=s)
+        with pytest.raises(PyMongoError) as e:
+            s.commit_transaction()
+    assert getattr(e.value, "code", None) == MAX_TIME_MS_EXPIRED, \
+        "a commit past its maxTimeMS fails with MaxTimeMSExpired (got %r)" % e.value
+    assert c.t.txbig.count_documents({}) == 0, "the expired commit was undone whole"
+
+
+def test_killop_ends_a_request_parked_on_a_document_lock(loaded):
+    server, c = loaded
+    c.t.locked.replace_one({"_id": 1}, {"_id": 1, "n": 0}, upsert=True)
+    result = {}
+
+    def run():
+        rc = connect(server)
+        try:
+            rc.t.command("update", "locked", comment="parked",
+                         updates=[{"q": {"_id": 1}, "u": {"$inc": {"n": 1}}}])
+            result["r"] = True
+        except OperationFailure as e:
+            result["e"] = e
+        rc.close()
+
+    with c.start_session() as s:
+        s.start_transaction()
+        c.t.locked.update_one({"_id": 1}, {"$inc": {"n": 10}}, session=s)
+        th = threading.Thread(target=run)
+        th.start()
+        op = find_op(c.admin, "parked", False)
+        assert op["waitingForLock"] is True and op["waitingFor"]["type"] == "documentLock" and \
+            op["waitingFor"]["ns"] == "t.locked", "the parked update waits on a document (%r)" % op
+        c.admin.command("killOp", op=op["opid"])
+        th.join(timeout=60)
+        s.abort_transaction()
+    assert "e" in result and result["e"].code == INTERRUPTED, \
+        "the killed parked update fails with Interrupted (got %r)" % result
+    assert c.t.locked.find_one({"_id": 1})["n"] == 0, "nothing was written"
+
+
+def test_killop_ends_a_parked_acquire_lock(loaded):
+    server, c = loaded
+    c.admin.command("acquireLock", "kl", owner="a", leaseMs=60_000)
+    result = {}
+
+    def run():
+        rc = connect(server)
+        try:
+            result["r"] = rc.admin.command("acquireLock", "kl", owner="b", leaseMs=1000,
+                                           waitMs=60_000, comment="lease-wait")
+        except OperationFailure as e:
+            result["e"] = e
+        rc.close()
+
+    th = threading.Thread(target=run)
+    th.start()
+    op = find_op(c.admin, "lease-wait", False)
+    assert op["waitingForLock"] is True and op["waitingFor"] == {
+        "type": "lease", "name": "kl", "micros": op["waitingFor"]["micros"]}, op
+    c.admin.command("killOp", op=op["opid"])
+    th.join(timeout=60)
+    assert "e" in result and result["e"].code == INTERRUPTED, result
