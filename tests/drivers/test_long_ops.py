@@ -237,7 +237,7 @@ def find_op(admin, comment, via_stage):
             ops = list(admin.aggregate([{"$currentOp": {"allUsers": True}},
                                         {"$match": {"command.comment": comment}}]))
         else:
-            ops = admin.command("currentOp", {"command.comment": comment})["inprog"]
+            ops = admin.command({"currentOp": 1, "command.comment": comment})["inprog"]
         if ops:
             return ops[0]
         time.sleep(0.01)
@@ -275,7 +275,7 @@ def test_killop_interrupts_an_operation_found_by_its_comment(loaded, via_stage):
     th.join(timeout=120)
     assert "e" in result, "the killed aggregate failed (got %r)" % result.get("r")
     assert result["e"].code == INTERRUPTED, "killOp interrupts with Interrupted (11601)"
-    assert not c.admin.command("currentOp", {"command.comment": comment})["inprog"], \
+    assert not c.admin.command({"currentOp": 1, "command.comment": comment})["inprog"], \
         "the killed operation is gone from currentOp"
 
 
@@ -462,7 +462,7 @@ def test_current_op_all_lists_idle_connections(loaded):
     idle = connect(server)
     me = idle.admin.command("hello")["connectionId"]
     try:
-        for ops in (c.admin.command("currentOp", {"$all": True})["inprog"],
+        for ops in (c.admin.command({"currentOp": 1, "$all": True})["inprog"],
                     list(c.admin.aggregate([{"$currentOp": {"allUsers": True,
                                                             "idleConnections": True}}]))):
             mine = [o for o in ops if o.get("connectionId") == me]
