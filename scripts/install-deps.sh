@@ -21,7 +21,7 @@ apt_opts=(-o DPkg::Lock::Timeout=600)
 # Build, library and test dependencies (see ../shared/DESIGN.md, Dependencies).
 apt_packages=(
   build-essential cmake pkg-config git ca-certificates
-  libbson-dev libmongoc-dev libuv1-dev libpcre2-dev
+  libbson-dev libmongoc-dev libuv1-dev libpcre2-dev libicu-dev tzdata
   libsnappy-dev libzstd-dev zlib1g-dev libssl-dev libyaml-dev libidn-dev openssl
   libintelrdfpmath-dev uthash-dev
   python3 python3-pymongo python3-pymongo-ext python3-bson-ext python3-pytest

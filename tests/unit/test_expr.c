@@ -297,5 +297,6 @@ int main(void)
     UNIT_RUN(test_expression_is_reusable_across_documents);
     UNIT_RUN(test_destroy_accepts_null);
     run_case_file("cases/expr.json");
+    run_case_file("cases/date.json");
     return unit_finish();
 }

@@ -30,6 +30,7 @@ typedef enum op_parse {
     OPP_NAMED,   /* a document of named parameters (see expr_op_t.params) */
     OPP_FIELD,   /* $getField/$setField/$unsetField: {field, input, value} */
     OPP_NOARGS,  /* {} (or []): no arguments, as $rand */
+    OPP_CUSTOM,  /* the row's own parse_fn reads the argument (the date operators) */
 } op_parse_t;
 
 typedef struct expr_op expr_op_t;
@@ -65,6 +66,8 @@ struct expr_op {
     expr_scope_fn scope;   /* NULL: arguments see the enclosing scope */
     expr_eager_fn eager;   /* set instead of `fn` for OPP_ARGS operators of at
                             * most EXPR_EAGER_MAX arguments that need them all */
+    /* OPP_CUSTOM: reads the argument under `arg` into e->args (false with `err`). */
+    bool (*parse_fn)(expr_t *e, bson_iter_t *arg, dberr_t *err);
 };
 
 /* The most arguments an eager operator takes. */
@@ -90,6 +93,8 @@ extern const expr_op_t expr_array_ops[];  /* arrays, $map $filter $reduce */
 extern const expr_op_t expr_type_ops[];   /* $type and conversions */
 extern const expr_op_t expr_object_ops[]; /* documents, $getField $setField $unsetField */
 extern const expr_op_t expr_var_ops[];    /* $let, $literal */
+extern const expr_op_t expr_date_ops[];   /* date parts, $dateAdd & co. (date.c) */
+extern const expr_op_t expr_datefmt_ops[]; /* $dateToString $dateFromString $toDate (datefmt.c) */
 
 /* ---- values ---- */
 

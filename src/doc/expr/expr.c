@@ -3,7 +3,7 @@
  * expressions) and evaluated per document into owned bson_value_t results.
  * This file holds the nodes, evaluation, parsing and the registry of the
  * operator families (arith.c, cond.c, string.c, array.c, type.c, object.c,
- * var.c: one table row and one function per operator). */
+ * var.c, date.c, datefmt.c: one table row and one function per operator). */
 #include "doc/expr/expr-private.h"
 
 #include <ctype.h>
@@ -393,7 +393,8 @@ bool expr_for_operands(const expr_t *e, const expr_ctx_t *ctx, operand_fn fn, vo
 /* Every operator family; an operator is one row in its family's table. */
 static const expr_op_t *const expr_op_families[] = {
     expr_arith_ops, expr_cond_ops,   expr_string_ops, expr_array_ops,
-    expr_type_ops,  expr_object_ops, expr_var_ops,
+    expr_type_ops,  expr_object_ops, expr_var_ops,    expr_date_ops,
+    expr_datefmt_ops,
 };
 
 static const expr_op_t *find_op(const char *name)
@@ -636,6 +637,10 @@ static expr_t *parse_op(const expr_op_t *op, bson_iter_t *arg, dberr_t *err)
     }
     case OPP_FIELD:
         if (!expr_parse_field_op(e, arg, err))
+            goto fail;
+        return e;
+    case OPP_CUSTOM:
+        if (!op->parse_fn(e, arg, err))
             goto fail;
         return e;
     case OPP_NOARGS: {

@@ -1,0 +1,159 @@
+/* expr/datefmt: dates as text — $dateToString with mongod's format
+ * specifiers, onNull and timezone, and $toDate of dates, timestamps,
+ * ObjectIds and numbers. ($dateFromString is not implemented yet: it stays
+ * an unknown expression, refused with InvalidPipelineOperator.) */
+#include "doc/expr/date-private.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "util/shellfmt.h"
+
+static bool parse_to_string(expr_t *e, bson_iter_t *arg, dberr_t *err)
+{
+    static const char *const params[] = {"date", "format", "timezone", "onNull"};
+    if (!date_parse_named(e, arg, params, 4, 18629, 18534, err))
+        return false;
+    if (!e->args[0])
+        return dberr_set(err, 18628, "Missing 'date' parameter to $dateToString");
+    return true;
+}
+
+/* Appends `ms` formatted by `fmt` in `tz` to `s`. */
+static bool format_date(int64_t ms, const char *fmt, const date_tz_t *tz, bson_string_t *s,
+                        dberr_t *err)
+{
+    date_parts_t p;
+    date_split(ms, tz, &p);
+    for (const char *c = fmt; *c; c++) {
+        if (*c != '%') {
+            bson_string_append_c(s, *c);
+            continue;
+        }
+        c++;
+        if (!*c)
+            return dberr_set(err, 18535, "Unmatched '%%' at end of format string");
+        int64_t off_min = p.off_ms / 60000;
+        switch (*c) {
+        case 'Y':
+        case 'G': {
+            int64_t y = *c == 'Y' ? p.year : p.iso_year;
+            if (y < 0 || y > 9999)
+                return dberr_set(err, 18537,
+                                 "$dateToString is only defined on year 0-9999, tried to use "
+                                 "year %lld",
+                                 (long long)y);
+            bson_string_append_printf(s, "%04lld", (long long)y);
+            break;
+        }
+        case 'm': bson_string_append_printf(s, "%02d", p.month); break;
+        case 'd': bson_string_append_printf(s, "%02d", p.day); break;
+        case 'H': bson_string_append_printf(s, "%02d", p.hour); break;
+        case 'M': bson_string_append_printf(s, "%02d", p.minute); break;
+        case 'S': bson_string_append_printf(s, "%02d", p.second); break;
+        case 'L': bson_string_append_printf(s, "%03d", p.millis); break;
+        case 'j': bson_string_append_printf(s, "%03d", p.yday); break;
+        case 'w': bson_string_append_printf(s, "%d", p.dow + 1); break;
+        case 'u': bson_string_append_printf(s, "%d", p.iso_dow); break;
+        case 'U': bson_string_append_printf(s, "%02d", (p.yday - 1 + 7 - p.dow) / 7); break;
+        case 'V': bson_string_append_printf(s, "%02d", p.iso_week); break;
+        case 'b': bson_string_append_printf(s, "%.3s", date_month_names[p.month - 1]); break;
+        case 'B': bson_string_append(s, date_month_names[p.month - 1]); break;
+        case 'z':
+            bson_string_append_printf(s, "%c%02lld%02lld", off_min < 0 ? '-' : '+',
+                                      (long long)(llabs(off_min) / 60),
+                                      (long long)(llabs(off_min) % 60));
+            break;
+        case 'Z': bson_string_append_printf(s, "%lld", (long long)off_min); break;
+        case '%': bson_string_append_c(s, '%'); break;
+        default:
+            return dberr_set(err, 18536, "Invalid format character '%%%c' in format string", *c);
+        }
+    }
+    return true;
+}
+
+static bool op_to_string(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+{
+    bson_value_t d, f;
+    date_tz_t tz;
+    bool null_tz;
+    int64_t ms = 0;
+    bool ok = false;
+    expr_val_missing(&f);
+    if (!expr_eval_arg(e, 0, ctx, &d, err))
+        return false;
+    if (expr_is_nullish(&d)) {
+        expr_val_free(&d);
+        if (e->args[3])
+            return expr_eval_arg(e, 3, ctx, out, err);
+        expr_val_null(out);
+        return true;
+    }
+    if (!expr_eval_arg(e, 1, ctx, &f, err) || !date_eval_tz(e, 2, ctx, &tz, &null_tz, err))
+        goto cleanup;
+    if (f.value_type != BSON_TYPE_EOD && !expr_is_nullish(&f) && f.value_type != BSON_TYPE_UTF8) {
+        dberr_set(err, 18533, "$dateToString requires that 'format' be a string, found: %s",
+                  shellfmt_type_name(f.value_type));
+        goto cleanup;
+    }
+    if (null_tz || (f.value_type != BSON_TYPE_EOD && expr_is_nullish(&f))) {
+        expr_val_null(out);
+        ok = true;
+        goto cleanup;
+    }
+    if (!date_coerce(&d, &ms)) {
+        dberr_set(err, 16006, "can't convert from BSON type %s to Date",
+                  shellfmt_type_name(d.value_type));
+        goto cleanup;
+    }
+    const char *fmt = f.value_type == BSON_TYPE_UTF8 ? f.value.v_utf8.str
+                      : e->args[2]                   ? "%Y-%m-%dT%H:%M:%S.%L"
+                                                     : "%Y-%m-%dT%H:%M:%S.%LZ";
+    bson_string_t *s = bson_string_new(NULL);
+    ok = format_date(ms, fmt, &tz, s, err);
+    if (ok)
+        expr_val_string(out, s->str, s->len);
+    bson_string_free(s, true);
+cleanup:
+    expr_val_free(&d);
+    expr_val_free(&f);
+    return ok;
+}
+
+/* $toDate: a date, timestamp, ObjectId or a number of milliseconds. */
+static bool op_to_date(const expr_t *e, const bson_value_t *v, bson_value_t *out, dberr_t *err)
+{
+    int64_t ms;
+    if (expr_is_nullish(v)) {
+        expr_val_null(out);
+        return true;
+    }
+    if (date_coerce(v, &ms)) {
+        expr_val_date(out, ms);
+        return true;
+    }
+    if (v->value_type == BSON_TYPE_INT64) {
+        expr_val_date(out, v->value.v_int64);
+        return true;
+    }
+    if (v->value_type == BSON_TYPE_DOUBLE || v->value_type == BSON_TYPE_DECIMAL128) {
+        double d = num_to_double(v);
+        if (isnan(d) || isinf(d) || fabs(d) >= 9.2e18)
+            return dberr_set(err, 241,
+                             "Conversion would overflow target type in $convert with no onError "
+                             "value");
+        expr_val_date(out, (int64_t)trunc(d));
+        return true;
+    }
+    return dberr_set(err, 241,
+                     "Unsupported conversion from %s to date in $convert with no onError value",
+                     shellfmt_type_name(v->value_type));
+}
+
+const expr_op_t expr_datefmt_ops[] = {
+    {"$dateToString", op_to_string, OPP_CUSTOM, 0, 0, {0}, 0, NULL, NULL, parse_to_string},
+    {"$toDate", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, op_to_date},
+    {NULL},
+};
