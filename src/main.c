@@ -131,12 +131,13 @@ static void main_ttl_one(collection_t *c, void *ctx)
 static void main_on_tick(uv_timer_t *t)
 {
     int64_t now = server_now_ms();
-    size_t closed = cursors_reap(server.cursors, now, admin_cursor_timeout());
+    size_t closed = cursors_reap(server.cursors, now, param_cursor_timeout());
     if (closed)
         log_info("QUERY", "closed %zu idle cursors", closed);
     session_reap(now, server.txn_lifetime_s);
     size_t expired = 0;
-    catalog_foreach_all(server.catalog, main_ttl_one, &expired);
+    if (param_ttl_due(now))
+        catalog_foreach_all(server.catalog, main_ttl_one, &expired);
     if (expired)
         log_debug("INDEX", "TTL monitor deleted %zu documents", expired);
     journal_seal(); /* the TTL deletes are one commit of their own */
@@ -383,7 +384,7 @@ static bool main_set_parameters(const options_t *o)
     bson_iter_init(&it, &o->set_parameters);
     while (bson_iter_next(&it)) {
         dberr_t err = {0};
-        if (!admin_set_parameter(bson_iter_key(&it), &it, &err)) {
+        if (!param_set(bson_iter_key(&it), &it, &err)) {
             fprintf(stderr, "atomdb: --setParameter %s: %s\n", bson_iter_key(&it), err.msg);
             return false;
         }

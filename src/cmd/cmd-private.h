@@ -288,12 +288,16 @@ void cmd_locks_client_closed(cmd_client_t *client);
  * taken under it. `lsid` is the lsid document {id: UUID} or the UUID. */
 void cmd_locks_session_ended(const bson_value_t *lsid);
 
-/* The idle timeout in force for cursors (setParameter cursorTimeoutMillis). */
-int64_t admin_cursor_timeout(void);
-/* Sets server parameter `name` to the value at `it` (the setParameter
- * command, and --setParameter at start); false for an unknown name or a bad
- * value. */
-bool admin_set_parameter(const char *name, const bson_iter_t *it, dberr_t *err);
+/* param.c: the idle timeout in force for cursors (setParameter
+ * cursorTimeoutMillis). */
+int64_t param_cursor_timeout(void);
+/* Sets server parameter `name` to the value at `it` (--setParameter at
+ * start, where start-only parameters are allowed too); false for an
+ * unknown name or a bad value. */
+bool param_set(const char *name, const bson_iter_t *it, dberr_t *err);
+/* True when the TTL monitor should run now (ttlMonitorEnabled, and
+ * ttlMonitorSleepSecs passed since it last ran); records the run. */
+bool param_ttl_due(int64_t now_ms);
 
 /* users.c, sasl.c (authentication: cmd/access.h, docs/security.md) */
 bool cmd_create_user(cmd_ctx_t *ctx, dberr_t *err);

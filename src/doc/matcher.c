@@ -10,6 +10,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include "doc/bits.h"
 #include "doc/compare.h"
 #include "doc/expr.h"
 #include "doc/matcher-private.h"
@@ -39,6 +40,7 @@ typedef enum {
     MN_SIZE,
     MN_ELEM_OBJ,
     MN_ELEM_VAL,
+    MN_BITS,
 } mkind_t;
 
 /* A compiled regular expression and the BSON regex it came from. */
@@ -66,6 +68,7 @@ typedef struct mnode {
     int64_t size;          /* SIZE: -1 matches nothing */
     matcher_t *sub;        /* ELEM_OBJ */
     expr_t *expr;          /* EXPR */
+    bits_t *bits;          /* BITS */
 } mnode_t;
 
 /* What matching leaves behind for matcher_take_error; written by
@@ -131,6 +134,7 @@ static void node_destroy(mnode_t *n)
     regex_destroy(n->re);
     matcher_destroy(n->sub);
     expr_destroy(n->expr);
+    bits_destroy(n->bits);
     bson_free(n->path);
     bson_free(n);
 }
@@ -357,6 +361,8 @@ static bool leaf_test(const mnode_t *n, const bson_value_t *v, int *elem_pos)
         return mod_test(n, v);
     case MN_REGEX:
         return regex_test(n->re, v);
+    case MN_BITS:
+        return bits_test(n->bits, v);
     case MN_SIZE: {
         if (v->value_type != BSON_TYPE_ARRAY || n->size < 0)
             return false;
@@ -526,8 +532,7 @@ static bool is_unsupported_field_op(const char *op)
     static const char *const ops[] = {
         "$near",   "$nearSphere",  "$geoWithin",   "$geoIntersects", "$within",
         "$geometry", "$maxDistance", "$minDistance", "$box",         "$center",
-        "$centerSphere", "$polygon", "$bitsAllSet", "$bitsAllClear", "$bitsAnySet",
-        "$bitsAnyClear", "$where", "$text", "$jsonSchema", NULL};
+        "$centerSphere", "$polygon", "$where", "$text", "$jsonSchema", NULL};
     for (int i = 0; ops[i]; i++) {
         if (strcmp(op, ops[i]) == 0)
             return true;
@@ -865,6 +870,13 @@ static bool parse_ops(const char *path, const bson_iter_t *ops, mnode_t *and_nod
                 return dberr_set(err, DBERR_BAD_VALUE, "$not needs a regex or a document");
             }
             continue;
+        } else if (bits_is_operator(op)) {
+            n = node_new(MN_BITS, path);
+            n->bits = bits_new(op, v, err);
+            if (!n->bits) {
+                node_destroy(n);
+                return false;
+            }
         } else if (strcmp(op, "$comment") == 0) {
             continue;
         } else if (is_unsupported_field_op(op)) {

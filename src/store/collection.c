@@ -32,6 +32,18 @@ struct collection {
     bool validator_compiled;
 };
 
+static bool collection_no_table_scan; /* setParameter notablescan */
+
+void collection_set_notablescan(bool on)
+{
+    collection_no_table_scan = on;
+}
+
+bool collection_notablescan(void)
+{
+    return collection_no_table_scan;
+}
+
 collection_t *collection_new(const char *db, const char *name, const bson_t *options)
 {
     collection_t *c = bson_malloc0(sizeof *c);
@@ -978,6 +990,13 @@ static bool collection_query_opts_plain(collection_t *c, const collection_query_
             }
         }
     }
+    if (!have_best && collection_no_table_scan && !matcher_is_empty(o->matcher) &&
+        strcmp(c->db, "admin") && strcmp(c->db, "local") && strcmp(c->db, "config") &&
+        strncmp(c->name, "system.", 7))
+        return dberr_set(err, 291 /* NoQueryExecutionPlans */,
+                         "error processing query: ns=%s planner returned error :: caused by :: "
+                         "No indexed plans available, and running with 'notablescan'",
+                         c->ns);
     if (!have_best) {
         collection_plan_index(c->indexes[0], o->matcher, &best); /* full _id scan */
         strcpy(plan->stage, "COLLSCAN");

@@ -27,6 +27,12 @@ collection_t *collection_new(const char *db, const char *name, const bson_t *opt
 /* Frees the collection and drops its references to records (accepts NULL). */
 void collection_destroy(collection_t *c);
 
+/* setParameter notablescan: while on, a query with a non-empty filter that
+ * no index serves fails with NoQueryExecutionPlans (291) instead of
+ * scanning (collections of admin, local, config and system.* excepted). */
+void collection_set_notablescan(bool on);
+bool collection_notablescan(void);
+
 /* Replaces the collection's options (collMod); reported to the observer as
  * {collMod: name, options}. */
 void collection_set_options(collection_t *c, const bson_t *options);
