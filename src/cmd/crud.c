@@ -495,10 +495,6 @@ static bool crud_parse_update_stmt(const bson_t *stmt, crud_update_stmt_t *s, db
                 s->hint_name = bson_iter_utf8(&it, NULL);
             else if (cmd_iter_doc(&it, &s->hint))
                 s->has_hint = !bson_empty(&s->hint);
-        } else if (strcmp(k, "sort") == 0) {
-            if (!BSON_ITER_HOLDS_DOCUMENT(&it) || !cmd_iter_doc(&it, &s->sort))
-                return dberr_set(err, DBERR_TYPE_MISMATCH, "sort must be an object");
-            s->has_sort = true;
         } else if (strcmp(k, "collation") == 0) {
             return dberr_set(err, DBERR_NOT_IMPLEMENTED, "atomdb does not support collation yet");
         } else if (strcmp(k, "c") == 0 || strcmp(k, "upsertSupplied") == 0) {
@@ -621,6 +617,19 @@ static bool crud_update_stmt(cmd_ctx_t *ctx, const bson_iter_t *item, uint32_t i
 
 bool cmd_update(cmd_ctx_t *ctx, dberr_t *err)
 {
+    /* mongod 7 parses the whole command (IDL) before running a statement:
+     * `sort` (a MongoDB 8.0 statement field) fails the command at once */
+    bson_iter_t ups, st;
+    if (cmd_find(ctx, "updates", &ups) && BSON_ITER_HOLDS_ARRAY(&ups) &&
+        bson_iter_recurse(&ups, &st)) {
+        while (bson_iter_next(&st)) {
+            bson_iter_t f;
+            if (BSON_ITER_HOLDS_DOCUMENT(&st) && bson_iter_recurse(&st, &f) &&
+                bson_iter_find(&f, "sort"))
+                return dberr_set(err, 40415, "BSON field 'update.updates.sort' is an unknown "
+                                             "field.");
+        }
+    }
     return crud_write_command(ctx, "updates", true, &server.ops.update, crud_update_stmt, err);
 }
 

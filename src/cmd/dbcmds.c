@@ -371,6 +371,11 @@ bool cmd_coll_mod(cmd_ctx_t *ctx, dberr_t *err)
                 ok = dberr_set(err, DBERR_INDEX_NOT_FOUND, "cannot find index for collMod");
                 break;
             }
+            if (bson_iter_init_find(&f, &spec, "hidden")) {
+                ok = dberr_set(err, DBERR_NOT_IMPLEMENTED,
+                               "atomdb's collMod does not support 'index.hidden' yet");
+                break;
+            }
             if (bson_iter_init_find(&f, &spec, "expireAfterSeconds") && BSON_ITER_HOLDS_NUMBER(&f))
                 ix->expire_after_s = bson_iter_as_int64(&f);
         } else {

@@ -103,7 +103,7 @@ void plancache_put_matcher(const bson_t *filter, matcher_t *m)
     if (!m)
         return;
     /* a pending error or $expr (let, $$NOW) makes it single-use */
-    if (matcher_has_expr(m) || matcher_take_error(m, NULL) ||
+    if (matcher_has_expr(m) || matcher_collation(m) || matcher_take_error(m, NULL) ||
         !plancache_put(&plancache_matchers, bson_get_data(filter), filter->len, m))
         matcher_destroy(m);
 }

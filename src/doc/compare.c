@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "doc/collation.h"
 #include "doc/num.h"
 
 int compare_type_rank(bson_type_t type)
@@ -75,7 +76,7 @@ static int compare_cstr(const char *a, const char *b)
 /* Documents (and arrays, whose names are equal position by position):
  * element by element, comparing type rank, then name, then value. */
 static int compare_doc_bytes(const uint8_t *da, uint32_t la, const uint8_t *db, uint32_t lb,
-                             bool compare_names)
+                             bool compare_names, const collation_t *coll)
 {
     bson_t ba, bb;
     bson_iter_t ia, ib;
@@ -97,13 +98,18 @@ static int compare_doc_bytes(const uint8_t *da, uint32_t la, const uint8_t *db, 
             if (c)
                 return c;
         }
-        int c = compare_iters(&ia, &ib);
+        int c = compare_values_coll(bson_iter_value(&ia), bson_iter_value(&ib), coll);
         if (c)
             return c;
     }
 }
 
 int compare_values(const bson_value_t *a, const bson_value_t *b)
+{
+    return compare_values_coll(a, b, NULL);
+}
+
+int compare_values_coll(const bson_value_t *a, const bson_value_t *b, const collation_t *coll)
 {
     int ra = compare_type_rank(a->value_type);
     int rb = compare_type_rank(b->value_type);
@@ -136,13 +142,13 @@ int compare_values(const bson_value_t *a, const bson_value_t *b)
         } else {
             sb = b->value.v_symbol.symbol, lb = b->value.v_symbol.len;
         }
-        return compare_bytes(sa, la, sb, lb);
+        return collation_compare(coll, sa, la, sb, lb);
     }
     case BSON_TYPE_DOCUMENT:
     case BSON_TYPE_ARRAY:
         return compare_doc_bytes(a->value.v_doc.data, a->value.v_doc.data_len,
                                  b->value.v_doc.data, b->value.v_doc.data_len,
-                                 a->value_type == BSON_TYPE_DOCUMENT);
+                                 a->value_type == BSON_TYPE_DOCUMENT, coll);
     case BSON_TYPE_BINARY: {
         uint32_t la = a->value.v_binary.data_len, lb = b->value.v_binary.data_len;
         if (la != lb)
@@ -188,7 +194,7 @@ int compare_values(const bson_value_t *a, const bson_value_t *b)
         return compare_doc_bytes(a->value.v_codewscope.scope_data,
                                  a->value.v_codewscope.scope_len,
                                  b->value.v_codewscope.scope_data,
-                                 b->value.v_codewscope.scope_len, true);
+                                 b->value.v_codewscope.scope_len, true, NULL);
     }
     default:
         return 0;
@@ -205,7 +211,7 @@ int compare_iters(const bson_iter_t *a, const bson_iter_t *b)
 
 int compare_docs(const bson_t *a, const bson_t *b)
 {
-    return compare_doc_bytes(bson_get_data(a), a->len, bson_get_data(b), b->len, true);
+    return compare_doc_bytes(bson_get_data(a), a->len, bson_get_data(b), b->len, true, NULL);
 }
 
 bool compare_equal(const bson_value_t *a, const bson_value_t *b)

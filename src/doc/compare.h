@@ -1,8 +1,8 @@
 /* compare: MongoDB's total order over BSON values — the cross-type order
  * MinKey < null < numbers < strings/symbols < objects < arrays < binData <
  * ObjectId < bool < date < timestamp < regex < MaxKey — with numbers compared
- * by value across int32/int64/double/decimal128. No collation: strings compare
- * as bytes. Used by the matcher, sort, $min/$max and index keys. */
+ * by value across int32/int64/double/decimal128. Strings compare as bytes, or
+ * under a collation (collation.h) with the _coll variants. Used by the matcher, sort, $min/$max and index keys. */
 #ifndef ATOMDB_COMPARE_H
 #define ATOMDB_COMPARE_H
 
@@ -11,6 +11,8 @@
 
 #include "doc/num.h"
 
+typedef struct collation collation_t;
+
 /* The rank of `type` in the cross-type order (numbers share one rank, as do
  * string and symbol; undefined ranks with null). */
 int compare_type_rank(bson_type_t type);
@@ -18,6 +20,10 @@ int compare_type_rank(bson_type_t type);
 /* Compares two values: <0, 0 or >0. Documents compare field by field (type
  * rank, then name, then value), arrays element by element, as mongod does. */
 int compare_values(const bson_value_t *a, const bson_value_t *b);
+
+/* compare_values with strings (also inside documents and arrays, field
+ * names excepted) ordered by `coll`; NULL is the simple collation. */
+int compare_values_coll(const bson_value_t *a, const bson_value_t *b, const collation_t *coll);
 
 /* Compares the values under two iterators without copying them. */
 int compare_iters(const bson_iter_t *a, const bson_iter_t *b);

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "doc/collation.h"
 #include "doc/compare.h"
 #include "doc/num.h"
 
@@ -66,11 +67,12 @@ static void put_number(buf_t *out, const bson_value_t *v)
     }
 }
 
-static void put_value(buf_t *out, const bson_value_t *v);
+static void put_value(buf_t *out, const bson_value_t *v, const collation_t *coll);
 
 /* Document or array body: per element its rank byte, (documents) its
  * escaped name, then its value; 0x00 ends the list (ranks are >= 1). */
-static void put_doc(buf_t *out, const uint8_t *data, uint32_t len, bool names)
+static void put_doc(buf_t *out, const uint8_t *data, uint32_t len, bool names,
+                    const collation_t *coll)
 {
     bson_t b;
     bson_iter_t it;
@@ -81,13 +83,28 @@ static void put_doc(buf_t *out, const uint8_t *data, uint32_t len, bool names)
                 buf_push(out, (uint8_t)compare_type_rank(ev->value_type));
                 put_escaped(out, bson_iter_key(&it), bson_iter_key_len(&it));
             }
-            put_value(out, ev);
+            put_value(out, ev, coll);
         }
     }
     buf_push(out, 0x00);
 }
 
-static void put_value(buf_t *out, const bson_value_t *v)
+/* A string: its bytes, or under a collation its ICU sort key (which holds
+ * no zero byte, so the escaping leaves it as it is). */
+static void put_string(buf_t *out, const char *s, size_t len, const collation_t *coll)
+{
+    if (!coll) {
+        put_escaped(out, s, len);
+        return;
+    }
+    buf_t key;
+    buf_init(&key);
+    collation_sort_key(coll, s, len, &key);
+    put_escaped(out, (const char *)key.data, key.len);
+    buf_destroy(&key);
+}
+
+static void put_value(buf_t *out, const bson_value_t *v, const collation_t *coll)
 {
     buf_push(out, (uint8_t)compare_type_rank(v->value_type));
     switch (v->value_type) {
@@ -98,16 +115,16 @@ static void put_value(buf_t *out, const bson_value_t *v)
         put_number(out, v);
         break;
     case BSON_TYPE_UTF8:
-        put_escaped(out, v->value.v_utf8.str, v->value.v_utf8.len);
+        put_string(out, v->value.v_utf8.str, v->value.v_utf8.len, coll);
         break;
     case BSON_TYPE_SYMBOL:
-        put_escaped(out, v->value.v_symbol.symbol, v->value.v_symbol.len);
+        put_string(out, v->value.v_symbol.symbol, v->value.v_symbol.len, coll);
         break;
     case BSON_TYPE_DOCUMENT:
-        put_doc(out, v->value.v_doc.data, v->value.v_doc.data_len, true);
+        put_doc(out, v->value.v_doc.data, v->value.v_doc.data_len, true, coll);
         break;
     case BSON_TYPE_ARRAY:
-        put_doc(out, v->value.v_doc.data, v->value.v_doc.data_len, false);
+        put_doc(out, v->value.v_doc.data, v->value.v_doc.data_len, false, coll);
         break;
     case BSON_TYPE_BINARY:
         buf_append_be(out, 4, v->value.v_binary.data_len);
@@ -143,7 +160,8 @@ static void put_value(buf_t *out, const bson_value_t *v)
         break;
     case BSON_TYPE_CODEWSCOPE:
         put_escaped(out, v->value.v_codewscope.code, v->value.v_codewscope.code_len);
-        put_doc(out, v->value.v_codewscope.scope_data, v->value.v_codewscope.scope_len, true);
+        put_doc(out, v->value.v_codewscope.scope_data, v->value.v_codewscope.scope_len, true,
+                NULL);
         break;
     default:
         /* MinKey, MaxKey, null, undefined, missing: the rank says it all. */
@@ -153,8 +171,14 @@ static void put_value(buf_t *out, const bson_value_t *v)
 
 void keystring_append(buf_t *out, const bson_value_t *v, bool descending)
 {
+    keystring_append_coll(out, v, descending, NULL);
+}
+
+void keystring_append_coll(buf_t *out, const bson_value_t *v, bool descending,
+                           const collation_t *coll)
+{
     size_t start = out->len;
-    put_value(out, v);
+    put_value(out, v, coll);
     if (descending) {
         for (size_t i = start; i < out->len; i++)
             out->data[i] = (uint8_t)~out->data[i];

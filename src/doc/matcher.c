@@ -11,6 +11,7 @@
 #include <pcre2.h>
 
 #include "doc/bits.h"
+#include "doc/collation.h"
 #include "doc/compare.h"
 #include "doc/expr.h"
 #include "doc/matcher-private.h"
@@ -69,6 +70,7 @@ typedef struct mnode {
     matcher_t *sub;        /* ELEM_OBJ */
     expr_t *expr;          /* EXPR */
     bits_t *bits;          /* BITS */
+    const collation_t *coll; /* string order of EQ/IN/comparisons (the matcher's) */
 } mnode_t;
 
 /* What matching leaves behind for matcher_take_error; written by
@@ -84,6 +86,7 @@ struct matcher {
     bool has_expr;         /* the filter holds $expr */
     matcher_state_t *st;   /* sticky error */
     uint32_t refs;         /* owners; matcher_destroy drops one */
+    collation_t *coll;     /* owned reference; NULL is simple */
 };
 
 /* A clear error state; not zeroed whole (a dberr_t is over a kilobyte). */
@@ -235,7 +238,7 @@ static bool is_nan_number(const bson_value_t *v)
 
 /* {path: arg}: null also matches a missing value; otherwise equal in the
  * comparison order within the same type bracket. */
-static bool eq_test(const bson_value_t *arg, const bson_value_t *v)
+static bool eq_test(const bson_value_t *arg, const bson_value_t *v, const collation_t *coll)
 {
     if (arg->value_type == BSON_TYPE_NULL)
         return v->value_type == BSON_TYPE_NULL || v->value_type == BSON_TYPE_EOD;
@@ -243,11 +246,12 @@ static bool eq_test(const bson_value_t *arg, const bson_value_t *v)
         return false;
     if (compare_type_rank(arg->value_type) != compare_type_rank(v->value_type))
         return false;
-    return compare_values(v, arg) == 0;
+    return compare_values_coll(v, arg, coll) == 0;
 }
 
 /* $gt/$gte/$lt/$lte with type bracketing, NaN and MinKey/MaxKey rules. */
-static bool cmp_test(mkind_t kind, const bson_value_t *arg, const bson_value_t *v)
+static bool cmp_test(mkind_t kind, const bson_value_t *arg, const bson_value_t *v,
+                     const collation_t *coll)
 {
     bool inclusive = kind == MN_GTE || kind == MN_LTE;
     if (v->value_type == BSON_TYPE_EOD)
@@ -261,7 +265,7 @@ static bool cmp_test(mkind_t kind, const bson_value_t *arg, const bson_value_t *
     }
     if (compare_is_number(arg) && (is_nan_number(arg) || is_nan_number(v)))
         return inclusive && is_nan_number(arg) && is_nan_number(v);
-    int c = compare_values(v, arg);
+    int c = compare_values_coll(v, arg, coll);
     switch (kind) {
     case MN_GT:
         return c > 0;
@@ -341,15 +345,15 @@ static bool leaf_test(const mnode_t *n, const bson_value_t *v, int *elem_pos)
 {
     switch (n->kind) {
     case MN_EQ:
-        return eq_test(&n->arg, v);
+        return eq_test(&n->arg, v, n->coll);
     case MN_GT:
     case MN_GTE:
     case MN_LT:
     case MN_LTE:
-        return cmp_test(n->kind, &n->arg, v);
+        return cmp_test(n->kind, &n->arg, v, n->coll);
     case MN_IN:
         for (size_t i = 0; i < n->nlist; i++) {
-            if (n->list_re[i] ? regex_test(n->list_re[i], v) : eq_test(&n->list[i], v))
+            if (n->list_re[i] ? regex_test(n->list_re[i], v) : eq_test(&n->list[i], v, n->coll))
                 return true;
         }
         return false;
@@ -1099,6 +1103,7 @@ void matcher_destroy(matcher_t *m)
     if (m->let)
         bson_destroy(m->let);
     bson_free(m->st);
+    collation_destroy(m->coll);
     bson_free(m);
 }
 
@@ -1144,7 +1149,7 @@ static void bounds_collect(const mnode_t *n, const char *path, matcher_bounds_t 
     case MN_GT:
     case MN_GTE: {
         bool incl = n->kind == MN_GTE;
-        int c = out->has_lower ? compare_values(&n->arg, &out->lower) : 1;
+        int c = out->has_lower ? compare_values_coll(&n->arg, &out->lower, n->coll) : 1;
         if (c > 0 || (c == 0 && !incl)) {
             out->has_lower = true;
             out->lower = n->arg;
@@ -1155,7 +1160,7 @@ static void bounds_collect(const mnode_t *n, const char *path, matcher_bounds_t 
     case MN_LT:
     case MN_LTE: {
         bool incl = n->kind == MN_LTE;
-        int c = out->has_upper ? compare_values(&n->arg, &out->upper) : -1;
+        int c = out->has_upper ? compare_values_coll(&n->arg, &out->upper, n->coll) : -1;
         if (c < 0 || (c == 0 && !incl)) {
             out->has_upper = true;
             out->upper = n->arg;
@@ -1183,4 +1188,29 @@ bool matcher_iter_filter(const bson_t *filter, int depth, bson_iter_t *it, dberr
     if (!bson_iter_init(it, filter))
         return dberr_set(err, DBERR_BAD_VALUE, "invalid filter document");
     return true;
+}
+
+/* Points every node (sub-matchers of $elemMatch included) at `coll`. */
+static void node_set_collation(mnode_t *n, collation_t *coll)
+{
+    if (!n)
+        return;
+    n->coll = coll;
+    for (size_t i = 0; i < n->nkids; i++)
+        node_set_collation(n->kids[i], coll);
+    if (n->sub)
+        matcher_set_collation(n->sub, coll);
+}
+
+void matcher_set_collation(matcher_t *m, collation_t *coll)
+{
+    collation_t *old = m->coll;
+    m->coll = collation_ref(coll);
+    node_set_collation(m->root, m->coll);
+    collation_destroy(old);
+}
+
+const collation_t *matcher_collation(const matcher_t *m)
+{
+    return m->coll;
 }

@@ -38,6 +38,16 @@ void matcher_set_let(matcher_t *m, const bson_t *let);
  * values of `vars` are bound as they are. */
 void matcher_set_vars(matcher_t *m, const bson_t *vars);
 
+typedef struct collation collation_t;
+
+/* Compares strings under `coll` (NULL: simple, the default) in equality,
+ * $in and range predicates, as mongod's collation does ($regex, field names
+ * and $expr stay bytewise). The matcher takes its own reference. */
+void matcher_set_collation(matcher_t *m, collation_t *coll);
+
+/* The collation set on `m`, or NULL. */
+const collation_t *matcher_collation(const matcher_t *m);
+
 /* True when `doc` matches. When `array_pos` is not NULL it receives the index
  * of the array element that satisfied the first array-traversing predicate
  * (for the positional `$` operator), or -1. $expr sees $$NOW as the wall

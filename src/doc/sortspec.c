@@ -5,6 +5,7 @@
 
 #include <string.h>
 
+#include "doc/collation.h"
 #include "doc/compare.h"
 #include "doc/path.h"
 
@@ -17,6 +18,7 @@ typedef struct sortkey {
 struct sortspec {
     sortkey_t *keys;
     int nkeys;
+    collation_t *coll; /* owned reference; NULL is simple */
 };
 
 sortspec_t *sortspec_new(const bson_t *spec, dberr_t *err)
@@ -81,6 +83,7 @@ void sortspec_destroy(sortspec_t *s)
     for (int i = 0; i < s->nkeys; i++)
         bson_free(s->keys[i].path);
     bson_free(s->keys);
+    collation_destroy(s->coll);
     bson_free(s);
 }
 
@@ -93,7 +96,7 @@ typedef struct keyval {
 } keyval_t;
 
 /* Orders two extracted keys ascending. */
-static int keyval_cmp(const keyval_t *a, const keyval_t *b)
+static int keyval_cmp(const keyval_t *a, const keyval_t *b, const collation_t *coll)
 {
     if (a->empty_array || b->empty_array) {
         if (a->empty_array && b->empty_array)
@@ -104,12 +107,12 @@ static int keyval_cmp(const keyval_t *a, const keyval_t *b)
             return -sign;
         return sign;
     }
-    return compare_values(&a->v, &b->v);
+    return compare_values_coll(&a->v, &b->v, coll);
 }
 
-static void keyval_offer(keyval_t *k, const keyval_t *cand)
+static void keyval_offer(keyval_t *k, const keyval_t *cand, const collation_t *coll)
 {
-    int c = k->have ? keyval_cmp(cand, k) : 0;
+    int c = k->have ? keyval_cmp(cand, k, coll) : 0;
     if (!k->have || (k->direction > 0 && c < 0) || (k->direction < 0 && c > 0)) {
         int dir = k->direction;
         *k = *cand;
@@ -122,6 +125,7 @@ typedef struct keywalk {
     keyval_t best;
     bool saw_empty_array;
     bool saw_value;
+    const collation_t *coll;
 } keywalk_t;
 
 static bool key_hit(const path_hit_t *hit, void *ctx)
@@ -141,21 +145,23 @@ static bool key_hit(const path_hit_t *hit, void *ctx)
         cand.v.value_type = BSON_TYPE_NULL;
     else
         cand.v = *hit->value;
-    keyval_offer(&kw->best, &cand);
+    keyval_offer(&kw->best, &cand, kw->coll);
     return true;
 }
 
-static void extract(const sortkey_t *k, const bson_t *doc, keyval_t *out)
+static void extract(const sortkey_t *k, const bson_t *doc, const collation_t *coll,
+                    keyval_t *out)
 {
     keywalk_t kw;
     memset(&kw, 0, sizeof kw);
+    kw.coll = coll;
     kw.best.direction = k->direction;
     path_walk(doc, k->path, true, key_hit, &kw);
     if (kw.saw_empty_array) {
         keyval_t cand;
         memset(&cand, 0, sizeof cand);
         cand.empty_array = true;
-        keyval_offer(&kw.best, &cand);
+        keyval_offer(&kw.best, &cand, coll);
     }
     if (!kw.best.have) {
         kw.best.have = true;
@@ -171,9 +177,9 @@ int sortspec_compare(const sortspec_t *s, const bson_t *a, const bson_t *b)
         if (k->meta)
             continue;
         keyval_t ka, kb;
-        extract(k, a, &ka);
-        extract(k, b, &kb);
-        int c = keyval_cmp(&ka, &kb);
+        extract(k, a, s->coll, &ka);
+        extract(k, b, s->coll, &kb);
+        int c = keyval_cmp(&ka, &kb, s->coll);
         if (c)
             return c < 0 ? -k->direction : k->direction;
     }
@@ -192,4 +198,16 @@ const char *sortspec_key(const sortspec_t *s, int i, int *direction)
     if (direction)
         *direction = s->keys[i].direction;
     return s->keys[i].path;
+}
+
+void sortspec_set_collation(sortspec_t *s, collation_t *coll)
+{
+    collation_t *old = s->coll;
+    s->coll = collation_ref(coll);
+    collation_destroy(old);
+}
+
+const collation_t *sortspec_collation(const sortspec_t *s)
+{
+    return s->coll;
 }

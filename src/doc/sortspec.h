@@ -25,4 +25,13 @@ int sortspec_compare(const sortspec_t *s, const bson_t *a, const bson_t *b);
 int sortspec_nkeys(const sortspec_t *s);
 const char *sortspec_key(const sortspec_t *s, int i, int *direction);
 
+typedef struct collation collation_t;
+
+/* Orders strings by `coll` (NULL: simple) from now on; `s` takes its own
+ * reference. */
+void sortspec_set_collation(sortspec_t *s, collation_t *coll);
+
+/* The collation set on `s`, or NULL. */
+const collation_t *sortspec_collation(const sortspec_t *s);
+
 #endif

@@ -548,10 +548,30 @@ static bool collection_value_indexable(const bson_value_t *v)
     return v->value_type != BSON_TYPE_ARRAY && v->value_type != BSON_TYPE_REGEX;
 }
 
+/* True when `v` is or holds a string: its index key depends on the collation. */
+static bool collection_value_has_string(const bson_value_t *v)
+{
+    if (v->value_type == BSON_TYPE_UTF8 || v->value_type == BSON_TYPE_SYMBOL)
+        return true;
+    if (v->value_type != BSON_TYPE_DOCUMENT && v->value_type != BSON_TYPE_ARRAY)
+        return false;
+    bson_t b;
+    bson_iter_t it;
+    if (!bson_init_static(&b, v->value.v_doc.data, v->value.v_doc.data_len) ||
+        !bson_iter_init(&it, &b))
+        return true;
+    while (bson_iter_next(&it))
+        if (collection_value_has_string(bson_iter_value(&it)))
+            return true;
+    return false;
+}
+
 /* Works out the bounds `m` allows on `ix`; returns the plan's score (0 =
- * the index narrows nothing). */
+ * the index narrows nothing). As mongod: bounds that hold strings are used
+ * only when the query's collation is the index's. */
 static int collection_plan_index(index_t *ix, const matcher_t *m, scan_plan_t *p)
 {
+    bool same_coll = collation_same(ix->collation, matcher_collation(m));
     buf_init(&p->lo);
     buf_init(&p->prefix);
     buf_init(&p->hi);
@@ -563,8 +583,12 @@ static int collection_plan_index(index_t *ix, const matcher_t *m, scan_plan_t *p
         if (!matcher_bounds(m, ix->paths[f], &b))
             break;
         bool desc = ix->dirs[f] < 0;
+        if (!same_coll && ((b.has_eq && collection_value_has_string(&b.eq)) ||
+                           (b.has_lower && collection_value_has_string(&b.lower)) ||
+                           (b.has_upper && collection_value_has_string(&b.upper))))
+            break;
         if (b.has_eq && collection_value_indexable(&b.eq)) {
-            keystring_append(&p->prefix, &b.eq, desc);
+            keystring_append_coll(&p->prefix, &b.eq, desc, ix->collation);
             score += 2;
             continue;
         }
@@ -581,10 +605,10 @@ static int collection_plan_index(index_t *ix, const matcher_t *m, scan_plan_t *p
         if (low || high) {
             buf_append(&p->lo, p->prefix.data, p->prefix.len);
             if (low)
-                keystring_append(&p->lo, low, desc);
+                keystring_append_coll(&p->lo, low, desc, ix->collation);
             if (high) {
                 buf_append(&p->hi, p->prefix.data, p->prefix.len);
-                keystring_append(&p->hi, high, desc);
+                keystring_append_coll(&p->hi, high, desc, ix->collation);
                 p->has_hi = true;
             }
             score += 1;
@@ -605,6 +629,8 @@ static bool collection_index_sorts(const index_t *ix, const sortspec_t *sort, bo
     int n = sortspec_nkeys(sort);
     if (n == 0 || n > ix->nfields || ix->multikey || ix->sparse || ix->partial || ix->hidden)
         return false;
+    if (!collation_same(ix->collation, sortspec_collation(sort)))
+        return false; /* strings would come in the index's order, not the sort's */
     int flip = 0;
     for (int i = 0; i < n; i++) {
         int dir;

@@ -178,7 +178,7 @@ bool index_keys_of(index_t *ix, const bson_t *doc, index_keys_t *out, dberr_t *e
         buf_t *key = index_keys_add(out);
         for (int f = 0; f < ix->nfields; f++) {
             const bson_value_t *v = f == multi_field ? &vals[f].v[i] : &vals[f].v[0];
-            keystring_append(key, v, ix->dirs[f] < 0);
+            keystring_append_coll(key, v, ix->dirs[f] < 0, ix->collation);
         }
     }
     if (out->len > 1) { /* one entry per distinct key */
@@ -244,6 +244,27 @@ bool index_dup_error(const index_t *ix, const char *ns, const bson_t *doc, dberr
     dberr_set_extra(err, bson_get_data(&extra), extra.len);
     bson_destroy(&extra);
     return false;
+}
+
+void index_set_hidden(index_t *ix, bool hidden)
+{
+    bson_t spec = BSON_INITIALIZER;
+    bson_iter_t it;
+    bool placed = false;
+    bson_iter_init(&it, &ix->spec);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "hidden") == 0)
+            continue;
+        bson_append_value(&spec, k, -1, bson_iter_value(&it));
+        if (strcmp(k, "name") == 0 && hidden && !placed) {
+            BSON_APPEND_BOOL(&spec, "hidden", true);
+            placed = true;
+        }
+    }
+    bson_destroy(&ix->spec);
+    bson_steal(&ix->spec, &spec);
+    ix->hidden = hidden;
 }
 
 bool index_key_equals(const index_t *ix, const bson_t *key)
@@ -370,15 +391,8 @@ index_t *index_new(const bson_t *spec, dberr_t *err)
                 goto fail;
             }
         } else if (strcmp(k, "collation") == 0) {
-            bson_iter_t c;
-            if (!BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &c) ||
-                !bson_iter_find(&c, "locale") || !BSON_ITER_HOLDS_UTF8(&c) ||
-                strcmp(bson_iter_utf8(&c, NULL), "simple") != 0) {
-                dberr_set(err, DBERR_NOT_IMPLEMENTED,
-                          "atomdb does not support collation yet: an index can only use the "
-                          "simple collation ({locale: 'simple'})");
+            if (!collation_parse_iter(&it, &ix->collation, err))
                 goto fail;
-            }
         } else if (strcmp(k, "background") == 0 || strcmp(k, "ns") == 0) {
             /* mongod 7 accepts and ignores both (every build is online);
              * background stays in the spec, ns does not */
@@ -410,15 +424,20 @@ index_t *index_new(const bson_t *spec, dberr_t *err)
         ix->is_id = true;
         ix->unique = true;
     }
+    if (ix->partial)
+        matcher_set_collation(ix->partial, ix->collation);
     BSON_APPEND_INT32(&ix->spec, "v", 2);
     BSON_APPEND_DOCUMENT(&ix->spec, "key", &ix->key);
     BSON_APPEND_UTF8(&ix->spec, "name", ix->name);
     bson_iter_init(&it, spec);
     while (bson_iter_next(&it)) {
         const char *k = bson_iter_key(&it);
-        if (strcmp(k, "v") && strcmp(k, "key") && strcmp(k, "name") && strcmp(k, "ns"))
+        if (strcmp(k, "v") && strcmp(k, "key") && strcmp(k, "name") && strcmp(k, "ns") &&
+            strcmp(k, "collation") && (strcmp(k, "hidden") || ix->hidden))
             bson_append_value(&ix->spec, k, -1, bson_iter_value(&it));
     }
+    if (ix->collation) /* as mongod: the resolved spec; the simple collation is not shown */
+        collation_append(ix->collation, &ix->spec, "collation");
     return ix;
 bad:
     dberr_set(err, DBERR_INVALID_BSON, "invalid index spec");
@@ -437,6 +456,7 @@ void index_destroy(index_t *ix)
     for (int i = 0; i < ix->nfields; i++)
         bson_free(ix->paths[i]);
     matcher_destroy(ix->partial);
+    collation_destroy(ix->collation);
     omap_destroy(ix->map, NULL);
     bson_free(ix);
 }

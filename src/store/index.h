@@ -8,6 +8,7 @@
 #include <bson/bson.h>
 #include <stdbool.h>
 
+#include "doc/collation.h"
 #include "doc/matcher.h"
 #include "store/record.h"
 #include "util/buf.h"
@@ -36,6 +37,7 @@ typedef struct index {
     bool sparse;
     matcher_t *partial;          /* partialFilterExpression, or NULL */
     bool hidden;                 /* kept up to date but never planned or hinted */
+    collation_t *collation;      /* the index's collation (owned), NULL: simple */
     int64_t expire_after_s;      /* TTL seconds, or -1 */
     bool multikey;               /* some document gave more than one key */
     omap_t *map;                 /* key (+ _id key unless unique) → record_t* (borrowed) */
@@ -70,6 +72,10 @@ bool index_dup_error(const index_t *ix, const char *ns, const bson_t *doc, dberr
 
 /* Appends keyPattern and keyValue for a duplicate of `doc` in `ix` to `out`. */
 void index_dup_info(const index_t *ix, const bson_t *doc, bson_t *out);
+
+/* Shows or hides `ix` from the planner and records it in its spec (the
+ * `hidden` field listIndexes shows; absent when false, as mongod). */
+void index_set_hidden(index_t *ix, bool hidden);
 
 /* True when the spec's key pattern equals `key`. */
 bool index_key_equals(const index_t *ix, const bson_t *key);

@@ -16,6 +16,7 @@ static const struct {
     {8, "UnknownError"},
     {9, "FailedToParse"},
     {11, "UserNotFound"},
+    {12, "IncompatibleCollationVersion"},
     {13, "Unauthorized"},
     {18, "AuthenticationFailed"},
     {31, "RoleNotFound"},

@@ -273,9 +273,6 @@ def test_index_specs_round_trip_and_unknown_options_are_refused(client):
     fails(197, lambda: db.command(SON([("createIndexes", "t"),
                                        ("indexes", [{"key": {"e": 1}, "name": "e_1", "bogus": 1}])])),
           "an unknown index option is refused")
-    fails(238, lambda: db.command(SON([("createIndexes", "t"), ("indexes", [
-        {"key": {"e": 1}, "name": "e_1", "collation": {"locale": "en", "strength": 2}}])])),
-          "a collated index is refused until collation exists, never created bytewise")
 
 
 def test_hidden_indexes_are_not_planned_and_partial_indexes_are(client):
