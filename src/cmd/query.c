@@ -9,6 +9,7 @@
 
 #include <string.h>
 
+#include "doc/collation.h"
 #include "doc/compare.h"
 #include "doc/matcher.h"
 #include "doc/path.h"
@@ -210,6 +211,7 @@ typedef struct query_find {
     bool return_key;
     bool no_cursor_timeout;
     bool allow_disk_use;
+    collation_t *coll; /* owned; NULL: the simple (bytewise) collation */
 } query_find_t;
 
 /* find's own fields (mongod's find_command.idl) that atomdb honours;
@@ -294,8 +296,6 @@ static bool query_parse_find(cmd_ctx_t *ctx, query_find_t *q, dberr_t *err)
     if ((cmd_find(ctx, "tailable", &it) && bson_iter_as_bool(&it)) ||
         (cmd_find(ctx, "awaitData", &it) && bson_iter_as_bool(&it)))
         return dberr_set(err, DBERR_BAD_VALUE, "atomdb does not support tailable cursors yet");
-    if (cmd_find(ctx, "collation", &it))
-        return dberr_set(err, DBERR_NOT_IMPLEMENTED, "atomdb does not support collation yet");
     if ((cmd_find(ctx, "readOnce", &it) && bson_iter_as_bool(&it)) ||
         (cmd_find(ctx, "oplogReplay", &it) && bson_iter_as_bool(&it)) ||
         cmd_find(ctx, "maxScan", &it) || cmd_find(ctx, "snapshot", &it))
@@ -305,7 +305,20 @@ static bool query_parse_find(cmd_ctx_t *ctx, query_find_t *q, dberr_t *err)
     /* allowPartialResults: one node holds all the data, so every result is
      * complete; allowDiskUse: atomdb cannot spill, so an in-memory sort past
      * its cap fails either way (query_run), with a message that says so */
-    return true;
+    /* last: nothing after it can fail, so q->coll needs no undoing here */
+    return !cmd_find(ctx, "collation", &it) || collation_parse_iter(&it, &q->coll, err);
+}
+
+/* The find's collation on its matcher and sort (what they compare strings
+ * by, and which indexes may serve them). */
+static void query_apply_collation(const query_find_t *q, matcher_t *m, sortspec_t *s)
+{
+    if (!q->coll)
+        return;
+    if (m)
+        matcher_set_collation(m, q->coll);
+    if (s)
+        sortspec_set_collation(s, q->coll);
 }
 
 /* The values of `doc` for the fields of index key `pattern`, as the
@@ -416,6 +429,8 @@ static bool query_run(cmd_ctx_t *ctx, collection_t *c, const char *coll, const q
         memcpy(ctx->view->plan_stage, "EOF", 4);
         return true;
     }
+    if (q->coll && c && collection_is_view(c))
+        return dberr_set(err, 167, "Cannot override a view's default collation");
     collection_query_opts_t o = {0};
     o.matcher = m;
     o.sort = s;
@@ -461,6 +476,7 @@ bool cmd_find_cmd(cmd_ctx_t *ctx, dberr_t *err)
         goto cleanup;
     if (q.has_sort && !(s = sortspec_new(&q.sort, err)))
         goto cleanup;
+    query_apply_collation(&q, m, s);
     if (q.has_projection && !bson_empty(&q.projection) &&
         !(p = projection_new(&q.projection, err)))
         goto cleanup;
@@ -488,6 +504,7 @@ cleanup:
     sortspec_destroy(s);
     projection_destroy(p);
     recvec_destroy(&recs);
+    collation_destroy(q.coll);
     return ok;
 }
 
@@ -507,8 +524,6 @@ bool cmd_count(cmd_ctx_t *ctx, dberr_t *err)
         bson_init(&filter);
     query_find_t q = {0};
     bson_iter_t it;
-    if (cmd_find(ctx, "collation", &it))
-        return dberr_set(err, DBERR_NOT_IMPLEMENTED, "atomdb does not support collation yet");
     if (!cmd_opt_int64(ctx, "skip", &q.skip, err) || !cmd_opt_int64(ctx, "limit", &q.limit, err))
         return false;
     if (q.skip < 0)
@@ -523,6 +538,8 @@ bool cmd_count(cmd_ctx_t *ctx, dberr_t *err)
     }
     collection_t *c = catalog_get(server.catalog, ctx->db, coll);
     int64_t n = 0;
+    if (cmd_find(ctx, "collation", &it) && !collation_parse_iter(&it, &q.coll, err))
+        return false;
     if (c && bson_empty(&filter) && !q.has_hint && !q.hint_name && !ctx->view->txn &&
         !collection_is_view(c)) {
         n = (int64_t)collection_count(c) - q.skip;
@@ -532,17 +549,23 @@ bool cmd_count(cmd_ctx_t *ctx, dberr_t *err)
             n = q.limit;
     } else if (c || ctx->view->txn) {
         matcher_t *m = matcher_new(&filter, err);
-        if (!m)
+        if (!m) {
+            collation_destroy(q.coll);
             return false;
+        }
+        query_apply_collation(&q, m, NULL);
         recvec_t recs;
         recvec_init(&recs);
         bool ok = query_run(ctx, c, coll, &q, m, NULL, &recs, NULL, err);
         n = (int64_t)recs.len;
         recvec_destroy(&recs);
         matcher_destroy(m);
-        if (!ok)
+        if (!ok) {
+            collation_destroy(q.coll);
             return false;
+        }
     }
+    collation_destroy(q.coll);
     BSON_APPEND_INT32(ctx->reply, "n", (int32_t)n);
     return true;
 }
@@ -1127,13 +1150,17 @@ bool cmd_explain(cmd_ctx_t *ctx, dberr_t *err)
                          "atomdb explains find, count and distinct; not '%s' yet", sub.name);
     }
     matcher_t *m = matcher_new(&q.filter, err);
-    if (!m)
+    if (!m) {
+        collation_destroy(q.coll);
         return false;
+    }
     sortspec_t *s = NULL;
     if (q.has_sort && !(s = sortspec_new(&q.sort, err))) {
         matcher_destroy(m);
+        collation_destroy(q.coll);
         return false;
     }
+    query_apply_collation(&q, m, s);
     collection_t *c = catalog_get(server.catalog, ctx->db, coll);
     recvec_t recs;
     recvec_init(&recs);
@@ -1165,5 +1192,6 @@ bool cmd_explain(cmd_ctx_t *ctx, dberr_t *err)
     recvec_destroy(&recs);
     matcher_destroy(m);
     sortspec_destroy(s);
+    collation_destroy(q.coll);
     return ok;
 }

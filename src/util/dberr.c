@@ -77,6 +77,7 @@ static const struct {
     {251, "NoSuchTransaction"},
     {121, "DocumentValidationFailure"},
     {166, "CommandNotSupportedOnView"},
+    {167, "OptionNotSupportedOnView"},
     {117, "ConflictingOperationInProgress"},
     {256, "TransactionCommitted"},
     {263, "OperationNotSupportedInTransaction"},

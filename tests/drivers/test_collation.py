@@ -3,8 +3,9 @@ ICU sort keys, so a case-insensitive unique index (strength 2) refuses a
 second spelling of the same address; bad collation specs fail with mongod's
 codes; the resolved spec comes back in listIndexes; a query without the
 index's collation does not use it for string bounds; updates with `sort`
-are refused as mongod 7 refuses them. Collation on queries themselves is
-still refused by name (NotImplemented), never ignored."""
+are refused as mongod 7 refuses them; find and count take a collation (and
+then use a collated index); the other commands still refuse it by name
+(NotImplemented), never ignore it."""
 
 import pytest
 from bson.son import SON
@@ -97,11 +98,40 @@ def test_query_without_index_collation_does_not_use_it_for_strings(client):
     assert sorted(d["name"] for d in db.t.find({"name": "ann"}).hint("name_ci")) == ["ann"]
 
 
-def test_query_collation_refused_by_name(client):
+CI = {"locale": "en", "strength": 2}
+
+
+def test_find_and_count_with_a_collation(client):
     db = client.coll_q
+    db.t.insert_many([{"_id": i, "a": a} for i, a in enumerate(["x", "X", "y", "\u00e9", "e"])])
+    assert sorted(d["_id"] for d in db.t.find({"a": "X"}, collation=CI)) == [0, 1]
+    assert sorted(d["_id"] for d in db.t.find({"a": "X"})) == [1], "no collation: bytewise"
+    assert db.command(SON([("count", "t"), ("query", {"a": "x"}), ("collation", CI)]))["n"] == 2
+    # strength 1 ignores the accent too
+    assert sorted(d["_id"] for d in db.t.find({"a": "e"}, collation={"locale": "en", "strength": 1})) == [3, 4]
+    # sort by the collation: accents and case fold into the alphabet (e, \u00e9, x, X, y)
+    got = [d["a"] for d in db.t.find({}, sort=[("a", 1), ("_id", 1)], collation=CI)]
+    assert got == ["e", "\u00e9", "x", "X", "y"], got
+    assert [d["a"] for d in db.t.find({}, sort=[("a", 1)])] == ["X", "e", "x", "y", "\u00e9"]
+
+
+def test_collated_query_uses_the_collated_index(client):
+    db = client.coll_ix
+    create_index(db, {"key": {"email": 1}, "name": "email_ci", "unique": True, "collation": CI})
+    db.t.insert_many([{"email": "user%d@x.io" % i} for i in range(50)])
+    db.t.insert_one({"email": "Bob@X.io"})
+    cur = db.t.find({"email": "bob@x.IO"}, collation=CI)
+    assert [d["email"] for d in cur] == ["Bob@X.io"]
+    plan = db.t.find({"email": "bob@x.IO"}, collation=CI).explain()["queryPlanner"]["winningPlan"]
+    assert "IXSCAN" in str(plan) and "email_ci" in str(plan), plan
+
+
+def test_bad_query_collation_and_view_override_refused(client):
+    db = client.coll_qbad
     db.t.insert_one({"a": "x"})
-    fails(238, lambda: list(db.t.find({"a": "X"}, collation={"locale": "en", "strength": 2})),
-          "find with a collation is refused until it is implemented")
+    fails(2, lambda: list(db.t.find({}, collation={"locale": "xx_nope"})), "unknown locale")
+    db.command("create", "v", viewOn="t", pipeline=[])
+    fails(167, lambda: list(db.v.find({}, collation=CI)), "a view's collation cannot be overridden")
 
 
 def test_update_with_sort_refused_as_mongod_7(client):
