@@ -4,6 +4,7 @@ pymongo, with the outputs MongoDB's documentation gives for its examples
 error codes for bad specs, the memory limits of the blocking stages, and
 $redact after $changeStream."""
 
+import time
 from decimal import Decimal
 
 import pytest
@@ -346,3 +347,26 @@ def test_decimal_granularity_stays_decimal(db):
         assert isinstance(d["_id"]["max"], Decimal128), "a decimal key rounds to a decimal"
     assert out[0]["_id"]["max"].to_decimal() == Decimal("5")
     assert out[1]["_id"]["max"].to_decimal() == Decimal("20")
+
+
+SLOW = {"$reduce": {"input": {"$range": [0, 3000]}, "initialValue": 0,
+                    "in": {"$add": ["$$value", "$$this"]}}}  # some ms per document
+
+
+@pytest.mark.parametrize("stage", [
+    {"$redact": {"$cond": [{"$gte": [SLOW, 0]}, "$$KEEP", "$$PRUNE"]}},
+    {"$bucket": {"groupBy": SLOW, "boundaries": [0, 10 ** 9]}},
+    {"$bucketAuto": {"groupBy": SLOW, "buckets": 2}},
+    {"$sortByCount": SLOW},
+    {"$facet": {"a": [{"$project": {"x": SLOW}}]}},
+], ids=["redact", "bucket", "bucketAuto", "sortByCount", "facet"])
+def test_max_time_ms_interrupts_the_stages(client, stage):
+    coll = client.test_agg_stages.slow
+    if coll.estimated_document_count() != 3000:
+        coll.drop()
+        coll.insert_many([{"_id": i} for i in range(3000)])
+    t0 = time.monotonic()
+    with pytest.raises(OperationFailure) as e:
+        list(coll.aggregate([stage], maxTimeMS=100))
+    assert e.value.code == 50, "MaxTimeMSExpired (got %s)" % e.value
+    assert time.monotonic() - t0 < 3, "stopped inside the stage, not after its many seconds"
