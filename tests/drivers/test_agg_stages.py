@@ -329,6 +329,13 @@ def test_blocking_limits_apply(client):
         assert e.value.code == 292
         assert len(list(coll.aggregate([{"$sample": {"size": 10}}]))) == 10, \
             "a small sample fits"
+        # ten buckets of 20 KB each: each fits, together they pass the $group limit
+        ten = {"$bucket": {"groupBy": "$_id", "boundaries": list(range(0, 201, 20)),
+                           "output": {"s": {"$push": "$s"}}}}
+        with pytest.raises(OperationFailure) as e:
+            list(coll.aggregate([ten]))
+        assert e.value.code == 292
+        assert len(list(coll.aggregate([{"$match": {"_id": {"$lt": 40}}}, ten]))) == 2
     finally:
         admin.command("setParameter", 1,
                       internalDocumentSourceGroupMaxMemoryBytes=old[

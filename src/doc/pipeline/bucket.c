@@ -603,11 +603,22 @@ static void bucket_free(stage_t *s)
 /* ------------------------------------------------------------- running */
 
 /* Runs the per-bucket $group over `docs` (consumed) and emits its result
- * with `id` as _id. */
+ * with `id` as _id. `used` sums what the buckets emitted: mongod groups
+ * every bucket in one $group, so together they stay within its limit. */
 static bool bucket_emit(const struct bucket_spec *b, const expr_ctx_t *ctx, doclist_t *docs,
-                        const bson_value_t *id, doclist_t *out, dberr_t *err)
+                        const bson_value_t *id, int64_t *used, doclist_t *out, dberr_t *err)
 {
     bool ok = pipeline_run_vars(b->inner, ctx->vars, docs, err);
+    if (ok && docs->len == 1 &&
+        (*used += (int64_t)docs->docs[0]->len) > pipeline_limits.group_bytes)
+        ok = dberr_set(err, DBERR_QUERY_EXCEEDED_MEMORY_NO_DISK,
+                       ctx->allow_disk_use
+                           ? "Exceeded memory limit for $group (%lld bytes), and atomdb cannot "
+                             "spill to disk: allowDiskUse is not implemented (raise "
+                             "internalDocumentSourceGroupMaxMemoryBytes)"
+                           : "Exceeded memory limit for $group, but didn't allow external sort. "
+                             "Pass allowDiskUse:true to opt in.",
+                       (long long)pipeline_limits.group_bytes);
     if (ok && docs->len == 1) {
         bson_t *d = bson_new();
         bson_iter_t it;
@@ -667,13 +678,14 @@ static bool bucket_run(const stage_t *s, const expr_ctx_t *base, doclist_t *in, 
     }
     /* output sorted by _id: the default goes first when it sorts first */
     bool def_first = b->def.value_type != BSON_TYPE_EOD && compare_values(&b->def, &b->bounds[0]) < 0;
+    int64_t used = 0;
     if (ok && def_first && lists[nb].len)
-        ok = bucket_emit(b, base, &lists[nb], &b->def, out, err);
+        ok = bucket_emit(b, base, &lists[nb], &b->def, &used, out, err);
     for (size_t k = 0; ok && k < nb; k++)
         if (lists[k].len)
-            ok = bucket_emit(b, base, &lists[k], &b->bounds[k], out, err);
+            ok = bucket_emit(b, base, &lists[k], &b->bounds[k], &used, out, err);
     if (ok && !def_first && lists[nb].len)
-        ok = bucket_emit(b, base, &lists[nb], &b->def, out, err);
+        ok = bucket_emit(b, base, &lists[nb], &b->def, &used, out, err);
     for (size_t k = 0; k <= nb; k++)
         doclist_destroy(&lists[k]);
     bson_free(lists);
@@ -758,7 +770,7 @@ static bool auto_keys(const struct bucket_spec *b, const expr_ctx_t *base, docli
 /* Emits the bucket of entries [from, to) with bounds {min, max}. */
 static bool auto_emit(const struct bucket_spec *b, const expr_ctx_t *ctx, auto_entry_t *e,
                       size_t from, size_t to, const bson_value_t *min, const bson_value_t *max,
-                      doclist_t *out, dberr_t *err)
+                      int64_t *used, doclist_t *out, dberr_t *err)
 {
     doclist_t docs;
     bson_t id = BSON_INITIALIZER;
@@ -774,7 +786,7 @@ static bool auto_emit(const struct bucket_spec *b, const expr_ctx_t *ctx, auto_e
     idv.value_type = BSON_TYPE_DOCUMENT;
     idv.value.v_doc.data = (uint8_t *)bson_get_data(&id);
     idv.value.v_doc.data_len = id.len;
-    bool ok = bucket_emit(b, ctx, &docs, &idv, out, err);
+    bool ok = bucket_emit(b, ctx, &docs, &idv, used, out, err);
     bson_destroy(&id);
     return ok;
 }
@@ -789,6 +801,7 @@ static bool auto_buckets(const struct bucket_spec *b, const expr_ctx_t *ctx, aut
     int64_t approx = llround((double)n / (double)b->nbuckets);
     bson_value_t prev_max, min, max;
     bool have_prev = false;
+    int64_t used = 0;
     size_t i = 0;
     if (approx < 1)
         approx = 1;
@@ -824,7 +837,7 @@ static bool auto_buckets(const struct bucket_spec *b, const expr_ctx_t *ctx, aut
             have_prev = true;
         }
         /* min/max may point into keys of the bucket: emit before freeing */
-        if (!auto_emit(b, ctx, e, from, i, &min, &max, out, err))
+        if (!auto_emit(b, ctx, e, from, i, &min, &max, &used, out, err))
             return false;
     }
     return true;
