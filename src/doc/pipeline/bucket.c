@@ -25,8 +25,8 @@ struct bucket_spec {
     expr_t *group_by;     /* $bucket, $bucketAuto: the groupBy expression */
     bson_value_t *bounds; /* $bucket: the boundaries, ascending */
     size_t nbounds;
-    bson_value_t def; /* $bucket: the default bucket's _id (EOD: none) */
-    int32_t nbuckets; /* $bucketAuto: buckets */
+    bson_value_t def;          /* $bucket: the default bucket's _id (EOD: none) */
+    int32_t nbuckets;          /* $bucketAuto: buckets */
     const granularity_t *gran; /* $bucketAuto: granularity, or NULL */
     /* $bucket/$bucketAuto: [{$group: {_id: null, <output>}}], run once per
      * bucket; $sortByCount: [{$group: {_id: <expr>, count: {$sum: 1}}},
@@ -57,13 +57,13 @@ static const double e48[] = {100, 105, 110, 115, 121, 127, 133, 140, 147, 154, 1
                              178, 187, 196, 205, 215, 226, 237, 249, 261, 274, 287, 301,
                              316, 332, 348, 365, 383, 402, 422, 442, 464, 487, 511, 536,
                              562, 590, 619, 649, 681, 715, 750, 787, 825, 866, 909, 953};
-static const double e96[] = {
-    100, 102, 105, 107, 110, 113, 115, 118, 121, 124, 127, 130, 133, 137, 140, 143, 147, 150,
-    154, 158, 162, 165, 169, 174, 178, 182, 187, 191, 196, 200, 205, 210, 215, 221, 226, 232,
-    237, 243, 249, 255, 261, 267, 274, 280, 287, 294, 301, 309, 316, 324, 332, 340, 348, 357,
-    365, 374, 383, 392, 402, 412, 422, 432, 442, 453, 464, 475, 487, 499, 511, 523, 536, 549,
-    562, 576, 590, 604, 619, 634, 649, 665, 681, 698, 715, 732, 750, 768, 787, 806, 825, 845,
-    866, 887, 909, 931, 953, 976};
+static const double e96[] = {100, 102, 105, 107, 110, 113, 115, 118, 121, 124, 127, 130, 133, 137,
+                             140, 143, 147, 150, 154, 158, 162, 165, 169, 174, 178, 182, 187, 191,
+                             196, 200, 205, 210, 215, 221, 226, 232, 237, 243, 249, 255, 261, 267,
+                             274, 280, 287, 294, 301, 309, 316, 324, 332, 340, 348, 357, 365, 374,
+                             383, 392, 402, 412, 422, 432, 442, 453, 464, 475, 487, 499, 511, 523,
+                             536, 549, 562, 576, 590, 604, 619, 634, 649, 665, 681, 698, 715, 732,
+                             750, 768, 787, 806, 825, 845, 866, 887, 909, 931, 953, 976};
 static const double e192[] = {
     100, 101, 102, 104, 105, 106, 107, 109, 110, 111, 113, 114, 115, 117, 118, 120, 121, 123,
     124, 126, 127, 129, 130, 132, 133, 135, 137, 138, 140, 142, 143, 145, 147, 149, 150, 152,
@@ -77,11 +77,14 @@ static const double e192[] = {
     698, 706, 715, 723, 732, 741, 750, 759, 768, 777, 787, 796, 806, 816, 825, 835, 845, 856,
     866, 876, 887, 898, 909, 920, 931, 942, 953, 965, 976, 988};
 
-#define SERIES(name, arr) {name, arr, sizeof arr / sizeof arr[0]}
+#define SERIES(name, arr)                                                                          \
+    {                                                                                              \
+        name, arr, sizeof arr / sizeof arr[0]                                                      \
+    }
 static const granularity_t granularities[] = {
-    SERIES("R5", r5),     SERIES("R10", r10),   SERIES("R20", r20),   SERIES("R40", r40),
-    SERIES("R80", r80),   SERIES("1-2-5", s125), SERIES("E6", e6),    SERIES("E12", e12),
-    SERIES("E24", e24),   SERIES("E48", e48),   SERIES("E96", e96),   SERIES("E192", e192),
+    SERIES("R5", r5),       SERIES("R10", r10),    SERIES("R20", r20), SERIES("R40", r40),
+    SERIES("R80", r80),     SERIES("1-2-5", s125), SERIES("E6", e6),   SERIES("E12", e12),
+    SERIES("E24", e24),     SERIES("E48", e48),    SERIES("E96", e96), SERIES("E192", e192),
     {"POWERSOF2", NULL, 0},
 };
 
@@ -390,7 +393,8 @@ static bool bucket_parse_bounds(struct bucket_spec *b, const bson_iter_t *arg, d
             return dberr_set(err, 40193,
                              "All values in the the 'boundaries' option to $bucket must have the "
                              "same type. Found conflicting types %s and %s.",
-                             shellfmt_type_name(lo->value_type), shellfmt_type_name(hi->value_type));
+                             shellfmt_type_name(lo->value_type),
+                             shellfmt_type_name(hi->value_type));
         if (compare_values(lo, hi) >= 0) {
             char *l = shellfmt_value(lo), *h = shellfmt_value(hi);
             dberr_set(err, 40194,
@@ -455,7 +459,8 @@ static bool bucket_parse(stage_t *s, bson_iter_t *arg, const bson_t *let, dberr_
         }
     }
     if (!have_group_by || b->nbounds == 0)
-        return dberr_set(err, 40198, "$bucket requires 'groupBy' and 'boundaries' to be specified.");
+        return dberr_set(err, 40198,
+                         "$bucket requires 'groupBy' and 'boundaries' to be specified.");
     const bson_value_t *lo = &b->bounds[0], *hi = &b->bounds[b->nbounds - 1];
     if (b->def.value_type != BSON_TYPE_EOD &&
         compare_type_rank(b->def.value_type) == compare_type_rank(lo->value_type) &&
@@ -536,7 +541,8 @@ static bool bucket_auto_parse(stage_t *s, bson_iter_t *arg, const bson_t *let, d
         }
     }
     if (!b->group_by || !have_buckets)
-        return dberr_set(err, 40246, "$bucketAuto requires 'groupBy' and 'buckets' to be specified");
+        return dberr_set(err, 40246,
+                         "$bucketAuto requires 'groupBy' and 'buckets' to be specified");
     if (b->nbuckets <= 0)
         return dberr_set(err, 40243,
                          "The $bucketAuto 'buckets' field must be greater than 0, but found: %d",
@@ -669,15 +675,17 @@ static bool bucket_run(const stage_t *s, const expr_ctx_t *base, doclist_t *in, 
         if (v.value_type != BSON_TYPE_EOD)
             bson_value_destroy(&v);
         if (k < 0 && b->def.value_type == BSON_TYPE_EOD) {
-            ok = dberr_set(err, 40066, "$switch could not find a matching branch for an input, "
-                                       "and no default was specified.");
+            ok = dberr_set(err, 40066,
+                           "$switch could not find a matching branch for an input, "
+                           "and no default was specified.");
             break;
         }
         doclist_push(&lists[k < 0 ? nb : (size_t)k], in->docs[i]);
         in->docs[i] = NULL;
     }
     /* output sorted by _id: the default goes first when it sorts first */
-    bool def_first = b->def.value_type != BSON_TYPE_EOD && compare_values(&b->def, &b->bounds[0]) < 0;
+    bool def_first =
+        b->def.value_type != BSON_TYPE_EOD && compare_values(&b->def, &b->bounds[0]) < 0;
     int64_t used = 0;
     if (ok && def_first && lists[nb].len)
         ok = bucket_emit(b, base, &lists[nb], &b->def, &used, out, err);
@@ -744,11 +752,13 @@ static bool auto_keys(const struct bucket_spec *b, const expr_ctx_t *base, docli
                           "but found a value with type: %s",
                           shellfmt_type_name(k->value_type));
             else if (isnan(num_to_double(k)))
-                dberr_set(err, 40259, "$bucketAuto can specify a 'granularity' with numeric "
-                                      "boundaries only, but found a NaN");
+                dberr_set(err, 40259,
+                          "$bucketAuto can specify a 'granularity' with numeric "
+                          "boundaries only, but found a NaN");
             else if (bad)
-                dberr_set(err, 40260, "$bucketAuto can specify a 'granularity' with non-negative "
-                                      "numbers only, but found a negative number");
+                dberr_set(err, 40260,
+                          "$bucketAuto can specify a 'granularity' with non-negative "
+                          "numbers only, but found a negative number");
             if (bad)
                 return false;
         }
@@ -820,8 +830,8 @@ static bool auto_buckets(const struct bucket_spec *b, const expr_ctx_t *ctx, aut
             bson_value_t bound;
             if (!gran_round(b->gran, last, true, &bound, err))
                 return false;
-            while (i < n && (compare_values(&bound, &e[i].key) > 0 ||
-                             compare_values(last, &e[i].key) == 0))
+            while (i < n &&
+                   (compare_values(&bound, &e[i].key) > 0 || compare_values(last, &e[i].key) == 0))
                 last = &e[i++].key;
             if (num_to_double(&bound) == 0.0 && i < n) {
                 if (!gran_round(b->gran, &e[i].key, false, &max, err))
@@ -843,8 +853,8 @@ static bool auto_buckets(const struct bucket_spec *b, const expr_ctx_t *ctx, aut
     return true;
 }
 
-static bool bucket_auto_run(const stage_t *s, const expr_ctx_t *ctx, doclist_t *in,
-                            doclist_t *out, dberr_t *err)
+static bool bucket_auto_run(const stage_t *s, const expr_ctx_t *ctx, doclist_t *in, doclist_t *out,
+                            dberr_t *err)
 {
     const struct bucket_spec *b = s->u.bucket;
     size_t n = 0;

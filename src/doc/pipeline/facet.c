@@ -23,11 +23,25 @@ struct facet_spec {
 
 /* The stages mongod refuses inside $facet (FacetRequirement::kNotAllowed). */
 static const char *const facet_forbidden[] = {
-    "$collStats", "$facet",         "$geoNear",           "$indexStats",
-    "$out",       "$merge",         "$planCacheStats",    "$search",
-    "$searchMeta", "$vectorSearch", "$changeStream",      "$changeStreamSplitLargeEvent",
-    "$documents", "$currentOp",     "$listLocalSessions", "$listSessions",
-    "$listSearchIndexes", "$shardedDataDistribution", NULL,
+    "$collStats",
+    "$facet",
+    "$geoNear",
+    "$indexStats",
+    "$out",
+    "$merge",
+    "$planCacheStats",
+    "$search",
+    "$searchMeta",
+    "$vectorSearch",
+    "$changeStream",
+    "$changeStreamSplitLargeEvent",
+    "$documents",
+    "$currentOp",
+    "$listLocalSessions",
+    "$listSessions",
+    "$listSearchIndexes",
+    "$shardedDataDistribution",
+    NULL,
 };
 
 /* A facet name as mongod's FieldPath::validateFieldName checks it. */
