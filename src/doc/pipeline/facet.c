@@ -61,9 +61,9 @@ static bool facet_check_name(const char *name, dberr_t *err)
     return true;
 }
 
-/* Checks the elements of the facet array under `it`: documents (40171) and
- * no stage $facet refuses (40600). */
-static bool facet_check_stages(const char *name, const bson_iter_t *it, dberr_t *err)
+/* Checks that the elements of the facet array under `it` are documents
+ * (40171). */
+static bool facet_check_elements(const char *name, const bson_iter_t *it, dberr_t *err)
 {
     bson_iter_t el;
     bson_iter_recurse(it, &el);
@@ -77,6 +77,17 @@ static bool facet_check_stages(const char *name, const bson_iter_t *it, dberr_t 
             bson_free(v);
             return false;
         }
+    }
+    return true;
+}
+
+/* Checks that the facet array under `it` holds no stage $facet refuses
+ * (40600). */
+static bool facet_check_stages(const bson_iter_t *it, dberr_t *err)
+{
+    bson_iter_t el;
+    bson_iter_recurse(it, &el);
+    while (bson_iter_next(&el)) {
         bson_t st;
         bson_iter_t f;
         pipeline_borrow_doc(&el, &st);
@@ -116,10 +127,12 @@ static bool facet_parse(stage_t *s, bson_iter_t *arg, const bson_t *let, dberr_t
         if (!BSON_ITER_HOLDS_ARRAY(&it))
             return dberr_set(err, 40170, "arguments to $facet must be arrays, %s is type %s", name,
                              shellfmt_type_name(bson_iter_type(&it)));
+        if (!facet_check_elements(name, &it, err))
+            return false;
     }
     bson_iter_init(&it, &spec);
     while (bson_iter_next(&it)) {
-        if (!facet_check_stages(bson_iter_key(&it), &it, err))
+        if (!facet_check_stages(&it, err))
             return false;
         f->names[f->n] = bson_strdup(bson_iter_key(&it));
         f->pipes[f->n] = pipeline_build(&it, PIPELINE_AGGREGATE, let ? bson_copy(let) : NULL, err);
