@@ -25,6 +25,8 @@ typedef struct expr_ctx {
     const bson_t *vars;   /* user variables ($$name) from `let`, or NULL */
     bool allow_disk_use;  /* the aggregate's allowDiskUse (what a blocking stage's
                            * memory-limit error says) */
+    const bson_t *current; /* $$CURRENT and "$field" paths when not NULL (a $redact
+                            * descending into a subdocument); NULL: `root` */
 } expr_ctx_t;
 
 /* Parses the expression under `spec` (any BSON value: a literal, a "$path",
@@ -39,6 +41,11 @@ bool expr_eval(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_
 
 /* Frees `e` (accepts NULL). */
 void expr_destroy(expr_t *e);
+
+/* True when `e` reads no field path, no variable and nothing random: its
+ * value is the same for every document (mongod's ExpressionConstant after
+ * optimize), as $bucket's boundaries and default must be. */
+bool expr_is_constant(const expr_t *e);
 
 /* Checks that every user variable `e` reads ($$name) is defined: by a field
  * of `vars` (NULL: none) or by an enclosing $let, $map, $filter or $reduce.

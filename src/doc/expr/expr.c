@@ -162,14 +162,18 @@ static bool eval_path(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out,
     bson_value_t base;
     bson_iter_t it;
     if (!e->var || strcmp(e->var, "ROOT") == 0 || strcmp(e->var, "CURRENT") == 0) {
-        if (!ctx->root) {
+        /* $redact moves $$CURRENT into subdocuments; $$ROOT stays the document */
+        const bson_t *doc = e->var && strcmp(e->var, "ROOT") == 0 ? ctx->root
+                            : ctx->current                       ? ctx->current
+                                                                 : ctx->root;
+        if (!doc) {
             expr_val_missing(out);
             return true;
         }
         memset(&base, 0, sizeof base);
         base.value_type = BSON_TYPE_DOCUMENT;
-        base.value.v_doc.data = (uint8_t *)bson_get_data(ctx->root);
-        base.value.v_doc.data_len = ctx->root->len;
+        base.value.v_doc.data = (uint8_t *)bson_get_data(doc);
+        base.value.v_doc.data_len = doc->len;
         walk_path(&base, e->path, e->npath, out);
         return true;
     }
@@ -460,6 +464,12 @@ bool expr_valid_var_name(const char *name)
     return true;
 }
 
+/* The variables only $redact defines. */
+static bool expr_redact_var(const char *name)
+{
+    return !strcmp(name, "DESCEND") || !strcmp(name, "PRUNE") || !strcmp(name, "KEEP");
+}
+
 /* "$a.b" / "$$var.a.b" → EK_PATH. */
 static expr_t *parse_path(const char *s, dberr_t *err)
 {
@@ -477,7 +487,10 @@ static expr_t *parse_path(const char *s, dberr_t *err)
         if (strcmp(e->var, "CURRENT") == 0 || strcmp(e->var, "ROOT") == 0) {
             /* same as a plain field path */
         } else if (strcmp(e->var, "REMOVE") != 0 && strcmp(e->var, "NOW") != 0 &&
-                   !expr_valid_var_name(e->var)) {
+                   !expr_redact_var(e->var) && !expr_valid_var_name(e->var)) {
+            /* $$DESCEND/$$PRUNE/$$KEEP parse anywhere but are defined only
+             * inside $redact (its stage binds them): elsewhere they fail the
+             * variable check, or evaluation, with 17276 as in mongod */
             if (isupper((unsigned char)e->var[0]))
                 dberr_set(err, 17276, "Use of undefined variable: %s", e->var);
             else
@@ -794,6 +807,31 @@ bool expr_check_scope(const expr_t *e, const var_scope_t *scope, const bson_t *v
     }
     for (size_t i = 0; i < e->nargs; i++)
         if (!expr_check_scope(e->args[i], scope, vars, err))
+            return false;
+    return true;
+}
+
+bool expr_is_constant(const expr_t *e)
+{
+    if (!e)
+        return true;
+    switch (e->kind) {
+    case EK_CONST:
+        return true;
+    case EK_PATH:
+        return false;
+    case EK_OP:
+        if (e->op->parse == OPP_LITERAL)
+            return true;
+        if (!strcmp(e->op->name, "$rand"))
+            return false;
+        break;
+    case EK_DOC:
+    case EK_ARRAY:
+        break;
+    }
+    for (size_t i = 0; i < e->nargs; i++)
+        if (!expr_is_constant(e->args[i]))
             return false;
     return true;
 }

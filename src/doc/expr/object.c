@@ -136,12 +136,13 @@ static bool field_input(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *ou
     if (e->args[0])
         return expr_eval_node(e->args[0], ctx, out, err);
     expr_val_missing(out);
-    if (!ctx->root)
+    const bson_t *cur = ctx->current ? ctx->current : ctx->root; /* $$CURRENT */
+    if (!cur)
         return true;
     out->value_type = BSON_TYPE_DOCUMENT;
-    out->value.v_doc.data_len = ctx->root->len;
-    out->value.v_doc.data = bson_malloc(ctx->root->len);
-    memcpy(out->value.v_doc.data, bson_get_data(ctx->root), ctx->root->len);
+    out->value.v_doc.data_len = cur->len;
+    out->value.v_doc.data = bson_malloc(cur->len);
+    memcpy(out->value.v_doc.data, bson_get_data(cur), cur->len);
     return true;
 }
 

@@ -52,6 +52,8 @@ struct stage {
         expr_t *expr;           /* $replaceRoot/$replaceWith newRoot, $documents */
         group_spec_t *group;    /* $group */
         output_stage_t *output; /* $out, $merge */
+        struct facet_spec *facet;   /* $facet (facet.c) */
+        struct bucket_spec *bucket; /* $bucket $bucketAuto $sortByCount (bucket.c) */
     } u;
 };
 
@@ -88,6 +90,10 @@ extern const stage_def_t pipeline_filter_stages[];
 extern const stage_def_t pipeline_shape_stages[];
 extern const stage_def_t pipeline_group_stages[];
 extern const stage_def_t pipeline_output_stages[];
+extern const stage_def_t pipeline_facet_stages[];  /* $facet (facet.c) */
+extern const stage_def_t pipeline_bucket_stages[]; /* $bucket $bucketAuto $sortByCount (bucket.c) */
+extern const stage_def_t pipeline_sample_stages[]; /* $sample (sample.c) */
+extern const stage_def_t pipeline_redact_stages[]; /* $redact (redact.c) */
 
 /* Borrows the document under `it` into `out`. */
 void pipeline_borrow_doc(const bson_iter_t *it, bson_t *out);

@@ -97,6 +97,10 @@ static const stage_def_t *const stage_families[] = {
     pipeline_shape_stages,
     pipeline_group_stages,
     pipeline_output_stages,
+    pipeline_facet_stages,
+    pipeline_bucket_stages,
+    pipeline_sample_stages,
+    pipeline_redact_stages,
 };
 
 static const stage_def_t *find_stage(const char *name)
