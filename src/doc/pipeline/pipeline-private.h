@@ -52,6 +52,8 @@ struct stage {
         expr_t *expr;           /* $replaceRoot/$replaceWith newRoot, $documents */
         group_spec_t *group;    /* $group */
         output_stage_t *output; /* $out, $merge */
+        struct window_spec *window;   /* $setWindowFields, $fill (window-private.h) */
+        struct densify_spec *densify; /* $densify (densify.c) */
     } u;
 };
 
@@ -88,6 +90,9 @@ extern const stage_def_t pipeline_filter_stages[];
 extern const stage_def_t pipeline_shape_stages[];
 extern const stage_def_t pipeline_group_stages[];
 extern const stage_def_t pipeline_output_stages[];
+/* window.c ($setWindowFields $fill), densify.c ($densify) */
+extern const stage_def_t pipeline_window_stages[];
+extern const stage_def_t pipeline_densify_stages[];
 
 /* Borrows the document under `it` into `out`. */
 void pipeline_borrow_doc(const bson_iter_t *it, bson_t *out);
