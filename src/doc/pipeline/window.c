@@ -501,8 +501,12 @@ static bool output_parse(window_spec_t *w, bson_iter_t *it, dberr_t *err)
         return dberr_set(err, DBERR_FAILED_TO_PARSE, "%s requires an explicit 'sortBy'",
                          f->def->name);
     if ((fl & WFN_SINGLE_SORT) && (!w->sort || w->nsort != 1))
-        return dberr_set(err, DBERR_FAILED_TO_PARSE, "%s requires a sortBy with a single field",
-                         f->def->name);
+        return !strcmp(f->def->name, "$linearFill")
+                   ? dberr_set(err, 605001,
+                               "$linearFill must be specified with a top level sortBy expression "
+                               "with exactly one element")
+                   : dberr_set(err, DBERR_FAILED_TO_PARSE,
+                               "%s requires a sortBy with a single field", f->def->name);
     if ((fl & WFN_NEEDS_WINDOW) && !has_win)
         return dberr_set(err, DBERR_FAILED_TO_PARSE, "%s requires explicit window bounds",
                          f->def->name);
