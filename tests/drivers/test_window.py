@@ -286,6 +286,8 @@ def test_dotted_output_fields_are_set_inside_documents(db):
     ({"sortBy": {"a": 1}, "output": {"s": {"$sum": "$a", "window": {"documents": [1, 0]}}}},
      5339900),
     ({"sortBy": {"a": 1}, "output": {"s": {"$summ": "$a"}}}, 9),
+    ({"sortBy": {"a": 1}, "output": {"s": {"$median": {"input": "$a",
+                                                      "method": "approximate"}}}}, 238),
     ({"sortBy": {"a": 1}, "output": {"s": {"window": {}}}}, 9),
     ({"output": {"s": {"$shift": {"output": "$a", "by": 1}}}}, 9),
     ({"sortBy": {"a": 1}, "output": {"s": {"$shift": {"output": "$a", "by": 1.5}}}}, 9),
@@ -307,6 +309,9 @@ def test_runtime_errors_as_mongod(db):
                        {"_id": 2, "a": 2, "d": D("2020-01-02T00:00:00Z"), "p": [2]}])
     assert error_of(db, "rt", [{"$setWindowFields": {
         "sortBy": {"a": 1}, "output": {"s": {"$sum": "$_id", "window": {"range": [-1, 1]}}}}}]
+    ) == 5429414
+    assert error_of(db, "rt", [{"$setWindowFields": {
+        "sortBy": {"d": 1}, "output": {"s": {"$sum": "$_id", "window": {"range": [-1, 1]}}}}}]
     ) == 5429413
     assert error_of(db, "rt", [{"$setWindowFields": {
         "sortBy": {"a": 1}, "output": {"s": {"$sum": "$_id",

@@ -120,7 +120,7 @@ const window_fn_def_t *window_fn_find(const char *name);
 
 /* The windows of every document i of `p` under `f`'s bounds:
  * [lo[i], hi[i]) (arrays of p->n). Range windows check the sortBy values
- * (5429413 / 5429513 as mongod). */
+ * (5429413 / 5429414 / 5429513 as mongod). */
 bool window_ranges(const window_fn_t *f, const window_part_t *p, size_t *lo, size_t *hi,
                    dberr_t *err);
 

@@ -10,6 +10,7 @@
 #include "doc/compare.h"
 #include "doc/path.h"
 #include "util/fiber.h"
+#include "util/shellfmt.h"
 
 /* ------------------------------------------------------------- helpers */
 
@@ -184,8 +185,6 @@ static bool bounds_pair(bson_iter_t *it, bool range, bool with_unit, window_boun
     if (b->lo.kind != WB_UNBOUNDED && b->hi.kind != WB_UNBOUNDED && lo > hi)
         return dberr_set(err, 5339900, "Lower bound must not exceed upper bound: [%Lg, %Lg]", lo,
                          hi);
-    if (b->lo.kind == WB_UNBOUNDED && b->hi.kind == WB_UNBOUNDED)
-        return true;
     return true;
 }
 
@@ -274,7 +273,7 @@ static size_t keys_search(const long double *k, size_t n, long double x, bool st
 }
 
 /* The sortBy keys of `p` as numbers (ms for dates), checked for a range
- * window (5429413 / 5429513 as mongod); owned by the caller. */
+ * window (5429413 / 5429414 / 5429513 as mongod); owned by the caller. */
 static long double *range_keys(const window_fn_t *f, const window_part_t *p, dberr_t *err)
 {
     long double *k = bson_malloc((p->n ? p->n : 1) * sizeof *k);
@@ -284,16 +283,23 @@ static long double *range_keys(const window_fn_t *f, const window_part_t *p, dbe
             if (v->value_type != BSON_TYPE_DATE_TIME) {
                 dberr_set(err, 5429513,
                           "Invalid range: Expected the sortBy field to be a Date, but it was %s",
-                          v->value_type == BSON_TYPE_EOD ? "missing" : "not a Date");
+                          shellfmt_type_name(v->value_type));
                 bson_free(k);
                 return NULL;
             }
             k[j] = (long double)v->value.v_datetime;
         } else {
-            if (!num_is_number(v)) {
+            if (v->value_type == BSON_TYPE_DATE_TIME) {
                 dberr_set(err, 5429413,
+                          "Invalid range: For windows that involve date or time ranges, a unit "
+                          "must be provided.");
+                bson_free(k);
+                return NULL;
+            }
+            if (!num_is_number(v)) {
+                dberr_set(err, 5429414,
                           "Invalid range: Expected the sortBy field to be a number, but it was %s",
-                          v->value_type == BSON_TYPE_EOD ? "missing" : "not a number");
+                          shellfmt_type_name(v->value_type));
                 bson_free(k);
                 return NULL;
             }
@@ -468,6 +474,13 @@ static bool output_parse(window_spec_t *w, bson_iter_t *it, dberr_t *err)
             has_win = true;
             win_it = a;
         } else if (name[0] == '$' && !has_fn) {
+            static const char *const later[] = {"$topN", "$bottomN", "$top",  "$bottom",
+                                                "$firstN", "$lastN", "$minN", "$maxN",
+                                                "$median", "$percentile"};
+            for (size_t i = 0; i < sizeof later / sizeof later[0]; i++)
+                if (!strcmp(later[i], name))
+                    return dberr_set(err, DBERR_NOT_IMPLEMENTED,
+                                     "atomdb does not support the %s window function yet", name);
             if (!(f->def = window_fn_find(name)))
                 return dberr_set(err, DBERR_FAILED_TO_PARSE, "Unrecognized window function, %s",
                                  name);
@@ -938,8 +951,7 @@ static bool window_run(const stage_t *s, const expr_ctx_t *ctx, doclist_t *in, d
                 break;
             if (o.pkeys[i].value_type == BSON_TYPE_ARRAY)
                 ok = dberr_set(err, DBERR_TYPE_MISMATCH,
-                               "An expression used to partition cannot evaluate to value of type "
-                               "array");
+                               "Cannot 'partitionBy' an expression of type array");
             else if (o.pkeys[i].value_type == BSON_TYPE_EOD)
                 o.pkeys[i].value_type = BSON_TYPE_NULL;
         }
