@@ -71,9 +71,28 @@ static bool named_args(const window_fn_t *f, bson_iter_t *it, bson_iter_t *out, 
     return true;
 }
 
+/* True when the expression under `it` reads no field or variable: no
+ * string starting with '$' outside a $literal. */
+static bool is_constant(const bson_iter_t *it)
+{
+    if (BSON_ITER_HOLDS_UTF8(it))
+        return bson_iter_utf8(it, NULL)[0] != '$';
+    if (!BSON_ITER_HOLDS_DOCUMENT(it) && !BSON_ITER_HOLDS_ARRAY(it))
+        return true;
+    bson_iter_t c;
+    bson_iter_recurse(it, &c);
+    while (bson_iter_next(&c))
+        if (strcmp(bson_iter_key(&c), "$literal") != 0 && !is_constant(&c))
+            return false;
+    return true;
+}
+
 /* The value of a constant expression under `it` (evaluated against {}). */
 static bool constant_of(bson_iter_t *it, bson_value_t *out, dberr_t *err)
 {
+    if (!is_constant(it))
+        return dberr_set(err, DBERR_FAILED_TO_PARSE,
+                         "'$shift:default' expression must yield a constant value.");
     expr_t *e = expr_new(it, err);
     if (!e)
         return false;

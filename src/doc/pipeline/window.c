@@ -151,7 +151,7 @@ static bool bound_parse(const bson_value_t *v, bool range, bool with_unit, windo
                                                "or a number.");
     b->kind = WB_VALUE;
     if (!range || with_unit) {
-        if (!num_to_int64_whole(v, &b->n))
+        if (!num_to_int64_whole(v, &b->n) || b->n < INT32_MIN || b->n > INT32_MAX)
             return dberr_set(err, DBERR_FAILED_TO_PARSE,
                              range ? "With 'unit', range-based bounds must be an integer"
                                    : "Numeric document-based bounds must be an integer");
