@@ -115,6 +115,17 @@ struct window_fn_def {
                 const bson_value_t *vals2, bson_value_t *out, dberr_t *err);
 };
 
+/* ---- window.c, for fill.c ---- */
+
+/* A new empty spec for the stage `stage` (its $dateAdd helper made). */
+window_spec_t *window_spec_new(const char *stage);
+/* The sortBy document under `it` into `w` (TypeMismatch when not one). */
+bool window_sort_parse(window_spec_t *w, bson_iter_t *it, dberr_t *err);
+/* The partitionBy expression under `it` into `w`. */
+bool window_partition_parse(window_spec_t *w, bson_iter_t *it, dberr_t *err);
+/* $fill's parse (fill.c): into s->u.window. */
+bool window_fill_parse(stage_t *s, bson_iter_t *arg, const bson_t *let, dberr_t *err);
+
 /* The window function named `name`, or NULL. */
 const window_fn_def_t *window_fn_find(const char *name);
 
