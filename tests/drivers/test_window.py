@@ -5,8 +5,10 @@ restaurantReviews, dailySales), and mongod's errors for bad specs and the
 stage's memory limit."""
 
 import datetime
+from decimal import Decimal
 
 import pytest
+from bson.decimal128 import Decimal128
 from bson.son import SON
 from pymongo import MongoClient
 from pymongo.errors import OperationFailure
@@ -263,6 +265,18 @@ def test_integral_gives_kilowatt_hours(db):
     assert [d["powerMeterKilowattHours"] for d in out] == [
         0.0, 0.023541666666666666, 0.045625, 0.068875,
         0.0, 0.019791666666666666, 0.040625, 0.06383333333333334]
+
+
+def test_integral_and_derivative_keep_decimal128_exact(db):
+    db.dec.drop()
+    db.dec.insert_many([{"_id": i, "y": Decimal128(v)} for i, v in enumerate(["0.1", "0.2", "0.3"])])
+    out = agg(db.dec, [{"$setWindowFields": {"sortBy": {"_id": 1}, "output": {
+        "area": {"$integral": {"input": "$y"}},
+        "slope": {"$derivative": {"input": "$y"}, "window": {"documents": [-1, 0]}}}}}])
+    assert all(isinstance(d["area"], Decimal128) for d in out)
+    assert out[0]["area"].to_decimal() == Decimal("0.4")
+    assert out[0]["slope"] is None
+    assert [d["slope"].to_decimal() for d in out[1:]] == [Decimal("0.1"), Decimal("0.1")]
 
 
 def test_dotted_output_fields_are_set_inside_documents(db):

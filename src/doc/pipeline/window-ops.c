@@ -259,7 +259,41 @@ struct fold {
     bool has_prev;
     size_t prev;
     double sum;
+    bool has_dec;   /* $integral: a Decimal128 input was seen: dec_sum holds the total */
+    num_acc_t dec_sum;
 };
+
+/* `x` as a number value: an int64 when whole (date spans in ms, integer
+ * sort keys), so Decimal128 arithmetic with it stays exact. */
+static void number_of(double x, bson_value_t *out)
+{
+    if (x == (double)(int64_t)x && x > -9e18 && x < 9e18) {
+        out->value_type = BSON_TYPE_INT64;
+        out->value.v_int64 = (int64_t)x;
+    } else {
+        out->value_type = BSON_TYPE_DOUBLE;
+        out->value.v_double = x;
+    }
+}
+
+/* (a + b) * dx / 2 as a number value: exact in Decimal128 when a or b is one. */
+static void trapezoid(const bson_value_t *a, const bson_value_t *b, double dx, bson_value_t *out)
+{
+    num_acc_t t;
+    bson_value_t sum, prod, d, half = {.value_type = BSON_TYPE_INT32};
+    half.value.v_int32 = 2;
+    number_of(dx, &d);
+    num_acc_init(&t, 0);
+    num_acc_add(&t, a);
+    num_acc_add(&t, b);
+    num_acc_value(&t, &sum);
+    num_acc_init(&t, 1);
+    num_acc_mul(&t, &sum);
+    num_acc_mul(&t, &d);
+    num_acc_value(&t, &prod);
+    if (!num_divide(&prod, &half, out))
+        *out = prod;
+}
 
 static bool fold_run(fold_t *s, bson_value_t *out, dberr_t *err)
 {
@@ -330,7 +364,8 @@ static bool acc_value(fold_t *s, bson_value_t *out, dberr_t *err)
 static void stat_reset(fold_t *s)
 {
     s->n = s->mx = s->my = s->m2 = s->sum = 0;
-    s->has_prev = false;
+    s->has_prev = s->has_dec = false;
+    num_acc_init(&s->dec_sum, 0);
 }
 
 /* A number, or a date as milliseconds (covariance). */
@@ -400,8 +435,23 @@ static void integral_add(fold_t *s, size_t i)
     if (!as_double(&s->vals[i], false, &y))
         return;
     if (s->has_prev) {
-        as_double(&s->vals[s->prev], false, &yp);
-        s->sum += (y + yp) * (s->xs[i] - s->xs[s->prev]) / 2;
+        const bson_value_t *a = &s->vals[s->prev], *b = &s->vals[i];
+        as_double(a, false, &yp);
+        double dx = s->xs[i] - s->xs[s->prev];
+        if (a->value_type == BSON_TYPE_DECIMAL128 || b->value_type == BSON_TYPE_DECIMAL128 ||
+            s->has_dec) {
+            bson_value_t term;
+            if (!s->has_dec) { /* the double total so far moves to the decimal one */
+                bson_value_t sofar = {.value_type = BSON_TYPE_DOUBLE};
+                sofar.value.v_double = s->sum;
+                num_acc_add(&s->dec_sum, &sofar);
+                s->has_dec = true;
+            }
+            trapezoid(a, b, dx, &term);
+            num_acc_add(&s->dec_sum, &term);
+        } else {
+            s->sum += (y + yp) * dx / 2;
+        }
     }
     s->has_prev = true;
     s->prev = i;
@@ -411,6 +461,14 @@ static bool integral_value(fold_t *s, bson_value_t *out, dberr_t *err)
 {
     if (!s->has_prev) {
         out->value_type = BSON_TYPE_NULL;
+        return true;
+    }
+    if (s->has_dec) {
+        bson_value_t total, unit = {.value_type = BSON_TYPE_INT64};
+        num_acc_value(&s->dec_sum, &total);
+        unit.value.v_int64 = s->f->unit_ms;
+        if (!s->f->unit_ms || !num_divide(&total, &unit, out))
+            *out = total;
         return true;
     }
     out->value_type = BSON_TYPE_DOUBLE;
@@ -492,6 +550,22 @@ static bool run_derivative(const window_fn_t *f, const window_part_t *p, const b
         double dx = xs[hi[i] - 1] - xs[lo[i]];
         if (dx == 0)
             continue;
+        const bson_value_t *a = &vals[lo[i]], *b = &vals[hi[i] - 1];
+        if (a->value_type == BSON_TYPE_DECIMAL128 || b->value_type == BSON_TYPE_DECIMAL128) {
+            /* exact: (y2 - y1) / dx * unit in Decimal128 */
+            bson_value_t dy, q, run, unit = {.value_type = BSON_TYPE_INT64};
+            number_of(dx, &run);
+            unit.value.v_int64 = f->unit_ms ? f->unit_ms : 1;
+            num_subtract(b, a, &dy);
+            if (num_divide(&dy, &run, &q)) {
+                num_acc_t m;
+                num_acc_init(&m, 1);
+                num_acc_mul(&m, &q);
+                num_acc_mul(&m, &unit);
+                num_acc_value(&m, &out[i]);
+            }
+            continue;
+        }
         out[i].value_type = BSON_TYPE_DOUBLE;
         out[i].value.v_double = (y2 - y1) / dx * (f->unit_ms ? (double)f->unit_ms : 1);
     }
