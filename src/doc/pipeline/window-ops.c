@@ -259,6 +259,7 @@ struct fold {
     bool has_prev;
     size_t prev;
     double sum;
+    bool unordered; /* the result does not depend on the order values come in */
     bool has_dec;   /* $integral: a Decimal128 input was seen: dec_sum holds the total */
     num_acc_t dec_sum;
 };
@@ -295,6 +296,37 @@ static void trapezoid(const bson_value_t *a, const bson_value_t *b, double dx, b
         *out = prod;
 }
 
+/* True when every window of `p` ends at the partition's end and their
+ * starts never move back: ["current", "unbounded"] and the like. */
+static bool windows_end_at_end(const size_t *lo, const size_t *hi, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (hi[i] != n || (i > 0 && lo[i] < lo[i - 1]))
+            return false;
+    return true;
+}
+
+/* Windows that all end at the partition's end, folded from the last
+ * document back (each window grows to the left): one pass instead of one
+ * per document, for the functions whose result ignores the order. */
+static bool fold_backwards(fold_t *s, const size_t *lo, bson_value_t *out, dberr_t *err)
+{
+    size_t n = s->p->n, cl = n;
+    uint64_t steps = 0;
+    bool ok = true;
+    s->reset(s);
+    for (size_t i = n; ok && i-- > 0;) {
+        while (ok && cl > lo[i]) {
+            if ((++steps & 1023) == 0 && !(ok = fiber_check(err)))
+                break;
+            s->add(s, --cl);
+        }
+        if (ok)
+            ok = s->value(s, &out[i], err);
+    }
+    return ok;
+}
+
 static bool fold_run(fold_t *s, bson_value_t *out, dberr_t *err)
 {
     const window_part_t *p = s->p;
@@ -303,6 +335,10 @@ static bool fold_run(fold_t *s, bson_value_t *out, dberr_t *err)
     bool ok = window_ranges(s->f, p, lo, hi, err), have = false;
     size_t cl = 0, ch = 0;
     uint64_t steps = 0;
+    if (ok && s->unordered && p->n > 1 && lo[p->n - 1] > lo[0] && windows_end_at_end(lo, hi, p->n)) {
+        ok = fold_backwards(s, lo, out, err);
+        goto done;
+    }
     for (size_t i = 0; ok && i < p->n; i++) {
         size_t from = lo[i];
         if (!(have && lo[i] == cl && hi[i] >= ch)) {
@@ -324,6 +360,7 @@ static bool fold_run(fold_t *s, bson_value_t *out, dberr_t *err)
             break;
         ok = s->value(s, &out[i], err);
     }
+done:
     bson_free(lo);
     bson_free(hi);
     return ok;
@@ -517,10 +554,14 @@ static bool run_fold(const window_fn_t *f, const window_part_t *p, const bson_va
     const char *name = f->def->name;
     if (f->acc_name) {
         s.reset = acc_reset, s.add = acc_add, s.value = acc_value;
+        s.unordered = !strcmp(name, "$sum") || !strcmp(name, "$avg") || !strcmp(name, "$min") ||
+                      !strcmp(name, "$max") || !strcmp(name, "$count");
     } else if (!strncmp(name, "$stdDev", 7)) {
         s.reset = stat_reset, s.add = stddev_add, s.value = stddev_value;
+        s.unordered = true;
     } else if (!strncmp(name, "$covariance", 11)) {
         s.reset = stat_reset, s.add = cov_add, s.value = cov_value;
+        s.unordered = true;
     } else {
         s.reset = stat_reset, s.add = integral_add, s.value = integral_value;
         if (!(s.xs = calculus_xs(f, p, true, err)))
@@ -570,6 +611,26 @@ static bool run_derivative(const window_fn_t *f, const window_part_t *p, const b
         out[i].value.v_double = (y2 - y1) / dx * (f->unit_ms ? (double)f->unit_ms : 1);
     }
     bson_free(xs);
+    bson_free(lo);
+    bson_free(hi);
+    return ok;
+}
+
+/* $first / $last: the value of the window's first / last document (null
+ * for an empty window or a missing value, as the $group accumulators). */
+static bool run_first_last(const window_fn_t *f, const window_part_t *p, const bson_value_t *vals,
+                           const bson_value_t *vals2, bson_value_t *out, dberr_t *err)
+{
+    size_t *lo = bson_malloc((p->n ? p->n : 1) * sizeof *lo);
+    size_t *hi = bson_malloc((p->n ? p->n : 1) * sizeof *hi);
+    bool ok = window_ranges(f, p, lo, hi, err), last = !strcmp(f->def->name, "$last");
+    for (size_t i = 0; ok && i < p->n; i++) {
+        const bson_value_t *v = lo[i] < hi[i] ? &vals[last ? hi[i] - 1 : lo[i]] : NULL;
+        if (v && v->value_type != BSON_TYPE_EOD)
+            bson_value_copy(v, &out[i]);
+        else
+            out[i].value_type = BSON_TYPE_NULL;
+    }
     bson_free(lo);
     bson_free(hi);
     return ok;
@@ -758,8 +819,8 @@ static const window_fn_def_t window_fns[] = {
     {"$avg", WFN_WINDOW, parse_acc, run_fold},
     {"$min", WFN_WINDOW, parse_acc, run_fold},
     {"$max", WFN_WINDOW, parse_acc, run_fold},
-    {"$first", WFN_WINDOW, parse_acc, run_fold},
-    {"$last", WFN_WINDOW, parse_acc, run_fold},
+    {"$first", WFN_WINDOW, parse_expr, run_first_last},
+    {"$last", WFN_WINDOW, parse_expr, run_first_last},
     {"$push", WFN_WINDOW, parse_acc, run_fold},
     {"$addToSet", WFN_WINDOW, parse_acc, run_fold},
     {"$count", WFN_WINDOW, parse_acc, run_fold},
