@@ -547,3 +547,15 @@ def test_linear_fill_refuses_repeated_sort_values(db):
     db.rep.insert_many([{"t": 1, "v": 1}, {"t": 1}, {"t": 2, "v": 3}])
     assert error_of(db, "rep", [{"$fill": {"sortBy": {"t": 1},
                                            "output": {"v": {"method": "linear"}}}}]) == 6050106
+
+
+def test_a_long_window_computation_stops_at_max_time_ms(db):
+    db.big.drop()
+    db.big.insert_many([{"_id": i, "v": i % 7} for i in range(20000)])
+    with pytest.raises(OperationFailure) as e:
+        list(db.big.aggregate([{"$setWindowFields": {
+            "sortBy": {"_id": 1},
+            "output": {"s": {"$stdDevPop": "$v", "window": {"documents": [-3000, 3000]}}}}}],
+            maxTimeMS=50))
+    assert e.value.code == 50
+    db.client.admin.command("ping")
