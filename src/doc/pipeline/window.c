@@ -12,6 +12,9 @@
 #include "util/fiber.h"
 #include "util/shellfmt.h"
 
+/* What one document may hold (mongod's BSONObjMaxUserSize). */
+#define BSON_MAX_SIZE_USER (16 * 1024 * 1024)
+
 /* ------------------------------------------------------------- helpers */
 
 void window_set_path(const bson_t *doc, char *const *path, size_t n, const bson_value_t *v,
@@ -677,7 +680,7 @@ static bool run_partition(const window_spec_t *w, window_part_t *p, dberr_t *err
 {
     bson_value_t **res = bson_malloc0((w->nfns ? w->nfns : 1) * sizeof *res);
     bool ok = true;
-    for (size_t j = 0; ok && p->keys == NULL && w->sort && j == 0; j++) {
+    if (w->sort) { /* the first sortBy field: ranks, range windows, calculus */
         p->keys = values_new(p->n);
         for (size_t i = 0; i < p->n; i++) {
             bson_iter_t it;
@@ -745,6 +748,11 @@ static bool run_partition(const window_spec_t *w, window_part_t *p, dberr_t *err
             cur = next;
         }
         p->docs[i] = cur;
+        if (ok && cur->len > BSON_MAX_SIZE_USER)
+            ok = dberr_set(err, DBERR_BSON_OBJECT_TOO_LARGE,
+                           "BSONObj size: %u (0x%X) is invalid. Size must be between 0 and "
+                           "16793600(16MB)",
+                           cur->len, cur->len);
     }
     for (size_t j = 0; j < w->nfns; j++)
         values_free(res[j], p->n);
