@@ -559,3 +559,106 @@ def test_a_long_window_computation_stops_at_max_time_ms(db):
             maxTimeMS=50))
     assert e.value.code == 50
     db.client.admin.command("ping")
+
+
+# ---- which combinations mongod accepts: every function x window x sortBy x partitionBy ----
+
+FUNCTIONS = {
+    "sum": {"$sum": "$a"}, "avg": {"$avg": "$a"}, "stdDevSamp": {"$stdDevSamp": "$a"},
+    "stdDevPop": {"$stdDevPop": "$a"}, "min": {"$min": "$a"}, "max": {"$max": "$a"},
+    "count": {"$count": {}}, "push": {"$push": "$a"}, "addToSet": {"$addToSet": "$a"},
+    "first": {"$first": "$a"}, "last": {"$last": "$a"},
+    "derivative": {"$derivative": {"input": "$a"}},
+    "derivative_date": {"$derivative": {"input": "$date", "unit": "millisecond"}},
+    "integral": {"$integral": {"input": "$a"}},
+    "integral_date": {"$integral": {"input": "$a", "unit": "millisecond"}},
+    "covariancePop": {"$covariancePop": ["$a", "$date"]},
+    "covarianceSamp": {"$covarianceSamp": ["$a", "$date"]},
+    "expMovingAvgN": {"$expMovingAvg": {"input": "$a", "N": 3}},
+    "expMovingAvgAlpha": {"$expMovingAvg": {"input": "$a", "alpha": 0.1}},
+    "shift": {"$shift": {"output": "$a", "by": 1, "default": 0}},
+    "documentNumber": {"$documentNumber": {}}, "rank": {"$rank": {}},
+    "denseRank": {"$denseRank": {}},
+}
+WINDOWS = {
+    "none": None,
+    "doc_left": {"documents": ["unbounded", "current"]},
+    "doc_right": {"documents": ["current", "unbounded"]},
+    "doc_past": {"documents": [-1, "current"]},
+    "doc_centered": {"documents": [-1, 1]},
+    "range_full": {"range": ["unbounded", "unbounded"]},
+    "range_left": {"range": ["unbounded", "current"]},
+    "range_past": {"range": [-2, "current"]},
+    "range_centered": {"range": [-2, 2]},
+}
+SORTS = {"none": None, "asc": {"seq": 1}, "desc": {"seq": -1}, "asc_date": {"date": 1},
+         "desc_date": {"date": -1}, "multi": {"seq": 1, "part": 1}}
+PARTITIONS = {"none": None, "field": "$part", "array": "$array"}
+
+
+def expected_code(fn, window, sort, partition):
+    """mongod's answer: the function's own rules first, then the window's,
+    then (running) the partition key's and the sort key's types."""
+    rank_like = fn in ("documentNumber", "rank", "denseRank")
+    if fn.startswith("derivative") and (sort == "none" or window == "none" or sort == "multi"):
+        return 9
+    if fn.startswith("integral") and sort in ("none", "multi"):
+        return 9
+    if fn.startswith("expMovingAvg") and (window != "none" or sort == "none"):
+        return 9
+    if rank_like and window != "none":
+        return 5371601
+    if rank_like and sort in ("none", "multi"):
+        return 5371602
+    if fn == "shift" and (sort == "none" or window != "none"):
+        return 9
+    if window.startswith("doc") and sort == "none":
+        return 5339901
+    if window.startswith("range") and sort in ("none", "multi"):
+        return 5339902
+    if partition == "array":
+        return 14
+    date_sort = sort.endswith("date")
+    if fn == "derivative_date" and not date_sort:
+        return 5624900
+    if fn == "derivative" and date_sort:
+        return 5624901
+    if fn == "integral_date" and not date_sort:
+        return 5423901
+    if fn == "integral" and date_sort:
+        return 5423902
+    return 0
+
+
+def test_every_window_combination_is_accepted_or_refused_as_mongod(db):
+    db.combos.drop()
+    day = datetime.timedelta(days=1)
+    db.combos.insert_many([{"_id": i, "a": i, "date": D("2021-01-01T00:00:00Z") + i * day,
+                            "array": [], "part": i % 2, "seq": i // 2} for i in range(10)])
+    wrong = []
+    for fn, spec in FUNCTIONS.items():
+        for wname, window in WINDOWS.items():
+            for sname, sort in SORTS.items():
+                if wname.startswith("range") and (sname.endswith("date") or
+                                                  sname.startswith("desc")):
+                    continue  # range windows over dates need a unit; descending is refused
+                for pname, part in PARTITIONS.items():
+                    out = dict(spec)
+                    if window is not None:
+                        out["window"] = window
+                    stage = {"output": {"x": out}}
+                    if sort is not None:
+                        stage["sortBy"] = sort
+                    if part is not None:
+                        stage["partitionBy"] = part
+                    want = expected_code(fn, wname, sname, pname)
+                    try:
+                        db.command(SON([("aggregate", "combos"),
+                                        ("pipeline", [{"$setWindowFields": stage}]),
+                                        ("cursor", {})]))
+                        got = 0
+                    except OperationFailure as e:
+                        got = e.code
+                    if got != want:
+                        wrong.append((fn, wname, sname, pname, got, want))
+    assert wrong == []

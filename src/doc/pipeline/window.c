@@ -489,17 +489,13 @@ static bool output_parse(window_spec_t *w, bson_iter_t *it, dberr_t *err)
     if (!has_fn)
         return dberr_set(err, DBERR_FAILED_TO_PARSE, "Expected a $-prefixed window function%s%s",
                          first ? ", " : "", first ? first : "");
+    /* the function's own checks come before its window's, as mongod's parsers */
     unsigned fl = f->def->flags;
-    if (has_win) {
-        if (fl & WFN_RANK)
-            return dberr_set(err, 5371601, "Rank style window functions take no other arguments");
-        if (!(fl & WFN_WINDOW))
-            return dberr_set(err, DBERR_FAILED_TO_PARSE,
-                             "'window' field is not allowed in '%s'", f->def->name);
-        if (!window_bounds_parse(&win_it, w, &f->win, err))
-            return false;
-        f->explicit_window = true;
-    }
+    if (has_win && (fl & WFN_RANK))
+        return dberr_set(err, 5371601, "Rank style window functions take no other arguments");
+    if (has_win && !(fl & WFN_WINDOW))
+        return dberr_set(err, DBERR_FAILED_TO_PARSE, "'window' field is not allowed in '%s'",
+                         f->def->name);
     if ((fl & WFN_RANK) && (!w->sort || w->nsort != 1))
         return dberr_set(err, 5371602,
                          "%s must be specified with a top level sortBy expression with exactly "
@@ -518,6 +514,11 @@ static bool output_parse(window_spec_t *w, bson_iter_t *it, dberr_t *err)
     if ((fl & WFN_NEEDS_WINDOW) && !has_win)
         return dberr_set(err, DBERR_FAILED_TO_PARSE, "%s requires explicit window bounds",
                          f->def->name);
+    if (has_win) {
+        if (!window_bounds_parse(&win_it, w, &f->win, err))
+            return false;
+        f->explicit_window = true;
+    }
     return f->def->parse(f, &fn_it, w, err);
 }
 
