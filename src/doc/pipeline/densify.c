@@ -15,8 +15,8 @@
 typedef enum densify_bounds { DENSIFY_FULL, DENSIFY_PARTITION, DENSIFY_EXPLICIT } densify_bounds_t;
 
 struct densify_spec {
-    char *field;  /* dotted */
-    char **path;  /* its components */
+    char *field; /* dotted */
+    char **path; /* its components */
     size_t npath;
     char **parts; /* partitionByFields, dotted */
     size_t nparts;
@@ -428,8 +428,8 @@ static bool densify_run(const stage_t *s, const expr_ctx_t *ctx, doclist_t *in, 
                 HASH_ADD_KEYPTR(hh, parts, key, it->pkey->len, p);
                 *tail = p, tail = &p->order;
             }
-            ok = fill_to(&r, p, &it->val, false, d->bounds == DENSIFY_EXPLICIT ? &d->hi : NULL,
-                         err);
+            ok =
+                fill_to(&r, p, &it->val, false, d->bounds == DENSIFY_EXPLICIT ? &d->hi : NULL, err);
         }
         if (ok) {
             doclist_push(out, it->doc);

@@ -37,8 +37,7 @@ static bool parse_rank(window_fn_t *f, bson_iter_t *it, const window_spec_t *w, 
 {
     bson_t empty;
     if (!BSON_ITER_HOLDS_DOCUMENT(it) || (pipeline_borrow_doc(it, &empty), !bson_empty(&empty)))
-        return dberr_set(err, 5371603, "%s must be specified with '{}' as the value",
-                         f->def->name);
+        return dberr_set(err, 5371603, "%s must be specified with '{}' as the value", f->def->name);
     return true;
 }
 
@@ -65,8 +64,10 @@ static bool parse_cov(window_fn_t *f, bson_iter_t *it, const window_spec_t *w, d
 static bool named_args(const window_fn_t *f, bson_iter_t *it, bson_iter_t *out, dberr_t *err)
 {
     if (!BSON_ITER_HOLDS_DOCUMENT(it))
-        return dberr_set(err, DBERR_FAILED_TO_PARSE, "%s must have exactly one argument that is "
-                                                     "an object", f->def->name);
+        return dberr_set(err, DBERR_FAILED_TO_PARSE,
+                         "%s must have exactly one argument that is "
+                         "an object",
+                         f->def->name);
     bson_iter_recurse(it, out);
     return true;
 }
@@ -120,7 +121,8 @@ static bool parse_shift(window_fn_t *f, bson_iter_t *it, const window_spec_t *w,
                 f->by > INT32_MAX)
                 return dberr_set(err, DBERR_FAILED_TO_PARSE,
                                  "'$shift:by' field must be an integer, but found by: %s",
-                                 num_is_number(bson_iter_value(&a)) ? "a fraction" : "a non-number");
+                                 num_is_number(bson_iter_value(&a)) ? "a fraction"
+                                                                    : "a non-number");
             has_by = true;
         } else if (!strcmp(k, "default")) {
             if (!constant_of(&a, &f->dflt, err))
@@ -168,8 +170,7 @@ static bool parse_ema(window_fn_t *f, bson_iter_t *it, const window_spec_t *w, d
         int64_t n;
         if (!num_is_number(v))
             return dberr_set(err, DBERR_FAILED_TO_PARSE,
-                             "'N' field must be an integer, but found type %s",
-                             "non-numeric");
+                             "'N' field must be an integer, but found type %s", "non-numeric");
         if (!num_to_int64_whole(v, &n))
             return dberr_set(err, DBERR_FAILED_TO_PARSE,
                              "'N' field must be an integer, but found  N: %g. To use a "
@@ -178,8 +179,8 @@ static bool parse_ema(window_fn_t *f, bson_iter_t *it, const window_spec_t *w, d
         if (n <= 0)
             return dberr_set(err, DBERR_FAILED_TO_PARSE, "'N' must be greater than zero. Got %lld",
                              (long long)n);
-        bson_value_t two = {.value_type = BSON_TYPE_DECIMAL128}, np1 = {.value_type = BSON_TYPE_INT64},
-                     r;
+        bson_value_t two = {.value_type = BSON_TYPE_DECIMAL128},
+                     np1 = {.value_type = BSON_TYPE_INT64}, r;
         bson_decimal128_from_string("2", &two.value.v_decimal128);
         np1.value.v_int64 = n + 1;
         num_divide(&two, &np1, &r);
@@ -213,8 +214,7 @@ static bool parse_calculus(window_fn_t *f, bson_iter_t *it, const window_spec_t 
         const char *k = bson_iter_key(&a);
         if (!strcmp(k, "input")) {
             if (f->arg)
-                return dberr_set(err, DBERR_FAILED_TO_PARSE, "%s got 'input' twice",
-                                 f->def->name);
+                return dberr_set(err, DBERR_FAILED_TO_PARSE, "%s got 'input' twice", f->def->name);
             if (!(f->arg = expr_new(&a, err)))
                 return false;
         } else if (!strcmp(k, "unit")) {
@@ -253,8 +253,8 @@ struct fold {
     const window_fn_t *f;
     const window_part_t *p;
     const bson_value_t *vals, *vals2;
-    double *xs;          /* $integral: the sortBy values (ms / unit for dates) */
-    pipeline_acc_t *acc; /* the $group accumulator */
+    double *xs;           /* $integral: the sortBy values (ms / unit for dates) */
+    pipeline_acc_t *acc;  /* the $group accumulator */
     double n, mx, my, m2; /* Welford: count, means, second (co-)moment */
     bool has_prev;
     size_t prev;
@@ -335,7 +335,8 @@ static bool fold_run(fold_t *s, bson_value_t *out, dberr_t *err)
     bool ok = window_ranges(s->f, p, lo, hi, err), have = false;
     size_t cl = 0, ch = 0;
     uint64_t steps = 0;
-    if (ok && s->unordered && p->n > 1 && lo[p->n - 1] > lo[0] && windows_end_at_end(lo, hi, p->n)) {
+    if (ok && s->unordered && p->n > 1 && lo[p->n - 1] > lo[0] &&
+        windows_end_at_end(lo, hi, p->n)) {
         ok = fold_backwards(s, lo, out, err);
         goto done;
     }
@@ -530,8 +531,7 @@ static double *calculus_xs(const window_fn_t *f, const window_part_t *p, bool is
                       "%s where the sortBy is a Date requires an 'unit'", f->def->name);
         } else if (!date && !num_is_number(k)) {
             dberr_set(err, is_integral ? 5423900 : 5624902,
-                      "%s (with no 'unit') expects the sortBy field to be numeric",
-                      f->def->name);
+                      "%s (with no 'unit') expects the sortBy field to be numeric", f->def->name);
         } else {
             xs[i] = date ? (double)k->value.v_datetime : num_to_double(k);
             continue;
@@ -689,7 +689,8 @@ static bool run_shift(const window_fn_t *f, const window_part_t *p, const bson_v
 static bool run_ema(const window_fn_t *f, const window_part_t *p, const bson_value_t *vals,
                     const bson_value_t *vals2, bson_value_t *out, dberr_t *err)
 {
-    bson_value_t alpha = {.value_type = BSON_TYPE_DECIMAL128}, one = {.value_type = BSON_TYPE_INT32};
+    bson_value_t alpha = {.value_type = BSON_TYPE_DECIMAL128},
+                 one = {.value_type = BSON_TYPE_INT32};
     bson_value_t rest, last = {.value_type = BSON_TYPE_EOD};
     bool decimal = false;
     alpha.value.v_decimal128 = f->alpha;

@@ -30,8 +30,8 @@ void pipeline_acc_destroy(pipeline_acc_t *a);
 /* One end of a window: "unbounded", "current" or a value. */
 typedef struct window_bound {
     enum { WB_UNBOUNDED, WB_CURRENT, WB_VALUE } kind;
-    int64_t n;      /* documents: the offset */
-    long double x;  /* range: the offset (a number, or a count of `unit`) */
+    int64_t n;     /* documents: the offset */
+    long double x; /* range: the offset (a number, or a count of `unit`) */
 } window_bound_t;
 
 /* A window: documents [lo, hi] around the current one, or the documents
@@ -50,15 +50,15 @@ typedef struct window_fn {
     const window_fn_def_t *def;
     char **path; /* the output field's components */
     size_t npath;
-    expr_t *arg;           /* the input expression (NULL for $count and the ranks) */
-    expr_t *arg2;          /* $covariance*: the second input */
-    bson_value_t dflt;     /* $shift default (null unless given) */
-    int64_t by;            /* $shift by */
-    bool explicit_window;  /* a `window` was given */
-    window_bounds_t win;   /* [unbounded, unbounded] unless given */
-    int64_t unit_ms;       /* $derivative / $integral unit in ms; 0 for none */
+    expr_t *arg;             /* the input expression (NULL for $count and the ranks) */
+    expr_t *arg2;            /* $covariance*: the second input */
+    bson_value_t dflt;       /* $shift default (null unless given) */
+    int64_t by;              /* $shift by */
+    bool explicit_window;    /* a `window` was given */
+    window_bounds_t win;     /* [unbounded, unbounded] unless given */
+    int64_t unit_ms;         /* $derivative / $integral unit in ms; 0 for none */
     bson_decimal128_t alpha; /* $expMovingAvg weight of the new value */
-    const char *acc_name;  /* the $group accumulator behind it, or NULL */
+    const char *acc_name;    /* the $group accumulator behind it, or NULL */
 } window_fn_t;
 
 /* A value-filled output of $fill ({field: {value: expr}}). */
@@ -70,7 +70,7 @@ typedef struct window_fill {
 
 /* A parsed $setWindowFields or $fill. */
 struct window_spec {
-    const char *stage;   /* "$setWindowFields" or "$fill", for errors */
+    const char *stage;    /* "$setWindowFields" or "$fill", for errors */
     expr_t *partition_by; /* NULL: one partition */
     sortspec_t *sort;     /* NULL: no sortBy */
     char *sort_field;     /* the first sortBy field */
@@ -80,7 +80,7 @@ struct window_spec {
     size_t nfns;
     window_fill_t *fills; /* $fill value outputs, applied after fns */
     size_t nfills;
-    expr_t *date_add;     /* $dateAdd of $$d by $$n $$u (range windows with a unit) */
+    expr_t *date_add; /* $dateAdd of $$d by $$n $$u (range windows with a unit) */
 };
 
 /* The documents of one partition in window order, with what the
@@ -88,18 +88,18 @@ struct window_spec {
 typedef struct window_part {
     bson_t **docs;
     size_t n;
-    bson_value_t *keys;     /* the sortBy field per document (EOD: missing); NULL
-                             * without sortBy */
+    bson_value_t *keys; /* the sortBy field per document (EOD: missing); NULL
+                         * without sortBy */
     const window_spec_t *w;
     const expr_ctx_t *ctx;
-    int64_t *mem;           /* bytes held by the stage so far (pipeline_limits) */
+    int64_t *mem; /* bytes held by the stage so far (pipeline_limits) */
 } window_part_t;
 
 enum {
-    WFN_WINDOW = 1,      /* takes a `window` */
-    WFN_NEEDS_SORT = 2,  /* needs a sortBy (FailedToParse without) */
-    WFN_SINGLE_SORT = 4, /* needs a sortBy of one field */
-    WFN_RANK = 8,        /* $rank & co.: {} argument, one sortBy field (5371601-3) */
+    WFN_WINDOW = 1,        /* takes a `window` */
+    WFN_NEEDS_SORT = 2,    /* needs a sortBy (FailedToParse without) */
+    WFN_SINGLE_SORT = 4,   /* needs a sortBy of one field */
+    WFN_RANK = 8,          /* $rank & co.: {} argument, one sortBy field (5371601-3) */
     WFN_NEEDS_WINDOW = 16, /* needs an explicit window ($derivative) */
 };
 
@@ -137,8 +137,7 @@ bool window_ranges(const window_fn_t *f, const window_part_t *p, size_t *lo, siz
 
 /* Parses `window: {...}` under `it` into `b` (FailedToParse, 5339900-2 as
  * mongod). */
-bool window_bounds_parse(bson_iter_t *it, const window_spec_t *w, window_bounds_t *b,
-                         dberr_t *err);
+bool window_bounds_parse(bson_iter_t *it, const window_spec_t *w, window_bounds_t *b, dberr_t *err);
 
 /* Counts `bytes` against the stage's memory limit (5414201 past it). */
 bool window_charge(const window_part_t *p, int64_t bytes, dberr_t *err);

@@ -62,9 +62,9 @@ int64_t window_unit_ms(const char *unit)
         const char *name;
         int64_t ms;
     } units[] = {
-        {"year", 0},          {"quarter", 0},    {"month", 0},      {"week", 604800000},
-        {"day", 86400000},    {"hour", 3600000}, {"minute", 60000}, {"second", 1000},
-        {"millisecond", 1},
+        {"year", 0},         {"quarter", 0},    {"month", 0},
+        {"week", 604800000}, {"day", 86400000}, {"hour", 3600000},
+        {"minute", 60000},   {"second", 1000},  {"millisecond", 1},
     };
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
         if (!strcmp(units[i].name, unit))
@@ -184,15 +184,15 @@ static bool bounds_pair(bson_iter_t *it, bool range, bool with_unit, window_boun
     if (!bound_parse(&v[0], range, with_unit, &b->lo, err) ||
         !bound_parse(&v[1], range, with_unit, &b->hi, err))
         return false;
-    long double lo = b->lo.kind == WB_VALUE ? b->lo.x : 0, hi = b->hi.kind == WB_VALUE ? b->hi.x : 0;
+    long double lo = b->lo.kind == WB_VALUE ? b->lo.x : 0,
+                hi = b->hi.kind == WB_VALUE ? b->hi.x : 0;
     if (b->lo.kind != WB_UNBOUNDED && b->hi.kind != WB_UNBOUNDED && lo > hi)
         return dberr_set(err, 5339900, "Lower bound must not exceed upper bound: [%Lg, %Lg]", lo,
                          hi);
     return true;
 }
 
-bool window_bounds_parse(bson_iter_t *it, const window_spec_t *w, window_bounds_t *b,
-                         dberr_t *err)
+bool window_bounds_parse(bson_iter_t *it, const window_spec_t *w, window_bounds_t *b, dberr_t *err)
 {
     bson_iter_t f, docs, range, unit;
     bool has_docs = false, has_range = false, has_unit = false;
@@ -469,8 +469,8 @@ static bool output_parse(window_spec_t *w, bson_iter_t *it, dberr_t *err)
             has_win = true;
             win_it = a;
         } else if (name[0] == '$' && !has_fn) {
-            static const char *const later[] = {"$topN", "$bottomN", "$top",  "$bottom",
-                                                "$firstN", "$lastN", "$minN", "$maxN",
+            static const char *const later[] = {"$topN",   "$bottomN",   "$top",  "$bottom",
+                                                "$firstN", "$lastN",     "$minN", "$maxN",
                                                 "$median", "$percentile"};
             for (size_t i = 0; i < sizeof later / sizeof later[0]; i++)
                 if (!strcmp(later[i], name))
@@ -644,11 +644,15 @@ static bson_value_t *values_new(size_t n)
 static int64_t value_bytes(const bson_value_t *v)
 {
     switch (v->value_type) {
-    case BSON_TYPE_UTF8: return 16 + v->value.v_utf8.len;
+    case BSON_TYPE_UTF8:
+        return 16 + v->value.v_utf8.len;
     case BSON_TYPE_DOCUMENT:
-    case BSON_TYPE_ARRAY: return 16 + v->value.v_doc.data_len;
-    case BSON_TYPE_BINARY: return 16 + v->value.v_binary.data_len;
-    default: return 16;
+    case BSON_TYPE_ARRAY:
+        return 16 + v->value.v_doc.data_len;
+    case BSON_TYPE_BINARY:
+        return 16 + v->value.v_binary.data_len;
+    default:
+        return 16;
     }
 }
 
