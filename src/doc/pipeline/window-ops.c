@@ -9,6 +9,7 @@
 
 #include "doc/compare.h"
 #include "util/fiber.h"
+#include "util/shellfmt.h"
 #include "util/table.h"
 
 /* --------------------------------------------------------------- parse */
@@ -65,9 +66,7 @@ static bool named_args(const window_fn_t *f, bson_iter_t *it, bson_iter_t *out, 
 {
     if (!BSON_ITER_HOLDS_DOCUMENT(it))
         return dberr_set(err, DBERR_FAILED_TO_PARSE,
-                         "%s must have exactly one argument that is "
-                         "an object",
-                         f->def->name);
+                         "%s must have exactly one argument that is an object", f->def->name);
     bson_iter_recurse(it, out);
     return true;
 }
@@ -118,11 +117,13 @@ static bool parse_shift(window_fn_t *f, bson_iter_t *it, const window_spec_t *w,
                 return false;
         } else if (!strcmp(k, "by")) {
             if (!num_to_int64_whole(bson_iter_value(&a), &f->by) || f->by < INT32_MIN ||
-                f->by > INT32_MAX)
-                return dberr_set(err, DBERR_FAILED_TO_PARSE,
-                                 "'$shift:by' field must be an integer, but found by: %s",
-                                 num_is_number(bson_iter_value(&a)) ? "a fraction"
-                                                                    : "a non-number");
+                f->by > INT32_MAX) {
+                char *shown = shellfmt_value(bson_iter_value(&a));
+                dberr_set(err, DBERR_FAILED_TO_PARSE,
+                          "'$shift:by' field must be an integer, but found by: %s", shown);
+                bson_free(shown);
+                return false;
+            }
             has_by = true;
         } else if (!strcmp(k, "default")) {
             if (!constant_of(&a, &f->dflt, err))
@@ -170,7 +171,8 @@ static bool parse_ema(window_fn_t *f, bson_iter_t *it, const window_spec_t *w, d
         int64_t n;
         if (!num_is_number(v))
             return dberr_set(err, DBERR_FAILED_TO_PARSE,
-                             "'N' field must be an integer, but found type %s", "non-numeric");
+                             "'N' field must be an integer, but found type %s",
+                             shellfmt_type_name(v->value_type));
         if (!num_to_int64_whole(v, &n))
             return dberr_set(err, DBERR_FAILED_TO_PARSE,
                              "'N' field must be an integer, but found  N: %g. To use a "
@@ -253,7 +255,7 @@ struct fold {
     const window_fn_t *f;
     const window_part_t *p;
     const bson_value_t *vals, *vals2;
-    double *xs;           /* $integral: the sortBy values (ms / unit for dates) */
+    double *xs;           /* $integral: the sortBy values (ms for dates) */
     pipeline_acc_t *acc;  /* the $group accumulator */
     double n, mx, my, m2; /* Welford: count, means, second (co-)moment */
     bool has_prev;
