@@ -314,6 +314,7 @@ def test_dotted_output_fields_are_set_inside_documents(db):
     ({"sortBy": {"a": 1}, "output": {"s": {"$derivative": {"input": "$a"}}}}, 9),
     ({"sortBy": {"a": 1, "b": 1}, "output": {"s": {"$integral": {"input": "$a"}}}}, 9),
     ({"sortBy": {"a": 1}}, 40414),
+    ({"sortBy": {}, "output": {}}, 15976),
     ({"sortBy": {"a": 1}, "output": {}, "bogus": 1}, 40415),
     ({"sortBy": {"a": 1}, "output": {"$s": {"$sum": 1}}}, 16410),
 ])

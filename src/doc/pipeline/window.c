@@ -427,14 +427,11 @@ bool window_sort_parse(window_spec_t *w, bson_iter_t *it, dberr_t *err)
                          "BSON field '%s.sortBy' is the wrong type, expected type 'object'",
                          w->stage);
     pipeline_borrow_doc(it, &doc);
+    if (bson_empty(&doc))
+        return dberr_set(err, 15976, "$sort stage must have at least one sort key");
     if (!(w->sort = sortspec_new(&doc, err)))
         return false;
     w->nsort = sortspec_nkeys(w->sort);
-    if (w->nsort == 0) {
-        sortspec_destroy(w->sort);
-        w->sort = NULL;
-        return true;
-    }
     const char *k = sortspec_key(w->sort, 0, &w->sort_dir);
     w->sort_field = bson_strdup(k ? k : "");
     return true;
