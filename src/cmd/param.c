@@ -249,6 +249,10 @@ static int64_t *param_limit(const char *name)
         return &pipeline_limits.push_bytes;
     if (!strcmp(name, "internalQueryMaxAddToSetBytes"))
         return &pipeline_limits.add_to_set_bytes;
+    if (!strcmp(name, "internalDocumentSourceSetWindowFieldsMaxMemoryBytes"))
+        return &pipeline_limits.window_bytes;
+    if (!strcmp(name, "internalQueryMaxAllowedDensifyDocs"))
+        return &pipeline_limits.densify_docs;
     return NULL;
 }
 
@@ -401,6 +405,9 @@ static const param_t param_table[] = {
     {"internalDocumentSourceGroupMaxMemoryBytes", get_limit, set_limit, RUNTIME, 1, INT64_MAX},
     {"internalQueryMaxPushBytes", get_limit, set_limit, RUNTIME, 1, INT64_MAX},
     {"internalQueryMaxAddToSetBytes", get_limit, set_limit, RUNTIME, 1, INT64_MAX},
+    {"internalDocumentSourceSetWindowFieldsMaxMemoryBytes", get_limit, set_limit, RUNTIME, 1,
+     INT64_MAX},
+    {"internalQueryMaxAllowedDensifyDocs", get_limit, set_limit, RUNTIME, 1, INT64_MAX},
     {"scramIterationCount", get_scram, set_scram, RUNTIME, 0, 0},
     {"scramSHA256IterationCount", get_scram, set_scram, RUNTIME, 0, 0},
     {"authenticationMechanisms", get_auth_mechanisms, NULL, STARTUP, 0, 0},

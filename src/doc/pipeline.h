@@ -120,6 +120,10 @@ typedef struct pipeline_limits {
     int64_t group_bytes;      /* internalDocumentSourceGroupMaxMemoryBytes */
     int64_t push_bytes;       /* internalQueryMaxPushBytes */
     int64_t add_to_set_bytes; /* internalQueryMaxAddToSetBytes */
+    int64_t window_bytes;     /* internalDocumentSourceSetWindowFieldsMaxMemoryBytes:
+                               * $setWindowFields and $fill, Location5414201 past it */
+    int64_t densify_docs;     /* internalQueryMaxAllowedDensifyDocs (500,000 documents
+                               * $densify may generate; Location5897900 past it) */
 } pipeline_limits_t;
 extern pipeline_limits_t pipeline_limits;
 

@@ -1,7 +1,7 @@
 /* pipeline/group: the $group stage — documents grouped by the key
  * expression in a hash table (util/hash.h), first-seen order kept — and its
  * accumulators, one row each in the accumulator table. */
-#include "doc/pipeline/pipeline-private.h"
+#include "doc/pipeline/window-private.h"
 #include "util/fiber.h"
 
 #include <string.h>
@@ -414,3 +414,61 @@ const stage_def_t pipeline_group_stages[] = {
     {"$group", group_parse, group_run, group_check_vars, group_free, 0},
     {NULL, NULL, NULL, NULL, NULL, 0},
 };
+
+/* ---- one accumulator on its own, for window functions (window-private.h) ---- */
+
+struct pipeline_acc {
+    accum_t spec;
+    acc_state_t st;
+};
+
+pipeline_acc_t *pipeline_acc_new(const char *name)
+{
+    const acc_def_t *def = find_accumulator(name);
+    if (!def)
+        return NULL;
+    pipeline_acc_t *a = bson_malloc0(sizeof *a);
+    a->spec.field = (char *)"v";
+    a->spec.def = def;
+    num_sum_init(&a->st.sum);
+    a->st.list = bson_new();
+    return a;
+}
+
+void pipeline_acc_add(pipeline_acc_t *a, const bson_value_t *v)
+{
+    a->spec.def->update(&a->spec, &a->st, v);
+}
+
+void pipeline_acc_value(const pipeline_acc_t *a, bson_value_t *out)
+{
+    bson_t tmp = BSON_INITIALIZER;
+    bson_iter_t it;
+    a->spec.def->emit(&a->spec, &a->st, &tmp);
+    if (bson_iter_init_find(&it, &tmp, "v"))
+        bson_value_copy(bson_iter_value(&it), out);
+    else
+        out->value_type = BSON_TYPE_NULL;
+    bson_destroy(&tmp);
+}
+
+uint32_t pipeline_acc_list_bytes(const pipeline_acc_t *a)
+{
+    return a->st.list->len;
+}
+
+bool pipeline_acc_is_list(const pipeline_acc_t *a, bool *is_push)
+{
+    *is_push = a->spec.def->update == push_update;
+    return *is_push || a->spec.def->update == add_to_set_update;
+}
+
+void pipeline_acc_destroy(pipeline_acc_t *a)
+{
+    if (!a)
+        return;
+    if (a->st.val.value_type != BSON_TYPE_EOD)
+        bson_value_destroy(&a->st.val);
+    bson_destroy(a->st.list);
+    bson_free(a);
+}

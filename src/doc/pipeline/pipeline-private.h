@@ -54,6 +54,8 @@ struct stage {
         output_stage_t *output; /* $out, $merge */
         struct facet_spec *facet;   /* $facet (facet.c) */
         struct bucket_spec *bucket; /* $bucket $bucketAuto $sortByCount (bucket.c) */
+        struct window_spec *window;   /* $setWindowFields, $fill (window-private.h) */
+        struct densify_spec *densify; /* $densify (densify.c) */
     } u;
 };
 
@@ -94,6 +96,9 @@ extern const stage_def_t pipeline_facet_stages[];  /* $facet (facet.c) */
 extern const stage_def_t pipeline_bucket_stages[]; /* $bucket $bucketAuto $sortByCount (bucket.c) */
 extern const stage_def_t pipeline_sample_stages[]; /* $sample (sample.c) */
 extern const stage_def_t pipeline_redact_stages[]; /* $redact (redact.c) */
+/* window.c ($setWindowFields $fill), densify.c ($densify) */
+extern const stage_def_t pipeline_window_stages[];
+extern const stage_def_t pipeline_densify_stages[];
 
 /* Borrows the document under `it` into `out`. */
 void pipeline_borrow_doc(const bson_iter_t *it, bson_t *out);

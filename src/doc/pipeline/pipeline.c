@@ -84,7 +84,7 @@ struct pipeline {
 };
 
 pipeline_limits_t pipeline_limits = {100 * 1024 * 1024, 100 * 1024 * 1024, 100 * 1024 * 1024,
-                                     100 * 1024 * 1024};
+                                     100 * 1024 * 1024, 100 * 1024 * 1024, 500000};
 
 void pipeline_set_allow_disk_use(pipeline_t *p, bool allow)
 {
@@ -101,6 +101,8 @@ static const stage_def_t *const stage_families[] = {
     pipeline_bucket_stages,
     pipeline_sample_stages,
     pipeline_redact_stages,
+    pipeline_window_stages,
+    pipeline_densify_stages,
 };
 
 static const stage_def_t *find_stage(const char *name)
@@ -126,9 +128,6 @@ static const char *const unsupported[] = {
     "$redact",
     "$sortByCount",
     "$unionWith",
-    "$densify",
-    "$fill",
-    "$setWindowFields",
     "$changeStream",
     "$search",
     "$searchMeta",
