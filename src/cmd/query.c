@@ -20,12 +20,15 @@
 #include "store/cursor.h"
 #include "store/clock.h"
 #include "store/index.h"
+#include "store/mvcc.h"
 #include "store/observer.h"
 #include "txn/session.h"
 #include "util/fiber.h"
 #include "util/vec.h"
 
 #define QUERY_DEFAULT_BATCH 101
+
+static bool query_aggregate(cmd_ctx_t *ctx, const char *verbosity, dberr_t *err);
 #define QUERY_MAX_BATCH_BYTES (16 * 1024 * 1024)
 
 /* Appends the next batch of `c` as array `field` of `reply`; returns false
@@ -880,7 +883,107 @@ static bool query_current_op_args(const cmd_ctx_t *ctx, const bson_iter_t *stage
     return true;
 }
 
+static void query_append_plan(bson_t *qp, const collection_plan_t *plan, bool exists);
+static void query_append_server_info(bson_t *reply);
+
+/* An aggregate's explain ({aggregate, explain: true} or the explain
+ * command): mongod's shape — the queryPlanner of the collection read
+ * alone when the pipeline is at most a leading $match, else explainVersion
+ * and `stages`: {$cursor: {queryPlanner}} then each further stage as
+ * given; with "executionStats" the pipeline runs and each stage reports
+ * nReturned and executionTimeMillisEstimate. */
+static bool query_aggregate_explain(cmd_ctx_t *ctx, const char *coll, collection_t *c,
+                                    const pipeline_t *p, const bson_iter_t *stages_it,
+                                    const collection_plan_t *plan, const char *verbosity,
+                                    doclist_t *docs, dberr_t *err)
+{
+    char ns[512];
+    snprintf(ns, sizeof ns, "%s.%s", ctx->db, coll ? coll : "$cmd.aggregate");
+    const bson_t *lead = pipeline_leading_match(p);
+    bson_t empty = BSON_INITIALIZER, qp = BSON_INITIALIZER, rejected = BSON_INITIALIZER;
+    bool stats = strcmp(verbosity, "queryPlanner") != 0;
+    size_t n = pipeline_nstages(p);
+    int64_t *nret = bson_malloc0((n + 1) * sizeof *nret), *ms = bson_malloc0((n + 1) * sizeof *ms);
+    int64_t input = (int64_t)docs->len;
+    uint64_t t0 = uv_hrtime();
+    bool ok = !stats || pipeline_run_explain(p, docs, nret, ms, err);
+    int64_t total_ms = (int64_t)((uv_hrtime() - t0) / 1000000);
+    if (!ok)
+        goto cleanup;
+    BSON_APPEND_INT32(&qp, "plannerVersion", 1);
+    BSON_APPEND_UTF8(&qp, "namespace", ns);
+    BSON_APPEND_DOCUMENT(&qp, "parsedQuery", lead ? lead : &empty);
+    query_append_plan(&qp, plan, c != NULL);
+    BSON_APPEND_ARRAY(&qp, "rejectedPlans", &rejected);
+    size_t first = lead ? 1 : 0;
+    bson_t es = BSON_INITIALIZER;
+    if (stats) {
+        BSON_APPEND_BOOL(&es, "executionSuccess", true);
+        BSON_APPEND_INT64(&es, "nReturned", input);
+        BSON_APPEND_INT64(&es, "executionTimeMillis", total_ms);
+        BSON_APPEND_INT64(&es, "totalKeysExamined", (int64_t)plan->keys_examined);
+        BSON_APPEND_INT64(&es, "totalDocsExamined", (int64_t)plan->docs_examined);
+    }
+    if (n <= first) { /* the whole pipeline is the collection read */
+        BSON_APPEND_DOCUMENT(ctx->reply, "queryPlanner", &qp);
+        if (stats)
+            BSON_APPEND_DOCUMENT(ctx->reply, "executionStats", &es);
+    } else {
+        bson_t arr, st, cur;
+        bson_iter_t el;
+        char key[16];
+        uint32_t k = 0;
+        BSON_APPEND_UTF8(ctx->reply, "explainVersion", "1");
+        bson_append_array_begin(ctx->reply, "stages", -1, &arr);
+        bson_append_document_begin(&arr, cmd_index_key(k++, key, sizeof key), -1, &st);
+        bson_append_document_begin(&st, "$cursor", -1, &cur);
+        BSON_APPEND_DOCUMENT(&cur, "queryPlanner", &qp);
+        if (stats)
+            BSON_APPEND_DOCUMENT(&cur, "executionStats", &es);
+        bson_append_document_end(&st, &cur);
+        if (stats) {
+            BSON_APPEND_INT64(&st, "nReturned", first ? nret[0] : input);
+            BSON_APPEND_INT64(&st, "executionTimeMillisEstimate", first ? ms[0] : 0);
+        }
+        bson_append_document_end(&arr, &st);
+        bson_iter_recurse(stages_it, &el);
+        for (size_t i = 0; i < n && bson_iter_next(&el); i++) {
+            bson_t sd;
+            if (i < first || !cmd_iter_doc(&el, &sd))
+                continue;
+            bson_append_document_begin(&arr, cmd_index_key(k++, key, sizeof key), -1, &st);
+            bson_concat(&st, &sd);
+            if (stats) {
+                BSON_APPEND_INT64(&st, "nReturned", nret[i]);
+                BSON_APPEND_INT64(&st, "executionTimeMillisEstimate", ms[i]);
+            }
+            bson_append_document_end(&arr, &st);
+        }
+        bson_append_array_end(ctx->reply, &arr);
+    }
+    bson_destroy(&es);
+    bson_t cmd = BSON_INITIALIZER;
+    bson_copy_to_excluding_noinit(ctx->cmd, &cmd, "explain", "$db", "lsid", "$clusterTime",
+                                  "$readPreference", NULL);
+    BSON_APPEND_DOCUMENT(ctx->reply, "command", &cmd);
+    bson_destroy(&cmd);
+    query_append_server_info(ctx->reply);
+cleanup:
+    bson_free(nret);
+    bson_free(ms);
+    bson_destroy(&qp);
+    return ok;
+}
+
 bool cmd_aggregate(cmd_ctx_t *ctx, dberr_t *err)
+{
+    bson_iter_t e;
+    bool explain = cmd_find(ctx, "explain", &e) && bson_iter_as_bool(&e);
+    return query_aggregate(ctx, explain ? "queryPlanner" : NULL, err);
+}
+
+/* aggregate; `verbosity` non-NULL: explain it at that verbosity. */
+static bool query_aggregate(cmd_ctx_t *ctx, const char *verbosity, dberr_t *err)
 {
     const char *coll = NULL;
     bson_iter_t it, stages;
@@ -891,6 +994,8 @@ bool cmd_aggregate(cmd_ctx_t *ctx, dberr_t *err)
     bson_t rest = BSON_INITIALIZER;
     bool ok = false;
     bool sessions = false, current_ops = false, all_users = false, idle_conns = false;
+    pipeline_source_t source;
+    uint64_t snap = 0;
     recvec_init(&recs);
     doclist_init(&docs);
     if (BSON_ITER_HOLDS_UTF8(&ctx->arg))
@@ -902,7 +1007,7 @@ bool cmd_aggregate(cmd_ctx_t *ctx, dberr_t *err)
     if (!cmd_find(ctx, "pipeline", &it) || !BSON_ITER_HOLDS_ARRAY(&it))
         return dberr_set(err, DBERR_TYPE_MISMATCH,
                          "'pipeline' option must be specified as an array");
-    bool explain = cmd_find(ctx, "explain", &stages) && bson_iter_as_bool(&stages);
+    bool explain = verbosity != NULL;
     bson_iter_t cur;
     int64_t batch_size = -1;
     if (!explain) {
@@ -978,6 +1083,15 @@ bool cmd_aggregate(cmd_ctx_t *ctx, dberr_t *err)
     p = pipeline_new(&it, PIPELINE_AGGREGATE, has_let ? &let : NULL, err);
     if (!p)
         goto cleanup;
+    stages = it;
+    /* $lookup, $unionWith, $graphLookup read through the command's view,
+     * all at one snapshot (a transaction has its own) */
+    view_source(ctx->view, &source);
+    pipeline_set_source(p, &source);
+    if (pipeline_reads_others(p) && !ctx->view->txn && !ctx->view->snapshot) {
+        snap = mvcc_snapshot_open();
+        ctx->view->snapshot = snap;
+    }
     bool disk = false;
     if (!cmd_opt_bool(ctx, "allowDiskUse", &disk, err))
         goto cleanup;
@@ -1029,17 +1143,6 @@ bool cmd_aggregate(cmd_ctx_t *ctx, dberr_t *err)
             matcher_take_error(m, err))
             goto cleanup;
     }
-    if (explain) {
-        bson_t qp, wp;
-        bson_append_document_begin(ctx->reply, "queryPlanner", -1, &qp);
-        BSON_APPEND_UTF8(&qp, "namespace", coll ? coll : "$cmd.aggregate");
-        bson_append_document_begin(&qp, "winningPlan", -1, &wp);
-        BSON_APPEND_UTF8(&wp, "stage", c ? plan.stage : "EOF");
-        bson_append_document_end(&qp, &wp);
-        bson_append_document_end(ctx->reply, &qp);
-        ok = true;
-        goto cleanup;
-    }
     for (size_t i = 0; i < recs.len; i++) {
         if (!fiber_check(err))
             goto cleanup;
@@ -1048,6 +1151,10 @@ bool cmd_aggregate(cmd_ctx_t *ctx, dberr_t *err)
         doclist_push(&docs, bson_copy(&doc));
     }
     recvec_destroy(&recs);
+    if (explain) {
+        ok = query_aggregate_explain(ctx, coll, c, p, &stages, &plan, verbosity, &docs, err);
+        goto cleanup;
+    }
     if (!pipeline_run(p, &docs, err))
         goto cleanup;
     char ns[512];
@@ -1084,6 +1191,10 @@ cleanup:
     recvec_destroy(&recs);
     doclist_destroy(&docs);
     bson_destroy(&rest);
+    if (snap) {
+        ctx->view->snapshot = 0;
+        mvcc_snapshot_close(snap);
+    }
     return ok;
 }
 
@@ -1120,6 +1231,16 @@ static void query_append_plan(bson_t *qp, const collection_plan_t *plan, bool ex
     bson_append_document_end(qp, &wp);
 }
 
+/* Appends an explain's serverInfo. */
+static void query_append_server_info(bson_t *reply)
+{
+    bson_t si;
+    bson_append_document_begin(reply, "serverInfo", -1, &si);
+    BSON_APPEND_UTF8(&si, "version", SERVER_MONGODB_VERSION);
+    BSON_APPEND_UTF8(&si, "atomdbVersion", ATOMDB_VERSION);
+    bson_append_document_end(reply, &si);
+}
+
 bool cmd_explain(cmd_ctx_t *ctx, dberr_t *err)
 {
     bson_t inner;
@@ -1133,6 +1254,27 @@ bool cmd_explain(cmd_ctx_t *ctx, dberr_t *err)
     sub.name = bson_iter_key(&sub.arg);
     const char *coll;
     query_find_t q;
+    if (strcmp(sub.name, "aggregate") == 0) {
+        /* mongod's verbosities; allPlansExecution is executionStats here:
+         * atomdb's planner keeps no rejected plans to run */
+        const char *verbosity = "allPlansExecution";
+        bson_iter_t v;
+        if (cmd_find(ctx, "verbosity", &v)) {
+            if (!BSON_ITER_HOLDS_UTF8(&v))
+                return dberr_set(err, DBERR_TYPE_MISMATCH,
+                                 "BSON field 'explain.verbosity' is the wrong type '%s', "
+                                 "expected type 'string'",
+                                 shellfmt_type_name(bson_iter_type(&v)));
+            verbosity = bson_iter_utf8(&v, NULL);
+        }
+        if (strcmp(verbosity, "queryPlanner") && strcmp(verbosity, "executionStats") &&
+            strcmp(verbosity, "allPlansExecution"))
+            return dberr_set(err, DBERR_BAD_VALUE,
+                             "Enumeration value '%s' for field 'explain.verbosity' is not a "
+                             "valid value.",
+                             verbosity);
+        return query_aggregate(&sub, verbosity, err);
+    }
     if (!cmd_collection_name(&sub, &coll, err))
         return false;
     if (strcmp(sub.name, "find") == 0) {
@@ -1183,11 +1325,7 @@ bool cmd_explain(cmd_ctx_t *ctx, dberr_t *err)
         BSON_APPEND_INT64(&es, "totalKeysExamined", (int64_t)plan.keys_examined);
         BSON_APPEND_INT64(&es, "totalDocsExamined", (int64_t)plan.docs_examined);
         bson_append_document_end(ctx->reply, &es);
-        bson_t si;
-        bson_append_document_begin(ctx->reply, "serverInfo", -1, &si);
-        BSON_APPEND_UTF8(&si, "version", SERVER_MONGODB_VERSION);
-        BSON_APPEND_UTF8(&si, "atomdbVersion", ATOMDB_VERSION);
-        bson_append_document_end(ctx->reply, &si);
+        query_append_server_info(ctx->reply);
     }
     recvec_destroy(&recs);
     matcher_destroy(m);

@@ -11,6 +11,7 @@
 #include "store/catalog.h"
 #include "store/index.h"
 #include "txn/lockmgr.h"
+#include "util/fiber.h"
 
 void view_init(view_t *v, const char *db, txn_t *txn)
 {
@@ -20,6 +21,7 @@ void view_init(view_t *v, const char *db, txn_t *txn)
     v->blocked_by = NULL;
     v->bypass_validation = false;
     v->depth = 0;
+    v->snapshot = 0;
     v->keys_examined = v->docs_examined = v->nreturned = 0;
     v->plan_stage[0] = '\0';
     v->plan_key_len = 0;
@@ -115,8 +117,12 @@ static bool view_query_view(view_t *v, collection_t *c, const collection_query_o
         doclist_push(&docs, bson_copy(&doc));
     }
     if (bson_iter_init_find(&it, collection_options(c), "pipeline")) {
-        if (!(p = pipeline_new(&it, PIPELINE_AGGREGATE, NULL, err)) ||
-            !pipeline_run(p, &docs, err))
+        pipeline_source_t joins;
+        view_source(v, &joins);
+        if (!(p = pipeline_new(&it, PIPELINE_AGGREGATE, NULL, err)))
+            goto cleanup;
+        pipeline_set_source(p, &joins);
+        if (!pipeline_run(p, &docs, err))
             goto cleanup;
     }
     size_t first = out->len;
@@ -185,7 +191,11 @@ static bool view_query_run(view_t *v, collection_t *c, const char *coll,
     if (!v->txn) {
         if (!c)
             return true;
-        return collection_query(c, o, out, plan, err);
+        if (!v->snapshot)
+            return collection_query(c, o, out, plan, err);
+        collection_query_opts_t at = *o;
+        at.snapshot = v->snapshot;
+        return collection_query(c, &at, out, plan, err);
     }
     /* everything that matches, from the store and from the write set,
      * then sort, skip and limit over the union */
@@ -215,6 +225,47 @@ static bool view_query_run(view_t *v, collection_t *c, const char *coll,
     view_merge_t m = {o, out};
     txn_foreach(v->txn, v->db, coll, view_add_change, &m);
     return view_finish(out, first, o, err);
+}
+
+/* pipeline_source_t.read over a view_t: the matching documents of `coll`,
+ * copied (the records may change once the read yields). */
+static bool view_source_read(void *ctx, const char *coll, const bson_t *filter, doclist_t *out,
+                             dberr_t *err)
+{
+    view_t *v = ctx;
+    if (v->depth >= 20)
+        return dberr_set(err, 165, "View depth too deep or view cycle detected. Maximum depth is "
+                                   "20");
+    matcher_t *m = matcher_new(filter, err);
+    if (!m)
+        return false;
+    collection_t *c = catalog_get(server.catalog, v->db, coll);
+    collection_query_opts_t o = {.matcher = m};
+    collection_plan_t plan;
+    memset(&plan, 0, sizeof plan);
+    recvec_t recs;
+    recvec_init(&recs);
+    v->depth++;
+    bool ok = view_query_run(v, c, coll, &o, &recs, &plan, err) && !matcher_take_error(m, err);
+    v->depth--;
+    v->keys_examined += (int64_t)plan.keys_examined;
+    v->docs_examined += (int64_t)plan.docs_examined;
+    for (size_t i = 0; ok && i < recs.len; i++) {
+        bson_t doc;
+        if ((i & 1023) == 1023 && !(ok = fiber_check(err)))
+            break;
+        record_view(recs.items[i], &doc);
+        doclist_push(out, bson_copy(&doc));
+    }
+    recvec_destroy(&recs);
+    matcher_destroy(m);
+    return ok;
+}
+
+void view_source(view_t *v, pipeline_source_t *src)
+{
+    src->read = view_source_read;
+    src->ctx = v;
 }
 
 bool view_lock(view_t *v, collection_t *c, const bson_t *doc, dberr_t *err)

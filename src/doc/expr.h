@@ -25,6 +25,8 @@ typedef struct expr_ctx {
     const bson_t *vars;   /* user variables ($$name) from `let`, or NULL */
     bool allow_disk_use;  /* the aggregate's allowDiskUse (what a blocking stage's
                            * memory-limit error says) */
+    const struct pipeline_source *source; /* where $lookup and the other joins read
+                                           * (doc/pipeline.h), or NULL */
 } expr_ctx_t;
 
 /* Parses the expression under `spec` (any BSON value: a literal, a "$path",

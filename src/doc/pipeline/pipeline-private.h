@@ -52,6 +52,7 @@ struct stage {
         expr_t *expr;           /* $replaceRoot/$replaceWith newRoot, $documents */
         group_spec_t *group;    /* $group */
         output_stage_t *output; /* $out, $merge */
+        struct join_spec *join; /* $lookup, $unionWith, $graphLookup (join.c) */
     } u;
 };
 
@@ -62,6 +63,7 @@ enum {
     STAGE_LAST = 4,      /* only last ($out, $merge: the caller writes) */
     STAGE_MATCH = 8,     /* a filter the planner may use when it leads */
     STAGE_STREAM = 16,   /* looks at one document at a time: runs streamed (pipeline.c) */
+    STAGE_READS = 32,    /* reads other collections through the pipeline's source */
 };
 
 /* One row of a stage table. */
@@ -88,6 +90,8 @@ extern const stage_def_t pipeline_filter_stages[];
 extern const stage_def_t pipeline_shape_stages[];
 extern const stage_def_t pipeline_group_stages[];
 extern const stage_def_t pipeline_output_stages[];
+/* join.c: $lookup $unionWith $graphLookup. */
+extern const stage_def_t pipeline_join_stages[];
 
 /* Borrows the document under `it` into `out`. */
 void pipeline_borrow_doc(const bson_iter_t *it, bson_t *out);
@@ -103,6 +107,18 @@ void pipeline_pass_all(doclist_t *in, doclist_t *out);
  * failure; NULL for none). */
 pipeline_t *pipeline_build(const bson_iter_t *stages, pipeline_mode_t mode, bson_t *let,
                            dberr_t *err);
+
+/* Copies `doc` to `out` with dotted `path` (n components) set to `v`
+ * (replacing in place, creating documents as needed) or removed when `v`
+ * is NULL. */
+void pipeline_set_path(const bson_t *doc, char *const *path, size_t n, const bson_value_t *v,
+                       bson_t *out);
+
+/* Runs `p` (a sub-pipeline: $lookup's, $unionWith's) over `docs` with the
+ * source, $$NOW and allowDiskUse of the enclosing run `outer`; its
+ * variables are its own let (built with every variable it may read). */
+bool pipeline_run_sub(const pipeline_t *p, const expr_ctx_t *outer, doclist_t *docs,
+                      dberr_t *err);
 
 /* The wall clock in milliseconds ($$NOW). */
 int64_t pipeline_now_ms(void);

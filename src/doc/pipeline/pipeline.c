@@ -81,6 +81,7 @@ struct pipeline {
     size_t n;
     bson_t *let; /* user variables, already evaluated, or NULL */
     bool allow_disk_use;
+    const pipeline_source_t *source; /* borrowed, or NULL */
 };
 
 pipeline_limits_t pipeline_limits = {100 * 1024 * 1024, 100 * 1024 * 1024, 100 * 1024 * 1024,
@@ -97,6 +98,7 @@ static const stage_def_t *const stage_families[] = {
     pipeline_shape_stages,
     pipeline_group_stages,
     pipeline_output_stages,
+    pipeline_join_stages,
 };
 
 static const stage_def_t *find_stage(const char *name)
@@ -107,11 +109,9 @@ static const stage_def_t *find_stage(const char *name)
 
 /* Stages atomdb knows of but does not run. */
 static const char *const unsupported[] = {
-    "$lookup",
     "$facet",
     "$bucket",
     "$bucketAuto",
-    "$graphLookup",
     "$geoNear",
     "$sample",
     "$collStats",
@@ -121,7 +121,6 @@ static const char *const unsupported[] = {
     "$listLocalSessions",
     "$redact",
     "$sortByCount",
-    "$unionWith",
     "$densify",
     "$fill",
     "$setWindowFields",
@@ -239,6 +238,19 @@ const pipeline_output_t *pipeline_output(const pipeline_t *p)
     if (!p || p->n == 0 || !(p->stages[p->n - 1].def->flags & STAGE_LAST))
         return NULL;
     return &p->stages[p->n - 1].u.output->pub;
+}
+
+void pipeline_set_source(pipeline_t *p, const pipeline_source_t *src)
+{
+    p->source = src;
+}
+
+bool pipeline_reads_others(const pipeline_t *p)
+{
+    for (size_t i = 0; p && i < p->n; i++)
+        if (p->stages[i].def->flags & STAGE_READS)
+            return true;
+    return false;
 }
 
 bool pipeline_is_collectionless(const pipeline_t *p)
@@ -398,7 +410,7 @@ bool pipeline_run_vars(const pipeline_t *p, const bson_t *vars, doclist_t *docs,
     bson_t merged = BSON_INITIALIZER;
     bool ok = true;
     expr_ctx_t ctx = {.root = NULL, .now_ms = pipeline_now_ms(), .vars = p->let,
-                      .allow_disk_use = p->allow_disk_use};
+                      .allow_disk_use = p->allow_disk_use, .source = p->source};
     dberr_clear(err);
     if (vars && !bson_empty(vars)) {
         bson_iter_t it;
@@ -412,4 +424,46 @@ bool pipeline_run_vars(const pipeline_t *p, const bson_t *vars, doclist_t *docs,
     ok = run_stages(p, &ctx, docs, err);
     bson_destroy(&merged);
     return ok;
+}
+
+bool pipeline_run_sub(const pipeline_t *p, const expr_ctx_t *outer, doclist_t *docs,
+                      dberr_t *err)
+{
+    expr_ctx_t ctx = {.root = NULL, .now_ms = outer->now_ms, .vars = p->let,
+                      .allow_disk_use = outer->allow_disk_use, .source = outer->source};
+    return run_stages(p, &ctx, docs, err);
+}
+
+size_t pipeline_nstages(const pipeline_t *p)
+{
+    return p ? p->n : 0;
+}
+
+bool pipeline_run_explain(const pipeline_t *p, doclist_t *docs, int64_t *nreturned,
+                          int64_t *millis, dberr_t *err)
+{
+    expr_ctx_t ctx = {.root = NULL, .now_ms = pipeline_now_ms(), .vars = p->let,
+                      .allow_disk_use = p->allow_disk_use, .source = p->source};
+    dberr_clear(err);
+    for (size_t i = 0; i < p->n; i++) {
+        const stage_t *s = &p->stages[i];
+        doclist_t next;
+        doclist_init(&next);
+        struct timeval a, b;
+        gettimeofday(&a, NULL);
+        bool ok = s->def->run(s, &ctx, docs, &next, err);
+        gettimeofday(&b, NULL);
+        for (size_t j = 0; j < docs->len; j++)
+            if (docs->docs[j])
+                bson_destroy(docs->docs[j]);
+        bson_free(docs->docs);
+        *docs = next;
+        if (!ok) {
+            doclist_destroy(docs);
+            return false;
+        }
+        nreturned[i] = (int64_t)docs->len;
+        millis[i] = ((int64_t)b.tv_sec - a.tv_sec) * 1000 + (b.tv_usec - a.tv_usec) / 1000;
+    }
+    return true;
 }
