@@ -892,6 +892,21 @@ static void query_append_server_info(bson_t *reply);
  * and `stages`: {$cursor: {queryPlanner}} then each further stage as
  * given; with "executionStats" the pipeline runs and each stage reports
  * nReturned and executionTimeMillisEstimate. */
+/* What the stages of an explained aggregate read, cumulated after each
+ * stage (from the command's view counters). */
+typedef struct query_stage_reads {
+    const view_t *view;
+    int64_t *docs, *keys, *scans; /* [i]: after stage i */
+} query_stage_reads_t;
+
+static void query_stage_done(void *ctx, size_t i)
+{
+    query_stage_reads_t *r = ctx;
+    r->docs[i] = r->view->docs_examined;
+    r->keys[i] = r->view->keys_examined;
+    r->scans[i] = r->view->source_collscans;
+}
+
 static bool query_aggregate_explain(cmd_ctx_t *ctx, const char *coll, collection_t *c,
                                     const pipeline_t *p, const bson_iter_t *stages_it,
                                     const collection_plan_t *plan, const char *verbosity,
@@ -904,9 +919,13 @@ static bool query_aggregate_explain(cmd_ctx_t *ctx, const char *coll, collection
     bool stats = strcmp(verbosity, "queryPlanner") != 0;
     size_t n = pipeline_nstages(p);
     int64_t *nret = bson_malloc0((n + 1) * sizeof *nret), *ms = bson_malloc0((n + 1) * sizeof *ms);
+    int64_t *cum = bson_malloc0(3 * (n + 1) * sizeof *cum);
+    query_stage_reads_t reads = {ctx->view, cum, cum + n + 1, cum + 2 * (n + 1)};
     int64_t input = (int64_t)docs->len;
+    int64_t docs0 = ctx->view->docs_examined, keys0 = ctx->view->keys_examined;
+    int64_t scans0 = ctx->view->source_collscans;
     uint64_t t0 = uv_hrtime();
-    bool ok = !stats || pipeline_run_explain(p, docs, nret, ms, err);
+    bool ok = !stats || pipeline_run_explain(p, docs, nret, ms, query_stage_done, &reads, err);
     int64_t total_ms = (int64_t)((uv_hrtime() - t0) / 1000000);
     if (!ok)
         goto cleanup;
@@ -957,6 +976,14 @@ static bool query_aggregate_explain(cmd_ctx_t *ctx, const char *coll, collection
                 BSON_APPEND_INT64(&st, "nReturned", nret[i]);
                 BSON_APPEND_INT64(&st, "executionTimeMillisEstimate", ms[i]);
             }
+            if (stats && pipeline_stage_reads(p, i)) { /* as mongod's $lookup reports */
+                BSON_APPEND_INT64(&st, "totalDocsExamined",
+                                  reads.docs[i] - (i ? reads.docs[i - 1] : docs0));
+                BSON_APPEND_INT64(&st, "totalKeysExamined",
+                                  reads.keys[i] - (i ? reads.keys[i - 1] : keys0));
+                BSON_APPEND_INT64(&st, "collectionScans",
+                                  reads.scans[i] - (i ? reads.scans[i - 1] : scans0));
+            }
             bson_append_document_end(&arr, &st);
         }
         bson_append_array_end(ctx->reply, &arr);
@@ -971,6 +998,7 @@ static bool query_aggregate_explain(cmd_ctx_t *ctx, const char *coll, collection
 cleanup:
     bson_free(nret);
     bson_free(ms);
+    bson_free(cum);
     bson_destroy(&qp);
     return ok;
 }

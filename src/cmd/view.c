@@ -23,6 +23,7 @@ void view_init(view_t *v, const char *db, txn_t *txn)
     v->depth = 0;
     v->snapshot = 0;
     v->keys_examined = v->docs_examined = v->nreturned = 0;
+    v->source_collscans = 0;
     v->plan_stage[0] = '\0';
     v->plan_key_len = 0;
 }
@@ -250,6 +251,8 @@ static bool view_source_read(void *ctx, const char *coll, const bson_t *filter, 
     v->depth--;
     v->keys_examined += (int64_t)plan.keys_examined;
     v->docs_examined += (int64_t)plan.docs_examined;
+    if (c && !strcmp(plan.stage, "COLLSCAN"))
+        v->source_collscans++;
     for (size_t i = 0; ok && i < recs.len; i++) {
         bson_t doc;
         if ((i & 1023) == 1023 && !(ok = fiber_check(err)))

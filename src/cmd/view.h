@@ -30,6 +30,7 @@ typedef struct view {
                           * (0: the latest); an aggregate that joins sets it */
     /* what the command's queries did, for the slow-operation log */
     int64_t keys_examined, docs_examined, nreturned;
+    int64_t source_collscans; /* view_source reads that scanned a whole collection */
     char plan_stage[16];   /* the last query's stage ("" when none): "COLLSCAN", "IXSCAN", "EOF" */
     uint8_t plan_key[96];  /* ... for IXSCAN, its index's key pattern (BSON) when it fits */
     uint32_t plan_key_len; /* 0: none */

@@ -153,15 +153,21 @@ void pipeline_set_source(pipeline_t *p, const pipeline_source_t *src);
  * holds one snapshot for the whole run). */
 bool pipeline_reads_others(const pipeline_t *p);
 
+/* True when stage i of `p` reads another collection. */
+bool pipeline_stage_reads(const pipeline_t *p, size_t i);
+
 /* Number of stages of `p`. */
 size_t pipeline_nstages(const pipeline_t *p);
 
 /* pipeline_run for explain's executionStats: stage by stage (nothing
  * streamed), recording for each stage i the documents it returned
  * (nreturned[i]) and the milliseconds it took (millis[i]); both arrays
- * hold pipeline_nstages(p) entries. */
+ * hold pipeline_nstages(p) entries. `after` (may be NULL) is called with
+ * `after_ctx` once stage i is done (the caller reads its source's
+ * counters there). */
 bool pipeline_run_explain(const pipeline_t *p, doclist_t *docs, int64_t *nreturned,
-                          int64_t *millis, dberr_t *err);
+                          int64_t *millis, void (*after)(void *ctx, size_t i), void *after_ctx,
+                          dberr_t *err);
 
 /* The filter of a leading $match stage (borrowed from `p`), or NULL; the
  * caller may use it to pick an index, the stage still runs. */

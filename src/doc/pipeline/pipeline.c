@@ -253,6 +253,11 @@ bool pipeline_reads_others(const pipeline_t *p)
     return false;
 }
 
+bool pipeline_stage_reads(const pipeline_t *p, size_t i)
+{
+    return p && i < p->n && (p->stages[i].def->flags & STAGE_READS);
+}
+
 bool pipeline_is_collectionless(const pipeline_t *p)
 {
     return p && p->n > 0 && (p->stages[0].def->flags & STAGE_FIRST);
@@ -440,7 +445,8 @@ size_t pipeline_nstages(const pipeline_t *p)
 }
 
 bool pipeline_run_explain(const pipeline_t *p, doclist_t *docs, int64_t *nreturned,
-                          int64_t *millis, dberr_t *err)
+                          int64_t *millis, void (*after)(void *ctx, size_t i), void *after_ctx,
+                          dberr_t *err)
 {
     expr_ctx_t ctx = {.root = NULL, .now_ms = pipeline_now_ms(), .vars = p->let,
                       .allow_disk_use = p->allow_disk_use, .source = p->source};
@@ -464,6 +470,8 @@ bool pipeline_run_explain(const pipeline_t *p, doclist_t *docs, int64_t *nreturn
         }
         nreturned[i] = (int64_t)docs->len;
         millis[i] = ((int64_t)b.tv_sec - a.tv_sec) * 1000 + (b.tv_usec - a.tv_usec) / 1000;
+        if (after)
+            after(after_ctx, i);
     }
     return true;
 }
