@@ -230,8 +230,8 @@ static bool view_query_run(view_t *v, collection_t *c, const char *coll,
 
 /* pipeline_source_t.read over a view_t: the matching documents of `coll`,
  * copied (the records may change once the read yields). */
-static bool view_source_read(void *ctx, const char *coll, const bson_t *filter, doclist_t *out,
-                             dberr_t *err)
+static bool view_source_read(void *ctx, const char *coll, const bson_t *filter,
+                             const bson_t *vars, doclist_t *out, dberr_t *err)
 {
     view_t *v = ctx;
     if (v->depth >= 20)
@@ -240,6 +240,12 @@ static bool view_source_read(void *ctx, const char *coll, const bson_t *filter, 
     matcher_t *m = matcher_new(filter, err);
     if (!m)
         return false;
+    if (vars)
+        matcher_set_vars(m, vars);
+    if (matcher_take_error(m, err)) {
+        matcher_destroy(m);
+        return false;
+    }
     collection_t *c = catalog_get(server.catalog, v->db, coll);
     collection_query_opts_t o = {.matcher = m};
     collection_plan_t plan;

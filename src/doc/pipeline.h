@@ -136,11 +136,13 @@ bool pipeline_is_collectionless(const pipeline_t *p);
  * pipeline it runs (src/cmd/view.c); this layer never sees the store. */
 typedef struct pipeline_source {
     /* Appends to `out` (owned copies) the documents of collection `coll`
-     * of the command's database that match the query `filter`, using the
-     * collection's indexes and resolving views, inside the command's
-     * snapshot or transaction. A missing collection reads as empty. */
-    bool (*read)(void *ctx, const char *coll, const bson_t *filter, doclist_t *out,
-                 dberr_t *err);
+     * of the command's database that match the query `filter` (its $expr
+     * sees the variables `vars`, evaluated values, or none when NULL),
+     * using the collection's indexes and resolving views, inside the
+     * command's snapshot or transaction. A missing collection reads as
+     * empty. */
+    bool (*read)(void *ctx, const char *coll, const bson_t *filter, const bson_t *vars,
+                 doclist_t *out, dberr_t *err);
     void *ctx; /* passed to read */
 } pipeline_source_t;
 

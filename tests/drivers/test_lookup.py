@@ -239,6 +239,25 @@ def test_uncorrelated_pipeline_and_command_let(db):
     assert [d["a"] for d in out] == [[{"n": 3}]] * 3
 
 
+def test_leading_match_of_the_pipeline_narrows_the_read(db):
+    db.orders.insert_many(WH_ORDERS)
+    db.warehouses.insert_many(WAREHOUSES)
+    db.warehouses.create_index("stock_item")
+    spec = {"from": "warehouses", "let": {"it": "$item"},
+            "pipeline": [{"$match": {"stock_item": "cookies",
+                                     "$expr": {"$lt": ["$instock", 50]}}},
+                         {"$project": {"_id": 1}}],
+            "as": "w"}
+    ex = db.command(SON([("explain", SON([("aggregate", "orders"),
+                                         ("pipeline", [{"$lookup": spec}]), ("cursor", {})])),
+                         ("verbosity", "executionStats")]))
+    lookup = ex["stages"][1]
+    assert lookup["collectionScans"] == 0
+    assert lookup["totalDocsExamined"] == 6  # the two cookies documents, per order
+    out = list(db.orders.aggregate([{"$lookup": spec}]))
+    assert [d["w"] for d in out] == [[{"_id": 4}]] * 3
+
+
 def test_concise_syntax_localfield_with_pipeline(db):
     db.restaurants.insert_many([
         {"_id": 1, "name": "American Steak House", "food": ["filet", "sirloin"],

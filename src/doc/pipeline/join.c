@@ -31,6 +31,8 @@ typedef struct join_spec {
     char *foreign;       /* $lookup foreignField, or NULL */
     bson_t *pipeline;    /* {pipeline: [...]}: the sub-pipeline to build per run, or NULL */
     bool pipeline_first_documents; /* its first stage is $documents */
+    bson_t *lead_match;  /* the filter of its leading $match, or NULL: $lookup reads
+                          * only the foreign documents it matches (mongod's pushdown) */
     char **let_names;    /* $lookup let */
     expr_t **let_exprs;
     size_t nlet;
@@ -56,6 +58,8 @@ static void join_spec_free(join_spec_t *j)
     bson_free(j->foreign);
     if (j->pipeline)
         bson_destroy(j->pipeline);
+    if (j->lead_match)
+        bson_destroy(j->lead_match);
     for (size_t i = 0; i < j->nlet; i++) {
         bson_free(j->let_names[i]);
         expr_destroy(j->let_exprs[i]);
@@ -105,8 +109,14 @@ static bool join_keep_pipeline(join_spec_t *j, const bson_iter_t *it, const char
     j->pipeline = bson_new();
     bson_append_value(j->pipeline, "pipeline", -1, bson_iter_value(&arr));
     if (bson_iter_recurse(&arr, &el) && bson_iter_next(&el) && BSON_ITER_HOLDS_DOCUMENT(&el) &&
-        bson_iter_recurse(&el, &st) && bson_iter_next(&st))
+        bson_iter_recurse(&el, &st) && bson_iter_next(&st)) {
         j->pipeline_first_documents = strcmp(bson_iter_key(&st), "$documents") == 0;
+        if (!strcmp(bson_iter_key(&st), "$match") && BSON_ITER_HOLDS_DOCUMENT(&st)) {
+            bson_t m;
+            pipeline_borrow_doc(&st, &m);
+            j->lead_match = bson_copy(&m);
+        }
+    }
     return true;
 }
 
@@ -146,14 +156,15 @@ static bool join_validate(const join_spec_t *j, const char *stage, const bson_t 
 
 /* ---- reading the foreign collection ---- */
 
-/* Appends the documents of `coll` matching `filter` to `out`. */
+/* Appends the documents of `coll` matching `filter` (with variables
+ * `vars`, or none) to `out`. */
 static bool join_read(const expr_ctx_t *ctx, const char *stage, const char *coll,
-                      const bson_t *filter, doclist_t *out, dberr_t *err)
+                      const bson_t *filter, const bson_t *vars, doclist_t *out, dberr_t *err)
 {
     if (!ctx->source)
         return dberr_set(err, DBERR_INTERNAL_ERROR, "%s cannot read collection '%s' here", stage,
                          coll);
-    return ctx->source->read(ctx->source->ctx, coll, filter, out, err);
+    return ctx->source->read(ctx->source->ctx, coll, filter, vars, out, err);
 }
 
 /* Values `path` reaches in `doc`, arrays expanded one level (mongod's
@@ -476,35 +487,39 @@ static void lookup_documents_pipeline(const join_spec_t *j, const bson_t *filter
 }
 
 /* The matches of one input document `doc` into `found`; `all` caches the
- * whole foreign collection for the pipeline-only form. */
+ * whole foreign collection for a pipeline-only form that cannot narrow
+ * its read by a leading $match. */
 static bool lookup_one(const join_spec_t *j, const expr_ctx_t *ctx, const bson_t *doc,
                        doclist_t *all, bool *all_read, doclist_t *found, dberr_t *err)
 {
     bson_t filter = BSON_INITIALIZER, vars = BSON_INITIALIZER;
-    bool ok = true;
+    bool ok = !j->pipeline || join_vars(j, ctx, doc, &vars, err);
     join_spec_t tmp;
     const join_spec_t *run = j;
     tmp.pipeline = NULL;
-    if (j->local) {
+    if (!ok) {
+        /* nothing to read */
+    } else if (j->local) {
         join_eq_filter(j, doc, &filter);
         if (j->from) {
-            ok = join_read(ctx, "$lookup", j->from, &filter, found, err);
+            ok = join_read(ctx, "$lookup", j->from, &filter, NULL, found, err);
         } else {
             lookup_documents_pipeline(j, &filter, &tmp);
             run = &tmp;
         }
+    } else if (j->from && j->lead_match) {
+        ok = join_read(ctx, "$lookup", j->from, j->lead_match, &vars, found, err);
     } else if (j->from) {
         if (!*all_read) {
             bson_t empty = BSON_INITIALIZER;
-            ok = join_read(ctx, "$lookup", j->from, &empty, all, err);
+            ok = join_read(ctx, "$lookup", j->from, &empty, NULL, all, err);
             *all_read = true;
         }
         if (ok)
             join_copy_all(all, found);
     }
     if (ok && j->pipeline)
-        ok = join_vars(j, ctx, doc, &vars, err) &&
-             join_run_pipeline(run, "$lookup", ctx, &vars, found, err);
+        ok = join_run_pipeline(run, "$lookup", ctx, &vars, found, err);
     if (tmp.pipeline)
         bson_destroy(tmp.pipeline);
     bson_destroy(&filter);
@@ -598,7 +613,7 @@ static bool union_run(const stage_t *s, const expr_ctx_t *ctx, doclist_t *in, do
     doclist_t docs;
     doclist_init(&docs);
     bson_t empty = BSON_INITIALIZER;
-    bool ok = (!j->from || join_read(ctx, "$unionWith", j->from, &empty, &docs, err)) &&
+    bool ok = (!j->from || join_read(ctx, "$unionWith", j->from, &empty, NULL, &docs, err)) &&
               (!j->pipeline || join_run_pipeline(j, "$unionWith", ctx, ctx->vars, &docs, err));
     if (ok)
         pipeline_pass_all(&docs, out);
@@ -748,7 +763,7 @@ static bool graph_step(const join_spec_t *j, const expr_ctx_t *ctx, graph_state_
     }
     doclist_t docs;
     doclist_init(&docs);
-    bool ok = join_read(ctx, "$graphLookup", j->from, &filter, &docs, err);
+    bool ok = join_read(ctx, "$graphLookup", j->from, &filter, NULL, &docs, err);
     bson_destroy(&filter);
     for (size_t i = 0; ok && i < docs.len; i++) {
         bson_iter_t id;
