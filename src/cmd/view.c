@@ -228,6 +228,45 @@ static bool view_query_run(view_t *v, collection_t *c, const char *coll,
     return view_finish(out, first, o, err);
 }
 
+/* The value `v` of a filter that is exactly {_id: {$eq: v}} with a
+ * scalar v ($lookup's join on _id), so the read can go straight to the
+ * _id index; false for any other filter. */
+static bool view_id_equality(const bson_t *filter, bson_value_t *v)
+{
+    bson_iter_t it, op;
+    if (bson_count_keys(filter) != 1 || !bson_iter_init_find(&it, filter, "_id") ||
+        !BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &op) || !bson_iter_next(&op) ||
+        strcmp(bson_iter_key(&op), "$eq") != 0)
+        return false;
+    *v = *bson_iter_value(&op);
+    bool scalar = v->value_type != BSON_TYPE_ARRAY && v->value_type != BSON_TYPE_REGEX &&
+                  v->value_type != BSON_TYPE_DOCUMENT && v->value_type != BSON_TYPE_NULL &&
+                  v->value_type != BSON_TYPE_UNDEFINED;
+    return scalar && !bson_iter_next(&op);
+}
+
+/* The _id fast path of view_source_read: outside a transaction, on a
+ * collection (not a view), when the version found is the one the read's
+ * snapshot sees. False when it does not apply (the caller reads the
+ * general way). */
+static bool view_source_by_id(view_t *v, collection_t *c, const bson_t *filter, doclist_t *out)
+{
+    bson_value_t id;
+    if (v->txn || !c || collection_is_view(c) || !view_id_equality(filter, &id))
+        return false;
+    record_t *r = collection_find_id(c, &id);
+    if (v->snapshot && (r ? r->seq > v->snapshot : collection_changed_since(c, &id, v->snapshot)))
+        return false; /* changed since the snapshot: its older version is in the window */
+    v->keys_examined++;
+    if (r) {
+        bson_t doc;
+        record_view(r, &doc);
+        v->docs_examined++;
+        doclist_push(out, bson_copy(&doc));
+    }
+    return true;
+}
+
 /* pipeline_source_t.read over a view_t: the matching documents of `coll`,
  * copied (the records may change once the read yields). */
 static bool view_source_read(void *ctx, const char *coll, const bson_t *filter,
@@ -237,6 +276,9 @@ static bool view_source_read(void *ctx, const char *coll, const bson_t *filter,
     if (v->depth >= 20)
         return dberr_set(err, 165, "View depth too deep or view cycle detected. Maximum depth is "
                                    "20");
+    collection_t *c = catalog_get(server.catalog, v->db, coll);
+    if (view_source_by_id(v, c, filter, out))
+        return true;
     matcher_t *m = matcher_new(filter, err);
     if (!m)
         return false;
@@ -246,7 +288,6 @@ static bool view_source_read(void *ctx, const char *coll, const bson_t *filter,
         matcher_destroy(m);
         return false;
     }
-    collection_t *c = catalog_get(server.catalog, v->db, coll);
     collection_query_opts_t o = {.matcher = m};
     collection_plan_t plan;
     memset(&plan, 0, sizeof plan);

@@ -7,6 +7,7 @@ collections; the aggregate explain shape; and mongod's errors."""
 
 import datetime
 import re
+import threading
 
 import pytest
 from bson.son import SON
@@ -188,6 +189,36 @@ def test_lookup_reads_inside_the_transaction(db, client):
             assert ids(out[0]["inventory_docs"]) == [1]
             assert ids(out[1]["inventory_docs"]) == [4]
             s.abort_transaction()
+
+
+def test_all_reads_of_one_aggregate_see_one_snapshot(db):
+    """Joins run in slices between other requests; a counter bumped meanwhile
+    must show one value in every joined copy of one aggregate."""
+    db.items.insert_one({"_id": 0, "v": 0})
+    db.orders.insert_many([{"_id": i, "item": 0} for i in range(20000)])
+    stop = threading.Event()
+    bumps = [0]
+
+    def bump():
+        while not stop.is_set():
+            db.items.update_one({"_id": 0}, {"$inc": {"v": 1}})
+            bumps[0] += 1
+
+    t = threading.Thread(target=bump)
+    t.start()
+    try:
+        seen = set()
+        for _ in range(3):
+            out = db.orders.aggregate([
+                {"$lookup": {"from": "items", "localField": "item", "foreignField": "_id",
+                             "as": "it"}},
+                {"$group": {"_id": {"$first": "$it.v"}}}])
+            seen = {d["_id"] for d in out}
+            assert len(seen) == 1, "one aggregate saw several versions: %s" % sorted(seen)
+    finally:
+        stop.set()
+        t.join()
+    assert bumps[0] > 0
 
 
 # --- $lookup: let + pipeline ------------------------------------------------
