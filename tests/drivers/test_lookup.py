@@ -663,3 +663,40 @@ def test_explain_does_not_write_out(db):
     db.command(SON([("aggregate", "orders"), ("pipeline", [{"$lookup": JOIN}, {"$out": "o2"}]),
                     ("explain", True)]))
     assert "o2" not in db.list_collection_names()
+
+
+# --- privileges ---------------------------------------------------------------------
+
+
+def test_nested_pipelines_need_find_on_what_they_read(atomdb_factory):
+    s = atomdb_factory("--auth")
+    MongoClient(s.uri("directConnection=true")).admin.command(
+        "createUser", "admin", pwd="pw-admin", roles=["root"])
+    admin = MongoClient(s.uri("directConnection=true"), username="admin", password="pw-admin",
+                        authSource="admin")
+    app = admin.app
+    app.orders.insert_many(ORDERS)
+    app.inventory.insert_many(INVENTORY)
+    app.secret.insert_one({"_id": 1, "sku": "almonds", "pin": 1234})
+    app.command("createRole", "ordersAndInventory", privileges=[
+        {"resource": {"db": "app", "collection": "orders"}, "actions": ["find"]},
+        {"resource": {"db": "app", "collection": "inventory"}, "actions": ["find"]}], roles=[])
+    app.command("createUser", "clerk", pwd="pw", roles=["ordersAndInventory"])
+    clerk = MongoClient(s.uri("directConnection=true"), username="clerk", password="pw",
+                        authSource="app").app
+    assert len(list(clerk.orders.aggregate([{"$lookup": JOIN}]))) == 3
+    sneaky = [
+        [{"$lookup": {**JOIN, "from": "secret"}}],
+        [{"$lookup": {"from": "inventory", "pipeline": [
+            {"$lookup": {"from": "secret", "pipeline": [], "as": "s"}}], "as": "x"}}],
+        [{"$unionWith": {"coll": "inventory", "pipeline": [{"$unionWith": "secret"}]}}],
+        [{"$lookup": {"pipeline": [{"$documents": [{}]}, {"$unionWith": "secret"}], "as": "x"}}],
+        [{"$graphLookup": {"from": "secret", "startWith": "$item", "connectFromField": "sku",
+                           "connectToField": "sku", "as": "x"}}],
+    ]
+    for p in sneaky:
+        with pytest.raises(OperationFailure) as e:
+            list(clerk.orders.aggregate(p))
+        assert e.value.code == 13, p
+    admin.close()
+    clerk.client.close()
