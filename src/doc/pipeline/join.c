@@ -486,11 +486,41 @@ static void lookup_documents_pipeline(const join_spec_t *j, const bson_t *filter
     bson_append_array_end(tmp->pipeline, &arr);
 }
 
-/* The matches of one input document `doc` into `found`; `all` caches the
- * whole foreign collection for a pipeline-only form that cannot narrow
- * its read by a leading $match. */
+/* The foreign collection of a pipeline-only $lookup that no leading
+ * $match narrows, read once per run (unless it is too big to keep). */
+typedef struct lookup_cache {
+    doclist_t docs;
+    bool read;    /* docs holds the collection */
+    bool too_big; /* past JOIN_MAX_MATCH_BYTES: read per input document */
+} lookup_cache_t;
+
+/* The whole foreign collection into `found`, through the cache. */
+static bool lookup_all(const join_spec_t *j, const expr_ctx_t *ctx, lookup_cache_t *cache,
+                       doclist_t *found, dberr_t *err)
+{
+    bson_t empty = BSON_INITIALIZER;
+    if (cache->too_big)
+        return join_read(ctx, "$lookup", j->from, &empty, NULL, found, err);
+    if (!cache->read) {
+        if (!join_read(ctx, "$lookup", j->from, &empty, NULL, &cache->docs, err))
+            return false;
+        cache->read = true;
+        int64_t bytes = 0;
+        for (size_t i = 0; i < cache->docs.len; i++)
+            bytes += cache->docs.docs[i]->len;
+        if (bytes > JOIN_MAX_MATCH_BYTES) {
+            doclist_destroy(&cache->docs);
+            cache->too_big = true;
+            return join_read(ctx, "$lookup", j->from, &empty, NULL, found, err);
+        }
+    }
+    join_copy_all(&cache->docs, found);
+    return true;
+}
+
+/* The matches of one input document `doc` into `found`. */
 static bool lookup_one(const join_spec_t *j, const expr_ctx_t *ctx, const bson_t *doc,
-                       doclist_t *all, bool *all_read, doclist_t *found, dberr_t *err)
+                       lookup_cache_t *cache, doclist_t *found, dberr_t *err)
 {
     bson_t filter = BSON_INITIALIZER, vars = BSON_INITIALIZER;
     bool ok = !j->pipeline || join_vars(j, ctx, doc, &vars, err);
@@ -510,13 +540,7 @@ static bool lookup_one(const join_spec_t *j, const expr_ctx_t *ctx, const bson_t
     } else if (j->from && j->lead_match) {
         ok = join_read(ctx, "$lookup", j->from, j->lead_match, &vars, found, err);
     } else if (j->from) {
-        if (!*all_read) {
-            bson_t empty = BSON_INITIALIZER;
-            ok = join_read(ctx, "$lookup", j->from, &empty, NULL, all, err);
-            *all_read = true;
-        }
-        if (ok)
-            join_copy_all(all, found);
+        ok = lookup_all(j, ctx, cache, found, err);
     }
     if (ok && j->pipeline)
         ok = join_run_pipeline(run, "$lookup", ctx, &vars, found, err);
@@ -531,23 +555,23 @@ static bool lookup_run(const stage_t *s, const expr_ctx_t *ctx, doclist_t *in, d
                        dberr_t *err)
 {
     const join_spec_t *j = s->u.join;
-    doclist_t all;
-    bool all_read = false, ok = true;
-    doclist_init(&all);
+    lookup_cache_t cache = {{0}, false, false};
+    bool ok = true;
+    doclist_init(&cache.docs);
     for (size_t i = 0; ok && i < in->len; i++) {
         if (!(ok = fiber_check(err)))
             break;
         doclist_t found;
         doclist_init(&found);
         bson_t *d = NULL;
-        ok = lookup_one(j, ctx, in->docs[i], &all, &all_read, &found, err) &&
+        ok = lookup_one(j, ctx, in->docs[i], &cache, &found, err) &&
              join_set_as(j->as, j->nas, in->docs[i], &found, j->from ? j->from : "$documents",
                          &d, err);
         doclist_destroy(&found);
         if (ok)
             doclist_push(out, d);
     }
-    doclist_destroy(&all);
+    doclist_destroy(&cache.docs);
     return ok;
 }
 
