@@ -52,8 +52,8 @@ static bool joins_query_atomdb(mongoc_client_t *c, long *rows, char *err)
 {
     mongoc_collection_t *coll = mongoc_client_get_collection(c, "bench", "orders");
     bson_t *pipeline = BCON_NEW("pipeline", "[", "{", "$lookup", "{", "from", BCON_UTF8("items"),
-                                "localField", BCON_UTF8("item"), "foreignField",
-                                BCON_UTF8("_id"), "as", BCON_UTF8("item_doc"), "}", "}", "]");
+                                "localField", BCON_UTF8("item"), "foreignField", BCON_UTF8("_id"),
+                                "as", BCON_UTF8("item_doc"), "}", "}", "]");
     mongoc_cursor_t *cur =
         mongoc_collection_aggregate(coll, MONGOC_QUERY_NONE, pipeline, NULL, NULL);
     const bson_t *doc;
@@ -101,14 +101,15 @@ static PGconn *joins_pg_connect(const engine_t *e, char *err)
 static bool joins_load_pg(PGconn *pg, long orders, long items, char *err)
 {
     char sql[800];
-    snprintf(sql, sizeof sql,
-             "DROP TABLE IF EXISTS orders; DROP TABLE IF EXISTS items; "
-             "CREATE TABLE items (id bigint PRIMARY KEY, name text, price int); "
-             "CREATE TABLE orders (id bigint PRIMARY KEY, item bigint, qty int); "
-             "INSERT INTO items SELECT i, 'item ' || i, i %% 97 + 1 FROM generate_series(0, %ld) i; "
-             "INSERT INTO orders SELECT i, i %% %ld, i %% 5 + 1 FROM generate_series(0, %ld) i; "
-             "ANALYZE items; ANALYZE orders",
-             items - 1, items, orders - 1);
+    snprintf(
+        sql, sizeof sql,
+        "DROP TABLE IF EXISTS orders; DROP TABLE IF EXISTS items; "
+        "CREATE TABLE items (id bigint PRIMARY KEY, name text, price int); "
+        "CREATE TABLE orders (id bigint PRIMARY KEY, item bigint, qty int); "
+        "INSERT INTO items SELECT i, 'item ' || i, i %% 97 + 1 FROM generate_series(0, %ld) i; "
+        "INSERT INTO orders SELECT i, i %% %ld, i %% 5 + 1 FROM generate_series(0, %ld) i; "
+        "ANALYZE items; ANALYZE orders",
+        items - 1, items, orders - 1);
     PGresult *r = PQexec(pg, sql);
     bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
     if (!ok)
@@ -136,8 +137,7 @@ static int joins_cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-int joins_main(const char *atomdb, long orders, long items, int repeat, bool atomdb_on,
-               bool pg_on)
+int joins_main(const char *atomdb, long orders, long items, int repeat, bool atomdb_on, bool pg_on)
 {
     if (repeat < 1 || repeat > JOINS_MAX_REPEAT || orders < 1 || items < 1) {
         fprintf(stderr, "atomdb-bench joins: --repeat 1..%d, --orders and --items >= 1\n",
@@ -181,8 +181,9 @@ int joins_main(const char *atomdb, long orders, long items, int repeat, bool ato
             snprintf(err, ERRLEN, "%ld rows joined, expected %ld", rows, orders);
             ok = false;
         }
-        const char *q = is_pg ? "SELECT ... FROM orders LEFT JOIN items" : "aggregate $lookup "
-                                                                          "(items._id index)";
+        const char *q = is_pg ? "SELECT ... FROM orders LEFT JOIN items"
+                              : "aggregate $lookup "
+                                "(items._id index)";
         if (ok) {
             qsort(ms, (size_t)repeat, sizeof *ms, joins_cmp);
             printf("%-10s %-44s %8.2f %8.2f %8.2f %7ld\n", eng_name(confs[k].kind), q,

@@ -24,16 +24,16 @@
 
 /* A parsed $lookup, $unionWith or $graphLookup. */
 typedef struct join_spec {
-    char *from;          /* the foreign collection; NULL: the pipeline starts with $documents */
-    char **as;           /* the output field's components ($lookup, $graphLookup) */
+    char *from; /* the foreign collection; NULL: the pipeline starts with $documents */
+    char **as;  /* the output field's components ($lookup, $graphLookup) */
     size_t nas;
-    char *local;         /* $lookup localField, or NULL */
-    char *foreign;       /* $lookup foreignField, or NULL */
-    bson_t *pipeline;    /* {pipeline: [...]}: the sub-pipeline to build per run, or NULL */
+    char *local;      /* $lookup localField, or NULL */
+    char *foreign;    /* $lookup foreignField, or NULL */
+    bson_t *pipeline; /* {pipeline: [...]}: the sub-pipeline to build per run, or NULL */
     bool pipeline_first_documents; /* its first stage is $documents */
-    bson_t *lead_match;  /* the filter of its leading $match, or NULL: $lookup reads
-                          * only the foreign documents it matches (mongod's pushdown) */
-    char **let_names;    /* $lookup let */
+    bson_t *lead_match;            /* the filter of its leading $match, or NULL: $lookup reads
+                                    * only the foreign documents it matches (mongod's pushdown) */
+    char **let_names;              /* $lookup let */
     expr_t **let_exprs;
     size_t nlet;
     /* -- $graphLookup -- */
@@ -41,7 +41,7 @@ typedef struct join_spec {
     char *connect_from, *connect_to;
     char **depth_field; /* components, or NULL */
     size_t ndepth;
-    int64_t max_depth;  /* -1: none */
+    int64_t max_depth;       /* -1: none */
     bson_t *restrict_filter; /* restrictSearchWithMatch, or NULL */
 } join_spec_t;
 
@@ -84,8 +84,9 @@ static void join_free(stage_t *s)
 static bool join_check_path(const char *p, dberr_t *err)
 {
     if (p[0] == '$')
-        return dberr_set(err, 16410, "FieldPath field names may not start with '$'. Consider "
-                                     "using $getField or $setField.");
+        return dberr_set(err, 16410,
+                         "FieldPath field names may not start with '$'. Consider "
+                         "using $getField or $setField.");
     char **parts;
     size_t n;
     bool ok = pipeline_split_path(p, &parts, &n);
@@ -233,8 +234,8 @@ static void join_eq_filter(const join_spec_t *j, const bson_t *doc, bson_t *filt
 
 /* The variables a sub-pipeline sees: the enclosing run's, then the stage's
  * own let evaluated against `doc` (NULL: none). */
-static bool join_vars(const join_spec_t *j, const expr_ctx_t *ctx, const bson_t *doc,
-                      bson_t *vars, dberr_t *err)
+static bool join_vars(const join_spec_t *j, const expr_ctx_t *ctx, const bson_t *doc, bson_t *vars,
+                      dberr_t *err)
 {
     expr_ctx_t local = *ctx;
     local.root = doc;
@@ -565,8 +566,8 @@ static bool lookup_run(const stage_t *s, const expr_ctx_t *ctx, doclist_t *in, d
         doclist_init(&found);
         bson_t *d = NULL;
         ok = lookup_one(j, ctx, in->docs[i], &cache, &found, err) &&
-             join_set_as(j->as, j->nas, in->docs[i], &found, j->from ? j->from : "$documents",
-                         &d, err);
+             join_set_as(j->as, j->nas, in->docs[i], &found, j->from ? j->from : "$documents", &d,
+                         err);
         doclist_destroy(&found);
         if (ok)
             doclist_push(out, d);
@@ -614,8 +615,7 @@ static bool union_parse(stage_t *s, bson_iter_t *it, const bson_t *let, dberr_t 
                 if (!join_keep_pipeline(j, &f, "$unionWith", err))
                     return false;
             } else {
-                return dberr_set(err, 40415, "BSON field '$unionWith.%s' is an unknown field.",
-                                 k);
+                return dberr_set(err, 40415, "BSON field '$unionWith.%s' is an unknown field.", k);
             }
         }
         if (!j->from && (!j->pipeline || !j->pipeline_first_documents))
@@ -624,8 +624,7 @@ static bool union_parse(stage_t *s, bson_iter_t *it, const bson_t *let, dberr_t 
                              "with $documents as first stage");
     }
     if (j->from && (!j->from[0] || strchr(j->from, '$') || j->from[0] == '.'))
-        return dberr_set(err, DBERR_INVALID_NAMESPACE, "Invalid $unionWith namespace: %s",
-                         j->from);
+        return dberr_set(err, DBERR_INVALID_NAMESPACE, "Invalid $unionWith namespace: %s", j->from);
     return !j->pipeline || join_validate(j, "$unionWith", let, err);
 }
 
@@ -673,8 +672,9 @@ static bool graph_parse(stage_t *s, bson_iter_t *it, const bson_t *let, dberr_t 
             double d = bson_iter_as_double(&f);
             int64_t n = bson_iter_as_int64(&f);
             if (d < 0 || n < 0)
-                return dberr_set(err, 40101, "maxDepth requires a nonnegative argument, found: "
-                                             "%lld",
+                return dberr_set(err, 40101,
+                                 "maxDepth requires a nonnegative argument, found: "
+                                 "%lld",
                                  (long long)n);
             if ((double)n != d)
                 return dberr_set(err, 40102,
@@ -731,8 +731,9 @@ static bool graph_parse(stage_t *s, bson_iter_t *it, const bson_t *let, dberr_t 
     }
     if (!j->from || !j->from[0] || !as || !as[0] || !j->start_with || !j->connect_from ||
         !j->connect_from[0] || !j->connect_to || !j->connect_to[0])
-        return dberr_set(err, 40105, "$graphLookup requires 'from', 'as', 'startWith', "
-                                     "'connectFromField', and 'connectToField' to be specified.");
+        return dberr_set(err, 40105,
+                         "$graphLookup requires 'from', 'as', 'startWith', "
+                         "'connectFromField', and 'connectToField' to be specified.");
     if (strchr(j->from, '$') || j->from[0] == '.')
         return dberr_set(err, DBERR_INVALID_NAMESPACE, "invalid $graphLookup namespace: %s",
                          j->from);
