@@ -89,8 +89,14 @@ static bool join_check_path(const char *p, dberr_t *err)
                          "using $getField or $setField.");
     char **parts;
     size_t n;
-    bool ok = pipeline_split_path(p, &parts, &n);
+    bool ok = pipeline_split_path(p, &parts, &n), dollar = false;
+    for (size_t i = 0; ok && i < n; i++)
+        dollar = dollar || parts[i][0] == '$';
     path_free(parts, n);
+    if (dollar)
+        return dberr_set(err, 16410,
+                         "FieldPath field names may not start with '$'. Consider "
+                         "using $getField or $setField.");
     if (!ok || n == 0)
         return dberr_set(err, n == 0 ? 40352 : 15998,
                          n == 0 ? "FieldPath cannot be constructed with empty string"
@@ -670,6 +676,11 @@ static bool graph_parse(stage_t *s, bson_iter_t *it, const bson_t *let, dberr_t 
                 return dberr_set(err, 40100, "maxDepth must be numeric, found type: %s",
                                  shellfmt_type_name(bson_iter_type(&f)));
             double d = bson_iter_as_double(&f);
+            if (BSON_ITER_HOLDS_DOUBLE(&f) && !(d > -9.2e18 && d < 9.2e18)) /* NaN, inf too */
+                return dberr_set(err, d < 0 ? 40101 : 40102,
+                                 d < 0 ? "maxDepth requires a nonnegative argument, found: %g"
+                                       : "maxDepth could not be represented as a long long: %g",
+                                 d);
             int64_t n = bson_iter_as_int64(&f);
             if (d < 0 || n < 0)
                 return dberr_set(err, 40101,
