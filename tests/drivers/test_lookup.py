@@ -703,3 +703,14 @@ def test_nested_pipelines_need_find_on_what_they_read(atomdb_factory):
         assert e.value.code == 13, p
     admin.close()
     clerk.client.close()
+
+
+def test_a_long_join_obeys_max_time_ms(db):
+    db.items.insert_many([{"_id": i, "v": i} for i in range(3000)])
+    db.orders.insert_many([{"_id": i} for i in range(3000)])
+    with pytest.raises(OperationFailure) as e:
+        list(db.orders.aggregate([
+            {"$lookup": {"from": "items", "pipeline": [{"$project": {"_id": 1}}], "as": "all"}},
+            {"$count": "n"}], maxTimeMS=100))
+    assert e.value.code == 50
+    assert db.orders.count_documents({}) == 3000  # and the server goes on serving

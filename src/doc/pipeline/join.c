@@ -268,11 +268,16 @@ static bool join_vars(const join_spec_t *j, const expr_ctx_t *ctx, const bson_t 
     return true;
 }
 
-/* Moves copies of `from` to the end of `to`. */
-static void join_copy_all(const doclist_t *from, doclist_t *to)
+/* Appends copies of `from` to `to`; false when the operation was killed
+ * or timed out part-way (util/fiber.h). */
+static bool join_copy_all(const doclist_t *from, doclist_t *to, dberr_t *err)
 {
-    for (size_t i = 0; i < from->len; i++)
+    for (size_t i = 0; i < from->len; i++) {
+        if ((i & 1023) == 1023 && !fiber_check(err))
+            return false;
         doclist_push(to, bson_copy(from->docs[i]));
+    }
+    return true;
 }
 
 /* Runs the sub-pipeline of `j` over `docs` with `vars`. */
@@ -521,8 +526,7 @@ static bool lookup_all(const join_spec_t *j, const expr_ctx_t *ctx, lookup_cache
             return join_read(ctx, "$lookup", j->from, &empty, NULL, found, err);
         }
     }
-    join_copy_all(&cache->docs, found);
-    return true;
+    return join_copy_all(&cache->docs, found, err);
 }
 
 /* The matches of one input document `doc` into `found`. */
