@@ -94,26 +94,20 @@ static void access_stage_ns(const bson_iter_t *v, const char *db, char *out_db, 
     }
 }
 
-static bool access_check_aggregate(cmd_ctx_t *ctx, dberr_t *err)
+/* Nesting of sub-pipelines checked: deeper ones fail to parse (232) and
+ * never run, so nothing below this depth needs a privilege. */
+#define ACCESS_MAX_PIPELINE_DEPTH 24
+
+/* Checks the stages under `st` (an array iterator positioned before its
+ * first stage) and, recursively, the pipelines of $lookup, $unionWith and
+ * $facet: what each stage reads or writes. */
+static bool access_check_stages(cmd_ctx_t *ctx, bson_iter_t *st, int depth, dberr_t *err)
 {
-    bson_iter_t it, st, op;
-    bool pipeline = cmd_find(ctx, "pipeline", &it) && BSON_ITER_HOLDS_ARRAY(&it) &&
-                    bson_iter_recurse(&it, &st);
-    /* a pipeline that starts with $currentOp reads no collection: inprog
-     * (checked below) is all it needs, as in mongod */
-    bool current_op = false;
-    if (pipeline) {
-        bson_iter_t first = st;
-        current_op = bson_iter_next(&first) && BSON_ITER_HOLDS_DOCUMENT(&first) &&
-                     bson_iter_recurse(&first, &op) && bson_iter_next(&op) &&
-                     strcmp(bson_iter_key(&op), "$currentOp") == 0;
-    }
-    if (!current_op && !access_need_arg(ctx, ACT_FIND, err))
-        return false;
-    if (!pipeline)
-        return true; /* the handler reports the malformed pipeline */
-    while (bson_iter_next(&st)) {
-        if (!BSON_ITER_HOLDS_DOCUMENT(&st) || !bson_iter_recurse(&st, &op) || !bson_iter_next(&op))
+    bson_iter_t op;
+    if (depth > ACCESS_MAX_PIPELINE_DEPTH)
+        return true;
+    while (bson_iter_next(st)) {
+        if (!BSON_ITER_HOLDS_DOCUMENT(st) || !bson_iter_recurse(st, &op) || !bson_iter_next(&op))
             continue;
         const char *name = bson_iter_key(&op);
         char db[64], coll[256];
@@ -134,19 +128,58 @@ static bool access_check_aggregate(cmd_ctx_t *ctx, dberr_t *err)
                 return false;
         } else if (strcmp(name, "$lookup") == 0 || strcmp(name, "$graphLookup") == 0 ||
                    strcmp(name, "$unionWith") == 0) {
-            bson_iter_t from;
+            bson_iter_t from, sub;
+            bool found = true;
             if (BSON_ITER_HOLDS_UTF8(&op)) {
                 from = op;
             } else if (!BSON_ITER_HOLDS_DOCUMENT(&op) || !bson_iter_recurse(&op, &from) ||
                        !bson_iter_find(&from, name[1] == 'u' ? "coll" : "from")) {
-                continue;
+                found = false;
             }
-            access_stage_ns(&from, ctx->db, db, sizeof db, coll, sizeof coll);
-            if (*coll && !access_need(ctx, PRIV_TARGET_NS, db, coll, ACT_FIND, err))
-                return false;
+            if (found) {
+                access_stage_ns(&from, ctx->db, db, sizeof db, coll, sizeof coll);
+                if (*coll && !access_need(ctx, PRIV_TARGET_NS, db, coll, ACT_FIND, err))
+                    return false;
+            }
+            /* a nested pipeline needs what its own stages need */
+            if (BSON_ITER_HOLDS_DOCUMENT(&op) && bson_iter_recurse(&op, &sub) &&
+                bson_iter_find(&sub, "pipeline") && BSON_ITER_HOLDS_ARRAY(&sub)) {
+                bson_iter_t stages;
+                bson_iter_recurse(&sub, &stages);
+                if (!access_check_stages(ctx, &stages, depth + 1, err))
+                    return false;
+            }
+        } else if (strcmp(name, "$facet") == 0 && BSON_ITER_HOLDS_DOCUMENT(&op)) {
+            bson_iter_t facet, stages;
+            bson_iter_recurse(&op, &facet);
+            while (bson_iter_next(&facet))
+                if (BSON_ITER_HOLDS_ARRAY(&facet) && bson_iter_recurse(&facet, &stages) &&
+                    !access_check_stages(ctx, &stages, depth + 1, err))
+                    return false;
         }
     }
     return true;
+}
+
+static bool access_check_aggregate(cmd_ctx_t *ctx, dberr_t *err)
+{
+    bson_iter_t it, st, op;
+    bool pipeline = cmd_find(ctx, "pipeline", &it) && BSON_ITER_HOLDS_ARRAY(&it) &&
+                    bson_iter_recurse(&it, &st);
+    /* a pipeline that starts with $currentOp reads no collection: inprog
+     * (checked below) is all it needs, as in mongod */
+    bool current_op = false;
+    if (pipeline) {
+        bson_iter_t first = st;
+        current_op = bson_iter_next(&first) && BSON_ITER_HOLDS_DOCUMENT(&first) &&
+                     bson_iter_recurse(&first, &op) && bson_iter_next(&op) &&
+                     strcmp(bson_iter_key(&op), "$currentOp") == 0;
+    }
+    if (!current_op && !access_need_arg(ctx, ACT_FIND, err))
+        return false;
+    if (!pipeline)
+        return true; /* the handler reports the malformed pipeline */
+    return access_check_stages(ctx, &st, 0, err);
 }
 
 static bool access_check_explain(cmd_ctx_t *ctx, dberr_t *err)

@@ -271,6 +271,25 @@ bool cmd_count(cmd_ctx_t *ctx, dberr_t *err);
 bool cmd_distinct(cmd_ctx_t *ctx, dberr_t *err);
 bool cmd_aggregate(cmd_ctx_t *ctx, dberr_t *err);
 bool cmd_explain(cmd_ctx_t *ctx, dberr_t *err);
+/* explain.c */
+/* Appends an explain's winningPlan for `plan` to `qp` (`exists`: the
+ * collection exists; else the plan is EOF). */
+void explain_append_plan(bson_t *qp, const collection_plan_t *plan, bool exists);
+/* Appends an explain's serverInfo to `reply`. */
+void explain_append_server_info(bson_t *reply);
+struct pipeline;
+struct doclist;
+/* An aggregate's explain ({aggregate, explain: true} or the explain
+ * command): mongod's shape — the queryPlanner of the collection read
+ * alone when the pipeline is at most a leading $match, else explainVersion
+ * and `stages`: {$cursor: {queryPlanner}} then each further stage as
+ * given; with "executionStats" the pipeline runs and each stage reports
+ * nReturned and executionTimeMillisEstimate (and a join what it read).
+ * `docs` holds the collection read's documents (consumed by the run). */
+bool explain_aggregate(cmd_ctx_t *ctx, const char *coll, collection_t *c,
+                       const struct pipeline *p, const bson_iter_t *stages_it,
+                       const collection_plan_t *plan, const char *verbosity,
+                       struct doclist *docs, dberr_t *err);
 /* locks.c (lease locks: src/lease, docs/locks.md) */
 bool cmd_acquire_lock(cmd_ctx_t *ctx, dberr_t *err);
 bool cmd_renew_lock(cmd_ctx_t *ctx, dberr_t *err);

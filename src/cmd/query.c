@@ -20,12 +20,15 @@
 #include "store/cursor.h"
 #include "store/clock.h"
 #include "store/index.h"
+#include "store/mvcc.h"
 #include "store/observer.h"
 #include "txn/session.h"
 #include "util/fiber.h"
 #include "util/vec.h"
 
 #define QUERY_DEFAULT_BATCH 101
+
+static bool query_aggregate(cmd_ctx_t *ctx, const char *verbosity, dberr_t *err);
 #define QUERY_MAX_BATCH_BYTES (16 * 1024 * 1024)
 
 /* Appends the next batch of `c` as array `field` of `reply`; returns false
@@ -882,6 +885,14 @@ static bool query_current_op_args(const cmd_ctx_t *ctx, const bson_iter_t *stage
 
 bool cmd_aggregate(cmd_ctx_t *ctx, dberr_t *err)
 {
+    bson_iter_t e;
+    bool explain = cmd_find(ctx, "explain", &e) && bson_iter_as_bool(&e);
+    return query_aggregate(ctx, explain ? "queryPlanner" : NULL, err);
+}
+
+/* aggregate; `verbosity` non-NULL: explain it at that verbosity. */
+static bool query_aggregate(cmd_ctx_t *ctx, const char *verbosity, dberr_t *err)
+{
     const char *coll = NULL;
     bson_iter_t it, stages;
     pipeline_t *p = NULL;
@@ -891,6 +902,8 @@ bool cmd_aggregate(cmd_ctx_t *ctx, dberr_t *err)
     bson_t rest = BSON_INITIALIZER;
     bool ok = false;
     bool sessions = false, current_ops = false, all_users = false, idle_conns = false;
+    pipeline_source_t source;
+    uint64_t snap = 0;
     recvec_init(&recs);
     doclist_init(&docs);
     if (BSON_ITER_HOLDS_UTF8(&ctx->arg))
@@ -902,7 +915,7 @@ bool cmd_aggregate(cmd_ctx_t *ctx, dberr_t *err)
     if (!cmd_find(ctx, "pipeline", &it) || !BSON_ITER_HOLDS_ARRAY(&it))
         return dberr_set(err, DBERR_TYPE_MISMATCH,
                          "'pipeline' option must be specified as an array");
-    bool explain = cmd_find(ctx, "explain", &stages) && bson_iter_as_bool(&stages);
+    bool explain = verbosity != NULL;
     bson_iter_t cur;
     int64_t batch_size = -1;
     if (!explain) {
@@ -978,6 +991,15 @@ bool cmd_aggregate(cmd_ctx_t *ctx, dberr_t *err)
     p = pipeline_new(&it, PIPELINE_AGGREGATE, has_let ? &let : NULL, err);
     if (!p)
         goto cleanup;
+    stages = it;
+    /* $lookup, $unionWith, $graphLookup read through the command's view,
+     * all at one snapshot (a transaction has its own) */
+    view_source(ctx->view, &source);
+    pipeline_set_source(p, &source);
+    if (pipeline_reads_others(p) && !ctx->view->txn && !ctx->view->snapshot) {
+        snap = mvcc_snapshot_open();
+        ctx->view->snapshot = snap;
+    }
     bool disk = false;
     if (!cmd_opt_bool(ctx, "allowDiskUse", &disk, err))
         goto cleanup;
@@ -1029,17 +1051,6 @@ bool cmd_aggregate(cmd_ctx_t *ctx, dberr_t *err)
             matcher_take_error(m, err))
             goto cleanup;
     }
-    if (explain) {
-        bson_t qp, wp;
-        bson_append_document_begin(ctx->reply, "queryPlanner", -1, &qp);
-        BSON_APPEND_UTF8(&qp, "namespace", coll ? coll : "$cmd.aggregate");
-        bson_append_document_begin(&qp, "winningPlan", -1, &wp);
-        BSON_APPEND_UTF8(&wp, "stage", c ? plan.stage : "EOF");
-        bson_append_document_end(&qp, &wp);
-        bson_append_document_end(ctx->reply, &qp);
-        ok = true;
-        goto cleanup;
-    }
     for (size_t i = 0; i < recs.len; i++) {
         if (!fiber_check(err))
             goto cleanup;
@@ -1048,6 +1059,10 @@ bool cmd_aggregate(cmd_ctx_t *ctx, dberr_t *err)
         doclist_push(&docs, bson_copy(&doc));
     }
     recvec_destroy(&recs);
+    if (explain) {
+        ok = explain_aggregate(ctx, coll, c, p, &stages, &plan, verbosity, &docs, err);
+        goto cleanup;
+    }
     if (!pipeline_run(p, &docs, err))
         goto cleanup;
     char ns[512];
@@ -1084,40 +1099,11 @@ cleanup:
     recvec_destroy(&recs);
     doclist_destroy(&docs);
     bson_destroy(&rest);
-    return ok;
-}
-
-/* Appends an explain's winningPlan for `plan`. */
-static void query_append_plan(bson_t *qp, const collection_plan_t *plan, bool exists)
-{
-    bson_t wp, in;
-    bson_append_document_begin(qp, "winningPlan", -1, &wp);
-    if (!exists) {
-        BSON_APPEND_UTF8(&wp, "stage", "EOF");
-    } else if (strcmp(plan->stage, "COLLSCAN") == 0) {
-        BSON_APPEND_UTF8(&wp, "stage", "COLLSCAN");
-        BSON_APPEND_UTF8(&wp, "direction", "forward");
-    } else if (strcmp(plan->stage, "IDHACK") == 0) {
-        BSON_APPEND_UTF8(&wp, "stage", "IDHACK");
-    } else {
-        BSON_APPEND_UTF8(&wp, "stage", "FETCH");
-        bson_append_document_begin(&wp, "inputStage", -1, &in);
-        BSON_APPEND_UTF8(&in, "stage", "IXSCAN");
-        BSON_APPEND_DOCUMENT(&in, "keyPattern", &plan->index->key);
-        BSON_APPEND_UTF8(&in, "indexName", plan->index->name);
-        BSON_APPEND_BOOL(&in, "isMultiKey", plan->index->multikey);
-        BSON_APPEND_BOOL(&in, "isUnique", plan->index->unique);
-        BSON_APPEND_UTF8(&in, "direction", plan->direction < 0 ? "backward" : "forward");
-        bson_append_document_end(&wp, &in);
-        if (plan->index->partial) {
-            bson_iter_t pf;
-            if (bson_iter_init_find(&pf, &plan->index->spec, "partialFilterExpression"))
-                bson_append_value(&wp, "partialFilterExpression", -1, bson_iter_value(&pf));
-        }
+    if (snap) {
+        ctx->view->snapshot = 0;
+        mvcc_snapshot_close(snap);
     }
-    if (exists && plan->reason) /* atomdb's own: why the planner chose this plan */
-        BSON_APPEND_UTF8(&wp, "atomdbPlanReason", plan->reason);
-    bson_append_document_end(qp, &wp);
+    return ok;
 }
 
 bool cmd_explain(cmd_ctx_t *ctx, dberr_t *err)
@@ -1133,6 +1119,27 @@ bool cmd_explain(cmd_ctx_t *ctx, dberr_t *err)
     sub.name = bson_iter_key(&sub.arg);
     const char *coll;
     query_find_t q;
+    if (strcmp(sub.name, "aggregate") == 0) {
+        /* mongod's verbosities; allPlansExecution is executionStats here:
+         * atomdb's planner keeps no rejected plans to run */
+        const char *verbosity = "allPlansExecution";
+        bson_iter_t v;
+        if (cmd_find(ctx, "verbosity", &v)) {
+            if (!BSON_ITER_HOLDS_UTF8(&v))
+                return dberr_set(err, DBERR_TYPE_MISMATCH,
+                                 "BSON field 'explain.verbosity' is the wrong type '%s', "
+                                 "expected type 'string'",
+                                 shellfmt_type_name(bson_iter_type(&v)));
+            verbosity = bson_iter_utf8(&v, NULL);
+        }
+        if (strcmp(verbosity, "queryPlanner") && strcmp(verbosity, "executionStats") &&
+            strcmp(verbosity, "allPlansExecution"))
+            return dberr_set(err, DBERR_BAD_VALUE,
+                             "Enumeration value '%s' for field 'explain.verbosity' is not a "
+                             "valid value.",
+                             verbosity);
+        return query_aggregate(&sub, verbosity, err);
+    }
     if (!cmd_collection_name(&sub, &coll, err))
         return false;
     if (strcmp(sub.name, "find") == 0) {
@@ -1173,7 +1180,7 @@ bool cmd_explain(cmd_ctx_t *ctx, dberr_t *err)
         bson_append_document_begin(ctx->reply, "queryPlanner", -1, &qp);
         BSON_APPEND_UTF8(&qp, "namespace", ns);
         BSON_APPEND_DOCUMENT(&qp, "parsedQuery", &q.filter);
-        query_append_plan(&qp, &plan, c != NULL);
+        explain_append_plan(&qp, &plan, c != NULL);
         bson_t rejected = BSON_INITIALIZER;
         BSON_APPEND_ARRAY(&qp, "rejectedPlans", &rejected);
         bson_destroy(&rejected);
@@ -1183,11 +1190,7 @@ bool cmd_explain(cmd_ctx_t *ctx, dberr_t *err)
         BSON_APPEND_INT64(&es, "totalKeysExamined", (int64_t)plan.keys_examined);
         BSON_APPEND_INT64(&es, "totalDocsExamined", (int64_t)plan.docs_examined);
         bson_append_document_end(ctx->reply, &es);
-        bson_t si;
-        bson_append_document_begin(ctx->reply, "serverInfo", -1, &si);
-        BSON_APPEND_UTF8(&si, "version", SERVER_MONGODB_VERSION);
-        BSON_APPEND_UTF8(&si, "atomdbVersion", ATOMDB_VERSION);
-        bson_append_document_end(ctx->reply, &si);
+        explain_append_server_info(ctx->reply);
     }
     recvec_destroy(&recs);
     matcher_destroy(m);

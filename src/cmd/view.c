@@ -11,6 +11,7 @@
 #include "store/catalog.h"
 #include "store/index.h"
 #include "txn/lockmgr.h"
+#include "util/fiber.h"
 
 void view_init(view_t *v, const char *db, txn_t *txn)
 {
@@ -20,7 +21,9 @@ void view_init(view_t *v, const char *db, txn_t *txn)
     v->blocked_by = NULL;
     v->bypass_validation = false;
     v->depth = 0;
+    v->snapshot = 0;
     v->keys_examined = v->docs_examined = v->nreturned = 0;
+    v->source_collscans = 0;
     v->plan_stage[0] = '\0';
     v->plan_key_len = 0;
 }
@@ -115,8 +118,12 @@ static bool view_query_view(view_t *v, collection_t *c, const collection_query_o
         doclist_push(&docs, bson_copy(&doc));
     }
     if (bson_iter_init_find(&it, collection_options(c), "pipeline")) {
-        if (!(p = pipeline_new(&it, PIPELINE_AGGREGATE, NULL, err)) ||
-            !pipeline_run(p, &docs, err))
+        pipeline_source_t joins;
+        view_source(v, &joins);
+        if (!(p = pipeline_new(&it, PIPELINE_AGGREGATE, NULL, err)))
+            goto cleanup;
+        pipeline_set_source(p, &joins);
+        if (!pipeline_run(p, &docs, err))
             goto cleanup;
     }
     size_t first = out->len;
@@ -185,7 +192,11 @@ static bool view_query_run(view_t *v, collection_t *c, const char *coll,
     if (!v->txn) {
         if (!c)
             return true;
-        return collection_query(c, o, out, plan, err);
+        if (!v->snapshot)
+            return collection_query(c, o, out, plan, err);
+        collection_query_opts_t at = *o;
+        at.snapshot = v->snapshot;
+        return collection_query(c, &at, out, plan, err);
     }
     /* everything that matches, from the store and from the write set,
      * then sort, skip and limit over the union */
@@ -215,6 +226,96 @@ static bool view_query_run(view_t *v, collection_t *c, const char *coll,
     view_merge_t m = {o, out};
     txn_foreach(v->txn, v->db, coll, view_add_change, &m);
     return view_finish(out, first, o, err);
+}
+
+/* The value `v` of a filter that is exactly {_id: {$eq: v}} with a
+ * scalar v ($lookup's join on _id), so the read can go straight to the
+ * _id index; false for any other filter. */
+static bool view_id_equality(const bson_t *filter, bson_value_t *v)
+{
+    bson_iter_t it, op;
+    if (bson_count_keys(filter) != 1 || !bson_iter_init_find(&it, filter, "_id") ||
+        !BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &op) || !bson_iter_next(&op) ||
+        strcmp(bson_iter_key(&op), "$eq") != 0)
+        return false;
+    *v = *bson_iter_value(&op);
+    bool scalar = v->value_type != BSON_TYPE_ARRAY && v->value_type != BSON_TYPE_REGEX &&
+                  v->value_type != BSON_TYPE_DOCUMENT && v->value_type != BSON_TYPE_NULL &&
+                  v->value_type != BSON_TYPE_UNDEFINED;
+    return scalar && !bson_iter_next(&op);
+}
+
+/* The _id fast path of view_source_read: outside a transaction, on a
+ * collection (not a view), when the version found is the one the read's
+ * snapshot sees. False when it does not apply (the caller reads the
+ * general way). */
+static bool view_source_by_id(view_t *v, collection_t *c, const bson_t *filter, doclist_t *out)
+{
+    bson_value_t id;
+    if (v->txn || !c || collection_is_view(c) || !view_id_equality(filter, &id))
+        return false;
+    record_t *r = collection_find_id(c, &id);
+    if (v->snapshot && (r ? r->seq > v->snapshot : collection_changed_since(c, &id, v->snapshot)))
+        return false; /* changed since the snapshot: its older version is in the window */
+    v->keys_examined++;
+    if (r) {
+        bson_t doc;
+        record_view(r, &doc);
+        v->docs_examined++;
+        doclist_push(out, bson_copy(&doc));
+    }
+    return true;
+}
+
+/* pipeline_source_t.read over a view_t: the matching documents of `coll`,
+ * copied (the records may change once the read yields). */
+static bool view_source_read(void *ctx, const char *coll, const bson_t *filter,
+                             const bson_t *vars, doclist_t *out, dberr_t *err)
+{
+    view_t *v = ctx;
+    if (v->depth >= 20)
+        return dberr_set(err, 165, "View depth too deep or view cycle detected. Maximum depth is "
+                                   "20");
+    collection_t *c = catalog_get(server.catalog, v->db, coll);
+    if (view_source_by_id(v, c, filter, out))
+        return true;
+    matcher_t *m = matcher_new(filter, err);
+    if (!m)
+        return false;
+    if (vars)
+        matcher_set_vars(m, vars);
+    if (matcher_take_error(m, err)) {
+        matcher_destroy(m);
+        return false;
+    }
+    collection_query_opts_t o = {.matcher = m};
+    collection_plan_t plan;
+    memset(&plan, 0, sizeof plan);
+    recvec_t recs;
+    recvec_init(&recs);
+    v->depth++;
+    bool ok = view_query_run(v, c, coll, &o, &recs, &plan, err) && !matcher_take_error(m, err);
+    v->depth--;
+    v->keys_examined += (int64_t)plan.keys_examined;
+    v->docs_examined += (int64_t)plan.docs_examined;
+    if (c && !strcmp(plan.stage, "COLLSCAN"))
+        v->source_collscans++;
+    for (size_t i = 0; ok && i < recs.len; i++) {
+        bson_t doc;
+        if ((i & 1023) == 1023 && !(ok = fiber_check(err)))
+            break;
+        record_view(recs.items[i], &doc);
+        doclist_push(out, bson_copy(&doc));
+    }
+    recvec_destroy(&recs);
+    matcher_destroy(m);
+    return ok;
+}
+
+void view_source(view_t *v, pipeline_source_t *src)
+{
+    src->read = view_source_read;
+    src->ctx = v;
 }
 
 bool view_lock(view_t *v, collection_t *c, const bson_t *doc, dberr_t *err)

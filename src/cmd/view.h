@@ -10,6 +10,7 @@
 #include <bson/bson.h>
 #include <stdbool.h>
 
+#include "doc/pipeline.h"
 #include "store/collection.h"
 #include "txn/txn.h"
 #include "util/buf.h"
@@ -24,9 +25,12 @@ typedef struct view {
     buf_t blocked_key;   /* the lock waited for, after VIEW_BLOCKED_CODE */
     txn_t *blocked_by;   /* its holder */
     bool bypass_validation; /* bypassDocumentValidation */
-    int depth;           /* nesting of MongoDB views being resolved */
+    int depth;           /* nesting of MongoDB views being resolved (and of $lookup reads) */
+    uint64_t snapshot;   /* outside a transaction: read as of this open mvcc snapshot
+                          * (0: the latest); an aggregate that joins sets it */
     /* what the command's queries did, for the slow-operation log */
     int64_t keys_examined, docs_examined, nreturned;
+    int64_t source_collscans; /* view_source reads that scanned a whole collection */
     char plan_stage[16];   /* the last query's stage ("" when none): "COLLSCAN", "IXSCAN", "EOF" */
     uint8_t plan_key[96];  /* ... for IXSCAN, its index's key pattern (BSON) when it fits */
     uint32_t plan_key_len; /* 0: none */
@@ -44,6 +48,13 @@ void view_destroy(view_t *v);
  * the results are a write's targets. */
 bool view_query(view_t *v, collection_t *c, const char *coll, const collection_query_opts_t *o,
                 bool for_write, recvec_t *out, collection_plan_t *plan, dberr_t *err);
+
+/* Fills `src` with the pipeline source that reads through `v` (what
+ * $lookup, $unionWith and $graphLookup read: the collection's indexes, a
+ * MongoDB view's pipeline, the transaction's snapshot and write set or
+ * v->snapshot). `src` borrows `v`. A $lookup that reaches a view whose
+ * pipeline reads the view again fails after 20 levels (165). */
+void view_source(view_t *v, pipeline_source_t *src);
 
 /* Locks document `doc` (by its _id) of `c` before it is changed. False
  * with err->code VIEW_BLOCKED_CODE when another transaction holds it.

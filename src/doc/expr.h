@@ -27,6 +27,8 @@ typedef struct expr_ctx {
                            * memory-limit error says) */
     const bson_t *current; /* $$CURRENT and "$field" paths when not NULL (a $redact
                             * descending into a subdocument); NULL: `root` */
+    const struct pipeline_source *source; /* where $lookup and the other joins read
+                                           * (doc/pipeline.h), or NULL */
 } expr_ctx_t;
 
 /* Parses the expression under `spec` (any BSON value: a literal, a "$path",

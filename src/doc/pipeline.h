@@ -1,7 +1,8 @@
 /* pipeline: aggregation pipelines — $documents $match $group $sort $skip
  * $limit $project $addFields/$set $unset $unwind $count $replaceRoot
- * $replaceWith, and a terminal $out/$merge that the caller performs — run
- * over a list of documents. Also used for pipeline-style updates. */
+ * $replaceWith, the joins $lookup $unionWith $graphLookup (through a
+ * pipeline_source_t), and a terminal $out/$merge that the caller performs —
+ * run over a list of documents. Also used for pipeline-style updates. */
 #ifndef ATOMDB_PIPELINE_H
 #define ATOMDB_PIPELINE_H
 
@@ -133,6 +134,46 @@ void pipeline_set_allow_disk_use(pipeline_t *p, bool allow);
 /* True when the first stage is $documents: the pipeline makes its own input
  * (the caller runs it with an empty list, as for {aggregate: 1}). */
 bool pipeline_is_collectionless(const pipeline_t *p);
+
+/* Where the stages that read other collections ($lookup, $unionWith,
+ * $graphLookup) get their documents: the command layer sets one on each
+ * pipeline it runs (src/cmd/view.c); this layer never sees the store. */
+typedef struct pipeline_source {
+    /* Appends to `out` (owned copies) the documents of collection `coll`
+     * of the command's database that match the query `filter` (its $expr
+     * sees the variables `vars`, evaluated values, or none when NULL),
+     * using the collection's indexes and resolving views, inside the
+     * command's snapshot or transaction. A missing collection reads as
+     * empty. */
+    bool (*read)(void *ctx, const char *coll, const bson_t *filter, const bson_t *vars,
+                 doclist_t *out, dberr_t *err);
+    void *ctx; /* passed to read */
+} pipeline_source_t;
+
+/* Gives `p` its source (borrowed: it must outlive every run of `p`); the
+ * pipelines nested in its stages use it too. Without one, a stage that
+ * reads another collection fails when it runs (InternalError). */
+void pipeline_set_source(pipeline_t *p, const pipeline_source_t *src);
+
+/* True when some stage of `p` reads another collection (the caller then
+ * holds one snapshot for the whole run). */
+bool pipeline_reads_others(const pipeline_t *p);
+
+/* True when stage i of `p` reads another collection. */
+bool pipeline_stage_reads(const pipeline_t *p, size_t i);
+
+/* Number of stages of `p`. */
+size_t pipeline_nstages(const pipeline_t *p);
+
+/* pipeline_run for explain's executionStats: stage by stage (nothing
+ * streamed), recording for each stage i the documents it returned
+ * (nreturned[i]) and the milliseconds it took (millis[i]); both arrays
+ * hold pipeline_nstages(p) entries. `after` (may be NULL) is called with
+ * `after_ctx` once stage i is done (the caller reads its source's
+ * counters there). */
+bool pipeline_run_explain(const pipeline_t *p, doclist_t *docs, int64_t *nreturned,
+                          int64_t *millis, void (*after)(void *ctx, size_t i), void *after_ctx,
+                          dberr_t *err);
 
 /* The filter of a leading $match stage (borrowed from `p`), or NULL; the
  * caller may use it to pick an index, the stage still runs. */

@@ -336,6 +336,14 @@ int measure_server(const char *atomdb_path, bool quick, long docs, const char *p
 int mixed_main(const char *atomdb, int clients, double duration_s, long docs, int repeat,
                bool atomdb_on, bool pg_on, long yield_us);
 
+/* ---- joins (joins.c) ---- */
+
+/* `atomdb-bench joins`: a $lookup of `orders` orders to `items` items by
+ * _id on atomdb and the same LEFT JOIN on PostgreSQL, `repeat` timed runs
+ * each; prints ms per query. Exit status. */
+int joins_main(const char *atomdb, long orders, long items, int repeat, bool atomdb_on,
+               bool pg_on);
+
 /* ---- time ---- */
 
 /* CLOCK_MONOTONIC in nanoseconds. */

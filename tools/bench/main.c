@@ -47,6 +47,9 @@ static void main_usage(FILE *f)
             "                    [--only startup,cpu,memory,restart,journal,mms,connect] [--perf DIR]\n"
             "       atomdb-bench mixed [--clients 16] [--duration 3] [--docs 300000] [--repeat 3]\n"
             "                    [--engines atomdb,postgres] [--yield-us N] [--atomdb PATH]\n"
+            "       atomdb-bench joins [--orders 10000] [--items 1000] [--repeat 20]\n"
+            "                    [--engines atomdb,postgres] [--atomdb PATH]\n"
+            "                    ($lookup by _id beside PostgreSQL's LEFT JOIN)\n"
             "       atomdb-bench watch [--duration S] [--rounds N] [--atomdb PATH]\n"
             "                    (change streams: hot counter with 0, 1, 16 open streams)\n"
             "Runs the seed scenarios x strategies against atomdb, Redis and PostgreSQL, each\n"
@@ -353,6 +356,38 @@ int main(int argc, char **argv)
         mongoc_log_set_handler(main_mongoc_log, NULL);
         engine_install_signals();
         int rc = watch_bench(atomdb, secs, rounds);
+        engine_stop_all();
+        mongoc_cleanup();
+        return rc;
+    }
+    if (argc > 1 && !strcmp(argv[1], "joins")) {
+        long orders = 10000, items = 1000;
+        int repeat = 20;
+        bool on_atomdb = true, on_pg = true;
+        char atomdb[PATH_MAX];
+        main_default_atomdb(atomdb, sizeof atomdb);
+        for (int i = 2; i < argc; i++) {
+            if (!strcmp(argv[i], "--orders") && i + 1 < argc)
+                orders = atol(argv[++i]);
+            else if (!strcmp(argv[i], "--items") && i + 1 < argc)
+                items = atol(argv[++i]);
+            else if (!strcmp(argv[i], "--repeat") && i + 1 < argc)
+                repeat = atoi(argv[++i]);
+            else if (!strcmp(argv[i], "--atomdb") && i + 1 < argc)
+                snprintf(atomdb, sizeof atomdb, "%s", argv[++i]);
+            else if (!strcmp(argv[i], "--engines") && i + 1 < argc) {
+                const char *l = argv[++i];
+                on_atomdb = strstr(l, "atomdb") != NULL;
+                on_pg = strstr(l, "postgres") != NULL;
+            } else {
+                main_usage(stderr);
+                return 2;
+            }
+        }
+        mongoc_init();
+        mongoc_log_set_handler(main_mongoc_log, NULL);
+        engine_install_signals();
+        int rc = joins_main(atomdb, orders, items, repeat, on_atomdb, on_pg);
         engine_stop_all();
         mongoc_cleanup();
         return rc;

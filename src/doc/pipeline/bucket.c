@@ -614,7 +614,7 @@ static void bucket_free(stage_t *s)
 static bool bucket_emit(const struct bucket_spec *b, const expr_ctx_t *ctx, doclist_t *docs,
                         const bson_value_t *id, int64_t *used, doclist_t *out, dberr_t *err)
 {
-    bool ok = pipeline_run_vars(b->inner, ctx->vars, docs, err);
+    bool ok = pipeline_run_nested(b->inner, ctx, docs, err);
     if (ok && docs->len == 1 &&
         (*used += (int64_t)docs->docs[0]->len) > pipeline_limits.group_bytes)
         ok = dberr_set(err, DBERR_QUERY_EXCEEDED_MEMORY_NO_DISK,
@@ -883,7 +883,7 @@ static bool sort_by_count_run(const stage_t *s, const expr_ctx_t *ctx, doclist_t
     doclist_t docs;
     doclist_init(&docs);
     pipeline_pass_all(in, &docs);
-    bool ok = pipeline_run_vars(s->u.bucket->inner, ctx->vars, &docs, err);
+    bool ok = pipeline_run_nested(s->u.bucket->inner, ctx, &docs, err);
     if (ok)
         pipeline_pass_all(&docs, out);
     doclist_destroy(&docs);

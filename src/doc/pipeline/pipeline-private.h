@@ -56,6 +56,7 @@ struct stage {
         struct bucket_spec *bucket; /* $bucket $bucketAuto $sortByCount (bucket.c) */
         struct window_spec *window;   /* $setWindowFields, $fill (window-private.h) */
         struct densify_spec *densify; /* $densify (densify.c) */
+        struct join_spec *join; /* $lookup, $unionWith, $graphLookup (join.c) */
     } u;
 };
 
@@ -66,6 +67,7 @@ enum {
     STAGE_LAST = 4,      /* only last ($out, $merge: the caller writes) */
     STAGE_MATCH = 8,     /* a filter the planner may use when it leads */
     STAGE_STREAM = 16,   /* looks at one document at a time: runs streamed (pipeline.c) */
+    STAGE_READS = 32,    /* reads other collections through the pipeline's source */
 };
 
 /* One row of a stage table. */
@@ -99,6 +101,8 @@ extern const stage_def_t pipeline_redact_stages[]; /* $redact (redact.c) */
 /* window.c ($setWindowFields $fill), densify.c ($densify) */
 extern const stage_def_t pipeline_window_stages[];
 extern const stage_def_t pipeline_densify_stages[];
+/* join.c: $lookup $unionWith $graphLookup. */
+extern const stage_def_t pipeline_join_stages[];
 
 /* Borrows the document under `it` into `out`. */
 void pipeline_borrow_doc(const bson_iter_t *it, bson_t *out);
@@ -114,6 +118,24 @@ void pipeline_pass_all(doclist_t *in, doclist_t *out);
  * failure; NULL for none). */
 pipeline_t *pipeline_build(const bson_iter_t *stages, pipeline_mode_t mode, bson_t *let,
                            dberr_t *err);
+
+/* Copies `doc` to `out` with dotted `path` (n components) set to `v`
+ * (replacing in place, creating documents as needed) or removed when `v`
+ * is NULL. */
+void pipeline_set_path(const bson_t *doc, char *const *path, size_t n, const bson_value_t *v,
+                       bson_t *out);
+
+/* Runs `p` (a sub-pipeline of $facet, $bucket, $sortByCount) over `docs`
+ * with the variables, source, $$NOW and allowDiskUse of the enclosing run
+ * `outer`, so a $lookup inside a $facet reads as the outer pipeline does. */
+bool pipeline_run_nested(const pipeline_t *p, const expr_ctx_t *outer, doclist_t *docs,
+                         dberr_t *err);
+
+/* Runs `p` (a sub-pipeline: $lookup's, $unionWith's) over `docs` with the
+ * source, $$NOW and allowDiskUse of the enclosing run `outer`; its
+ * variables are its own let (built with every variable it may read). */
+bool pipeline_run_sub(const pipeline_t *p, const expr_ctx_t *outer, doclist_t *docs,
+                      dberr_t *err);
 
 /* The wall clock in milliseconds ($$NOW). */
 int64_t pipeline_now_ms(void);

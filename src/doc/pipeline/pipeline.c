@@ -81,6 +81,7 @@ struct pipeline {
     size_t n;
     bson_t *let; /* user variables, already evaluated, or NULL */
     bool allow_disk_use;
+    const pipeline_source_t *source; /* borrowed, or NULL */
 };
 
 pipeline_limits_t pipeline_limits = {100 * 1024 * 1024, 100 * 1024 * 1024, 100 * 1024 * 1024,
@@ -103,6 +104,7 @@ static const stage_def_t *const stage_families[] = {
     pipeline_redact_stages,
     pipeline_window_stages,
     pipeline_densify_stages,
+    pipeline_join_stages,
 };
 
 static const stage_def_t *find_stage(const char *name)
@@ -113,21 +115,12 @@ static const stage_def_t *find_stage(const char *name)
 
 /* Stages atomdb knows of but does not run. */
 static const char *const unsupported[] = {
-    "$lookup",
-    "$facet",
-    "$bucket",
-    "$bucketAuto",
-    "$graphLookup",
     "$geoNear",
-    "$sample",
     "$collStats",
     "$indexStats",
     "$currentOp",
     "$listSessions",
     "$listLocalSessions",
-    "$redact",
-    "$sortByCount",
-    "$unionWith",
     "$changeStream",
     "$search",
     "$searchMeta",
@@ -242,6 +235,24 @@ const pipeline_output_t *pipeline_output(const pipeline_t *p)
     if (!p || p->n == 0 || !(p->stages[p->n - 1].def->flags & STAGE_LAST))
         return NULL;
     return &p->stages[p->n - 1].u.output->pub;
+}
+
+void pipeline_set_source(pipeline_t *p, const pipeline_source_t *src)
+{
+    p->source = src;
+}
+
+bool pipeline_reads_others(const pipeline_t *p)
+{
+    for (size_t i = 0; p && i < p->n; i++)
+        if (p->stages[i].def->flags & STAGE_READS)
+            return true;
+    return false;
+}
+
+bool pipeline_stage_reads(const pipeline_t *p, size_t i)
+{
+    return p && i < p->n && (p->stages[i].def->flags & STAGE_READS);
 }
 
 bool pipeline_is_collectionless(const pipeline_t *p)
@@ -396,12 +407,17 @@ bool pipeline_run(const pipeline_t *p, doclist_t *docs, dberr_t *err)
     return pipeline_run_vars(p, NULL, docs, err);
 }
 
-bool pipeline_run_vars(const pipeline_t *p, const bson_t *vars, doclist_t *docs, dberr_t *err)
+/* Runs `p` with `vars` bound on top of its let; $$NOW, allowDiskUse and the
+ * source come from the enclosing run `outer` when there is one. */
+static bool run_with_vars(const pipeline_t *p, const bson_t *vars, const expr_ctx_t *outer,
+                          doclist_t *docs, dberr_t *err)
 {
     bson_t merged = BSON_INITIALIZER;
     bool ok = true;
-    expr_ctx_t ctx = {.root = NULL, .now_ms = pipeline_now_ms(), .vars = p->let,
-                      .allow_disk_use = p->allow_disk_use};
+    expr_ctx_t ctx = {.root = NULL, .now_ms = outer ? outer->now_ms : pipeline_now_ms(),
+                      .vars = p->let,
+                      .allow_disk_use = outer ? outer->allow_disk_use : p->allow_disk_use,
+                      .source = outer && outer->source ? outer->source : p->source};
     dberr_clear(err);
     if (vars && !bson_empty(vars)) {
         bson_iter_t it;
@@ -415,4 +431,60 @@ bool pipeline_run_vars(const pipeline_t *p, const bson_t *vars, doclist_t *docs,
     ok = run_stages(p, &ctx, docs, err);
     bson_destroy(&merged);
     return ok;
+}
+
+bool pipeline_run_vars(const pipeline_t *p, const bson_t *vars, doclist_t *docs, dberr_t *err)
+{
+    return run_with_vars(p, vars, NULL, docs, err);
+}
+
+bool pipeline_run_nested(const pipeline_t *p, const expr_ctx_t *outer, doclist_t *docs,
+                         dberr_t *err)
+{
+    return run_with_vars(p, outer->vars, outer, docs, err);
+}
+
+bool pipeline_run_sub(const pipeline_t *p, const expr_ctx_t *outer, doclist_t *docs,
+                      dberr_t *err)
+{
+    expr_ctx_t ctx = {.root = NULL, .now_ms = outer->now_ms, .vars = p->let,
+                      .allow_disk_use = outer->allow_disk_use, .source = outer->source};
+    return run_stages(p, &ctx, docs, err);
+}
+
+size_t pipeline_nstages(const pipeline_t *p)
+{
+    return p ? p->n : 0;
+}
+
+bool pipeline_run_explain(const pipeline_t *p, doclist_t *docs, int64_t *nreturned,
+                          int64_t *millis, void (*after)(void *ctx, size_t i), void *after_ctx,
+                          dberr_t *err)
+{
+    expr_ctx_t ctx = {.root = NULL, .now_ms = pipeline_now_ms(), .vars = p->let,
+                      .allow_disk_use = p->allow_disk_use, .source = p->source};
+    dberr_clear(err);
+    for (size_t i = 0; i < p->n; i++) {
+        const stage_t *s = &p->stages[i];
+        doclist_t next;
+        doclist_init(&next);
+        struct timeval a, b;
+        gettimeofday(&a, NULL);
+        bool ok = s->def->run(s, &ctx, docs, &next, err);
+        gettimeofday(&b, NULL);
+        for (size_t j = 0; j < docs->len; j++)
+            if (docs->docs[j])
+                bson_destroy(docs->docs[j]);
+        bson_free(docs->docs);
+        *docs = next;
+        if (!ok) {
+            doclist_destroy(docs);
+            return false;
+        }
+        nreturned[i] = (int64_t)docs->len;
+        millis[i] = ((int64_t)b.tv_sec - a.tv_sec) * 1000 + (b.tv_usec - a.tv_usec) / 1000;
+        if (after)
+            after(after_ctx, i);
+    }
+    return true;
 }

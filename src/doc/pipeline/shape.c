@@ -287,10 +287,8 @@ static void append_nested(bson_t *out, char *const *path, size_t n, const bson_v
     bson_append_document_end(out, &child);
 }
 
-/* Copies `doc` to `out` with dotted `path` set to `v` (replacing in place,
- * creating documents as needed) or removed when `v` is NULL. */
-static void set_path(const bson_t *doc, char *const *path, size_t n, const bson_value_t *v,
-                     bson_t *out)
+void pipeline_set_path(const bson_t *doc, char *const *path, size_t n, const bson_value_t *v,
+                       bson_t *out)
 {
     bson_iter_t it;
     bool found = false;
@@ -309,7 +307,7 @@ static void set_path(const bson_t *doc, char *const *path, size_t n, const bson_
                 bson_t sub, child;
                 pipeline_borrow_doc(&it, &sub);
                 bson_append_document_begin(out, k, -1, &child);
-                set_path(&sub, path + 1, n - 1, v, &child);
+                pipeline_set_path(&sub, path + 1, n - 1, v, &child);
                 bson_append_document_end(out, &child);
             } else if (v) {
                 bson_t child;
@@ -330,7 +328,7 @@ static void push_with_index(const stage_t *s, bson_t *d, const bson_value_t *iv,
 {
     if (s->u.unwind.index_path) {
         bson_t *d2 = bson_new();
-        set_path(d, s->u.unwind.index_path, s->u.unwind.nindex, iv, d2);
+        pipeline_set_path(d, s->u.unwind.index_path, s->u.unwind.nindex, iv, d2);
         bson_destroy(d);
         d = d2;
     }
@@ -357,14 +355,15 @@ static bool unwind_run(const stage_t *s, const expr_ctx_t *ctx, doclist_t *in, d
             bson_iter_init(&el, &a);
             while (bson_iter_next(&el)) {
                 bson_t *d = bson_new();
-                set_path(doc, s->u.unwind.path, s->u.unwind.npath, bson_iter_value(&el), d);
+                pipeline_set_path(doc, s->u.unwind.path, s->u.unwind.npath, bson_iter_value(&el),
+                                  d);
                 bson_value_t iv = {.value_type = BSON_TYPE_INT64};
                 iv.value.v_int64 = idx++;
                 push_with_index(s, d, &iv, out);
             }
             if (idx == 0 && s->u.unwind.preserve) {
                 bson_t *d = bson_new();
-                set_path(doc, s->u.unwind.path, s->u.unwind.npath, NULL, d);
+                pipeline_set_path(doc, s->u.unwind.path, s->u.unwind.npath, NULL, d);
                 push_with_index(s, d, &nullv, out);
             }
             bson_value_destroy(&arr);
