@@ -11,6 +11,7 @@
 
 #include "doc/collation.h"
 #include "doc/compare.h"
+#include "doc/fts.h"
 #include "doc/matcher.h"
 #include "doc/path.h"
 #include "doc/pipeline.h"
@@ -457,6 +458,22 @@ static bool query_run(cmd_ctx_t *ctx, collection_t *c, const char *coll, const q
     return true;
 }
 
+bool cmd_text_meta(matcher_t *m, sortspec_t *s, projection_t *p, dberr_t *err)
+{
+    bool s_meta = sortspec_uses_text_score(s), p_meta = projection_uses_text_score(p);
+    if (!s_meta && !p_meta)
+        return true;
+    fts_query_t *q = matcher_text(m);
+    if (!q)
+        return dberr_set(err, 40218, "query requires text score metadata, but it is not "
+                                     "available");
+    if (s_meta)
+        sortspec_set_text(s, q);
+    if (p_meta)
+        projection_set_text(p, q);
+    return true;
+}
+
 bool cmd_find_cmd(cmd_ctx_t *ctx, dberr_t *err)
 {
     const char *coll;
@@ -479,6 +496,8 @@ bool cmd_find_cmd(cmd_ctx_t *ctx, dberr_t *err)
     query_apply_collation(&q, m, s);
     if (q.has_projection && !bson_empty(&q.projection) &&
         !(p = projection_new(&q.projection, err)))
+        goto cleanup;
+    if (!cmd_text_meta(m, s, p, err))
         goto cleanup;
     collection_t *c = catalog_get(server.catalog, ctx->db, coll);
     if (!query_run(ctx, c, coll, &q, m, s, &recs, NULL, err))
@@ -1028,6 +1047,11 @@ bool cmd_aggregate(cmd_ctx_t *ctx, dberr_t *err)
         if (!query_run(ctx, c, coll, &hq, m, NULL, &recs, &plan, err) ||
             matcher_take_error(m, err))
             goto cleanup;
+        /* the leading $match runs again in the pipeline: same text index */
+        fts_query_t *text = pipeline_text(p);
+        if (text && matcher_text(m) && fts_query_spec(matcher_text(m)) &&
+            !fts_query_bind(text, fts_query_spec(matcher_text(m)), err))
+            goto cleanup;
     }
     if (explain) {
         bson_t qp, wp;
@@ -1099,6 +1123,26 @@ static void query_append_plan(bson_t *qp, const collection_plan_t *plan, bool ex
         BSON_APPEND_UTF8(&wp, "direction", "forward");
     } else if (strcmp(plan->stage, "IDHACK") == 0) {
         BSON_APPEND_UTF8(&wp, "stage", "IDHACK");
+    } else if (strcmp(plan->stage, "TEXT_MATCH") == 0) {
+        bson_t or, prefix = BSON_INITIALIZER;
+        BSON_APPEND_UTF8(&wp, "stage", "TEXT_MATCH");
+        BSON_APPEND_DOCUMENT(&wp, "indexPrefix", &prefix);
+        BSON_APPEND_UTF8(&wp, "indexName", plan->index->name);
+        if (plan->text)
+            fts_query_append_parsed(plan->text, &wp, "parsedTextQuery");
+        BSON_APPEND_INT32(&wp, "textIndexVersion", 3);
+        bson_append_document_begin(&wp, "inputStage", -1, &or);
+        BSON_APPEND_UTF8(&or, "stage", "TEXT_OR");
+        bson_append_document_begin(&or, "inputStage", -1, &in);
+        BSON_APPEND_UTF8(&in, "stage", "IXSCAN");
+        BSON_APPEND_DOCUMENT(&in, "keyPattern", &plan->index->key);
+        BSON_APPEND_UTF8(&in, "indexName", plan->index->name);
+        BSON_APPEND_BOOL(&in, "isMultiKey", true);
+        BSON_APPEND_BOOL(&in, "isUnique", false);
+        BSON_APPEND_UTF8(&in, "direction", "backward");
+        bson_append_document_end(&or, &in);
+        bson_append_document_end(&wp, &or);
+        bson_destroy(&prefix);
     } else {
         BSON_APPEND_UTF8(&wp, "stage", "FETCH");
         bson_append_document_begin(&wp, "inputStage", -1, &in);
@@ -1161,6 +1205,12 @@ bool cmd_explain(cmd_ctx_t *ctx, dberr_t *err)
         return false;
     }
     query_apply_collation(&q, m, s);
+    if (!cmd_text_meta(m, s, NULL, err)) {
+        matcher_destroy(m);
+        sortspec_destroy(s);
+        collation_destroy(q.coll);
+        return false;
+    }
     collection_t *c = catalog_get(server.catalog, ctx->db, coll);
     recvec_t recs;
     recvec_init(&recs);

@@ -14,6 +14,7 @@
 #include "doc/collation.h"
 #include "doc/compare.h"
 #include "doc/expr.h"
+#include "doc/fts.h"
 #include "doc/matcher-private.h"
 #include "doc/path.h"
 #include "util/bsonview.h"
@@ -42,6 +43,7 @@ typedef enum {
     MN_ELEM_OBJ,
     MN_ELEM_VAL,
     MN_BITS,
+    MN_TEXT,
 } mkind_t;
 
 /* A compiled regular expression and the BSON regex it came from. */
@@ -70,6 +72,7 @@ typedef struct mnode {
     matcher_t *sub;        /* ELEM_OBJ */
     expr_t *expr;          /* EXPR */
     bits_t *bits;          /* BITS */
+    fts_query_t *text;     /* TEXT (doc/fts.h): bound to the text index by the planner */
     const collation_t *coll; /* string order of EQ/IN/comparisons (the matcher's) */
 } mnode_t;
 
@@ -138,6 +141,7 @@ static void node_destroy(mnode_t *n)
     matcher_destroy(n->sub);
     expr_destroy(n->expr);
     bits_destroy(n->bits);
+    fts_query_destroy(n->text);
     bson_free(n->path);
     bson_free(n);
 }
@@ -483,6 +487,8 @@ static bool eval(const matcher_t *m, const mnode_t *n, const bson_t *doc, int *p
         return true;
     case MN_FALSE:
         return false;
+    case MN_TEXT:
+        return fts_query_matches(n->text, doc);
     case MN_EXPR: {
         expr_ctx_t ctx = {doc, now_ms(), m->let};
         bson_value_t out;
@@ -963,6 +969,16 @@ static bool parse_filter(const bson_t *filter, mnode_t *and_node, int depth, boo
                 n->expr = expr_new(&it, err);
                 if (!n->expr)
                     return false;
+            } else if (strcmp(key, "$text") == 0) {
+                if (!top || depth != 0)
+                    return dberr_set(err, DBERR_NOT_IMPLEMENTED,
+                                     "atomdb supports $text only at the top level of a filter "
+                                     "(not inside $and, $or, $nor or $elemMatch)");
+                mnode_t *n = node_new(MN_TEXT, NULL);
+                node_add(and_node, n);
+                n->text = fts_query_new(bson_iter_value(&it), err);
+                if (!n->text)
+                    return false;
             } else if (strcmp(key, "$comment") == 0) {
                 continue;
             } else if (strcmp(key, "$alwaysTrue") == 0 || strcmp(key, "$alwaysFalse") == 0) {
@@ -1037,6 +1053,14 @@ matcher_t *matcher_new(const bson_t *filter, dberr_t *err)
     m->root = node_new(MN_AND, NULL);
     m->st = state_new();
     if (filter && !parse_filter(filter, m->root, 0, true, err)) {
+        matcher_destroy(m);
+        return NULL;
+    }
+    int ntext = 0;
+    for (size_t i = 0; i < m->root->nkids; i++)
+        ntext += m->root->kids[i]->kind == MN_TEXT;
+    if (ntext > 1) {
+        dberr_set(err, DBERR_BAD_VALUE, "Too many text expressions");
         matcher_destroy(m);
         return NULL;
     }
@@ -1121,6 +1145,14 @@ bool matcher_matches(const matcher_t *m, const bson_t *doc, int *array_pos)
     if (array_pos)
         *array_pos = ok ? pos : -1;
     return ok;
+}
+
+fts_query_t *matcher_text(const matcher_t *m)
+{
+    for (size_t i = 0; m && i < m->root->nkids; i++)
+        if (m->root->kids[i]->kind == MN_TEXT)
+            return m->root->kids[i]->text;
+    return NULL;
 }
 
 bool matcher_is_empty(const matcher_t *m)
