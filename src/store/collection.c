@@ -1170,9 +1170,9 @@ bool collection_create_index(collection_t *c, const bson_t *spec, bool *created,
             bool same_opts = old->unique == ix->unique && old->sparse == ix->sparse &&
                              old->expire_after_s == ix->expire_after_s &&
                              !old->partial == !ix->partial;
-            index_destroy(ix);
             if (old->text && ix->text && !textindex_same(old->text, ix->text))
                 same_opts = false;
+            index_destroy(ix);
             if (!same_opts && !old->is_id)
                 return dberr_set(err, DBERR_INDEX_OPTIONS_CONFLICT,
                                  "An existing index has the same name as the requested index. "
