@@ -483,73 +483,40 @@ void fts_spec_copy(const fts_spec_t *from, fts_spec_t *to)
 typedef bool (*fts_string_fn)(const fts_lang_t *lang, const char *s, size_t len, double weight,
                               void *ctx);
 
-/* The weight of `path` (0: not indexed) and whether a weighted path lies
- * below it. */
-static double fts_spec_path_weight(const fts_spec_t *spec, const char *path, bool *below)
+/* mongod's lookup: the first weight (by name, "$**" among them when the
+ * index is a wildcard) at or after `name`; NULL when none. */
+static const char *fts_spec_lower_bound(const fts_spec_t *spec, const char *name, double *w)
 {
-    size_t n = strlen(path);
-    double w = spec->wildcard ? 1 : 0;
-    *below = spec->wildcard;
-    for (int i = 0; i < spec->npaths; i++) {
-        if (!strcmp(spec->paths[i], path))
-            w = spec->weights[i];
-        else if (!strncmp(spec->paths[i], path, n) && spec->paths[i][n] == '.')
-            *below = true;
+    const char *best = NULL;
+    if (spec->wildcard && strcmp("$**", name) >= 0) {
+        best = "$**";
+        *w = 1;
     }
-    return w;
-}
-
-static bool fts_walk_doc(const fts_spec_t *spec, const bson_t *doc, const char *prefix,
-                         const fts_lang_t *lang, int depth, fts_string_fn fn, void *ctx,
-                         dberr_t *err);
-
-static bool fts_walk_value(const fts_spec_t *spec, bson_iter_t *it, const char *path,
-                           const fts_lang_t *lang, int depth, fts_string_fn fn, void *ctx,
-                           dberr_t *err)
-{
-    bool below;
-    double w = fts_spec_path_weight(spec, path, &below);
-    if (BSON_ITER_HOLDS_UTF8(it)) {
-        uint32_t len;
-        const char *s = bson_iter_utf8(it, &len);
-        return w <= 0 || fn(lang, s, len, w, ctx);
-    }
-    if (BSON_ITER_HOLDS_DOCUMENT(it) && below) {
-        bson_t sub;
-        uint32_t len;
-        const uint8_t *data;
-        bson_iter_document(it, &len, &data);
-        char *p = bson_strdup_printf("%s.", path);
-        bool ok = !bson_init_static(&sub, data, len) ||
-                  fts_walk_doc(spec, &sub, p, lang, depth + 1, fn, ctx, err);
-        bson_free(p);
-        return ok;
-    }
-    if (BSON_ITER_HOLDS_ARRAY(it) && (w > 0 || below)) {
-        bson_iter_t el;
-        if (!bson_iter_recurse(it, &el))
-            return true;
-        while (bson_iter_next(&el)) {
-            if (BSON_ITER_HOLDS_UTF8(&el) && w > 0) {
-                uint32_t len;
-                const char *s = bson_iter_utf8(&el, &len);
-                if (!fn(lang, s, len, w, ctx))
-                    return false;
-            } else if (BSON_ITER_HOLDS_DOCUMENT(&el) && below) {
-                if (!fts_walk_value(spec, &el, path, lang, depth + 1, fn, ctx, err))
-                    return false;
-            }
+    for (int i = 0; i < spec->npaths; i++)
+        if (strcmp(spec->paths[i], name) >= 0 && (!best || strcmp(spec->paths[i], best) < 0)) {
+            best = spec->paths[i];
+            *w = spec->weights[i];
         }
-    }
-    return true;
+    return best;
 }
 
-static bool fts_walk_doc(const fts_spec_t *spec, const bson_t *doc, const char *prefix,
-                         const fts_lang_t *lang, int depth, fts_string_fn fn, void *ctx,
-                         dberr_t *err)
+/* `weight` equals `dotted` or starts with `dotted` + ".". */
+static bool fts_match_prefix(const char *dotted, const char *weight)
+{
+    size_t n = strlen(dotted);
+    return !strncmp(weight, dotted, n) && (weight[n] == '\0' || weight[n] == '.');
+}
+
+/* Walks the fields of `obj` (a document, or an array when is_array) as
+ * mongod's iterator frames do: strings on an exact weight (or anywhere
+ * under a wildcard), documents below a weight's prefix, arrays not inside
+ * arrays (but under a wildcard), the language override per document. */
+static bool fts_walk_obj(const fts_spec_t *spec, const bson_t *obj, const char *parent,
+                         bool is_array, const fts_lang_t *lang, int depth, fts_string_fn fn,
+                         void *ctx, dberr_t *err)
 {
     bson_iter_t it;
-    if (depth > 100 || !bson_iter_init(&it, doc))
+    if (depth > 100 || !bson_iter_init(&it, obj))
         return true;
     if (bson_iter_find(&it, spec->language_override)) {
         if (!BSON_ITER_HOLDS_UTF8(&it))
@@ -560,15 +527,69 @@ static bool fts_walk_doc(const fts_spec_t *spec, const bson_t *doc, const char *
         if (!lang)
             return dberr_set(err, 17262, "language override unsupported: %s", name);
     }
-    bson_iter_init(&it, doc);
-    while (bson_iter_next(&it)) {
-        char *path = bson_strdup_printf("%s%s", prefix, bson_iter_key(&it));
-        bool ok = fts_walk_value(spec, &it, path, lang, depth, fn, ctx, err);
-        bson_free(path);
-        if (!ok)
-            return false;
+    bson_iter_init(&it, obj);
+    buf_t dotted, look;
+    buf_init(&dotted);
+    buf_init(&look);
+    bool ok = true;
+    while (ok && bson_iter_next(&it)) {
+        const char *key = bson_iter_key(&it);
+        if (spec->wildcard && !strcmp(key, spec->language_override))
+            continue;
+        dotted.len = 0;
+        if (!*parent)
+            buf_append(&dotted, key, strlen(key));
+        else if (is_array)
+            buf_append(&dotted, parent, strlen(parent));
+        else {
+            buf_append(&dotted, parent, strlen(parent));
+            buf_append(&dotted, ".", 1);
+            buf_append(&dotted, key, strlen(key));
+        }
+        buf_append(&dotted, "", 1);
+        const char *d = (const char *)dotted.data;
+        bool is_doc = BSON_ITER_HOLDS_DOCUMENT(&it);
+        look.len = 0;
+        buf_append(&look, d, dotted.len - 1);
+        buf_append(&look, is_doc ? "." : "", is_doc ? 2 : 1);
+        double w = 1;
+        const char *found = fts_spec_lower_bound(spec, (const char *)look.data, &w);
+        if (!spec->wildcard && (!found || !fts_match_prefix(d, found)))
+            continue;
+        bool exact = found && !strcmp(found, d);
+        if (!found)
+            w = 1;
+        if (BSON_ITER_HOLDS_UTF8(&it)) {
+            if (exact || spec->wildcard) {
+                uint32_t len;
+                const char *str = bson_iter_utf8(&it, &len);
+                ok = fn(lang, str, len, w, ctx);
+            }
+        } else if (is_doc || BSON_ITER_HOLDS_ARRAY(&it)) {
+            bool arr = !is_doc;
+            if ((is_doc && (!exact || spec->wildcard)) || (arr && (!is_array || spec->wildcard))) {
+                bson_t sub;
+                uint32_t len;
+                const uint8_t *data;
+                if (arr)
+                    bson_iter_array(&it, &len, &data);
+                else
+                    bson_iter_document(&it, &len, &data);
+                if (bson_init_static(&sub, data, len))
+                    ok = fts_walk_obj(spec, &sub, d, arr, lang, depth + 1, fn, ctx, err);
+            }
+        }
     }
-    return true;
+    buf_destroy(&dotted);
+    buf_destroy(&look);
+    return ok;
+}
+
+static bool fts_walk_doc(const fts_spec_t *spec, const bson_t *doc, const char *prefix,
+                         const fts_lang_t *lang, int depth, fts_string_fn fn, void *ctx,
+                         dberr_t *err)
+{
+    return fts_walk_obj(spec, doc, prefix, false, lang, depth, fn, ctx, err);
 }
 
 /* -- scoring (mongod's FTSSpec::_scoreStringV2) -- */

@@ -413,9 +413,11 @@ index_t *index_new(const bson_t *spec, dberr_t *err)
         } else if (strcmp(k, "background") == 0 || strcmp(k, "ns") == 0) {
             /* mongod 7 accepts and ignores both (every build is online);
              * background stays in the spec, ns does not */
-        } else if (strcmp(k, "weights") == 0 || strcmp(k, "default_language") == 0 ||
-                   strcmp(k, "language_override") == 0 || strcmp(k, "textIndexVersion") == 0 ||
-                   strcmp(k, "2dsphereIndexVersion") == 0 || strcmp(k, "bits") == 0 ||
+        } else if (textindex_is_text_option(k)) {
+            dberr_set(err, DBERR_CANNOT_CREATE_INDEX,
+                      "the index option '%s' is for text indexes only", k);
+            goto fail;
+        } else if (strcmp(k, "2dsphereIndexVersion") == 0 || strcmp(k, "bits") == 0 ||
                    strcmp(k, "min") == 0 || strcmp(k, "max") == 0 ||
                    strcmp(k, "wildcardProjection") == 0 || strcmp(k, "storageEngine") == 0 ||
                    strcmp(k, "prepareUnique") == 0 || strcmp(k, "clustered") == 0) {
