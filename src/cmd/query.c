@@ -463,14 +463,13 @@ bool cmd_text_meta(matcher_t *m, sortspec_t *s, projection_t *p, dberr_t *err)
     bool s_meta = sortspec_uses_text_score(s), p_meta = projection_uses_text_score(p);
     if (!s_meta && !p_meta)
         return true;
-    fts_query_t *q = matcher_text(m);
-    if (!q)
+    if (!matcher_text(m))
         return dberr_set(err, 40218, "query requires text score metadata, but it is not "
                                      "available");
     if (s_meta)
-        sortspec_set_text(s, q);
+        sortspec_set_text(s, m);
     if (p_meta)
-        projection_set_text(p, q);
+        projection_set_text(p, m);
     return true;
 }
 

@@ -701,7 +701,49 @@ typedef struct fts_strset {
     size_t n;
 } fts_strset_t;
 
+/* Scores already computed for this query, by document content: sorting by
+ * textScore asks for each document's score many times. Entries keep a copy
+ * of the document so a hit is always the same content; at most
+ * FTS_MEMO_BYTES of them. Cleared when the query is bound again. */
+#define FTS_MEMO_BYTES (32 * 1024 * 1024)
+
+typedef struct fts_memo_entry {
+    uint64_t hash;
+    uint8_t *doc;
+    uint32_t len;
+    double score;
+    UT_hash_handle hh;
+} fts_memo_entry_t;
+
+typedef struct fts_memo {
+    fts_memo_entry_t *map;
+    size_t bytes;
+} fts_memo_t;
+
+static void fts_memo_clear(fts_memo_t *m)
+{
+    fts_memo_entry_t *e, *tmp;
+    HASH_ITER(hh, m->map, e, tmp)
+    {
+        HASH_DEL(m->map, e);
+        bson_free(e->doc);
+        bson_free(e);
+    }
+    m->bytes = 0;
+}
+
+static uint64_t fts_hash(const uint8_t *p, size_t n)
+{
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
 struct fts_query {
+    fts_memo_t *memo;          /* owned; written through const queries */
     char *search;
     char *language;            /* $language as given, or NULL */
     bool case_sensitive, diacritic_sensitive;
@@ -752,6 +794,7 @@ fts_query_t *fts_query_new(const bson_value_t *arg, dberr_t *err)
         return NULL;
     }
     fts_query_t *q = bson_malloc0(sizeof *q);
+    q->memo = bson_malloc0(sizeof *q->memo);
     bool have_search = false;
     while (bson_iter_next(&it)) {
         const char *k = bson_iter_key(&it);
@@ -805,6 +848,9 @@ void fts_query_destroy(fts_query_t *q)
 {
     if (!q)
         return;
+    if (q->memo)
+        fts_memo_clear(q->memo);
+    bson_free(q->memo);
     bson_free(q->search);
     bson_free(q->language);
     fts_spec_destroy(&q->bound);
@@ -837,6 +883,7 @@ static void fts_query_add_terms(fts_query_t *q, const char *sentence, size_t len
 bool fts_query_bind(fts_query_t *q, const fts_spec_t *spec, dberr_t *err)
 {
     (void)err;
+    fts_memo_clear(q->memo);
     fts_spec_destroy(&q->bound);
     fts_spec_copy(spec, &q->bound);
     q->spec = &q->bound;
@@ -995,6 +1042,12 @@ double fts_query_score(const fts_query_t *q, const bson_t *doc)
 {
     if (!q->spec)
         return 0;
+    const uint8_t *data = bson_get_data(doc);
+    uint64_t h = fts_hash(data, doc->len);
+    fts_memo_entry_t *e;
+    HASH_FIND(hh, q->memo->map, &h, sizeof h, e);
+    if (e && e->len == doc->len && !memcmp(e->doc, data, doc->len))
+        return e->score;
     fts_term_score_t *terms;
     size_t n;
     dberr_t err;
@@ -1005,6 +1058,16 @@ double fts_query_score(const fts_query_t *q, const bson_t *doc)
         if (fts_strset_has(&q->bounds, terms[i].term, strlen(terms[i].term)))
             score += terms[i].score;
     fts_terms_free(terms, n);
+    if (!e && q->memo->bytes + doc->len <= FTS_MEMO_BYTES) {
+        e = bson_malloc(sizeof *e);
+        e->hash = h;
+        e->len = doc->len;
+        e->doc = bson_malloc(doc->len);
+        memcpy(e->doc, data, doc->len);
+        e->score = score;
+        HASH_ADD(hh, q->memo->map, hash, sizeof h, e);
+        q->memo->bytes += doc->len;
+    }
     return score;
 }
 

@@ -47,7 +47,7 @@ struct projection {
     bool positional; /* holds "a.$" */
     bool empty;      /* {}: documents pass through unchanged */
     bool meta_text;  /* holds {$meta: "textScore"} */
-    const fts_query_t *text; /* what textScore is computed for (projection_set_text) */
+    matcher_t *text; /* a reference to the filter whose $text gives textScore, or NULL */
 };
 
 /* ----------------------------------------------------------------- values */
@@ -614,6 +614,7 @@ void projection_destroy(projection_t *p)
     if (!p)
         return;
     pnode_free(&p->root);
+    matcher_destroy(p->text);
     bson_free(p);
 }
 
@@ -622,9 +623,10 @@ bool projection_uses_text_score(const projection_t *p)
     return p && p->meta_text;
 }
 
-void projection_set_text(projection_t *p, const fts_query_t *q)
+void projection_set_text(projection_t *p, matcher_t *m)
 {
-    p->text = q;
+    matcher_destroy(p->text);
+    p->text = matcher_ref(m);
 }
 
 bool projection_is_positional(const projection_t *p)
@@ -778,11 +780,12 @@ static bool elemmatch_array(const pnode_t *n, const bson_value_t *arr, bson_valu
 static bool compute(actx_t *ac, const pnode_t *n, bson_value_t *out, dberr_t *err)
 {
     if (n->meta_text) {
-        if (!ac->p->text)
+        const fts_query_t *q = ac->p->text ? matcher_text(ac->p->text) : NULL;
+        if (!q)
             return dberr_set(err, 40218,
                              "query requires text score metadata, but it is not available");
         out->value_type = BSON_TYPE_DOUBLE;
-        out->value.v_double = fts_query_score(ac->p->text, ac->ectx->root);
+        out->value.v_double = fts_query_score(q, ac->ectx->root);
         return true;
     }
     return expr_eval(n->expr, ac->ectx, out, err);

@@ -8,6 +8,7 @@
 #include "doc/collation.h"
 #include "doc/compare.h"
 #include "doc/fts.h"
+#include "doc/matcher.h"
 #include "doc/path.h"
 
 typedef struct sortkey {
@@ -20,7 +21,7 @@ struct sortspec {
     sortkey_t *keys;
     int nkeys;
     collation_t *coll; /* owned reference; NULL is simple */
-    const fts_query_t *text; /* the $text query scores come from (sortspec_set_text) */
+    matcher_t *text; /* a reference to the filter whose $text gives the scores, or NULL */
 };
 
 sortspec_t *sortspec_new(const bson_t *spec, dberr_t *err)
@@ -97,6 +98,7 @@ void sortspec_destroy(sortspec_t *s)
         bson_free(s->keys[i].path);
     bson_free(s->keys);
     collation_destroy(s->coll);
+    matcher_destroy(s->text);
     bson_free(s);
 }
 
@@ -188,8 +190,9 @@ int sortspec_compare(const sortspec_t *s, const bson_t *a, const bson_t *b)
     for (int i = 0; i < s->nkeys; i++) {
         const sortkey_t *k = &s->keys[i];
         if (k->meta) {
-            double sa = s->text ? fts_query_score(s->text, a) : 0;
-            double sb = s->text ? fts_query_score(s->text, b) : 0;
+            const fts_query_t *q = s->text ? matcher_text(s->text) : NULL;
+            double sa = q ? fts_query_score(q, a) : 0;
+            double sb = q ? fts_query_score(q, b) : 0;
             if (sa != sb)
                 return sa > sb ? -1 : 1;
             continue;
@@ -238,7 +241,8 @@ bool sortspec_uses_text_score(const sortspec_t *s)
     return false;
 }
 
-void sortspec_set_text(sortspec_t *s, const fts_query_t *q)
+void sortspec_set_text(sortspec_t *s, matcher_t *m)
 {
-    s->text = q;
+    matcher_destroy(s->text);
+    s->text = matcher_ref(m);
 }

@@ -321,3 +321,21 @@ def test_text_index_survives_restart(atomdb, kill):
         problems = server.stop()
         server.cleanup()
         assert problems == [], problems
+
+
+def test_text_score_in_later_batches_and_large_sorts(client):
+    """The cursor's later batches still compute textScore (the projection
+    keeps the query alive), and a sort by score orders hundreds of matches."""
+    coll = client.textdb.many
+    coll.create_index([("t", TEXT)])
+    coll.insert_many([{"_id": i, "t": " ".join(["coffee"] * (1 + i % 5) + ["tea"] * (i % 7))}
+                      for i in range(300)])
+    cur = coll.find({"$text": {"$search": "coffee"}}, {"s": {"$meta": "textScore"}}) \
+        .sort([("s", {"$meta": "textScore"})]).batch_size(7)
+    docs = list(cur)
+    assert len(docs) == 300
+    scores = [d["s"] for d in docs]
+    assert all(isinstance(s, float) and s > 0 for s in scores), "every batch has its scores"
+    assert scores == sorted(scores, reverse=True), "highest score first"
+    # "coffee" five times alone: 1 + 1/2 + 1/4 + 1/8 + 1/16, coefficient 1
+    assert docs[0]["s"] == 1.9375 and docs[0]["t"] == " ".join(["coffee"] * 5), docs[0]

@@ -201,6 +201,7 @@ pipeline_t *pipeline_new(const bson_iter_t *stages, pipeline_mode_t mode, const 
 static bool pipeline_link_text(pipeline_t *p, dberr_t *err)
 {
     fts_query_t *q = pipeline_text(p);
+    matcher_t *m = q ? p->stages[0].u.match.matcher : NULL;
     bool reshaped = false;
     for (size_t i = 0; i < p->n; i++) {
         stage_t *s = &p->stages[i];
@@ -222,9 +223,9 @@ static bool pipeline_link_text(pipeline_t *p, dberr_t *err)
                              "reshapes documents",
                              s->name);
         if (uses && is_sort)
-            sortspec_set_text(s->u.sort, q);
+            sortspec_set_text(s->u.sort, m);
         else if (uses)
-            projection_set_text(s->u.proj, q);
+            projection_set_text(s->u.proj, m);
         if (!(s->def->flags & STAGE_MATCH) && !is_sort && strcmp(s->name, "$skip") &&
             strcmp(s->name, "$limit"))
             reshaped = true;
