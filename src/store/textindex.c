@@ -19,7 +19,8 @@ struct textindex {
     char **after;   /* suffix fields */
     int *after_dirs;
     int nafter;
-    bson_t resolved; /* key pattern + resolved options, for textindex_same */
+    bson_t *resolved; /* key pattern + resolved options, for textindex_same (a bson_t
+                       * inside a malloc'd struct would be misaligned) */
 };
 
 bool textindex_is_text_spec(const bson_t *spec)
@@ -61,7 +62,8 @@ void textindex_destroy(textindex_t *t)
     bson_free(t->before_dirs);
     bson_free(t->after);
     bson_free(t->after_dirs);
-    bson_destroy(&t->resolved);
+    if (t->resolved)
+        bson_destroy(t->resolved);
     bson_free(t);
 }
 
@@ -76,7 +78,7 @@ textindex_t *textindex_new(const bson_t *spec, bson_t *key_out, bson_t *resolved
                            char *name, size_t name_cap, dberr_t *err)
 {
     textindex_t *t = bson_malloc0(sizeof *t);
-    bson_init(&t->resolved);
+    t->resolved = bson_new();
     bson_iter_t it, k;
     /* 0: prefix fields, 1: in the text fields, 2: suffix fields */
     int part = 0;
@@ -150,8 +152,8 @@ textindex_t *textindex_new(const bson_t *spec, bson_t *key_out, bson_t *resolved
         BSON_APPEND_INT32(key_out, t->after[i], t->after_dirs[i]);
     if (!fts_spec_init(&t->spec, spec, resolved_out, err))
         goto fail;
-    BSON_APPEND_DOCUMENT(&t->resolved, "key", key_out);
-    bson_concat(&t->resolved, resolved_out);
+    BSON_APPEND_DOCUMENT(t->resolved, "key", key_out);
+    bson_concat(t->resolved, resolved_out);
     return t;
 bad_key:
     dberr_set(err, DBERR_CANNOT_CREATE_INDEX, "text index key pattern is not valid");
@@ -167,7 +169,7 @@ const fts_spec_t *textindex_spec(const textindex_t *t)
 
 bool textindex_same(const textindex_t *a, const textindex_t *b)
 {
-    return bson_equal(&a->resolved, &b->resolved);
+    return bson_equal(a->resolved, b->resolved);
 }
 
 /* Appends the key part of `path` in `doc` (null when missing); arrays are
