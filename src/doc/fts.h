@@ -1,7 +1,8 @@
 /* fts: mongod's text search (textIndexVersion 3) — languages, the Unicode
  * tokenizer with Snowball stemming, stop words and ICU case/diacritic folding,
  * text index specs (weights, languages), $text queries and their scores.
- * The index that stores the terms is store/textindex.c. */
+ * The index that stores the terms is store/textindex.c; the design is in
+ * docs/text-search.md. */
 #ifndef ATOMDB_FTS_H
 #define ATOMDB_FTS_H
 
