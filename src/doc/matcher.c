@@ -947,6 +947,10 @@ static bool parse_logical(const char *op, const bson_iter_t *it, mnode_t *and_no
     return true;
 }
 
+/* While parsing: a $text here would be ANDed with the whole filter (top
+ * level, or under $and only); matcher_new sets it. */
+static __thread bool parse_text_ok;
+
 /* A whole filter document, its predicates added to `and_node`. */
 static bool parse_filter(const bson_t *filter, mnode_t *and_node, int depth, bool top,
                          dberr_t *err)
@@ -958,7 +962,11 @@ static bool parse_filter(const bson_t *filter, mnode_t *and_node, int depth, boo
         const char *key = bson_iter_key(&it);
         if (starts_dollar(key)) {
             if (strcmp(key, "$and") == 0 || strcmp(key, "$or") == 0 || strcmp(key, "$nor") == 0) {
-                if (!parse_logical(key, &it, and_node, depth, top, err))
+                bool text_ok = parse_text_ok; /* $text stays allowed through $and only */
+                parse_text_ok = text_ok && key[1] == 'a';
+                bool ok = parse_logical(key, &it, and_node, depth, top, err);
+                parse_text_ok = text_ok;
+                if (!ok)
                     return false;
             } else if (strcmp(key, "$expr") == 0) {
                 if (!top)
@@ -970,10 +978,11 @@ static bool parse_filter(const bson_t *filter, mnode_t *and_node, int depth, boo
                 if (!n->expr)
                     return false;
             } else if (strcmp(key, "$text") == 0) {
-                if (!top || depth != 0)
+                if (!top || (depth != 0 && !parse_text_ok))
                     return dberr_set(err, DBERR_NOT_IMPLEMENTED,
                                      "atomdb supports $text only at the top level of a filter "
-                                     "(not inside $and, $or, $nor or $elemMatch)");
+                                     "or inside top-level $and (not inside $or, $nor or "
+                                     "$elemMatch)");
                 mnode_t *n = node_new(MN_TEXT, NULL);
                 node_add(and_node, n);
                 n->text = fts_query_new(bson_iter_value(&it), err);
@@ -1046,19 +1055,35 @@ bool matcher_has_expr(const matcher_t *m)
     return m->has_expr;
 }
 
+/* Counts the $text nodes ANDed with the whole filter (*first: the first). */
+static void text_nodes(const mnode_t *n, const mnode_t **first, int *count)
+{
+    if (n->kind == MN_TEXT) {
+        if (first && !*first)
+            *first = n;
+        (*count)++;
+    } else if (n->kind == MN_AND) {
+        for (size_t i = 0; i < n->nkids; i++)
+            text_nodes(n->kids[i], first, count);
+    }
+}
+
 matcher_t *matcher_new(const bson_t *filter, dberr_t *err)
 {
     matcher_t *m = bson_malloc0(sizeof *m);
     m->refs = 1;
     m->root = node_new(MN_AND, NULL);
     m->st = state_new();
-    if (filter && !parse_filter(filter, m->root, 0, true, err)) {
+    bool text_ok = parse_text_ok; /* matcher_new may run inside another's parse */
+    parse_text_ok = true;
+    bool parsed = !filter || parse_filter(filter, m->root, 0, true, err);
+    parse_text_ok = text_ok;
+    if (!parsed) {
         matcher_destroy(m);
         return NULL;
     }
     int ntext = 0;
-    for (size_t i = 0; i < m->root->nkids; i++)
-        ntext += m->root->kids[i]->kind == MN_TEXT;
+    text_nodes(m->root, NULL, &ntext);
     if (ntext > 1) {
         dberr_set(err, DBERR_BAD_VALUE, "Too many text expressions");
         matcher_destroy(m);
@@ -1149,10 +1174,11 @@ bool matcher_matches(const matcher_t *m, const bson_t *doc, int *array_pos)
 
 fts_query_t *matcher_text(const matcher_t *m)
 {
-    for (size_t i = 0; m && i < m->root->nkids; i++)
-        if (m->root->kids[i]->kind == MN_TEXT)
-            return m->root->kids[i]->text;
-    return NULL;
+    const mnode_t *n = NULL;
+    int count = 0;
+    if (m)
+        text_nodes(m->root, &n, &count);
+    return n ? n->text : NULL;
 }
 
 bool matcher_is_empty(const matcher_t *m)

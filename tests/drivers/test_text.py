@@ -215,6 +215,8 @@ def test_errors_as_mongod(articles, client):
           "extra fields in $text")
     fails(238, lambda: list(articles.find({"$or": [{"$text": {"$search": "x"}}, {"_id": 1}]})),
           "$text below the top level is refused by name")
+    assert ids(articles.find({"$and": [{"$text": {"$search": "coffee"}}, {"views": {"$gt": 5}}]})) \
+        == [1, 7], "$text inside a top-level $and is ANDed with the filter, as in mongod"
 
 
 def test_one_text_index_per_collection(articles):
