@@ -63,7 +63,8 @@ CHANGELOG
 gzip -9n "$root/usr/share/doc/atomdb/changelog"
 
 # Depends from the shared libraries the binary links (dpkg-shlibdeps reads
-# the shlibs/symbols files of the installed -dev packages' libraries)
+# the shlibs/symbols files of the installed -dev packages' libraries), plus
+# the Snowball stop word lists text search reads at run time (src/doc/fts.c)
 mkdir -p "$stage/src/debian"
 printf 'Source: atomdb\n\nPackage: atomdb\nArchitecture: any\n' > "$stage/src/debian/control"
 shlibs=$(cd "$stage/src" && dpkg-shlibdeps -O -e"$root/usr/bin/atomdb" 2>/dev/null |
@@ -84,7 +85,7 @@ Version: $version
 Architecture: $arch
 Maintainer: $maintainer
 Installed-Size: $size
-Depends: $shlibs, adduser
+Depends: $shlibs, adduser, liblingua-stopwords-perl
 Section: database
 Priority: optional
 Description: document database server speaking the MongoDB wire protocol

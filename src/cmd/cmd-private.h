@@ -166,6 +166,15 @@ struct recvec;
 struct projection;
 struct matcher;
 
+/* Points the {$meta: "textScore"} of sort `s` and projection `p` (either
+ * may be NULL) at the $text query of filter `m`; without one, fails as
+ * mongod: 40218 "query requires text score metadata, but it is not
+ * available". */
+struct matcher;
+struct sortspec;
+struct projection;
+bool cmd_text_meta(struct matcher *m, struct sortspec *s, struct projection *p, dberr_t *err);
+
 /* Answers with a cursor over `recs` (taken over; emptied): the first batch
  * in reply.cursor.firstBatch, the rest kept for getMore unless the result
  * fits or `single_batch`. `projection` and `matcher` (for positional

@@ -538,6 +538,8 @@ static bool crud_update_one(const cmd_ctx_t *ctx, view_t *view, collection_t *c,
     }
     if (s->has_sort && !(sort = sortspec_new(&s->sort, err)))
         goto cleanup;
+    if (!cmd_text_meta(m, sort, NULL, err))
+        goto cleanup;
     collection_query_opts_t o = {0};
     o.matcher = m;
     o.sort = sort;
@@ -863,6 +865,8 @@ bool cmd_find_and_modify(cmd_ctx_t *ctx, dberr_t *err)
     if (f.has_sort && !(sort = sortspec_new(&f.sort, err)))
         goto cleanup;
     if (f.has_fields && !bson_empty(&f.fields) && !(p = projection_new(&f.fields, err)))
+        goto cleanup;
+    if (!cmd_text_meta(m, sort, p, err))
         goto cleanup;
     if (f.has_update && cacheable)
         u = plancache_take_updater(&f.update);

@@ -6,6 +6,7 @@
 
 #include <string.h>
 
+#include "doc/fts.h"
 #include "doc/pipeline.h"
 #include "store/index.h"
 
@@ -20,6 +21,26 @@ void explain_append_plan(bson_t *qp, const collection_plan_t *plan, bool exists)
         BSON_APPEND_UTF8(&wp, "direction", "forward");
     } else if (strcmp(plan->stage, "IDHACK") == 0) {
         BSON_APPEND_UTF8(&wp, "stage", "IDHACK");
+    } else if (strcmp(plan->stage, "TEXT_MATCH") == 0) {
+        bson_t or, prefix = BSON_INITIALIZER;
+        BSON_APPEND_UTF8(&wp, "stage", "TEXT_MATCH");
+        BSON_APPEND_DOCUMENT(&wp, "indexPrefix", &prefix);
+        BSON_APPEND_UTF8(&wp, "indexName", plan->index->name);
+        if (plan->text)
+            fts_query_append_parsed(plan->text, &wp, "parsedTextQuery");
+        BSON_APPEND_INT32(&wp, "textIndexVersion", 3);
+        bson_append_document_begin(&wp, "inputStage", -1, &or);
+        BSON_APPEND_UTF8(&or, "stage", "TEXT_OR");
+        bson_append_document_begin(&or, "inputStage", -1, &in);
+        BSON_APPEND_UTF8(&in, "stage", "IXSCAN");
+        BSON_APPEND_DOCUMENT(&in, "keyPattern", &plan->index->key);
+        BSON_APPEND_UTF8(&in, "indexName", plan->index->name);
+        BSON_APPEND_BOOL(&in, "isMultiKey", true);
+        BSON_APPEND_BOOL(&in, "isUnique", false);
+        BSON_APPEND_UTF8(&in, "direction", "backward");
+        bson_append_document_end(&or, &in);
+        bson_append_document_end(&wp, &or);
+        bson_destroy(&prefix);
     } else {
         BSON_APPEND_UTF8(&wp, "stage", "FETCH");
         bson_append_document_begin(&wp, "inputStage", -1, &in);

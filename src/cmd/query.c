@@ -11,6 +11,7 @@
 
 #include "doc/collation.h"
 #include "doc/compare.h"
+#include "doc/fts.h"
 #include "doc/matcher.h"
 #include "doc/path.h"
 #include "doc/pipeline.h"
@@ -460,6 +461,21 @@ static bool query_run(cmd_ctx_t *ctx, collection_t *c, const char *coll, const q
     return true;
 }
 
+bool cmd_text_meta(matcher_t *m, sortspec_t *s, projection_t *p, dberr_t *err)
+{
+    bool s_meta = sortspec_uses_text_score(s), p_meta = projection_uses_text_score(p);
+    if (!s_meta && !p_meta)
+        return true;
+    if (!matcher_text(m))
+        return dberr_set(err, 40218, "query requires text score metadata, but it is not "
+                                     "available");
+    if (s_meta)
+        sortspec_set_text(s, m);
+    if (p_meta)
+        projection_set_text(p, m);
+    return true;
+}
+
 bool cmd_find_cmd(cmd_ctx_t *ctx, dberr_t *err)
 {
     const char *coll;
@@ -482,6 +498,8 @@ bool cmd_find_cmd(cmd_ctx_t *ctx, dberr_t *err)
     query_apply_collation(&q, m, s);
     if (q.has_projection && !bson_empty(&q.projection) &&
         !(p = projection_new(&q.projection, err)))
+        goto cleanup;
+    if (!cmd_text_meta(m, s, p, err))
         goto cleanup;
     collection_t *c = catalog_get(server.catalog, ctx->db, coll);
     if (!query_run(ctx, c, coll, &q, m, s, &recs, NULL, err))
@@ -1050,6 +1068,11 @@ static bool query_aggregate(cmd_ctx_t *ctx, const char *verbosity, dberr_t *err)
         if (!query_run(ctx, c, coll, &hq, m, NULL, &recs, &plan, err) ||
             matcher_take_error(m, err))
             goto cleanup;
+        /* the leading $match runs again in the pipeline: same text index */
+        fts_query_t *text = pipeline_text(p);
+        if (text && matcher_text(m) && fts_query_spec(matcher_text(m)) &&
+            !fts_query_bind(text, fts_query_spec(matcher_text(m)), err))
+            goto cleanup;
     }
     for (size_t i = 0; i < recs.len; i++) {
         if (!fiber_check(err))
@@ -1168,6 +1191,12 @@ bool cmd_explain(cmd_ctx_t *ctx, dberr_t *err)
         return false;
     }
     query_apply_collation(&q, m, s);
+    if (!cmd_text_meta(m, s, NULL, err)) {
+        matcher_destroy(m);
+        sortspec_destroy(s);
+        collation_destroy(q.coll);
+        return false;
+    }
     collection_t *c = catalog_get(server.catalog, ctx->db, coll);
     recvec_t recs;
     recvec_init(&recs);

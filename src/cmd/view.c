@@ -94,6 +94,9 @@ static bool view_query_view(view_t *v, collection_t *c, const collection_query_o
         source = bson_iter_utf8(&it, NULL);
     if (!source)
         return dberr_set(err, DBERR_INTERNAL_ERROR, "view without viewOn");
+    if (matcher_text(o->matcher)) /* the view's pipeline comes first */
+        return dberr_set(err, 17313, "$match with $text is only allowed as the first pipeline "
+                                     "stage");
     if (v->depth >= 20)
         return dberr_set(err, 165, "View depth too deep or view cycle detected. Maximum depth is "
                                    "20");

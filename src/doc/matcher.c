@@ -14,6 +14,7 @@
 #include "doc/collation.h"
 #include "doc/compare.h"
 #include "doc/expr.h"
+#include "doc/fts.h"
 #include "doc/matcher-private.h"
 #include "doc/path.h"
 #include "util/bsonview.h"
@@ -42,6 +43,7 @@ typedef enum {
     MN_ELEM_OBJ,
     MN_ELEM_VAL,
     MN_BITS,
+    MN_TEXT,
 } mkind_t;
 
 /* A compiled regular expression and the BSON regex it came from. */
@@ -70,6 +72,7 @@ typedef struct mnode {
     matcher_t *sub;        /* ELEM_OBJ */
     expr_t *expr;          /* EXPR */
     bits_t *bits;          /* BITS */
+    fts_query_t *text;     /* TEXT (doc/fts.h): bound to the text index by the planner */
     const collation_t *coll; /* string order of EQ/IN/comparisons (the matcher's) */
 } mnode_t;
 
@@ -138,6 +141,7 @@ static void node_destroy(mnode_t *n)
     matcher_destroy(n->sub);
     expr_destroy(n->expr);
     bits_destroy(n->bits);
+    fts_query_destroy(n->text);
     bson_free(n->path);
     bson_free(n);
 }
@@ -483,6 +487,8 @@ static bool eval(const matcher_t *m, const mnode_t *n, const bson_t *doc, int *p
         return true;
     case MN_FALSE:
         return false;
+    case MN_TEXT:
+        return fts_query_matches(n->text, doc);
     case MN_EXPR: {
         expr_ctx_t ctx = {doc, now_ms(), m->let};
         bson_value_t out;
@@ -941,6 +947,10 @@ static bool parse_logical(const char *op, const bson_iter_t *it, mnode_t *and_no
     return true;
 }
 
+/* While parsing: a $text here would be ANDed with the whole filter (top
+ * level, or under $and only); matcher_new sets it. */
+static __thread bool parse_text_ok;
+
 /* A whole filter document, its predicates added to `and_node`. */
 static bool parse_filter(const bson_t *filter, mnode_t *and_node, int depth, bool top,
                          dberr_t *err)
@@ -952,7 +962,11 @@ static bool parse_filter(const bson_t *filter, mnode_t *and_node, int depth, boo
         const char *key = bson_iter_key(&it);
         if (starts_dollar(key)) {
             if (strcmp(key, "$and") == 0 || strcmp(key, "$or") == 0 || strcmp(key, "$nor") == 0) {
-                if (!parse_logical(key, &it, and_node, depth, top, err))
+                bool text_ok = parse_text_ok; /* $text stays allowed through $and only */
+                parse_text_ok = text_ok && key[1] == 'a';
+                bool ok = parse_logical(key, &it, and_node, depth, top, err);
+                parse_text_ok = text_ok;
+                if (!ok)
                     return false;
             } else if (strcmp(key, "$expr") == 0) {
                 if (!top)
@@ -962,6 +976,17 @@ static bool parse_filter(const bson_t *filter, mnode_t *and_node, int depth, boo
                 node_add(and_node, n);
                 n->expr = expr_new(&it, err);
                 if (!n->expr)
+                    return false;
+            } else if (strcmp(key, "$text") == 0) {
+                if (!top || (depth != 0 && !parse_text_ok))
+                    return dberr_set(err, DBERR_NOT_IMPLEMENTED,
+                                     "atomdb supports $text only at the top level of a filter "
+                                     "or inside top-level $and (not inside $or, $nor or "
+                                     "$elemMatch)");
+                mnode_t *n = node_new(MN_TEXT, NULL);
+                node_add(and_node, n);
+                n->text = fts_query_new(bson_iter_value(&it), err);
+                if (!n->text)
                     return false;
             } else if (strcmp(key, "$comment") == 0) {
                 continue;
@@ -1030,13 +1055,37 @@ bool matcher_has_expr(const matcher_t *m)
     return m->has_expr;
 }
 
+/* Counts the $text nodes ANDed with the whole filter (*first: the first). */
+static void text_nodes(const mnode_t *n, const mnode_t **first, int *count)
+{
+    if (n->kind == MN_TEXT) {
+        if (first && !*first)
+            *first = n;
+        (*count)++;
+    } else if (n->kind == MN_AND) {
+        for (size_t i = 0; i < n->nkids; i++)
+            text_nodes(n->kids[i], first, count);
+    }
+}
+
 matcher_t *matcher_new(const bson_t *filter, dberr_t *err)
 {
     matcher_t *m = bson_malloc0(sizeof *m);
     m->refs = 1;
     m->root = node_new(MN_AND, NULL);
     m->st = state_new();
-    if (filter && !parse_filter(filter, m->root, 0, true, err)) {
+    bool text_ok = parse_text_ok; /* matcher_new may run inside another's parse */
+    parse_text_ok = true;
+    bool parsed = !filter || parse_filter(filter, m->root, 0, true, err);
+    parse_text_ok = text_ok;
+    if (!parsed) {
+        matcher_destroy(m);
+        return NULL;
+    }
+    int ntext = 0;
+    text_nodes(m->root, NULL, &ntext);
+    if (ntext > 1) {
+        dberr_set(err, DBERR_BAD_VALUE, "Too many text expressions");
         matcher_destroy(m);
         return NULL;
     }
@@ -1121,6 +1170,15 @@ bool matcher_matches(const matcher_t *m, const bson_t *doc, int *array_pos)
     if (array_pos)
         *array_pos = ok ? pos : -1;
     return ok;
+}
+
+fts_query_t *matcher_text(const matcher_t *m)
+{
+    const mnode_t *n = NULL;
+    int count = 0;
+    if (m)
+        text_nodes(m->root, &n, &count);
+    return n ? n->text : NULL;
 }
 
 bool matcher_is_empty(const matcher_t *m)

@@ -68,6 +68,13 @@ bool matcher_take_error(matcher_t *m, dberr_t *err);
  * variables and $$NOW, so a compiled copy must not be reused). */
 bool matcher_has_expr(const matcher_t *m);
 
+typedef struct fts_query fts_query_t;
+
+/* The filter's top-level $text query (doc/fts.h), or NULL. It belongs to
+ * the matcher; the planner binds it to the collection's text index before
+ * any document is matched (unbound, it matches nothing). */
+fts_query_t *matcher_text(const matcher_t *m);
+
 /* True when the filter is empty (matches everything). */
 bool matcher_is_empty(const matcher_t *m);
 

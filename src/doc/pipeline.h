@@ -179,4 +179,11 @@ bool pipeline_run_explain(const pipeline_t *p, doclist_t *docs, int64_t *nreturn
  * caller may use it to pick an index, the stage still runs. */
 const bson_t *pipeline_leading_match(const pipeline_t *p);
 
+typedef struct fts_query fts_query_t;
+
+/* The $text query of a leading $match (borrowed from `p`), or NULL. The
+ * caller binds it to the collection's text index (fts_query_bind) before
+ * running: an unbound $text fails its $match with 17313. */
+fts_query_t *pipeline_text(const pipeline_t *p);
+
 #endif

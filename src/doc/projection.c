@@ -7,6 +7,7 @@
 #include <sys/time.h>
 
 #include "doc/expr.h"
+#include "doc/fts.h"
 #include "doc/matcher.h"
 #include "doc/path.h"
 #include "doc/projection-private.h"
@@ -36,6 +37,7 @@ struct pnode {
     matcher_t *em;   /* PN_ELEMMATCH: {name: {$elemMatch: ...}} */
     bool computes;   /* this subtree holds PN_EXPR nodes */
     bool positional; /* this subtree holds the PN_POSITIONAL node */
+    bool meta_text;  /* PN_EXPR {$meta: "textScore"} (expr is NULL) */
 };
 
 struct projection {
@@ -44,6 +46,8 @@ struct projection {
     bool inclusion;  /* inclusion (true) or exclusion (false) projection */
     bool positional; /* holds "a.$" */
     bool empty;      /* {}: documents pass through unchanged */
+    bool meta_text;  /* holds {$meta: "textScore"} */
+    matcher_t *text; /* a reference to the filter whose $text gives textScore, or NULL */
 };
 
 /* ----------------------------------------------------------------- values */
@@ -193,6 +197,7 @@ typedef struct pctx {
     int type; /* 0 unknown, 1 inclusion, -1 exclusion */
     bool id_included, id_excluded, id_specified;
     bool has_slice, has_elemmatch, positional;
+    bool meta_text; /* a {$meta: "textScore"} field */
 } pctx_t;
 
 static bool parse_obj(pctx_t *pc, pnode_t *parent, const bson_t *obj, const char *prefix,
@@ -259,6 +264,44 @@ static bool parse_slice(pnode_t *n, const bson_iter_t *arg, dberr_t *err)
     return dberr_set(err, 31273, "$slice only supports numbers and [skip, limit] arrays");
 }
 
+/* {field: {$meta: "textScore"}}: 1 when `it` is such a spec (parsed into a
+ * node), 0 when it is not a $meta, -1 on error. */
+static int parse_meta(pctx_t *pc, pnode_t *parent, const bson_iter_t *it, const char *key,
+                      const char *full, dberr_t *err)
+{
+    bson_iter_t f;
+    if (!BSON_ITER_HOLDS_DOCUMENT(it) || !bson_iter_recurse(it, &f) || !bson_iter_next(&f) ||
+        strcmp(bson_iter_key(&f), "$meta"))
+        return 0;
+    bson_iter_t more = f;
+    if (bson_iter_next(&more) || !BSON_ITER_HOLDS_UTF8(&f)) {
+        dberr_set(err, 17308, "Unsupported argument to $meta");
+        return -1;
+    }
+    const char *name = bson_iter_utf8(&f, NULL);
+    if (strcmp(name, "textScore")) {
+        if (!strcmp(name, "searchScore") || !strcmp(name, "searchHighlights") ||
+            !strcmp(name, "indexKey") || !strcmp(name, "recordId") ||
+            !strcmp(name, "sortKey") || !strcmp(name, "randVal") ||
+            !strcmp(name, "searchScoreDetails") || !strcmp(name, "geoNearDistance") ||
+            !strcmp(name, "geoNearPoint") || !strcmp(name, "searchSequenceToken"))
+            dberr_set(err, DBERR_NOT_IMPLEMENTED,
+                      "atomdb does not support {$meta: \"%s\"} (textScore only)", name);
+        else
+            dberr_set(err, 17308, "Unsupported argument to $meta: %s", name);
+        return -1;
+    }
+    pnode_t *n = node_at(parent, key, full, err);
+    if (!n)
+        return -1;
+    n->kind = PN_EXPR;
+    n->meta_text = true;
+    pc->meta_text = true;
+    if (pc->policy == PROJECTION_AGGREGATE && pc->type == 0)
+        pc->type = 1; /* $project: a computed field makes an inclusion */
+    return 1;
+}
+
 /* Parses one element `it` of the spec (key relative to `parent`). */
 static bool parse_elem(pctx_t *pc, pnode_t *parent, bson_iter_t *it, const char *prefix,
                        dberr_t *err)
@@ -277,6 +320,9 @@ static bool parse_elem(pctx_t *pc, pnode_t *parent, bson_iter_t *it, const char 
     if (strstr(key, ".$."))
         return dberr_set(err, DBERR_NOT_IMPLEMENTED,
                          "atomdb does not support a path after the positional operator: %s", key);
+    int meta = parse_meta(pc, parent, it, key, full, err);
+    if (meta)
+        return meta > 0;
 
     if (pc->policy == PROJECTION_ADD_FIELDS) {
         /* every value is an expression; nested documents that are not
@@ -372,9 +418,6 @@ static bool parse_elem(pctx_t *pc, pnode_t *parent, bson_iter_t *it, const char 
                 pc->has_elemmatch = true;
                 return n->em != NULL;
             }
-            if (strcmp(op, "$meta") == 0)
-                return dberr_set(err, DBERR_NOT_IMPLEMENTED,
-                                 "atomdb does not support $meta projections yet");
             /* a generic expression: inclusion */
             if (pc->type < 0)
                 return dberr_set(err, 31252,
@@ -553,6 +596,7 @@ projection_t *projection_new_policy(const bson_t *spec, projection_policy_t poli
             remove_child(&p->root, "_id");
     }
     p->positional = pc.positional;
+    p->meta_text = pc.meta_text;
     mark(&p->root);
     return p;
 fail:
@@ -570,7 +614,19 @@ void projection_destroy(projection_t *p)
     if (!p)
         return;
     pnode_free(&p->root);
+    matcher_destroy(p->text);
     bson_free(p);
+}
+
+bool projection_uses_text_score(const projection_t *p)
+{
+    return p && p->meta_text;
+}
+
+void projection_set_text(projection_t *p, matcher_t *m)
+{
+    matcher_destroy(p->text);
+    p->text = matcher_ref(m);
 }
 
 bool projection_is_positional(const projection_t *p)
@@ -723,6 +779,15 @@ static bool elemmatch_array(const pnode_t *n, const bson_value_t *arr, bson_valu
 /* Evaluates a computed node into `out`; false on error. Missing → EOD. */
 static bool compute(actx_t *ac, const pnode_t *n, bson_value_t *out, dberr_t *err)
 {
+    if (n->meta_text) {
+        const fts_query_t *q = ac->p->text ? matcher_text(ac->p->text) : NULL;
+        if (!q)
+            return dberr_set(err, 40218,
+                             "query requires text score metadata, but it is not available");
+        out->value_type = BSON_TYPE_DOUBLE;
+        out->value.v_double = fts_query_score(q, ac->ectx->root);
+        return true;
+    }
     return expr_eval(n->expr, ac->ectx, out, err);
 }
 

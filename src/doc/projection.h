@@ -18,6 +18,15 @@ projection_t *projection_new(const bson_t *spec, dberr_t *err);
 /* Frees `p` (accepts NULL). */
 void projection_destroy(projection_t *p);
 
+typedef struct matcher matcher_t;
+
+/* True when the projection holds {$meta: "textScore"}; the score is then
+ * computed for the $text query of filter `m` (doc/matcher.h, bound before
+ * the projection runs), which the projection keeps a reference to (a
+ * cursor's later batches use it). Without one, applying fails with 40218. */
+bool projection_uses_text_score(const projection_t *p);
+void projection_set_text(projection_t *p, matcher_t *m);
+
 /* True when the projection needs the matcher's `positional` array index. */
 bool projection_is_positional(const projection_t *p);
 

@@ -7,18 +7,21 @@
 
 #include "doc/collation.h"
 #include "doc/compare.h"
+#include "doc/fts.h"
+#include "doc/matcher.h"
 #include "doc/path.h"
 
 typedef struct sortkey {
     char *path;
     int direction; /* 1 or -1 */
-    bool meta;     /* {$meta: ...}: atomdb has no scores; all compare equal */
+    bool meta;     /* {$meta: "textScore"}: by the $text score, highest first */
 } sortkey_t;
 
 struct sortspec {
     sortkey_t *keys;
     int nkeys;
     collation_t *coll; /* owned reference; NULL is simple */
+    matcher_t *text; /* a reference to the filter whose $text gives the scores, or NULL */
 };
 
 sortspec_t *sortspec_new(const bson_t *spec, dberr_t *err)
@@ -43,6 +46,17 @@ sortspec_t *sortspec_new(const bson_t *spec, dberr_t *err)
                 strcmp(bson_iter_key(&m), "$meta") != 0 || !BSON_ITER_HOLDS_UTF8(&m)) {
                 dberr_set(err, DBERR_BAD_VALUE, "Illegal key in $sort specification: %s: %s",
                           key, "expected {$meta: <string>}");
+                goto cleanup;
+            }
+            const char *name = bson_iter_utf8(&m, NULL);
+            if (strcmp(name, "textScore")) {
+                if (!strcmp(name, "searchScore") || !strcmp(name, "randVal"))
+                    dberr_set(err, DBERR_NOT_IMPLEMENTED,
+                              "atomdb does not support sorting by {$meta: \"%s\"} (textScore "
+                              "only)",
+                              name);
+                else
+                    dberr_set(err, 31138, "Illegal $meta sort: $meta: \"%s\"", name);
                 goto cleanup;
             }
             k.meta = true;
@@ -84,6 +98,7 @@ void sortspec_destroy(sortspec_t *s)
         bson_free(s->keys[i].path);
     bson_free(s->keys);
     collation_destroy(s->coll);
+    matcher_destroy(s->text);
     bson_free(s);
 }
 
@@ -174,8 +189,14 @@ int sortspec_compare(const sortspec_t *s, const bson_t *a, const bson_t *b)
 {
     for (int i = 0; i < s->nkeys; i++) {
         const sortkey_t *k = &s->keys[i];
-        if (k->meta)
+        if (k->meta) {
+            const fts_query_t *q = s->text ? matcher_text(s->text) : NULL;
+            double sa = q ? fts_query_score(q, a) : 0;
+            double sb = q ? fts_query_score(q, b) : 0;
+            if (sa != sb)
+                return sa > sb ? -1 : 1;
             continue;
+        }
         keyval_t ka, kb;
         extract(k, a, s->coll, &ka);
         extract(k, b, s->coll, &kb);
@@ -210,4 +231,18 @@ void sortspec_set_collation(sortspec_t *s, collation_t *coll)
 const collation_t *sortspec_collation(const sortspec_t *s)
 {
     return s->coll;
+}
+
+bool sortspec_uses_text_score(const sortspec_t *s)
+{
+    for (int i = 0; s && i < s->nkeys; i++)
+        if (s->keys[i].meta)
+            return true;
+    return false;
+}
+
+void sortspec_set_text(sortspec_t *s, matcher_t *m)
+{
+    matcher_destroy(s->text);
+    s->text = matcher_ref(m);
 }

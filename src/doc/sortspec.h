@@ -34,4 +34,12 @@ void sortspec_set_collation(sortspec_t *s, collation_t *coll);
 /* The collation set on `s`, or NULL. */
 const collation_t *sortspec_collation(const sortspec_t *s);
 
+typedef struct matcher matcher_t;
+
+/* True when a key is {$meta: "textScore"}; its scores come from the $text
+ * query of filter `m` (bound before sorting), which `s` keeps a reference
+ * to. */
+bool sortspec_uses_text_score(const sortspec_t *s);
+void sortspec_set_text(sortspec_t *s, matcher_t *m);
+
 #endif

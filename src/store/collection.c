@@ -9,6 +9,7 @@
 #include "doc/compare.h"
 #include "doc/keystring.h"
 #include "store/mvcc.h"
+#include "store/textindex.h"
 #include "store/observer.h"
 #include "util/bsonview.h"
 #include "util/fiber.h"
@@ -970,10 +971,58 @@ bool collection_query(collection_t *c, const collection_query_opts_t *o, recvec_
     return collection_query_opts_plain(c, o, out, plan, err);
 }
 
+/* A $text query: the text index's records holding a query term, each
+ * then matched against the whole filter (phrases, negations, the rest). */
+static bool collection_query_text(collection_t *c, const collection_query_opts_t *o,
+                                  fts_query_t *q, recvec_t *out, collection_plan_t *plan,
+                                  dberr_t *err)
+{
+    index_t *ix = NULL;
+    for (int i = 0; i < c->nindexes && !ix; i++)
+        if (c->indexes[i]->text)
+            ix = c->indexes[i];
+    if (!ix)
+        return dberr_set(err, DBERR_INDEX_NOT_FOUND, "text index required for $text query");
+    if ((o->hint_name && strcmp(o->hint_name, ix->name)) ||
+        (o->hint && !bson_empty(o->hint) && !index_key_equals(ix, o->hint)))
+        return dberr_set(err, DBERR_BAD_VALUE, "hint provided does not correspond to the text "
+                                               "index a $text query needs");
+    if (!fts_query_bind(q, textindex_spec(ix->text), err))
+        return false;
+    size_t first = out->len;
+    recvec_t cand;
+    recvec_init(&cand);
+    strcpy(plan->stage, "TEXT_MATCH");
+    plan->index = ix;
+    plan->text = q;
+    plan->reason = "$text needs the text index";
+    bool ok = textindex_scan(ix, q, o->matcher, &cand, &plan->keys_examined, err);
+    /* the candidates are referenced: yielding between them is safe */
+    for (size_t i = 0; ok && i < cand.len; i++) {
+        if (!fiber_check(err)) {
+            ok = false;
+            break;
+        }
+        bson_t doc;
+        record_view(cand.items[i], &doc);
+        plan->docs_examined++;
+        if (matcher_matches(o->matcher, &doc, NULL))
+            recvec_push_ref(out, cand.items[i]);
+    }
+    recvec_destroy(&cand);
+    if (!ok)
+        return false;
+    bool need_sort = o->sort && sortspec_nkeys(o->sort) > 0;
+    return collection_finish(out, first, o, need_sort, false, err);
+}
+
 /* The latest data, by the best plan. */
 static bool collection_query_opts_plain(collection_t *c, const collection_query_opts_t *o,
                                         recvec_t *out, collection_plan_t *plan, dberr_t *err)
 {
+    fts_query_t *text = matcher_text(o->matcher);
+    if (text)
+        return collection_query_text(c, o, text, out, plan, err);
     size_t first = out->len;
     bool need_sort = o->sort && sortspec_nkeys(o->sort) > 0;
     int64_t want = o->limit > 0 ? o->skip + o->limit : 0;
@@ -1121,6 +1170,8 @@ bool collection_create_index(collection_t *c, const bson_t *spec, bool *created,
             bool same_opts = old->unique == ix->unique && old->sparse == ix->sparse &&
                              old->expire_after_s == ix->expire_after_s &&
                              !old->partial == !ix->partial;
+            if (old->text && ix->text && !textindex_same(old->text, ix->text))
+                same_opts = false;
             index_destroy(ix);
             if (!same_opts && !old->is_id)
                 return dberr_set(err, DBERR_INDEX_OPTIONS_CONFLICT,
@@ -1147,6 +1198,15 @@ bool collection_create_index(collection_t *c, const bson_t *spec, bool *created,
             return false;
         }
     }
+    for (int i = 0; ix->text && i < c->nindexes; i++)
+        if (c->indexes[i]->text) {
+            dberr_set(err, DBERR_CANNOT_CREATE_INDEX,
+                      "only one text index per collection allowed, found existing text index "
+                      "\"%s\"",
+                      c->indexes[i]->name);
+            index_destroy(ix);
+            return false;
+        }
     if (c->nindexes == COLLECTION_MAX_INDEXES) {
         index_destroy(ix);
         return dberr_set(err, DBERR_CANNOT_CREATE_INDEX,

@@ -106,6 +106,7 @@ typedef struct collection_plan {
     size_t keys_examined;
     size_t docs_examined;
     const char *reason;    /* why this plan was chosen (static text), for explain */
+    const fts_query_t *text; /* TEXT_MATCH: the filter's $text, bound (the matcher's) */
 } collection_plan_t;
 
 /* What to fetch. */
@@ -131,7 +132,9 @@ bool collection_sort_memory_check(const recvec_t *out, size_t first,
                                   const collection_query_opts_t *o, dberr_t *err);
 
 /* Appends references to the matching records to `out`, sorted, skipped
- * and limited. False with BadValue 2 for a hint naming no index. */
+ * and limited. False with BadValue 2 for a hint naming no index. A filter
+ * with $text runs on the collection's text index (plan TEXT_MATCH; no text
+ * index: IndexNotFound 27), its query bound to the index's spec. */
 bool collection_query(collection_t *c, const collection_query_opts_t *opts, recvec_t *out,
                       collection_plan_t *plan, dberr_t *err);
 

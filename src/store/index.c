@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "doc/keystring.h"
+#include "store/textindex.h"
 #include "util/bsonview.h"
 #include "util/shellfmt.h"
 #include "util/vec.h"
@@ -142,6 +143,11 @@ bool index_keys_of(index_t *ix, const bson_t *doc, index_keys_t *out, dberr_t *e
         out->skip = true;
         return true;
     }
+    if (ix->text) {
+        if (!textindex_keys_of(ix->text, doc, out, err))
+            return false;
+        goto distinct;
+    }
     for (int f = 0; f < ix->nfields; f++) {
         vals[f].n = 0;
         vals[f].overflow = false;
@@ -181,6 +187,7 @@ bool index_keys_of(index_t *ix, const bson_t *doc, index_keys_t *out, dberr_t *e
             keystring_append_coll(key, v, ix->dirs[f] < 0, ix->collation);
         }
     }
+distinct:
     if (out->len > 1) { /* one entry per distinct key */
         qsort(out->keys, out->len, sizeof *out->keys, index_buf_cmp);
         size_t w = 1;
@@ -304,11 +311,21 @@ index_t *index_new(const bson_t *spec, dberr_t *err)
     bson_iter_t it;
     bool have_key = false;
     char generated[512] = "";
+    bson_t text_opts = BSON_INITIALIZER; /* a text index's resolved options */
+    bool is_text = textindex_is_text_spec(spec);
     if (!bson_iter_init(&it, spec))
         goto bad;
     while (bson_iter_next(&it)) {
         const char *k = bson_iter_key(&it);
-        if (strcmp(k, "key") == 0) {
+        if (strcmp(k, "key") == 0 && is_text) {
+            ix->text = textindex_new(spec, &ix->key, &text_opts, generated, sizeof generated, err);
+            if (!ix->text)
+                goto fail;
+            have_key = true;
+            ix->multikey = true; /* a document has a key per term, as mongod reports */
+        } else if (is_text && textindex_is_text_option(k)) {
+            /* parsed with the key (textindex_new) */
+        } else if (strcmp(k, "key") == 0) {
             if (!BSON_ITER_HOLDS_DOCUMENT(&it)) {
                 dberr_set(err, DBERR_TYPE_MISMATCH, "The 'key' field must be an object");
                 goto fail;
@@ -396,9 +413,11 @@ index_t *index_new(const bson_t *spec, dberr_t *err)
         } else if (strcmp(k, "background") == 0 || strcmp(k, "ns") == 0) {
             /* mongod 7 accepts and ignores both (every build is online);
              * background stays in the spec, ns does not */
-        } else if (strcmp(k, "weights") == 0 || strcmp(k, "default_language") == 0 ||
-                   strcmp(k, "language_override") == 0 || strcmp(k, "textIndexVersion") == 0 ||
-                   strcmp(k, "2dsphereIndexVersion") == 0 || strcmp(k, "bits") == 0 ||
+        } else if (textindex_is_text_option(k)) {
+            dberr_set(err, DBERR_CANNOT_CREATE_INDEX,
+                      "the index option '%s' is for text indexes only", k);
+            goto fail;
+        } else if (strcmp(k, "2dsphereIndexVersion") == 0 || strcmp(k, "bits") == 0 ||
                    strcmp(k, "min") == 0 || strcmp(k, "max") == 0 ||
                    strcmp(k, "wildcardProjection") == 0 || strcmp(k, "storageEngine") == 0 ||
                    strcmp(k, "prepareUnique") == 0 || strcmp(k, "clustered") == 0) {
@@ -420,6 +439,12 @@ index_t *index_new(const bson_t *spec, dberr_t *err)
     }
     if (!ix->name)
         ix->name = bson_strdup(generated);
+    if (ix->text && (ix->unique || ix->collation || ix->expire_after_s >= 0)) {
+        dberr_set(err, DBERR_CANNOT_CREATE_INDEX,
+                  "atomdb does not support the option '%s' on a text index",
+                  ix->unique ? "unique" : ix->collation ? "collation" : "expireAfterSeconds");
+        goto fail;
+    }
     if (ix->nfields == 1 && strcmp(ix->paths[0], "_id") == 0 && !ix->partial && !ix->sparse) {
         ix->is_id = true;
         ix->unique = true;
@@ -433,15 +458,19 @@ index_t *index_new(const bson_t *spec, dberr_t *err)
     while (bson_iter_next(&it)) {
         const char *k = bson_iter_key(&it);
         if (strcmp(k, "v") && strcmp(k, "key") && strcmp(k, "name") && strcmp(k, "ns") &&
-            strcmp(k, "collation") && (strcmp(k, "hidden") || ix->hidden))
+            strcmp(k, "collation") && (strcmp(k, "hidden") || ix->hidden) &&
+            !(ix->text && textindex_is_text_option(k)))
             bson_append_value(&ix->spec, k, -1, bson_iter_value(&it));
     }
+    bson_concat(&ix->spec, &text_opts); /* empty unless a text index */
+    bson_destroy(&text_opts);
     if (ix->collation) /* as mongod: the resolved spec; the simple collation is not shown */
         collation_append(ix->collation, &ix->spec, "collation");
     return ix;
 bad:
     dberr_set(err, DBERR_INVALID_BSON, "invalid index spec");
 fail:
+    bson_destroy(&text_opts);
     index_destroy(ix);
     return NULL;
 }
@@ -457,6 +486,7 @@ void index_destroy(index_t *ix)
         bson_free(ix->paths[i]);
     matcher_destroy(ix->partial);
     collation_destroy(ix->collation);
+    textindex_destroy(ix->text);
     omap_destroy(ix->map, NULL);
     bson_free(ix);
 }

@@ -25,6 +25,8 @@ typedef struct index_keys {
     bool skip;    /* sparse / partial: the document is not in the index */
 } index_keys_t;
 
+typedef struct textindex textindex_t;
+
 typedef struct index {
     char *name;                  /* "_id_", "a_1_b_-1", ... */
     bson_t key;                  /* key pattern, e.g. {a: 1, b: -1} */
@@ -41,6 +43,8 @@ typedef struct index {
     int64_t expire_after_s;      /* TTL seconds, or -1 */
     bool multikey;               /* some document gave more than one key */
     omap_t *map;                 /* key (+ _id key unless unique) → record_t* (borrowed) */
+    textindex_t *text;           /* a text index's spec (owned; store/textindex.h), or NULL;
+                                  * then nfields is 0: the planner uses it for $text only */
 } index_t;
 
 /* Builds an index from a createIndexes spec ({key, name, unique, ...}).

@@ -1,6 +1,7 @@
 /* pipeline/filter: the stages that choose, order or count documents —
  * $match $sort $skip $limit $count — one row each in pipeline_filter_stages. */
 #include "doc/pipeline/pipeline-private.h"
+#include "doc/fts.h"
 #include "util/fiber.h"
 
 #include <string.h>
@@ -31,6 +32,10 @@ static bool match_check_vars(stage_t *s, const bson_t *let, dberr_t *err)
 static bool match_run(const stage_t *s, const expr_ctx_t *ctx, doclist_t *in, doclist_t *out,
                       dberr_t *err)
 {
+    const fts_query_t *text = matcher_text(s->u.match.matcher);
+    if (text && in->len && !fts_query_spec(text)) /* not bound to a text index */
+        return dberr_set(err, 17313,
+                         "$match with $text is only allowed as the first pipeline stage");
     for (size_t i = 0; i < in->len; i++) {
         if (!fiber_check(err))
             return false;

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/time.h>
 
+#include "doc/fts.h"
 #include "doc/path.h"
 #include "util/fiber.h"
 #include "util/table.h"
@@ -189,6 +190,52 @@ pipeline_t *pipeline_new(const bson_iter_t *stages, pipeline_mode_t mode, const 
     return pipeline_build(stages, mode, vars, err);
 }
 
+/* $text and {$meta: "textScore"}: $text only in a leading $match (17313);
+ * each textScore use gets that query (none: 40218). atomdb computes the
+ * score from the document, so a use after a stage that reshapes documents
+ * is refused rather than answered wrong. */
+static bool pipeline_link_text(pipeline_t *p, dberr_t *err)
+{
+    fts_query_t *q = pipeline_text(p);
+    matcher_t *m = q ? p->stages[0].u.match.matcher : NULL;
+    bool reshaped = false;
+    for (size_t i = 0; i < p->n; i++) {
+        stage_t *s = &p->stages[i];
+        bool is_sort = !strcmp(s->name, "$sort");
+        bool is_proj = !strcmp(s->name, "$project") || !strcmp(s->name, "$addFields") ||
+                       !strcmp(s->name, "$set");
+        if (i > 0 && (s->def->flags & STAGE_MATCH) && matcher_text(s->u.match.matcher))
+            return dberr_set(err, 17313,
+                             "$match with $text is only allowed as the first pipeline stage");
+        bool uses = (is_sort && sortspec_uses_text_score(s->u.sort)) ||
+                    (is_proj && projection_uses_text_score(s->u.proj));
+        if (uses && !q)
+            return dberr_set(err, 40218,
+                             "query requires text score metadata, but it is not available");
+        if (uses && reshaped)
+            return dberr_set(err, DBERR_NOT_IMPLEMENTED,
+                             "atomdb computes textScore from the matched document: "
+                             "{$meta: \"textScore\"} in %s must come before any stage that "
+                             "reshapes documents",
+                             s->name);
+        if (uses && is_sort)
+            sortspec_set_text(s->u.sort, m);
+        else if (uses)
+            projection_set_text(s->u.proj, m);
+        if (!(s->def->flags & STAGE_MATCH) && !is_sort && strcmp(s->name, "$skip") &&
+            strcmp(s->name, "$limit"))
+            reshaped = true;
+    }
+    return true;
+}
+
+fts_query_t *pipeline_text(const pipeline_t *p)
+{
+    if (!p || p->n == 0 || !(p->stages[0].def->flags & STAGE_MATCH))
+        return NULL;
+    return matcher_text(p->stages[0].u.match.matcher);
+}
+
 pipeline_t *pipeline_build(const bson_iter_t *stages, pipeline_mode_t mode, bson_t *let,
                            dberr_t *err)
 {
@@ -224,6 +271,8 @@ pipeline_t *pipeline_build(const bson_iter_t *stages, pipeline_mode_t mode, bson
             goto fail;
         }
     }
+    if (!pipeline_link_text(p, err))
+        goto fail;
     return p;
 fail:
     pipeline_destroy(p);

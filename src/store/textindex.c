@@ -1,0 +1,291 @@
+/* textindex: the `text` index kind — spec parsing with mongod's checks,
+ * one key per document term (prefix values, term, score, suffix values,
+ * then the _id the index map adds), and the term scans behind $text. */
+#include "store/textindex.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "doc/keystring.h"
+#include "util/fiber.h"
+#include "util/hash.h"
+#include "util/vec.h"
+
+struct textindex {
+    fts_spec_t spec;
+    char **before;  /* prefix fields (equality needed to use the index) */
+    int *before_dirs;
+    int nbefore;
+    char **after;   /* suffix fields */
+    int *after_dirs;
+    int nafter;
+    bson_t *resolved; /* key pattern + resolved options, for textindex_same (a bson_t
+                       * inside a malloc'd struct would be misaligned) */
+};
+
+bool textindex_is_text_spec(const bson_t *spec)
+{
+    bson_iter_t it, k;
+    if (!bson_iter_init_find(&it, spec, "key") || !BSON_ITER_HOLDS_DOCUMENT(&it) ||
+        !bson_iter_recurse(&it, &k))
+        return false;
+    while (bson_iter_next(&k))
+        if (BSON_ITER_HOLDS_UTF8(&k) && !strcmp(bson_iter_utf8(&k, NULL), "text"))
+            return true;
+    return false;
+}
+
+bool textindex_is_text_option(const char *f)
+{
+    return !strcmp(f, "weights") || !strcmp(f, "default_language") ||
+           !strcmp(f, "language_override") || !strcmp(f, "textIndexVersion");
+}
+
+static void textindex_push(char ***paths, int **dirs, int *n, const char *path, int dir)
+{
+    *paths = bson_realloc(*paths, (size_t)(*n + 1) * sizeof **paths);
+    *dirs = bson_realloc(*dirs, (size_t)(*n + 1) * sizeof **dirs);
+    (*paths)[*n] = bson_strdup(path);
+    (*dirs)[(*n)++] = dir;
+}
+
+void textindex_destroy(textindex_t *t)
+{
+    if (!t)
+        return;
+    fts_spec_destroy(&t->spec);
+    for (int i = 0; i < t->nbefore; i++)
+        bson_free(t->before[i]);
+    for (int i = 0; i < t->nafter; i++)
+        bson_free(t->after[i]);
+    bson_free(t->before);
+    bson_free(t->before_dirs);
+    bson_free(t->after);
+    bson_free(t->after_dirs);
+    if (t->resolved)
+        bson_destroy(t->resolved);
+    bson_free(t);
+}
+
+/* Appends `s` to the generated name. */
+static void textindex_name_add(char *name, size_t cap, const char *field, const char *suffix)
+{
+    size_t len = strlen(name);
+    snprintf(name + len, cap - len, "%s%s_%s", len ? "_" : "", field, suffix);
+}
+
+textindex_t *textindex_new(const bson_t *spec, bson_t *key_out, bson_t *resolved_out,
+                           char *name, size_t name_cap, dberr_t *err)
+{
+    textindex_t *t = bson_malloc0(sizeof *t);
+    t->resolved = bson_new();
+    bson_iter_t it, k;
+    /* 0: prefix fields, 1: in the text fields, 2: suffix fields */
+    int part = 0;
+    name[0] = '\0';
+    if (!bson_iter_init_find(&it, spec, "key") || !bson_iter_recurse(&it, &k))
+        goto bad_key;
+    while (bson_iter_next(&k)) {
+        const char *f = bson_iter_key(&k);
+        bool is_text = BSON_ITER_HOLDS_UTF8(&k) && !strcmp(bson_iter_utf8(&k, NULL), "text");
+        if (!strcmp(f, "_fts")) {
+            if (!is_text) {
+                dberr_set(err, 17271, "expecting _fts:\"text\"");
+                goto fail;
+            }
+            if (!bson_iter_next(&k) || strcmp(bson_iter_key(&k), "_ftsx")) {
+                dberr_set(err, 17274, "expected _ftsx after _fts");
+                goto fail;
+            }
+            if (!BSON_ITER_HOLDS_NUMBER(&k) || bson_iter_as_int64(&k) != 1) {
+                dberr_set(err, 17272, "expecting _ftsx:1");
+                goto fail;
+            }
+            if (part == 2) {
+                dberr_set(err, 17389, "'text' fields in index must all be adjacent");
+                goto fail;
+            }
+            textindex_name_add(name, name_cap, "_fts", "text");
+            textindex_name_add(name, name_cap, "_ftsx", "1");
+            part = 2;
+            continue;
+        }
+        if (!strcmp(f, "_ftsx")) {
+            dberr_set(err, 17288, "expected _ftsx after _fts");
+            goto fail;
+        }
+        if (is_text) {
+            if (part == 2) {
+                dberr_set(err, 17389, "'text' fields in index must all be adjacent");
+                goto fail;
+            }
+            part = 1;
+            textindex_name_add(name, name_cap, f, "text");
+            continue;
+        }
+        if (BSON_ITER_HOLDS_UTF8(&k)) {
+            dberr_set(err, DBERR_CANNOT_CREATE_INDEX,
+                      "Can't use more than one index plugin for a single index.");
+            goto fail;
+        }
+        if (!BSON_ITER_HOLDS_NUMBER(&k) ||
+            (bson_iter_as_double(&k) != 1 && bson_iter_as_double(&k) != -1)) {
+            dberr_set(err, 17273, "expected value 1 or -1 for non-text key in compound index");
+            goto fail;
+        }
+        int dir = bson_iter_as_double(&k) > 0 ? 1 : -1;
+        if (part == 1)
+            part = 2;
+        if (part == 0)
+            textindex_push(&t->before, &t->before_dirs, &t->nbefore, f, dir);
+        else
+            textindex_push(&t->after, &t->after_dirs, &t->nafter, f, dir);
+        textindex_name_add(name, name_cap, f, dir > 0 ? "1" : "-1");
+    }
+    if (part == 0)
+        goto bad_key;
+    for (int i = 0; i < t->nbefore; i++)
+        BSON_APPEND_INT32(key_out, t->before[i], t->before_dirs[i]);
+    BSON_APPEND_UTF8(key_out, "_fts", "text");
+    BSON_APPEND_INT32(key_out, "_ftsx", 1);
+    for (int i = 0; i < t->nafter; i++)
+        BSON_APPEND_INT32(key_out, t->after[i], t->after_dirs[i]);
+    if (!fts_spec_init(&t->spec, spec, resolved_out, err))
+        goto fail;
+    BSON_APPEND_DOCUMENT(t->resolved, "key", key_out);
+    bson_concat(t->resolved, resolved_out);
+    return t;
+bad_key:
+    dberr_set(err, DBERR_CANNOT_CREATE_INDEX, "text index key pattern is not valid");
+fail:
+    textindex_destroy(t);
+    return NULL;
+}
+
+const fts_spec_t *textindex_spec(const textindex_t *t)
+{
+    return &t->spec;
+}
+
+bool textindex_same(const textindex_t *a, const textindex_t *b)
+{
+    return bson_equal(a->resolved, b->resolved);
+}
+
+/* Appends the key part of `path` in `doc` (null when missing); arrays are
+ * refused as mongod does. */
+static bool textindex_extra(const bson_t *doc, const char *path, int dir, buf_t *out,
+                            dberr_t *err)
+{
+    bson_iter_t it, found;
+    if (bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, path, &found)) {
+        if (BSON_ITER_HOLDS_ARRAY(&found))
+            return dberr_set(err, 16675, "cannot have a multi-key as a prefix to a text index");
+        keystring_append(out, bson_iter_value(&found), dir < 0);
+    } else {
+        keystring_append_null(out, dir < 0);
+    }
+    return true;
+}
+
+bool textindex_keys_of(const textindex_t *t, const bson_t *doc, index_keys_t *out, dberr_t *err)
+{
+    fts_term_score_t *terms = NULL;
+    size_t n = 0;
+    bool ok = false;
+    buf_t pre, post;
+    buf_init(&pre);
+    buf_init(&post);
+    for (int i = 0; i < t->nbefore; i++)
+        if (!textindex_extra(doc, t->before[i], t->before_dirs[i], &pre, err))
+            goto cleanup;
+    for (int i = 0; i < t->nafter; i++)
+        if (!textindex_extra(doc, t->after[i], t->after_dirs[i], &post, err))
+            goto cleanup;
+    if (!fts_spec_terms(&t->spec, doc, &terms, &n, err))
+        goto cleanup;
+    for (size_t i = 0; i < n; i++) {
+        VEC_RESERVE_ONE(out->keys, out->len, out->cap, 8);
+        buf_t *key = &out->keys[out->len++];
+        buf_init(key);
+        buf_append(key, pre.data, pre.len);
+        bson_value_t term = {.value_type = BSON_TYPE_UTF8};
+        term.value.v_utf8.str = terms[i].term;
+        term.value.v_utf8.len = (uint32_t)strlen(terms[i].term);
+        keystring_append(key, &term, false);
+        bson_value_t score = {.value_type = BSON_TYPE_DOUBLE};
+        score.value.v_double = terms[i].score;
+        keystring_append(key, &score, false);
+        buf_append(key, post.data, post.len);
+    }
+    out->skip = n == 0; /* as mongod: a document without terms is not in the index */
+    ok = true;
+cleanup:
+    fts_terms_free(terms, n);
+    buf_destroy(&pre);
+    buf_destroy(&post);
+    return ok;
+}
+
+typedef struct textindex_seen {
+    const void *rec;
+    UT_hash_handle hh;
+} textindex_seen_t;
+
+bool textindex_scan(const index_t *ix, const fts_query_t *q, const matcher_t *m, recvec_t *out,
+                    size_t *keys_examined, dberr_t *err)
+{
+    const textindex_t *t = ix->text;
+    textindex_seen_t *seen = NULL, *e, *tmp;
+    bool ok = true;
+    buf_t pre;
+    buf_init(&pre);
+    for (int i = 0; i < t->nbefore; i++) {
+        matcher_bounds_t b;
+        if (!matcher_bounds(m, t->before[i], &b) || !b.has_eq ||
+            b.eq.value_type == BSON_TYPE_ARRAY || b.eq.value_type == BSON_TYPE_REGEX) {
+            ok = dberr_set(err, DBERR_BAD_VALUE,
+                           "error processing query: planner returned error :: caused by :: "
+                           "failed to use text index to satisfy $text query (if text index is "
+                           "compound, are equality predicates given for all prefix fields?)");
+            goto cleanup;
+        }
+        keystring_append(&pre, &b.eq, t->before_dirs[i] < 0);
+    }
+    size_t plen = pre.len;
+    for (size_t i = 0; i < fts_query_nindex_terms(q); i++) {
+        pre.len = plen;
+        const char *term = fts_query_index_term(q, i);
+        bson_value_t v = {.value_type = BSON_TYPE_UTF8};
+        v.value.v_utf8.str = (char *)term;
+        v.value.v_utf8.len = (uint32_t)strlen(term);
+        keystring_append(&pre, &v, false);
+        for (omap_node_t *n = omap_seek(ix->map, pre.data, pre.len); n; n = omap_next(n)) {
+            size_t klen;
+            const uint8_t *key = omap_node_key(n, &klen);
+            if (klen < pre.len || memcmp(key, pre.data, pre.len) != 0)
+                break;
+            (*keys_examined)++;
+            if ((*keys_examined & 1023) == 0 && !fiber_alive(err)) {
+                ok = false;
+                goto cleanup;
+            }
+            record_t *r = omap_node_value(n);
+            HASH_FIND_PTR(seen, &r, e);
+            if (e)
+                continue;
+            e = bson_malloc(sizeof *e);
+            e->rec = r;
+            HASH_ADD_PTR(seen, rec, e);
+            recvec_push_ref(out, r);
+        }
+    }
+cleanup:
+    HASH_ITER(hh, seen, e, tmp)
+    {
+        HASH_DEL(seen, e);
+        bson_free(e);
+    }
+    buf_destroy(&pre);
+    return ok;
+}
