@@ -202,7 +202,7 @@ static bool facet_run(const stage_t *s, const expr_ctx_t *ctx, doclist_t *in, do
                 doclist_push(&docs, bson_copy(in->docs[j]));
             }
         }
-        ok = ok && pipeline_run_vars(f->pipes[i], ctx->vars, &docs, err) &&
+        ok = ok && pipeline_run_nested(f->pipes[i], ctx, &docs, err) &&
              facet_append(res, f->names[i], &docs, err);
         doclist_destroy(&docs);
     }
