@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "doc/collation.h"
 #include "doc/matcher.h"
 #include "doc/pipeline.h"
 #include "cmd/view.h"
@@ -280,11 +281,21 @@ bool cmd_create(cmd_ctx_t *ctx, dberr_t *err)
             !strcmp(k, "apiDeprecationErrors"))
             continue;
         if ((!strcmp(k, "capped") && bson_iter_as_bool(&it)) || !strcmp(k, "timeseries") ||
-            !strcmp(k, "clusteredIndex") || !strcmp(k, "encryptedFields") ||
-            !strcmp(k, "collation")) {
+            !strcmp(k, "clusteredIndex") || !strcmp(k, "encryptedFields")) {
             ok = dberr_set(err, DBERR_NOT_IMPLEMENTED,
                            "atomdb does not support the create option '%s' yet", k);
             break;
+        }
+        if (!strcmp(k, "collation")) {
+            /* the default collation, kept resolved as mongod shows it
+             * (listCollections); the simple one is no option at all */
+            collation_t *dflt;
+            if (!(ok = collation_parse_iter(&it, &dflt, err)))
+                break;
+            if (dflt)
+                collation_append(dflt, &options, "collation");
+            collation_destroy(dflt);
+            continue;
         }
         bson_append_value(&options, k, -1, bson_iter_value(&it));
     }
@@ -516,7 +527,18 @@ bool cmd_create_indexes(cmd_ctx_t *ctx, dberr_t *err)
         if (!BSON_ITER_HOLDS_DOCUMENT(&el) || !cmd_iter_doc(&el, &spec))
             return dberr_set(err, DBERR_TYPE_MISMATCH, "index specification must be an object");
         bool created;
-        if (!collection_create_index(c, &spec, &created, err))
+        bson_t inherited = BSON_INITIALIZER;
+        collation_t *dflt = collection_collation(c);
+        if (dflt && !bson_has_field(&spec, "collation")) {
+            /* as mongod: an index without its own collation takes the
+             * collection's default */
+            bson_concat(&inherited, &spec);
+            collation_append(dflt, &inherited, "collation");
+        }
+        bool ok = collection_create_index(c, bson_empty(&inherited) ? &spec : &inherited,
+                                          &created, err);
+        bson_destroy(&inherited);
+        if (!ok)
             return false;
         specs++;
     }

@@ -115,8 +115,10 @@ static bool view_query_view(view_t *v, collection_t *c, const collection_query_o
         doclist_push(&docs, bson_copy(&doc));
     }
     if (bson_iter_init_find(&it, collection_options(c), "pipeline")) {
-        if (!(p = pipeline_new(&it, PIPELINE_AGGREGATE, NULL, err)) ||
-            !pipeline_run(p, &docs, err))
+        if (!(p = pipeline_new(&it, PIPELINE_AGGREGATE, NULL, err)))
+            goto cleanup;
+        pipeline_set_collation(p, collection_collation(c)); /* the view's default */
+        if (!pipeline_run(p, &docs, err))
             goto cleanup;
     }
     size_t first = out->len;

@@ -11,6 +11,7 @@
 #include "util/dberr.h"
 
 typedef struct expr expr_t;
+typedef struct collation collation_t;
 
 /* What an expression is evaluated against. */
 /* The largest string, array, document or binary value an expression may
@@ -25,6 +26,7 @@ typedef struct expr_ctx {
     const bson_t *vars;   /* user variables ($$name) from `let`, or NULL */
     bool allow_disk_use;  /* the aggregate's allowDiskUse (what a blocking stage's
                            * memory-limit error says) */
+    const collation_t *coll; /* how strings compare ($eq, $in, $min, ...); NULL: simple */
 } expr_ctx_t;
 
 /* Parses the expression under `spec` (any BSON value: a literal, a "$path",

@@ -484,7 +484,7 @@ static bool eval(const matcher_t *m, const mnode_t *n, const bson_t *doc, int *p
     case MN_FALSE:
         return false;
     case MN_EXPR: {
-        expr_ctx_t ctx = {doc, now_ms(), m->let};
+        expr_ctx_t ctx = {doc, now_ms(), m->let, false, m->coll};
         bson_value_t out;
         dberr_t err;
         if (!expr_eval(n->expr, &ctx, &out, &err)) {

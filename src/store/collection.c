@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "doc/collation.h"
 #include "doc/compare.h"
 #include "doc/keystring.h"
 #include "store/mvcc.h"
@@ -30,6 +31,8 @@ struct collection {
     matcher_t *validator; /* compiled options.validator, or NULL */
     bool quiet;           /* a stand-in: its changes are not reported */
     bool validator_compiled;
+    collation_t *collation; /* parsed options.collation (the default), or NULL */
+    bool collation_parsed;
 };
 
 static bool collection_no_table_scan; /* setParameter notablescan */
@@ -77,6 +80,7 @@ static void collection_free(void *p)
     for (int i = 0; i < c->nindexes; i++)
         index_destroy(c->indexes[i]);
     matcher_destroy(c->validator);
+    collation_destroy(c->collation);
     bson_destroy(&c->options);
     bson_free(c->db);
     bson_free(c->name);
@@ -102,6 +106,9 @@ void collection_set_options(collection_t *c, const bson_t *options)
     matcher_destroy(c->validator);
     c->validator = NULL;
     c->validator_compiled = false;
+    collation_destroy(c->collation);
+    c->collation = NULL;
+    c->collation_parsed = false;
     const store_observer_t *obs = c->quiet ? NULL : store_observer_get();
     if (obs && obs->ddl) {
         bson_t op = BSON_INITIALIZER;
@@ -110,6 +117,19 @@ void collection_set_options(collection_t *c, const bson_t *options)
         obs->ddl(c->db, &op, obs->ctx);
         bson_destroy(&op);
     }
+}
+
+collation_t *collection_collation(collection_t *c)
+{
+    if (!c->collation_parsed) {
+        bson_iter_t it;
+        dberr_t ignore; /* checked when the options were set (create) */
+        c->collation_parsed = true;
+        if (bson_iter_init_find(&it, &c->options, "collation") &&
+            !collation_parse_iter(&it, &c->collation, &ignore))
+            c->collation = NULL;
+    }
+    return c->collation;
 }
 
 void collection_set_quiet(collection_t *c)

@@ -41,6 +41,12 @@ void collection_set_options(collection_t *c, const bson_t *options);
  * that exist only inside a transaction). */
 void collection_set_quiet(collection_t *c);
 
+/* The collection's (or view's) default collation, from options.collation
+ * (create's `collation`, kept resolved): borrowed until the options change;
+ * NULL for the simple collation. */
+typedef struct collation collation_t;
+collation_t *collection_collation(collection_t *c);
+
 /* True when the collection is a view ({viewOn, pipeline} in its options). */
 bool collection_is_view(const collection_t *c);
 

@@ -126,6 +126,8 @@ void expr_bson_of(const bson_value_t *v, bson_t *b);
 /* Aggregation comparison: like compare_values, except that missing and
  * undefined sort below null (so {$eq: ["$nope", null]} is false). */
 int expr_agg_compare(const bson_value_t *a, const bson_value_t *b);
+/* expr_agg_compare with strings ordered by `coll` (NULL: simple). */
+int expr_agg_compare_coll(const bson_value_t *a, const bson_value_t *b, const collation_t *coll);
 /* True when `v` has type `want`; otherwise false with `code` and `fmt`
  * (one %s: the name mongod gives the type `v` has). */
 bool expr_check_type(const bson_value_t *v, bson_type_t want, int code, const char *fmt,

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/time.h>
 
+#include "doc/collation.h"
 #include "doc/path.h"
 #include "util/fiber.h"
 #include "util/table.h"
@@ -81,6 +82,7 @@ struct pipeline {
     size_t n;
     bson_t *let; /* user variables, already evaluated, or NULL */
     bool allow_disk_use;
+    collation_t *coll; /* owned reference; NULL: the simple collation */
 };
 
 pipeline_limits_t pipeline_limits = {100 * 1024 * 1024, 100 * 1024 * 1024, 100 * 1024 * 1024,
@@ -89,6 +91,22 @@ pipeline_limits_t pipeline_limits = {100 * 1024 * 1024, 100 * 1024 * 1024, 100 *
 void pipeline_set_allow_disk_use(pipeline_t *p, bool allow)
 {
     p->allow_disk_use = allow;
+}
+
+void pipeline_set_collation(pipeline_t *p, collation_t *coll)
+{
+    collation_t *old = p->coll;
+    p->coll = collation_ref(coll);
+    collation_destroy(old);
+    for (size_t i = 0; i < p->n; i++) {
+        stage_t *s = &p->stages[i];
+        if (!strcmp(s->def->name, "$match"))
+            matcher_set_collation(s->u.match.matcher, p->coll);
+        else if (!strcmp(s->def->name, "$sort"))
+            sortspec_set_collation(s->u.sort, p->coll);
+        else if (!strcmp(s->def->name, "$group"))
+            pipeline_group_set_collation(s->u.group, p->coll);
+    }
 }
 
 /* Every stage family; a stage is one row in its family's table. */
@@ -149,6 +167,7 @@ void pipeline_destroy(pipeline_t *p)
     bson_free(p->stages);
     if (p->let)
         bson_destroy(p->let);
+    collation_destroy(p->coll);
     bson_free(p);
 }
 
@@ -398,7 +417,7 @@ bool pipeline_run_vars(const pipeline_t *p, const bson_t *vars, doclist_t *docs,
     bson_t merged = BSON_INITIALIZER;
     bool ok = true;
     expr_ctx_t ctx = {.root = NULL, .now_ms = pipeline_now_ms(), .vars = p->let,
-                      .allow_disk_use = p->allow_disk_use};
+                      .allow_disk_use = p->allow_disk_use, .coll = p->coll};
     dberr_clear(err);
     if (vars && !bson_empty(vars)) {
         bson_iter_t it;
