@@ -348,6 +348,8 @@ bool cmd_coll_mod(cmd_ctx_t *ctx, dberr_t *err)
     bson_iter_init(&it, collection_options(c));
     bson_t changes = BSON_INITIALIZER;
     bson_iter_t cit;
+    index_t *hide_ix = NULL; /* collMod index.hidden: which index, and to what */
+    bool hide = false;
     bson_iter_init(&cit, ctx->cmd);
     bson_iter_next(&cit);
     bool ok = true;
@@ -383,10 +385,32 @@ bool cmd_coll_mod(cmd_ctx_t *ctx, dberr_t *err)
                 break;
             }
             if (bson_iter_init_find(&f, &spec, "hidden")) {
-                ok = dberr_set(err, DBERR_NOT_IMPLEMENTED,
-                               "atomdb's collMod does not support 'index.hidden' yet");
-                break;
+                if (!BSON_ITER_HOLDS_BOOL(&f)) {
+                    ok = dberr_set(err, DBERR_TYPE_MISMATCH,
+                                   "BSON field 'collMod.index.hidden' is the wrong type '%s', "
+                                   "expected type 'bool'",
+                                   shellfmt_type_name(bson_iter_type(&f)));
+                    break;
+                }
+                if (ix->is_id) {
+                    ok = dberr_set(err, DBERR_BAD_VALUE, "can't hide _id index");
+                    break;
+                }
+                hide_ix = ix; /* applied once the whole command is checked */
+                hide = bson_iter_bool(&f);
             }
+            bson_iter_init(&f, &spec);
+            while (bson_iter_next(&f)) {
+                const char *ik = bson_iter_key(&f);
+                if (strcmp(ik, "name") && strcmp(ik, "keyPattern") && strcmp(ik, "hidden") &&
+                    strcmp(ik, "expireAfterSeconds")) {
+                    ok = dberr_set(err, DBERR_NOT_IMPLEMENTED,
+                                   "atomdb's collMod does not support 'index.%s'", ik);
+                    break;
+                }
+            }
+            if (!ok)
+                break;
             if (bson_iter_init_find(&f, &spec, "expireAfterSeconds") && BSON_ITER_HOLDS_NUMBER(&f))
                 ix->expire_after_s = bson_iter_as_int64(&f);
         } else {
@@ -402,8 +426,14 @@ bool cmd_coll_mod(cmd_ctx_t *ctx, dberr_t *err)
         bson_concat(&options, &changes);
         ok = dbcmds_check_options(&options, err);
     }
-    if (ok)
+    if (ok && (!bson_empty(&changes) || !hide_ix)) /* an index alone changes no option */
         collection_set_options(c, &options);
+    if (ok && hide_ix && hide_ix->hidden != hide) {
+        /* as mongod: a change is reported, a no-op is not */
+        BSON_APPEND_BOOL(ctx->reply, "hidden_old", hide_ix->hidden);
+        BSON_APPEND_BOOL(ctx->reply, "hidden_new", hide);
+        collection_set_index_hidden(c, hide_ix->name, hide);
+    }
     bson_destroy(&changes);
     bson_destroy(&options);
     return ok;

@@ -1208,6 +1208,28 @@ fail:
     return false;
 }
 
+bool collection_set_index_hidden(collection_t *c, const char *name, bool hidden)
+{
+    for (int i = 0; i < c->nindexes; i++) {
+        if (strcmp(c->indexes[i]->name, name))
+            continue;
+        index_set_hidden(c->indexes[i], hidden);
+        const store_observer_t *obs = c->quiet ? NULL : store_observer_get();
+        if (obs && obs->ddl) {
+            bson_t op = BSON_INITIALIZER, ix;
+            BSON_APPEND_UTF8(&op, "collMod", c->name);
+            bson_append_document_begin(&op, "index", -1, &ix);
+            BSON_APPEND_UTF8(&ix, "name", name);
+            BSON_APPEND_BOOL(&ix, "hidden", hidden);
+            bson_append_document_end(&op, &ix);
+            obs->ddl(c->db, &op, obs->ctx);
+            bson_destroy(&op);
+        }
+        return true;
+    }
+    return false;
+}
+
 static void collection_drop_at(collection_t *c, int i)
 {
     collection_emit_ddl(c, "dropIndex", NULL, c->indexes[i]->name);

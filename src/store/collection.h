@@ -149,6 +149,12 @@ bool collection_create_index(collection_t *c, const bson_t *spec, bool *created,
 
 /* Drops the index named `name` (IndexNotFound 27; _id_ is InvalidOptions 72). */
 bool collection_drop_index(collection_t *c, const char *name, dberr_t *err);
+
+/* Hides or unhides the index named `name` (collMod index.hidden): a hidden
+ * index is kept up to date but never planned or hinted. Reported to the
+ * observer as {collMod: coll, index: {name, hidden}}, as mongod's oplog
+ * has it. False when no such index exists. */
+bool collection_set_index_hidden(collection_t *c, const char *name, bool hidden);
 /* The checks of collection_drop_index without the drop. */
 bool collection_can_drop_index(const collection_t *c, const char *name, dberr_t *err);
 /* Drops the index with key pattern `key`. */

@@ -261,7 +261,8 @@ def test_collection_default_collation(client):
     assert "bad" not in db.list_collection_names()
 
 
-def test_default_collation_survives_a_restart(atomdb):
+@pytest.mark.parametrize("kill", [False, True], ids=["clean stop (snapshot)", "kill -9 (log replay)"])
+def test_default_collation_survives_a_restart(atomdb, kill):
     c = MongoClient(atomdb.uri(), serverSelectionTimeoutMS=10000)
     db = c.coll_restart
     db.command(SON([("create", "t"), ("collation", CI)]))
@@ -270,7 +271,7 @@ def test_default_collation_survives_a_restart(atomdb):
     c.close()
     servers = []
     try:
-        s2 = restart(atomdb)
+        s2 = restart(atomdb, kill=kill)
         servers.append(s2)
         c = MongoClient(s2.uri(), serverSelectionTimeoutMS=10000)
         db = c.coll_restart
