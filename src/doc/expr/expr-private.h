@@ -197,6 +197,11 @@ bool expr_parse_field_op(expr_t *e, bson_iter_t *arg, dberr_t *err);
 /* Checks the variables `e` reads under `scope` and the command's `vars`. */
 bool expr_check_scope(const expr_t *e, const var_scope_t *scope, const bson_t *vars, dberr_t *err);
 
+/* $toDate (and $convert to date) of `v` into `out`: a date, timestamp,
+ * ObjectId, number of milliseconds or a date string (read free-form, as
+ * mongod's); null stays null. ConversionFailure 241 otherwise. */
+bool expr_to_date(const bson_value_t *v, bson_value_t *out, dberr_t *err);
+
 /* ---- strings (shared with conversions) ---- */
 
 /* Coerces `v` to a string as the string operators do: null → "", numbers
