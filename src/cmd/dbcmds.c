@@ -301,6 +301,20 @@ bool cmd_create(cmd_ctx_t *ctx, dberr_t *err)
     }
     if (ok)
         ok = dbcmds_check_options(&options, err);
+    bson_iter_t von, vcoll;
+    collection_t *source = NULL;
+    if (ok && bson_iter_init_find(&von, &options, "viewOn") && BSON_ITER_HOLDS_UTF8(&von))
+        source = catalog_get(server.catalog, ctx->db, bson_iter_utf8(&von, NULL));
+    if (source && collection_is_view(source)) {
+        /* as mongod: a view on a view has that view's collation */
+        collation_t *mine = NULL;
+        if (bson_iter_init_find(&vcoll, &options, "collation"))
+            ok = collation_parse_iter(&vcoll, &mine, err);
+        if (ok && !collation_same(mine, collection_collation(source)))
+            ok = dberr_set(err, 167, "View %s.%s has conflicting collation with view %s.%s",
+                           ctx->db, coll, ctx->db, bson_iter_utf8(&von, NULL));
+        collation_destroy(mine);
+    }
     collection_t *existing = ok ? catalog_get(server.catalog, ctx->db, coll) : NULL;
     if (ok && ctx->view->txn && existing) {
         /* mongod 7: inside a transaction, only a new collection */

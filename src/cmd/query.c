@@ -950,8 +950,20 @@ bool cmd_aggregate(cmd_ctx_t *ctx, dberr_t *err)
     bson_t cs_stage;
     if (!explain && bson_iter_recurse(&it, &cs_first) && bson_iter_next(&cs_first) &&
         cmd_iter_doc(&cs_first, &cs_stage) && BSON_ITER_HOLDS_DOCUMENT(&cs_first) &&
-        bson_has_field(&cs_stage, "$changeStream"))
+        bson_has_field(&cs_stage, "$changeStream")) {
+        /* a change stream's filters compare bytewise: another collation is
+         * refused, not ignored */
+        collation_t *cs_coll = NULL;
+        bson_iter_t cf;
+        if (cmd_find(ctx, "collation", &cf) && !collation_parse_iter(&cf, &cs_coll, err))
+            return false;
+        bool collated = cs_coll != NULL;
+        collation_destroy(cs_coll);
+        if (collated)
+            return dberr_set(err, DBERR_NOT_IMPLEMENTED,
+                             "atomdb does not support a collation on a change stream yet");
         return changestream_aggregate(ctx, coll, &it, batch_size, err);
+    }
     query_find_t hq = {0};
     if (cmd_find(ctx, "hint", &f)) {
         if (BSON_ITER_HOLDS_UTF8(&f))

@@ -227,6 +227,19 @@ def test_update_delete_and_find_and_modify_take_a_statement_collation(client):
     db.a.update_one({"_id": 1}, {"$set": {"tags.$[t]": "RED!"}},
                     array_filters=[{"t": "red"}], collation=CI)
     assert db.a.find_one()["tags"] == ["RED!", "blue"]
+    # update operators compare by it: $addToSet, $pull, $min and $push's $sort
+    db.o.insert_one({"_id": 1, "tags": ["Red"], "name": "b", "list": ["b", "a", "C"]})
+    db.o.update_one({"_id": 1}, {"$addToSet": {"tags": {"$each": ["red", "RED", "blue"]}},
+                                 "$min": {"name": "B"}}, collation=CI)
+    doc = db.o.find_one()
+    assert doc["tags"] == ["Red", "blue"], "red is already there under strength 2: %r" % doc
+    assert doc["name"] == "b", "B is not less than b under strength 2"
+    db.o.update_one({"_id": 1}, {"$pull": {"tags": "BLUE"},
+                                 "$push": {"list": {"$each": [], "$sort": 1}}}, collation=CI)
+    doc = db.o.find_one()
+    assert doc["tags"] == ["Red"] and doc["list"] == ["a", "b", "C"], doc
+    db.o.update_one({"_id": 1}, {"$addToSet": {"tags": "red"}})
+    assert db.o.find_one()["tags"] == ["Red", "red"], "without a collation: bytewise"
     fails(2, lambda: db.t.delete_many({}, collation={"locale": "xx_nope"}), "bad delete collation")
     fails(9, lambda: db.t.update_one({}, {"$set": {"a": 1}}, collation={"locale": "en", "x": 1}),
           "bad update collation")
@@ -303,3 +316,16 @@ def test_views_have_a_default_collation_that_cannot_be_overridden(client):
           "aggregate with the simple collation over a collated view")
     db.command(SON([("create", "plain"), ("viewOn", "t"), ("pipeline", [])]))
     fails(167, lambda: list(db.plain.find({}, collation=CI)), "a view without collation is simple")
+
+
+def test_view_on_a_view_keeps_its_collation_and_change_streams_refuse_one(client):
+    db = client.coll_views2
+    db.t.insert_many(CAFE)
+    db.command(SON([("create", "v1"), ("viewOn", "t"), ("pipeline", []), ("collation", FR1)]))
+    fails(167, lambda: db.command(SON([("create", "v2"), ("viewOn", "v1"), ("pipeline", [])])),
+          "a view on a collated view without its collation")
+    db.command(SON([("create", "v3"), ("viewOn", "v1"), ("pipeline", []), ("collation", FR1)]))
+    assert db.v3.count_documents({"category": "CAFE"}) == 3
+    fails(238, lambda: db.command(SON([("aggregate", "t"), ("pipeline", [{"$changeStream": {}}]),
+                                       ("cursor", {}), ("collation", CI)])),
+          "a change stream with a collation is refused, not ignored")

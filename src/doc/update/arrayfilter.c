@@ -1,6 +1,7 @@
 /* update/arrayfilter: the `arrayFilters` of an update — one matcher per
  * identifier, tested against array elements for $[<id>] paths. */
 #include "doc/update/update-private.h"
+#include "doc/collation.h"
 
 #include <string.h>
 
@@ -156,6 +157,9 @@ static void afilter_set_node_collation(unode_t *n, collation_t *coll)
 
 void updater_set_collation(updater_t *u, collation_t *coll)
 {
+    collation_t *old = u->coll;
+    u->coll = collation_ref(coll);
+    collation_destroy(old);
     for (size_t i = 0; i < u->nfilters; i++)
         matcher_set_collation(u->filters[i].m, coll);
     afilter_set_node_collation(u->root, coll);

@@ -2,6 +2,7 @@
  * pipeline — into the updater, building the path tree of an operator update
  * the way mongod's UpdateObjectNode::parseAndMerge does. */
 #include "doc/update/update-private.h"
+#include "doc/collation.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -340,6 +341,7 @@ void updater_destroy(updater_t *u)
     unode_free(u->root);
     bson_free(u->dollar_path);
     bson_free(u->dollar_field);
+    collation_destroy(u->coll);
     bson_destroy(u->replacement);
     pipeline_destroy(u->pipeline);
     afilter_free_all(u);

@@ -174,6 +174,8 @@ struct updater {
      * (mongod's storage validation); NULL when none */
     char *dollar_path;
     char *dollar_field;
+    collation_t *coll; /* owned reference: how $min/$max, $addToSet, $pull, $pullAll
+                        * and $push's $sort compare strings; NULL: simple */
 };
 
 /* State of parsing one operator document. */
