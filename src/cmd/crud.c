@@ -900,6 +900,8 @@ bool cmd_find_and_modify(cmd_ctx_t *ctx, dberr_t *err)
         matcher_set_collation(m, coll);
         if (sort)
             sortspec_set_collation(sort, coll);
+        if (p)
+            projection_set_collation(p, coll);
         if (u)
             updater_set_collation(u, coll);
     }

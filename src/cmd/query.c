@@ -490,6 +490,8 @@ bool cmd_find_cmd(cmd_ctx_t *ctx, dberr_t *err)
     if (q.has_projection && !bson_empty(&q.projection) &&
         !(p = projection_new(&q.projection, err)))
         goto cleanup;
+    if (p && q.coll)
+        projection_set_collation(p, q.coll);
     if (!query_run(ctx, c, coll, &q, m, s, &recs, NULL, err))
         goto cleanup;
     char ns[512];

@@ -18,6 +18,11 @@ projection_t *projection_new(const bson_t *spec, dberr_t *err);
 /* Frees `p` (accepts NULL). */
 void projection_destroy(projection_t *p);
 
+/* Makes $elemMatch and expressions compare strings by `coll` (NULL:
+ * simple; `p` takes its own reference), as a find's collation asks. */
+typedef struct collation collation_t;
+void projection_set_collation(projection_t *p, collation_t *coll);
+
 /* True when the projection needs the matcher's `positional` array index. */
 bool projection_is_positional(const projection_t *p);
 

@@ -117,6 +117,13 @@ def test_find_and_count_with_a_collation(client):
     got = [d["a"] for d in db.t.find({}, sort=[("a", 1), ("_id", 1)], collation=CI)]
     assert got == ["e", "\u00e9", "x", "X", "y"], got
     assert [d["a"] for d in db.t.find({}, sort=[("a", 1)])] == ["X", "e", "x", "y", "\u00e9"]
+    # the projection's $elemMatch and expressions compare by it too
+    db.p.insert_one({"_id": 1, "tags": [{"t": "Red"}, {"t": "blue"}], "name": "Ann"})
+    doc = db.p.find_one({}, {"tags": {"$elemMatch": {"t": "red"}}, "is": {"$eq": ["$name", "ann"]}},
+                        collation=CI)
+    assert doc["tags"] == [{"t": "Red"}] and doc["is"] is True, doc
+    doc = db.p.find_one({}, {"tags": {"$elemMatch": {"t": "red"}}, "is": {"$eq": ["$name", "ann"]}})
+    assert "tags" not in doc and doc["is"] is False, doc
 
 
 def test_collated_query_uses_the_collated_index(client):
