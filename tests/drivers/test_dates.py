@@ -127,12 +127,15 @@ def test_to_date_and_convert_of_a_string(coll):
     assert one(coll, {"$toDate": "2018-03-03"}) == dt(2018, 3, 3)
     assert one(coll, {"$toDate": "2018-03-20 11:00:06 +0500"}) == dt(2018, 3, 20, 6, 0, 6)
     assert one(coll, {"$convert": {"input": "2018-03-03", "to": "date"}}) == dt(2018, 3, 3)
-    assert one(coll, {"$convert": {"input": "not a date", "to": "date", "onError": "bad"}}) == "bad"
+    assert one(coll, {"$convert": {"input": "2018-02-30", "to": "date", "onError": "bad"}}) == "bad"
     assert one(coll, {"$convert": {"input": None, "to": "date", "onNull": "none"}}) == "none"
     assert one(coll, {"$convert": {"input": "5.5", "to": "double"}}) == 5.5
     with pytest.raises(OperationFailure) as ei:
-        one(coll, {"$toDate": "not a date"})
+        one(coll, {"$toDate": "2018-02-30"})
     assert ei.value.code == 241
+    with pytest.raises(OperationFailure) as ei:
+        one(coll, {"$toDate": "July 4th, 2017"})
+    assert ei.value.code == 238, "free-form words atomdb does not read are refused, not invalid"
     with pytest.raises(OperationFailure) as ei:
         one(coll, {"$convert": {"input": "5ab1ab1ab1ab1ab1ab1ab1ab", "to": "objectId", "onError": 0}})
     assert ei.value.code == 238, "a target atomdb does not convert to is refused, even with onError"

@@ -62,7 +62,8 @@ bool date_check_from_format(const char *fmt, dberr_t *err);
  * a string with its own offset may not have. *out: milliseconds since the
  * epoch. ConversionFailure 241 with mongod's wording otherwise ("Error
  * parsing date string '...'; pos: message", "an incomplete date/time
- * string has been found ..."). */
+ * string has been found ..."), except free-form text with words atomdb
+ * does not read (month names, zone abbreviations): NotImplemented 238. */
 bool date_from_string(const char *s, const char *fmt, const date_tz_t *tz, bool tz_given,
                       int64_t *out, dberr_t *err);
 

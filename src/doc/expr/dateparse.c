@@ -21,6 +21,7 @@ typedef struct dp_state {
     int64_t zone_ms; /* its offset from UTC */
     const char *error; /* the first error (timelib's message), NULL while none */
     size_t error_pos;
+    bool unreadable; /* free-form text atomdb does not read but mongod's timelib may */
 } dp_state_t;
 
 static void dp_init(dp_state_t *st, const char *s)
@@ -294,10 +295,20 @@ static void dp_free_form(dp_state_t *st)
         dp_zone(st);
     while (dp_peek(st) == ' ')
         st->pos++;
-    if (st->pos < st->len || (!date && st->h == DP_UNSET))
+    if (st->pos < st->len || (!date && st->h == DP_UNSET)) {
         dp_fail(st, "atomdb reads date strings without a format in ISO 8601 "
                     "(YYYY-MM-DD[THH:MM[:SS[.mmm]]][Z|+hh:mm]) and numeric (m/d/y, d-m-y) "
                     "forms only; give a format for others");
+        /* words (month names, am/pm, zone abbreviations) may be a date to
+         * mongod: refused as not implemented, never taken as invalid */
+        for (size_t k = 0; k < st->len; k++) {
+            const char *w = st->s + k;
+            if (!strncmp(w, "GMT", 3) || !strncmp(w, "UTC", 3))
+                k += 2; /* zone names atomdb reads */
+            else if (isalpha((unsigned char)*w) && !strchr("TtZz", *w))
+                st->unreadable = true;
+        }
+    }
 }
 
 /* ---- both ---- */
@@ -370,6 +381,12 @@ bool date_from_string(const char *s, const char *fmt, const date_tz_t *tz, bool 
     if (!st.error && st.y != DP_UNSET && st.m != DP_UNSET && st.d != DP_UNSET &&
         !dp_valid_date(st.y, st.m, st.d))
         dp_fail(&st, "The parsed date was invalid");
+    if (st.error && st.unreadable)
+        return dberr_set(err, DBERR_NOT_IMPLEMENTED,
+                         "atomdb cannot read the date string '%s' without a format: it reads ISO "
+                         "8601 (YYYY-MM-DD[THH:MM[:SS[.mmm]]][Z|+hh:mm]) and numeric (m/d/y, "
+                         "d-m-y) forms; give a format",
+                         s);
     if (st.error) {
         char c = st.error_pos < st.len ? st.s[st.error_pos] : '\0';
         if (c >= 32 && c <= 126)
