@@ -161,7 +161,8 @@ struct matcher *cmd_matcher_new(const cmd_ctx_t *ctx, const bson_t *filter, dber
 /* The collation an operation on `c` (NULL: no such collection) runs
  * under: its own `collation` field under `field` (NULL when the command
  * gives none; {locale: "simple"} overrides a default), else the
- * collection's or view's default. *out is a new reference the caller
+ * collection's or view's default (an empty `collation: {}` counts as none,
+ * as mongod). *out is a new reference the caller
  * destroys, NULL for the simple collation. False with mongod's parse errors
  * (collation.h), or OptionNotSupportedOnView 167 for a view with another
  * collation than its own. */

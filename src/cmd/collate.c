@@ -11,6 +11,10 @@ bool cmd_collation_resolve(collection_t *c, const bson_iter_t *field, collation_
 {
     *out = NULL;
     collation_t *dflt = c ? collection_collation(c) : NULL;
+    bson_t given;
+    if (field && BSON_ITER_HOLDS_DOCUMENT(field) && cmd_iter_doc(field, &given) &&
+        bson_empty(&given))
+        field = NULL; /* as mongod: {} is no collation at all */
     if (!field) {
         *out = collation_ref(dflt);
         return true;

@@ -263,6 +263,8 @@ def test_collection_default_collation(client):
     assert len(list(db.t.find({"category": "cafe"}))) == 3, "and to find"
     assert len(db.t.distinct("category")) == 1, "and to distinct"
     assert len(list(db.t.aggregate([{"$match": {"category": "cafe"}}]))) == 3, "and to aggregate"
+    assert db.command(SON([("count", "t"), ("query", {"category": "cafe"}), ("collation", {})]))["n"] == 3, \
+        "an empty collation is none at all (mongod): the default applies"
     # the simple collation overrides the default
     assert [d["_id"] for d in db.t.find({"category": "cafe"}, collation={"locale": "simple"})] == [2]
     # an index without its own collation inherits the default, as mongod
