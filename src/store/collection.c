@@ -64,6 +64,7 @@ collection_t *collection_new(const char *db, const char *name, const bson_t *opt
     c->indexes[0] = index_new_id();
     c->nindexes = 1;
     c->id = mvcc_new_collection_id();
+    index_set_id_collation(c->indexes[0], collection_collation(c)); /* as mongod */
     return c;
 }
 
@@ -109,6 +110,8 @@ void collection_set_options(collection_t *c, const bson_t *options)
     collation_destroy(c->collation);
     c->collation = NULL;
     c->collation_parsed = false;
+    if (c->count == 0 && !collation_same(c->indexes[0]->collation, collection_collation(c)))
+        index_set_id_collation(c->indexes[0], collection_collation(c)); /* a new collection */
     const store_observer_t *obs = c->quiet ? NULL : store_observer_get();
     if (obs && obs->ddl) {
         bson_t op = BSON_INITIALIZER;
@@ -278,7 +281,7 @@ record_t *collection_find_id(const collection_t *c, const bson_value_t *id)
 {
     buf_t key;
     buf_init(&key);
-    keystring_append(&key, id, false);
+    keystring_append_coll(&key, id, false, c->indexes[0]->collation);
     record_t *r = omap_get(c->indexes[0]->map, key.data, key.len);
     buf_destroy(&key);
     return r;
@@ -394,8 +397,8 @@ static bool collection_replace_id_only(collection_t *c, record_t *old, const bso
     buf_t key, new_key;
     buf_init(&key);
     buf_init(&new_key);
-    keystring_append(&key, id, false);
-    keystring_append(&new_key, &new_id, false);
+    keystring_append_coll(&key, id, false, c->indexes[0]->collation);
+    keystring_append_coll(&new_key, &new_id, false, c->indexes[0]->collation);
     bool same = key.len == new_key.len && memcmp(key.data, new_key.data, key.len) == 0;
     omap_node_t *n = same ? omap_find(c->indexes[0]->map, key.data, key.len) : NULL;
     buf_destroy(&key);
@@ -482,7 +485,7 @@ void collection_remove(collection_t *c, record_t *old)
         /* keys could always be generated when the record went in */
         buf_t key;
         buf_init(&key);
-        keystring_append(&key, &id, false);
+        keystring_append_coll(&key, &id, false, c->indexes[0]->collation);
         omap_remove(c->indexes[0]->map, key.data, key.len);
         buf_destroy(&key);
     }

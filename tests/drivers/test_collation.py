@@ -278,6 +278,17 @@ def test_collection_default_collation(client):
     # writes use it too
     assert db.t.update_many({"category": "CAFE"}, {"$set": {"u": 1}}).modified_count == 3
     assert db.t.delete_many({"category": "cafe"}).deleted_count == 3
+    # the _id index takes the default too (as mongod): _id strings are unique under it
+    db.command(SON([("create", "ids"), ("collation", CI)]))
+    assert db.ids.index_information()["_id_"]["collation"]["strength"] == 2
+    db.ids.insert_one({"_id": "bob", "n": 1})
+    with pytest.raises(DuplicateKeyError):
+        db.ids.insert_one({"_id": "BOB", "n": 2})
+    assert db.ids.find_one({"_id": "Bob"})["n"] == 1, "an _id lookup under the default"
+    assert db.ids.find_one({"_id": "Bob"}, collation={"locale": "simple"}) is None
+    assert db.ids.update_one({"_id": "BOB"}, {"$set": {"n": 3}}).modified_count == 1
+    assert db.ids.replace_one({"_id": "bob"}, {"n": 4}).modified_count == 1
+    assert db.ids.find_one()["n"] == 4 and db.ids.delete_one({"_id": "bOb"}).deleted_count == 1
     fails(2, lambda: db.command(SON([("create", "bad"), ("collation", {"locale": "xx_nope"})])),
           "create with an unknown locale")
     assert "bad" not in db.list_collection_names()
@@ -288,7 +299,7 @@ def test_default_collation_survives_a_restart(atomdb, kill):
     c = MongoClient(atomdb.uri(), serverSelectionTimeoutMS=10000)
     db = c.coll_restart
     db.command(SON([("create", "t"), ("collation", CI)]))
-    db.t.insert_many([{"_id": 1, "a": "X"}, {"_id": 2, "a": "x"}])
+    db.t.insert_many([{"_id": 1, "a": "X"}, {"_id": 2, "a": "x"}, {"_id": "key", "a": "k"}])
     db.t.create_index("a", name="a_1")
     c.close()
     servers = []
@@ -300,8 +311,13 @@ def test_default_collation_survives_a_restart(atomdb, kill):
         info = list(db.list_collections(filter={"name": "t"}))[0]
         assert info["options"]["collation"]["strength"] == 2, info
         assert db.t.count_documents({"a": "x"}) == 2, "the default still applies after a restart"
+        assert db.t.find_one({"_id": "KEY"})["a"] == "k", "string _ids are keyed by it"
+        with pytest.raises(DuplicateKeyError):
+            db.t.insert_one({"_id": "Key"})
         specs = {ix["name"]: ix for ix in db.t.list_indexes()}
         assert specs["a_1"]["collation"]["strength"] == 2
+        assert specs["_id_"]["collation"]["strength"] == 2, "the _id index keeps it too"
+        assert db.t.find_one({"_id": 1})["a"] == "X"
         c.close()
     finally:
         stop_all(servers)
