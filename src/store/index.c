@@ -437,6 +437,10 @@ index_t *index_new(const bson_t *spec, dberr_t *err)
         ix->is_id = true;
         ix->unique = true;
     }
+    if (ix->is_id && ix->hidden) {
+        dberr_set(err, DBERR_BAD_VALUE, "can't hide _id index");
+        goto fail;
+    }
     if (ix->partial)
         matcher_set_collation(ix->partial, ix->collation);
     BSON_APPEND_INT32(&ix->spec, "v", 2);

@@ -98,6 +98,8 @@ def test_bad_collmod_index_requests_fail_as_mongod(client):
     db.command(SON([("createIndexes", "t"), ("indexes", [{"key": {"a": 1}, "name": "a_1"}])]))
     fails(2, lambda: db.command(SON([("collMod", "t"), ("index", {"name": "_id_", "hidden": True})])),
           "the _id index cannot be hidden")
+    fails(2, lambda: db.command(SON([("createIndexes", "t"), ("indexes", [
+        {"key": {"_id": 1}, "name": "_id_", "hidden": True}])])), "createIndexes cannot hide _id either")
     fails(14, lambda: db.command(SON([("collMod", "t"), ("index", {"name": "a_1", "hidden": 1})])),
           "hidden must be a bool")
     fails(27, lambda: db.command(SON([("collMod", "t"), ("index", {"name": "nope", "hidden": True})])),
