@@ -158,6 +158,19 @@ bool cmd_opt_doc(const cmd_ctx_t *ctx, const char *key, bson_t *out, bool *prese
 /* Compiles `filter`, giving $expr the command's `let` variables. */
 struct matcher *cmd_matcher_new(const cmd_ctx_t *ctx, const bson_t *filter, dberr_t *err);
 
+/* The collation an operation on `c` (NULL: no such collection) runs
+ * under: its own `collation` field under `field` (NULL when the command
+ * gives none; {locale: "simple"} overrides a default), else the
+ * collection's or view's default (an empty `collation: {}` counts as none,
+ * as mongod). *out is a new reference the caller
+ * destroys, NULL for the simple collation. False with mongod's parse errors
+ * (collation.h), or OptionNotSupportedOnView 167 for a view with another
+ * collation than its own. */
+struct collation;
+struct collection;
+bool cmd_collation_resolve(struct collection *c, const bson_iter_t *field,
+                           struct collation **out, dberr_t *err);
+
 /* Appends the array index key for `i` ("0", "1", ...) and returns it. */
 const char *cmd_index_key(uint32_t i, char *buf, size_t size);
 

@@ -9,6 +9,7 @@
 
 #include <string.h>
 
+#include "doc/collation.h"
 #include "doc/matcher.h"
 #include "doc/projection.h"
 #include "doc/sortspec.h"
@@ -334,6 +335,8 @@ typedef struct crud_update_stmt {
     const char *hint_name;
     bson_t sort;
     bool has_sort;
+    bson_iter_t collation; /* the statement's own (has_collation) */
+    bool has_collation;
 } crud_update_stmt_t;
 
 /* The command's `let` document, or NULL. Borrowed from the command. */
@@ -496,7 +499,8 @@ static bool crud_parse_update_stmt(const bson_t *stmt, crud_update_stmt_t *s, db
             else if (cmd_iter_doc(&it, &s->hint))
                 s->has_hint = !bson_empty(&s->hint);
         } else if (strcmp(k, "collation") == 0) {
-            return dberr_set(err, DBERR_NOT_IMPLEMENTED, "atomdb does not support collation yet");
+            s->collation = it;
+            s->has_collation = true;
         } else if (strcmp(k, "c") == 0 || strcmp(k, "upsertSupplied") == 0) {
             /* accepted */
         } else {
@@ -519,11 +523,15 @@ static bool crud_update_one(const cmd_ctx_t *ctx, view_t *view, collection_t *c,
     matcher_t *m = NULL;
     updater_t *u = NULL;
     sortspec_t *sort = NULL;
+    collation_t *coll = NULL;
     recvec_t recs;
     bool ok = false;
     bson_iter_t let;
-    bool cacheable = !s->has_array_filters && !cmd_find(ctx, "let", &let);
     recvec_init(&recs);
+    bool cacheable = false; /* until the collation is known: cleanup frees */
+    if (!cmd_collation_resolve(c, s->has_collation ? &s->collation : NULL, &coll, err))
+        goto cleanup;
+    cacheable = !s->has_array_filters && !cmd_find(ctx, "let", &let) && !coll;
     m = cacheable ? plancache_take_matcher(&s->q) : NULL;
     if (!m && !(m = cmd_matcher_new(ctx, &s->q, err)))
         goto cleanup;
@@ -531,6 +539,10 @@ static bool crud_update_one(const cmd_ctx_t *ctx, view_t *view, collection_t *c,
     if (!u && !(u = updater_new_let(&s->u, s->has_array_filters ? &s->array_filters : NULL,
                                     crud_let(ctx), err)))
         goto cleanup;
+    if (coll) { /* the statement's strings compare by it */
+        matcher_set_collation(m, coll);
+        updater_set_collation(u, coll);
+    }
     if (s->multi && updater_kind(u) == UPDATER_REPLACEMENT) {
         dberr_set(err, DBERR_FAILED_TO_PARSE, "multi update is not supported for "
                                               "replacement-style update");
@@ -540,6 +552,8 @@ static bool crud_update_one(const cmd_ctx_t *ctx, view_t *view, collection_t *c,
         goto cleanup;
     if (!cmd_text_meta(m, sort, NULL, err))
         goto cleanup;
+    if (sort)
+        sortspec_set_collation(sort, coll);
     collection_query_opts_t o = {0};
     o.matcher = m;
     o.sort = sort;
@@ -602,6 +616,7 @@ cleanup:
         updater_destroy(u);
     }
     sortspec_destroy(sort);
+    collation_destroy(coll);
     return ok;
 }
 
@@ -641,7 +656,8 @@ static bool crud_delete_one(const cmd_ctx_t *ctx, view_t *view, collection_t *c,
 {
     bson_iter_t it;
     bson_t q, hint;
-    bool has_q = false, has_limit = false, has_hint = false;
+    bson_iter_t coll_field;
+    bool has_q = false, has_limit = false, has_hint = false, has_coll = false;
     const char *hint_name = NULL;
     int64_t limit = 0;
     bson_iter_init(&it, stmt);
@@ -668,7 +684,8 @@ static bool crud_delete_one(const cmd_ctx_t *ctx, view_t *view, collection_t *c,
             else if (cmd_iter_doc(&it, &hint))
                 has_hint = !bson_empty(&hint);
         } else if (strcmp(k, "collation") == 0) {
-            return dberr_set(err, DBERR_NOT_IMPLEMENTED, "atomdb does not support collation yet");
+            coll_field = it;
+            has_coll = true;
         }
     }
     if (!has_q)
@@ -681,7 +698,13 @@ static bool crud_delete_one(const cmd_ctx_t *ctx, view_t *view, collection_t *c,
         return dberr_set(err, DBERR_FAILED_TO_PARSE,
                          "The limit field in delete objects must be 0 or 1. Got %lld",
                          (long long)limit);
+    collation_t *collation;
+    if (!cmd_collation_resolve(c, has_coll ? &coll_field : NULL, &collation, err))
+        return false;
     matcher_t *m = cmd_matcher_new(ctx, &q, err);
+    if (m)
+        matcher_set_collation(m, collation);
+    collation_destroy(collation); /* the matcher holds its own reference */
     if (!m)
         return false;
     recvec_t recs;
@@ -759,6 +782,8 @@ typedef struct crud_fam {
     const char *hint_name;
     bool remove, want_new, upsert, has_update;
     bson_iter_t update;
+    bson_iter_t collation; /* the command's own (has_collation) */
+    bool has_collation;
 } crud_fam_t;
 
 static bool crud_parse_fam(cmd_ctx_t *ctx, crud_fam_t *f, dberr_t *err)
@@ -798,8 +823,7 @@ static bool crud_parse_fam(cmd_ctx_t *ctx, crud_fam_t *f, dberr_t *err)
         else if (cmd_iter_doc(&it, &f->hint))
             f->has_hint = !bson_empty(&f->hint);
     }
-    if (cmd_find(ctx, "collation", &it))
-        return dberr_set(err, DBERR_NOT_IMPLEMENTED, "atomdb does not support collation yet");
+    f->has_collation = cmd_find(ctx, "collation", &f->collation);
     if (f->remove && f->has_update)
         return dberr_set(err, DBERR_FAILED_TO_PARSE, "Cannot specify both an update and "
                                                      "remove=true");
@@ -854,11 +878,13 @@ bool cmd_find_and_modify(cmd_ctx_t *ctx, dberr_t *err)
     bson_t new_doc = BSON_INITIALIZER;
     bool ok = false;
     bool cacheable = false;
+    collation_t *coll = NULL;
     recvec_init(&recs);
-    if (!crud_parse_fam(ctx, &f, err) || !crud_collection(ctx, &c, err))
+    if (!crud_parse_fam(ctx, &f, err) || !crud_collection(ctx, &c, err) ||
+        !cmd_collation_resolve(c, f.has_collation ? &f.collation : NULL, &coll, err))
         goto cleanup;
     bson_iter_t let;
-    cacheable = !f.has_array_filters && !cmd_find(ctx, "let", &let);
+    cacheable = !f.has_array_filters && !cmd_find(ctx, "let", &let) && !coll;
     m = cacheable ? plancache_take_matcher(&f.query) : NULL;
     if (!m && !(m = cmd_matcher_new(ctx, &f.query, err)))
         goto cleanup;
@@ -874,6 +900,15 @@ bool cmd_find_and_modify(cmd_ctx_t *ctx, dberr_t *err)
         !(u = updater_new_let(&f.update, f.has_array_filters ? &f.array_filters : NULL,
                               crud_let(ctx), err)))
         goto cleanup;
+    if (coll) { /* the command's strings compare by it */
+        matcher_set_collation(m, coll);
+        if (sort)
+            sortspec_set_collation(sort, coll);
+        if (p)
+            projection_set_collation(p, coll);
+        if (u)
+            updater_set_collation(u, coll);
+    }
     collection_query_opts_t o = {0};
     o.matcher = m;
     o.sort = sort;
@@ -945,5 +980,6 @@ cleanup:
     }
     sortspec_destroy(sort);
     projection_destroy(p);
+    collation_destroy(coll);
     return ok;
 }

@@ -623,6 +623,8 @@ static void cs_ddl_events(cs_emit_t *em, cs_pos_t pos, uint64_t base, const char
             type = "modify";
             if (bsonview_field(cmd, "options", &sub))
                 bson_concat(&desc, &sub);
+            if (bsonview_field(cmd, "index", &sub)) /* {name, hidden}: an index hidden */
+                BSON_APPEND_DOCUMENT(&desc, "index", &sub);
         }
         if (type && cs_watches(s, db, name) && CS_AT(em, pos, base, 0))
             cs_simple_event(em, pos, type, db, name, &desc, NULL, NULL);

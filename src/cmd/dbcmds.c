@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "doc/collation.h"
 #include "doc/matcher.h"
 #include "doc/pipeline.h"
 #include "cmd/view.h"
@@ -280,16 +281,40 @@ bool cmd_create(cmd_ctx_t *ctx, dberr_t *err)
             !strcmp(k, "apiDeprecationErrors"))
             continue;
         if ((!strcmp(k, "capped") && bson_iter_as_bool(&it)) || !strcmp(k, "timeseries") ||
-            !strcmp(k, "clusteredIndex") || !strcmp(k, "encryptedFields") ||
-            !strcmp(k, "collation")) {
+            !strcmp(k, "clusteredIndex") || !strcmp(k, "encryptedFields")) {
             ok = dberr_set(err, DBERR_NOT_IMPLEMENTED,
                            "atomdb does not support the create option '%s' yet", k);
             break;
+        }
+        if (!strcmp(k, "collation")) {
+            /* the default collation, kept resolved as mongod shows it
+             * (listCollections); the simple one is no option at all */
+            collation_t *dflt;
+            if (!(ok = collation_parse_iter(&it, &dflt, err)))
+                break;
+            if (dflt)
+                collation_append(dflt, &options, "collation");
+            collation_destroy(dflt);
+            continue;
         }
         bson_append_value(&options, k, -1, bson_iter_value(&it));
     }
     if (ok)
         ok = dbcmds_check_options(&options, err);
+    bson_iter_t von, vcoll;
+    collection_t *source = NULL;
+    if (ok && bson_iter_init_find(&von, &options, "viewOn") && BSON_ITER_HOLDS_UTF8(&von))
+        source = catalog_get(server.catalog, ctx->db, bson_iter_utf8(&von, NULL));
+    if (source && collection_is_view(source)) {
+        /* as mongod: a view on a view has that view's collation */
+        collation_t *mine = NULL;
+        if (bson_iter_init_find(&vcoll, &options, "collation"))
+            ok = collation_parse_iter(&vcoll, &mine, err);
+        if (ok && !collation_same(mine, collection_collation(source)))
+            ok = dberr_set(err, 167, "View %s.%s has conflicting collation with view %s.%s",
+                           ctx->db, coll, ctx->db, bson_iter_utf8(&von, NULL));
+        collation_destroy(mine);
+    }
     collection_t *existing = ok ? catalog_get(server.catalog, ctx->db, coll) : NULL;
     if (ok && ctx->view->txn && existing) {
         /* mongod 7: inside a transaction, only a new collection */
@@ -337,6 +362,8 @@ bool cmd_coll_mod(cmd_ctx_t *ctx, dberr_t *err)
     bson_iter_init(&it, collection_options(c));
     bson_t changes = BSON_INITIALIZER;
     bson_iter_t cit;
+    index_t *hide_ix = NULL; /* collMod index.hidden: which index, and to what */
+    bool hide = false;
     bson_iter_init(&cit, ctx->cmd);
     bson_iter_next(&cit);
     bool ok = true;
@@ -372,10 +399,32 @@ bool cmd_coll_mod(cmd_ctx_t *ctx, dberr_t *err)
                 break;
             }
             if (bson_iter_init_find(&f, &spec, "hidden")) {
-                ok = dberr_set(err, DBERR_NOT_IMPLEMENTED,
-                               "atomdb's collMod does not support 'index.hidden' yet");
-                break;
+                if (!BSON_ITER_HOLDS_BOOL(&f)) {
+                    ok = dberr_set(err, DBERR_TYPE_MISMATCH,
+                                   "BSON field 'collMod.index.hidden' is the wrong type '%s', "
+                                   "expected type 'bool'",
+                                   shellfmt_type_name(bson_iter_type(&f)));
+                    break;
+                }
+                if (ix->is_id) {
+                    ok = dberr_set(err, DBERR_BAD_VALUE, "can't hide _id index");
+                    break;
+                }
+                hide_ix = ix; /* applied once the whole command is checked */
+                hide = bson_iter_bool(&f);
             }
+            bson_iter_init(&f, &spec);
+            while (bson_iter_next(&f)) {
+                const char *ik = bson_iter_key(&f);
+                if (strcmp(ik, "name") && strcmp(ik, "keyPattern") && strcmp(ik, "hidden") &&
+                    strcmp(ik, "expireAfterSeconds")) {
+                    ok = dberr_set(err, DBERR_NOT_IMPLEMENTED,
+                                   "atomdb's collMod does not support 'index.%s'", ik);
+                    break;
+                }
+            }
+            if (!ok)
+                break;
             if (bson_iter_init_find(&f, &spec, "expireAfterSeconds") && BSON_ITER_HOLDS_NUMBER(&f))
                 ix->expire_after_s = bson_iter_as_int64(&f);
         } else {
@@ -391,8 +440,14 @@ bool cmd_coll_mod(cmd_ctx_t *ctx, dberr_t *err)
         bson_concat(&options, &changes);
         ok = dbcmds_check_options(&options, err);
     }
-    if (ok)
+    if (ok && (!bson_empty(&changes) || !hide_ix)) /* an index alone changes no option */
         collection_set_options(c, &options);
+    if (ok && hide_ix && hide_ix->hidden != hide) {
+        /* as mongod: a change is reported, a no-op is not */
+        BSON_APPEND_BOOL(ctx->reply, "hidden_old", hide_ix->hidden);
+        BSON_APPEND_BOOL(ctx->reply, "hidden_new", hide);
+        collection_set_index_hidden(c, hide_ix->name, hide);
+    }
     bson_destroy(&changes);
     bson_destroy(&options);
     return ok;
@@ -516,7 +571,18 @@ bool cmd_create_indexes(cmd_ctx_t *ctx, dberr_t *err)
         if (!BSON_ITER_HOLDS_DOCUMENT(&el) || !cmd_iter_doc(&el, &spec))
             return dberr_set(err, DBERR_TYPE_MISMATCH, "index specification must be an object");
         bool created;
-        if (!collection_create_index(c, &spec, &created, err))
+        bson_t inherited = BSON_INITIALIZER;
+        collation_t *dflt = collection_collation(c);
+        if (dflt && !bson_has_field(&spec, "collation")) {
+            /* as mongod: an index without its own collation takes the
+             * collection's default */
+            bson_concat(&inherited, &spec);
+            collation_append(dflt, &inherited, "collation");
+        }
+        bool ok = collection_create_index(c, bson_empty(&inherited) ? &spec : &inherited,
+                                          &created, err);
+        bson_destroy(&inherited);
+        if (!ok)
             return false;
         specs++;
     }

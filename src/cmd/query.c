@@ -215,7 +215,9 @@ typedef struct query_find {
     bool return_key;
     bool no_cursor_timeout;
     bool allow_disk_use;
-    collation_t *coll; /* owned; NULL: the simple (bytewise) collation */
+    bson_iter_t coll_field; /* the command's `collation` (has_coll_field) */
+    bool has_coll_field;
+    collation_t *coll; /* owned, from query_resolve_collation; NULL: simple */
 } query_find_t;
 
 /* find's own fields (mongod's find_command.idl) that atomdb honours;
@@ -309,8 +311,15 @@ static bool query_parse_find(cmd_ctx_t *ctx, query_find_t *q, dberr_t *err)
     /* allowPartialResults: one node holds all the data, so every result is
      * complete; allowDiskUse: atomdb cannot spill, so an in-memory sort past
      * its cap fails either way (query_run), with a message that says so */
-    /* last: nothing after it can fail, so q->coll needs no undoing here */
-    return !cmd_find(ctx, "collation", &it) || collation_parse_iter(&it, &q->coll, err);
+    q->has_coll_field = cmd_find(ctx, "collation", &q->coll_field);
+    return true;
+}
+
+/* q->coll: the command's collation, else the default of `c` (a view
+ * refuses another one: 167), as cmd_collation_resolve. */
+static bool query_resolve_collation(query_find_t *q, collection_t *c, dberr_t *err)
+{
+    return cmd_collation_resolve(c, q->has_coll_field ? &q->coll_field : NULL, &q->coll, err);
 }
 
 /* The find's collation on its matcher and sort (what they compare strings
@@ -433,8 +442,6 @@ static bool query_run(cmd_ctx_t *ctx, collection_t *c, const char *coll, const q
         memcpy(ctx->view->plan_stage, "EOF", 4);
         return true;
     }
-    if (q->coll && c && collection_is_view(c))
-        return dberr_set(err, 167, "Cannot override a view's default collation");
     collection_query_opts_t o = {0};
     o.matcher = m;
     o.sort = s;
@@ -490,6 +497,9 @@ bool cmd_find_cmd(cmd_ctx_t *ctx, dberr_t *err)
         return false;
     if (!catalog_valid_coll_name(ctx->db, coll, err))
         return false;
+    collection_t *c = catalog_get(server.catalog, ctx->db, coll);
+    if (!query_resolve_collation(&q, c, err))
+        goto cleanup;
     m = cmd_matcher_new(ctx, &q.filter, err);
     if (!m)
         goto cleanup;
@@ -501,7 +511,8 @@ bool cmd_find_cmd(cmd_ctx_t *ctx, dberr_t *err)
         goto cleanup;
     if (!cmd_text_meta(m, s, p, err))
         goto cleanup;
-    collection_t *c = catalog_get(server.catalog, ctx->db, coll);
+    if (p && q.coll)
+        projection_set_collation(p, q.coll);
     if (!query_run(ctx, c, coll, &q, m, s, &recs, NULL, err))
         goto cleanup;
     char ns[512];
@@ -559,7 +570,8 @@ bool cmd_count(cmd_ctx_t *ctx, dberr_t *err)
     }
     collection_t *c = catalog_get(server.catalog, ctx->db, coll);
     int64_t n = 0;
-    if (cmd_find(ctx, "collation", &it) && !collation_parse_iter(&it, &q.coll, err))
+    q.has_coll_field = cmd_find(ctx, "collation", &q.coll_field);
+    if (!query_resolve_collation(&q, c, err))
         return false;
     if (c && bson_empty(&filter) && !q.has_hint && !q.hint_name && !ctx->view->txn &&
         !collection_is_view(c)) {
@@ -591,10 +603,11 @@ bool cmd_count(cmd_ctx_t *ctx, dberr_t *err)
     return true;
 }
 
-/* distinct's accumulator: values seen, kept unique. */
+/* distinct's accumulator: values seen, kept unique under the collation. */
 typedef struct query_distinct {
     bson_value_t *vals;
     size_t len, cap;
+    const collation_t *coll; /* NULL: simple */
 } query_distinct_t;
 
 static bool query_distinct_add(const bson_value_t *v, void *ctx)
@@ -603,16 +616,17 @@ static bool query_distinct_add(const bson_value_t *v, void *ctx)
     if (v->value_type == BSON_TYPE_ARRAY)
         return true; /* distinct reports an array's elements, visited next */
     for (size_t i = 0; i < d->len; i++)
-        if (d->vals[i].value_type == v->value_type && compare_equal(&d->vals[i], v))
+        if (d->vals[i].value_type == v->value_type &&
+            compare_values_coll(&d->vals[i], v, d->coll) == 0)
             return true;
     VEC_RESERVE_ONE(d->vals, d->len, d->cap, 16);
     bson_value_copy(v, &d->vals[d->len++]);
     return true;
 }
 
-static int query_value_cmp(const void *a, const void *b)
+static int query_value_cmp(const void *a, const void *b, void *coll)
 {
-    return compare_values(a, b);
+    return compare_values_coll(a, b, coll);
 }
 
 bool cmd_distinct(cmd_ctx_t *ctx, dberr_t *err)
@@ -633,16 +647,21 @@ bool cmd_distinct(cmd_ctx_t *ctx, dberr_t *err)
         return false;
     if (!present)
         bson_init(&filter);
-    if (cmd_find(ctx, "collation", &it))
-        return dberr_set(err, DBERR_NOT_IMPLEMENTED, "atomdb does not support collation yet");
-    matcher_t *m = matcher_new(&filter, err);
-    if (!m)
-        return false;
-    query_distinct_t d = {0};
-    recvec_t recs;
-    recvec_init(&recs);
     collection_t *c = catalog_get(server.catalog, ctx->db, coll);
     query_find_t q = {0};
+    q.has_coll_field = cmd_find(ctx, "collation", &q.coll_field);
+    if (!query_resolve_collation(&q, c, err))
+        return false;
+    matcher_t *m = matcher_new(&filter, err);
+    if (!m) {
+        collation_destroy(q.coll);
+        return false;
+    }
+    query_apply_collation(&q, m, NULL);
+    query_distinct_t d = {0};
+    d.coll = q.coll;
+    recvec_t recs;
+    recvec_init(&recs);
     bool ok = query_run(ctx, c, coll, &q, m, NULL, &recs, NULL, err);
     for (size_t i = 0; ok && i < recs.len; i++) {
         if (!(ok = fiber_check(err)))
@@ -653,7 +672,7 @@ bool cmd_distinct(cmd_ctx_t *ctx, dberr_t *err)
     }
     if (ok) {
         if (d.len > 1) /* qsort(NULL, 0) is undefined */
-            qsort(d.vals, d.len, sizeof *d.vals, query_value_cmp);
+            qsort_r(d.vals, d.len, sizeof *d.vals, query_value_cmp, q.coll);
         bson_t arr;
         char k[16];
         bson_append_array_begin(ctx->reply, "values", -1, &arr);
@@ -670,6 +689,7 @@ bool cmd_distinct(cmd_ctx_t *ctx, dberr_t *err)
     bson_free(d.vals);
     recvec_destroy(&recs);
     matcher_destroy(m);
+    collation_destroy(q.coll);
     return ok;
 }
 
@@ -953,8 +973,6 @@ static bool query_aggregate(cmd_ctx_t *ctx, const char *verbosity, dberr_t *err)
             batch_size = bson_iter_as_int64(&bs);
         }
     }
-    if (cmd_find(ctx, "collation", &cur))
-        return dberr_set(err, DBERR_NOT_IMPLEMENTED, "atomdb does not support collation yet");
     static const char *const known[] = {"pipeline", "explain", "cursor", "allowDiskUse", "let",
                                         "hint", "bypassDocumentValidation", "collation"};
     if (!cmd_only_fields(ctx, known, sizeof known / sizeof known[0], err))
@@ -965,8 +983,20 @@ static bool query_aggregate(cmd_ctx_t *ctx, const char *verbosity, dberr_t *err)
     bson_t cs_stage;
     if (!explain && bson_iter_recurse(&it, &cs_first) && bson_iter_next(&cs_first) &&
         cmd_iter_doc(&cs_first, &cs_stage) && BSON_ITER_HOLDS_DOCUMENT(&cs_first) &&
-        bson_has_field(&cs_stage, "$changeStream"))
+        bson_has_field(&cs_stage, "$changeStream")) {
+        /* a change stream's filters compare bytewise: another collation is
+         * refused, not ignored */
+        collation_t *cs_coll = NULL;
+        bson_iter_t cf;
+        if (cmd_find(ctx, "collation", &cf) && !collation_parse_iter(&cf, &cs_coll, err))
+            return false;
+        bool collated = cs_coll != NULL;
+        collation_destroy(cs_coll);
+        if (collated)
+            return dberr_set(err, DBERR_NOT_IMPLEMENTED,
+                             "atomdb does not support a collation on a change stream yet");
         return changestream_aggregate(ctx, coll, &it, batch_size, err);
+    }
     query_find_t hq = {0};
     if (cmd_find(ctx, "hint", &f)) {
         if (BSON_ITER_HOLDS_UTF8(&f))
@@ -1043,6 +1073,10 @@ static bool query_aggregate(cmd_ctx_t *ctx, const char *verbosity, dberr_t *err)
         goto cleanup;
     }
     collection_t *c = coll ? catalog_get(server.catalog, ctx->db, coll) : NULL;
+    hq.has_coll_field = cmd_find(ctx, "collation", &hq.coll_field);
+    if (!query_resolve_collation(&hq, c, err))
+        goto cleanup;
+    pipeline_set_collation(p, hq.coll);
     collection_plan_t plan = {0};
     if (sessions) {
         session_foreach(query_session_doc, &docs);
@@ -1065,6 +1099,7 @@ static bool query_aggregate(cmd_ctx_t *ctx, const char *verbosity, dberr_t *err)
             goto cleanup;
         if (has_let)
             matcher_set_let(m, &let);
+        query_apply_collation(&hq, m, NULL);
         if (!query_run(ctx, c, coll, &hq, m, NULL, &recs, &plan, err) ||
             matcher_take_error(m, err))
             goto cleanup;
@@ -1122,6 +1157,7 @@ cleanup:
     recvec_destroy(&recs);
     doclist_destroy(&docs);
     bson_destroy(&rest);
+    collation_destroy(hq.coll);
     if (snap) {
         ctx->view->snapshot = 0;
         mvcc_snapshot_close(snap);
@@ -1175,10 +1211,14 @@ bool cmd_explain(cmd_ctx_t *ctx, dberr_t *err)
             return false;
         if (!present)
             bson_init(&q.filter);
+        q.has_coll_field = cmd_find(&sub, "collation", &q.coll_field);
     } else {
         return dberr_set(err, DBERR_NOT_IMPLEMENTED,
                          "atomdb explains find, count and distinct; not '%s' yet", sub.name);
     }
+    collection_t *c = catalog_get(server.catalog, ctx->db, coll);
+    if (!query_resolve_collation(&q, c, err))
+        return false;
     matcher_t *m = matcher_new(&q.filter, err);
     if (!m) {
         collation_destroy(q.coll);
@@ -1197,7 +1237,6 @@ bool cmd_explain(cmd_ctx_t *ctx, dberr_t *err)
         collation_destroy(q.coll);
         return false;
     }
-    collection_t *c = catalog_get(server.catalog, ctx->db, coll);
     recvec_t recs;
     recvec_init(&recs);
     collection_plan_t plan = {0};

@@ -126,6 +126,7 @@ static bool view_query_view(view_t *v, collection_t *c, const collection_query_o
         if (!(p = pipeline_new(&it, PIPELINE_AGGREGATE, NULL, err)))
             goto cleanup;
         pipeline_set_source(p, &joins);
+        pipeline_set_collation(p, collection_collation(c)); /* the view's default */
         if (!pipeline_run(p, &docs, err))
             goto cleanup;
     }

@@ -11,6 +11,7 @@
 #include "util/dberr.h"
 
 typedef struct expr expr_t;
+typedef struct collation collation_t;
 
 /* What an expression is evaluated against. */
 /* The largest string, array, document or binary value an expression may
@@ -29,6 +30,7 @@ typedef struct expr_ctx {
                             * descending into a subdocument); NULL: `root` */
     const struct pipeline_source *source; /* where $lookup and the other joins read
                                            * (doc/pipeline.h), or NULL */
+    const collation_t *coll; /* how strings compare ($eq, $in, $min, ...); NULL: simple */
 } expr_ctx_t;
 
 /* Parses the expression under `spec` (any BSON value: a literal, a "$path",

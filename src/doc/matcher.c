@@ -74,6 +74,7 @@ typedef struct mnode {
     bits_t *bits;          /* BITS */
     fts_query_t *text;     /* TEXT (doc/fts.h): bound to the text index by the planner */
     const collation_t *coll; /* string order of EQ/IN/comparisons (the matcher's) */
+    bool bytewise;           /* a DBRef's $ref/$db: never collated, as mongod */
 } mnode_t;
 
 /* What matching leaves behind for matcher_take_error; written by
@@ -490,7 +491,7 @@ static bool eval(const matcher_t *m, const mnode_t *n, const bson_t *doc, int *p
     case MN_TEXT:
         return fts_query_matches(n->text, doc);
     case MN_EXPR: {
-        expr_ctx_t ctx = {doc, now_ms(), m->let};
+        expr_ctx_t ctx = {.root = doc, .now_ms = now_ms(), .vars = m->let, .coll = m->coll};
         bson_value_t out;
         dberr_t err;
         if (!expr_eval(n->expr, &ctx, &out, &err)) {
@@ -524,17 +525,45 @@ static bool starts_dollar(const char *s)
     return s[0] == '$';
 }
 
-bool matcher_is_operator_doc(const bson_iter_t *it)
+/* A DBRef's field names: $ref, $id, $db. */
+static bool is_dbref_field(const char *k)
+{
+    return !strcmp(k, "$ref") || !strcmp(k, "$id") || !strcmp(k, "$db");
+}
+
+/* mongod's isDBRefDocument: the document under `it` has $ref and $id, or
+ * (`incomplete`) any one of $ref, $id, $db. */
+static bool is_dbref_doc(const bson_iter_t *it, bool incomplete)
+{
+    bson_iter_t child;
+    bool ref = false, id = false, db = false;
+    if (!bson_iter_recurse(it, &child))
+        return false;
+    while (bson_iter_next(&child)) {
+        const char *k = bson_iter_key(&child);
+        ref = ref || !strcmp(k, "$ref");
+        id = id || !strcmp(k, "$id");
+        db = db || !strcmp(k, "$db");
+    }
+    return incomplete ? ref || id || db : ref && id;
+}
+
+/* mongod's isExpressionDocument: a non-empty document whose first field
+ * starts with '$' and that is not a DBRef (`incomplete`: any DBRef field
+ * makes it one). */
+static bool is_expression_doc(const bson_iter_t *it, bool incomplete)
 {
     if (bson_iter_type(it) != BSON_TYPE_DOCUMENT)
         return false;
     bson_iter_t child;
     if (!bson_iter_recurse(it, &child) || !bson_iter_next(&child))
         return false;
-    const char *k = bson_iter_key(&child);
-    if (!starts_dollar(k))
-        return false;
-    return strcmp(k, "$ref") != 0 && strcmp(k, "$id") != 0 && strcmp(k, "$db") != 0;
+    return starts_dollar(bson_iter_key(&child)) && !is_dbref_doc(it, incomplete);
+}
+
+bool matcher_is_operator_doc(const bson_iter_t *it)
+{
+    return is_expression_doc(it, false);
 }
 
 static bool is_unsupported_field_op(const char *op)
@@ -683,9 +712,11 @@ static mnode_t *parse_elem_match(const char *path, const bson_iter_t *it, int de
     }
     bson_iter_t child;
     bool value_form = false;
-    if (bson_iter_recurse(it, &child) && bson_iter_next(&child)) {
+    /* as mongod: a document with a DBRef field ($ref, $id, $db) is the
+     * object form, whatever its other fields */
+    if (is_expression_doc(it, true) && bson_iter_recurse(it, &child) && bson_iter_next(&child)) {
         const char *k = bson_iter_key(&child);
-        value_form = starts_dollar(k) && strcmp(k, "$and") != 0 && strcmp(k, "$or") != 0 &&
+        value_form = strcmp(k, "$and") != 0 && strcmp(k, "$or") != 0 &&
                      strcmp(k, "$nor") != 0 && strcmp(k, "$expr") != 0 &&
                      strcmp(k, "$where") != 0 && strcmp(k, "$text") != 0 &&
                      strcmp(k, "$comment") != 0 && strcmp(k, "$alwaysTrue") != 0 &&
@@ -992,6 +1023,13 @@ static bool parse_filter(const bson_t *filter, mnode_t *and_node, int depth, boo
                 continue;
             } else if (strcmp(key, "$alwaysTrue") == 0 || strcmp(key, "$alwaysFalse") == 0) {
                 node_add(and_node, node_new(key[7] == 'T' ? MN_TRUE : MN_FALSE, NULL));
+            } else if (is_dbref_field(key)) {
+                /* as mongod's parseDBRef: equality on the field itself
+                 * ($id under the collation, $ref and $db bytewise) */
+                mnode_t *n = node_new(MN_EQ, key);
+                node_set_arg(n, bson_iter_value(&it));
+                n->bytewise = strcmp(key, "$id") != 0;
+                node_add(and_node, n);
             } else if (is_unsupported_field_op(key)) {
                 return dberr_set(err, DBERR_BAD_VALUE, "%s is not supported by atomdb", key);
             } else {
@@ -1253,7 +1291,7 @@ static void node_set_collation(mnode_t *n, collation_t *coll)
 {
     if (!n)
         return;
-    n->coll = coll;
+    n->coll = n->bytewise ? NULL : coll;
     for (size_t i = 0; i < n->nkids; i++)
         node_set_collation(n->kids[i], coll);
     if (n->sub)

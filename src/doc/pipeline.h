@@ -128,6 +128,13 @@ typedef struct pipeline_limits {
 } pipeline_limits_t;
 extern pipeline_limits_t pipeline_limits;
 
+typedef struct collation collation_t;
+
+/* The aggregate's collation (NULL: simple; `p` takes its own reference):
+ * $match and $sort stages, $group keys and accumulators, and every
+ * expression's comparisons ($eq, $in, $min, ...) order strings by it. */
+void pipeline_set_collation(pipeline_t *p, collation_t *coll);
+
 /* The aggregate's allowDiskUse (default false). */
 void pipeline_set_allow_disk_use(pipeline_t *p, bool allow);
 

@@ -1,6 +1,7 @@
 /* projection: find projections and the aggregation $project / $addFields
  * stages. A spec is parsed into a tree of path nodes (include, exclude,
  * computed, $slice, $elemMatch, positional) and applied per document. */
+#include "doc/collation.h"
 #include "doc/projection.h"
 
 #include <string.h>
@@ -48,6 +49,7 @@ struct projection {
     bool empty;      /* {}: documents pass through unchanged */
     bool meta_text;  /* holds {$meta: "textScore"} */
     matcher_t *text; /* a reference to the filter whose $text gives textScore, or NULL */
+    collation_t *coll; /* owned reference: how strings compare; NULL: simple */
 };
 
 /* ----------------------------------------------------------------- values */
@@ -615,6 +617,7 @@ void projection_destroy(projection_t *p)
         return;
     pnode_free(&p->root);
     matcher_destroy(p->text);
+    collation_destroy(p->coll);
     bson_free(p);
 }
 
@@ -627,6 +630,23 @@ void projection_set_text(projection_t *p, matcher_t *m)
 {
     matcher_destroy(p->text);
     p->text = matcher_ref(m);
+}
+
+/* Points the $elemMatch matchers under `n` at `coll`. */
+static void pnode_set_collation(pnode_t *n, collation_t *coll)
+{
+    if (n->em)
+        matcher_set_collation(n->em, coll);
+    for (size_t i = 0; i < n->nkids; i++)
+        pnode_set_collation(n->kids[i], coll);
+}
+
+void projection_set_collation(projection_t *p, collation_t *coll)
+{
+    collation_t *old = p->coll;
+    p->coll = collation_ref(coll);
+    collation_destroy(old);
+    pnode_set_collation(&p->root, p->coll);
 }
 
 bool projection_is_positional(const projection_t *p)
@@ -978,6 +998,7 @@ bool projection_apply(const projection_t *p, const bson_t *doc, int positional, 
     struct timeval tv;
     gettimeofday(&tv, NULL);
     expr_ctx_t ctx = {
-        .root = doc, .now_ms = (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000, .vars = NULL};
+        .root = doc, .now_ms = (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000, .vars = NULL,
+        .coll = p->coll};
     return projection_apply_ctx(p, doc, positional, &ctx, out, err);
 }

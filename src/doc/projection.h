@@ -26,6 +26,10 @@ typedef struct matcher matcher_t;
  * cursor's later batches use it). Without one, applying fails with 40218. */
 bool projection_uses_text_score(const projection_t *p);
 void projection_set_text(projection_t *p, matcher_t *m);
+/* Makes $elemMatch and expressions compare strings by `coll` (NULL:
+ * simple; `p` takes its own reference), as a find's collation asks. */
+typedef struct collation collation_t;
+void projection_set_collation(projection_t *p, collation_t *coll);
 
 /* True when the projection needs the matcher's `positional` array index. */
 bool projection_is_positional(const projection_t *p);

@@ -32,6 +32,12 @@ updater_t *updater_new(const bson_iter_t *spec, const bson_t *array_filters, dbe
 updater_t *updater_new_let(const bson_iter_t *spec, const bson_t *array_filters, const bson_t *let,
                            dberr_t *err);
 
+/* Makes the strings `u` compares — its arrayFilters, $min/$max, $addToSet,
+ * $pull, $pullAll, $push's $sort and a pipeline update's expressions —
+ * compare by `coll` (NULL: simple; `u` takes its own reference). */
+typedef struct collation collation_t;
+void updater_set_collation(updater_t *u, collation_t *coll);
+
 /* Frees `u` (accepts NULL). */
 void updater_destroy(updater_t *u);
 

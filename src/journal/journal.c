@@ -341,9 +341,14 @@ static bool journal_apply_op(catalog_t *cat, const bson_t *op, dberr_t *err)
                                                                         "collection");
         } else if ((name = journal_str_field(&cmd, "collMod"))) {
             collection_t *c = catalog_get(cat, db, name);
-            bson_t options;
+            bson_t options, ix;
+            bson_iter_t hid;
+            const char *iname;
             if (c && bsonview_field(&cmd, "options", &options))
                 collection_set_options(c, &options);
+            if (c && bsonview_field(&cmd, "index", &ix) && (iname = journal_str_field(&ix, "name")) &&
+                bson_iter_init_find(&hid, &ix, "hidden"))
+                collection_set_index_hidden(c, iname, bson_iter_as_bool(&hid));
         } else if ((name = journal_str_field(&cmd, "dropIndex"))) {
             collection_t *c = catalog_get(cat, db, name);
             const char *iname = journal_str_field(&cmd, "name");

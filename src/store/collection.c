@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "doc/collation.h"
 #include "doc/compare.h"
 #include "doc/keystring.h"
 #include "store/mvcc.h"
@@ -31,6 +32,8 @@ struct collection {
     matcher_t *validator; /* compiled options.validator, or NULL */
     bool quiet;           /* a stand-in: its changes are not reported */
     bool validator_compiled;
+    collation_t *collation; /* parsed options.collation (the default), or NULL */
+    bool collation_parsed;
 };
 
 static bool collection_no_table_scan; /* setParameter notablescan */
@@ -62,6 +65,7 @@ collection_t *collection_new(const char *db, const char *name, const bson_t *opt
     c->indexes[0] = index_new_id();
     c->nindexes = 1;
     c->id = mvcc_new_collection_id();
+    index_set_id_collation(c->indexes[0], collection_collation(c)); /* as mongod */
     return c;
 }
 
@@ -78,6 +82,7 @@ static void collection_free(void *p)
     for (int i = 0; i < c->nindexes; i++)
         index_destroy(c->indexes[i]);
     matcher_destroy(c->validator);
+    collation_destroy(c->collation);
     bson_destroy(&c->options);
     bson_free(c->db);
     bson_free(c->name);
@@ -103,6 +108,11 @@ void collection_set_options(collection_t *c, const bson_t *options)
     matcher_destroy(c->validator);
     c->validator = NULL;
     c->validator_compiled = false;
+    collation_destroy(c->collation);
+    c->collation = NULL;
+    c->collation_parsed = false;
+    if (c->count == 0 && !collation_same(c->indexes[0]->collation, collection_collation(c)))
+        index_set_id_collation(c->indexes[0], collection_collation(c)); /* a new collection */
     const store_observer_t *obs = c->quiet ? NULL : store_observer_get();
     if (obs && obs->ddl) {
         bson_t op = BSON_INITIALIZER;
@@ -111,6 +121,19 @@ void collection_set_options(collection_t *c, const bson_t *options)
         obs->ddl(c->db, &op, obs->ctx);
         bson_destroy(&op);
     }
+}
+
+collation_t *collection_collation(collection_t *c)
+{
+    if (!c->collation_parsed) {
+        bson_iter_t it;
+        dberr_t ignore; /* checked when the options were set (create) */
+        c->collation_parsed = true;
+        if (bson_iter_init_find(&it, &c->options, "collation") &&
+            !collation_parse_iter(&it, &c->collation, &ignore))
+            c->collation = NULL;
+    }
+    return c->collation;
 }
 
 void collection_set_quiet(collection_t *c)
@@ -259,7 +282,7 @@ record_t *collection_find_id(const collection_t *c, const bson_value_t *id)
 {
     buf_t key;
     buf_init(&key);
-    keystring_append(&key, id, false);
+    keystring_append_coll(&key, id, false, c->indexes[0]->collation);
     record_t *r = omap_get(c->indexes[0]->map, key.data, key.len);
     buf_destroy(&key);
     return r;
@@ -375,8 +398,8 @@ static bool collection_replace_id_only(collection_t *c, record_t *old, const bso
     buf_t key, new_key;
     buf_init(&key);
     buf_init(&new_key);
-    keystring_append(&key, id, false);
-    keystring_append(&new_key, &new_id, false);
+    keystring_append_coll(&key, id, false, c->indexes[0]->collation);
+    keystring_append_coll(&new_key, &new_id, false, c->indexes[0]->collation);
     bool same = key.len == new_key.len && memcmp(key.data, new_key.data, key.len) == 0;
     omap_node_t *n = same ? omap_find(c->indexes[0]->map, key.data, key.len) : NULL;
     buf_destroy(&key);
@@ -463,7 +486,7 @@ void collection_remove(collection_t *c, record_t *old)
         /* keys could always be generated when the record went in */
         buf_t key;
         buf_init(&key);
-        keystring_append(&key, &id, false);
+        keystring_append_coll(&key, &id, false, c->indexes[0]->collation);
         omap_remove(c->indexes[0]->map, key.data, key.len);
         buf_destroy(&key);
     }
@@ -1245,6 +1268,28 @@ bool collection_create_index(collection_t *c, const bson_t *spec, bool *created,
 fail:
     buf_destroy(&mk);
     index_destroy(ix);
+    return false;
+}
+
+bool collection_set_index_hidden(collection_t *c, const char *name, bool hidden)
+{
+    for (int i = 0; i < c->nindexes; i++) {
+        if (strcmp(c->indexes[i]->name, name))
+            continue;
+        index_set_hidden(c->indexes[i], hidden);
+        const store_observer_t *obs = c->quiet ? NULL : store_observer_get();
+        if (obs && obs->ddl) {
+            bson_t op = BSON_INITIALIZER, ix;
+            BSON_APPEND_UTF8(&op, "collMod", c->name);
+            bson_append_document_begin(&op, "index", -1, &ix);
+            BSON_APPEND_UTF8(&ix, "name", name);
+            BSON_APPEND_BOOL(&ix, "hidden", hidden);
+            bson_append_document_end(&op, &ix);
+            obs->ddl(c->db, &op, obs->ctx);
+            bson_destroy(&op);
+        }
+        return true;
+    }
     return false;
 }
 

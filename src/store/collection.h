@@ -41,6 +41,12 @@ void collection_set_options(collection_t *c, const bson_t *options);
  * that exist only inside a transaction). */
 void collection_set_quiet(collection_t *c);
 
+/* The collection's (or view's) default collation, from options.collation
+ * (create's `collation`, kept resolved): borrowed until the options change;
+ * NULL for the simple collation. */
+typedef struct collation collation_t;
+collation_t *collection_collation(collection_t *c);
+
 /* True when the collection is a view ({viewOn, pipeline} in its options). */
 bool collection_is_view(const collection_t *c);
 
@@ -146,6 +152,12 @@ bool collection_create_index(collection_t *c, const bson_t *spec, bool *created,
 
 /* Drops the index named `name` (IndexNotFound 27; _id_ is InvalidOptions 72). */
 bool collection_drop_index(collection_t *c, const char *name, dberr_t *err);
+
+/* Hides or unhides the index named `name` (collMod index.hidden): a hidden
+ * index is kept up to date but never planned or hinted. Reported to the
+ * observer as {collMod: coll, index: {name, hidden}}, as mongod's oplog
+ * has it. False when no such index exists. */
+bool collection_set_index_hidden(collection_t *c, const char *name, bool hidden);
 /* The checks of collection_drop_index without the drop. */
 bool collection_can_drop_index(const collection_t *c, const char *name, dberr_t *err);
 /* Drops the index with key pattern `key`. */

@@ -305,6 +305,19 @@ index_t *index_new_id(void)
     return ix;
 }
 
+void index_set_id_collation(index_t *ix, collation_t *coll)
+{
+    collation_t *old = ix->collation;
+    ix->collation = collation_ref(coll);
+    collation_destroy(old);
+    bson_reinit(&ix->spec);
+    BSON_APPEND_INT32(&ix->spec, "v", 2);
+    BSON_APPEND_DOCUMENT(&ix->spec, "key", &ix->key);
+    BSON_APPEND_UTF8(&ix->spec, "name", "_id_");
+    if (ix->collation)
+        collation_append(ix->collation, &ix->spec, "collation");
+}
+
 index_t *index_new(const bson_t *spec, dberr_t *err)
 {
     index_t *ix = index_alloc();
@@ -448,6 +461,10 @@ index_t *index_new(const bson_t *spec, dberr_t *err)
     if (ix->nfields == 1 && strcmp(ix->paths[0], "_id") == 0 && !ix->partial && !ix->sparse) {
         ix->is_id = true;
         ix->unique = true;
+    }
+    if (ix->is_id && ix->hidden) {
+        dberr_set(err, DBERR_BAD_VALUE, "can't hide _id index");
+        goto fail;
     }
     if (ix->partial)
         matcher_set_collation(ix->partial, ix->collation);

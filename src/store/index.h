@@ -52,6 +52,11 @@ typedef struct index {
 index_t *index_new(const bson_t *spec, dberr_t *err);
 /* The _id index. */
 index_t *index_new_id(void);
+
+/* Gives the (empty) _id index `ix` the collation `coll` (NULL: simple;
+ * `ix` takes its own reference): a collection's default collation, which
+ * mongod gives its _id index too. Its spec shows the resolved collation. */
+void index_set_id_collation(index_t *ix, collation_t *coll);
 /* Frees the index (accepts NULL); records are not touched. */
 void index_destroy(index_t *ix);
 

@@ -206,10 +206,13 @@ def test_return_key_and_cursor_flags(client):
 def test_count_and_distinct_refuse_what_they_do_not_implement(client):
     db = client.r
     db.t.insert_one({"a": "x"})
-    # count takes a collation now (test_collation.py); distinct does not yet
-    fails(238, lambda: db.command(SON([("distinct", "t"), ("key", "a"),
-                                       ("collation", {"locale": "en"})])),
-          "distinct with collation is refused, not answered as if bytewise")
+    # count and distinct take a collation now (test_collation.py); one they
+    # cannot honour is refused, never answered as if bytewise
+    fails(9, lambda: db.command(SON([("distinct", "t"), ("key", "a"),
+                                     ("collation", {"locale": "en", "bogus": 1})])),
+          "distinct with a collation option it does not know")
+    fails(2, lambda: db.command(SON([("count", "t"), ("collation", {"locale": "xx_nope"})])),
+          "count with an unknown locale")
     fails(40415, lambda: db.command(SON([("count", "t"), ("bogus", 1)])), "an unknown count field")
     fails(40415, lambda: db.command(SON([("distinct", "t"), ("key", "a"), ("bogus", 1)])),
           "an unknown distinct field")

@@ -8,7 +8,7 @@ time from <repo>/../shared/specs/<suite> (a non-commercial licence keeps them
 out of this repository).
 
 Tests that need something atomdb or pymongo 3.11 does not have (fail points,
-MongoDB 8.x features, sharded or load-balanced topologies, collation, rawData,
+MongoDB 8.x features, sharded or load-balanced topologies, rawData,
 client bulkWrite, ...) are skipped with a reason; `pytest -ra` groups the
 skips by reason, and `python3 test_<suite>_unified.py` prints the same list
 without a server. Command-monitoring expectations (expectEvents) describe
@@ -134,16 +134,6 @@ _KWARG_PASSTHROUGH_OPS = {"aggregate", "findOneAndUpdate", "findOneAndReplace",
                           "estimatedDocumentCount"}
 
 
-def _walk_keys(value):
-    if isinstance(value, dict):
-        for k, v in value.items():
-            yield k
-            yield from _walk_keys(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _walk_keys(v)
-
-
 # Modules that run operations of their own (unified_changestreams.py):
 # each has reason(op, entities) and run(target, name, args), answering
 # NOT_MINE for operations that are not theirs.
@@ -178,8 +168,6 @@ def _operation_reason(op, entities):
         return "client bulkWrite (MongoDB 8.0; pymongo 3.11 lacks it)"
     if "rawData" in args:
         return "rawData option (pymongo 3.11 lacks it)"
-    if "collation" in args or any(k == "collation" for k in _walk_keys(args.get("requests", []))):
-        return "collation (not supported by atomdb)"
     if name in ("updateOne", "replaceOne") and "sort" in args:
         return "sort on updateOne/replaceOne (MongoDB 8.0; pymongo 3.11 lacks it)"
     if name == "bulkWrite" and any(k == "sort" for r in args.get("requests", [])
@@ -515,20 +503,21 @@ def _write_model(request):
         _take(a, "document")
         return InsertOne(a["document"])
     if kind == "deleteOne":
-        _take(a, "filter", "hint")
-        return DeleteOne(a["filter"], hint=_hint(a))
+        _take(a, "filter", "hint", "collation")
+        return DeleteOne(a["filter"], hint=_hint(a), collation=a.get("collation"))
     if kind == "deleteMany":
-        _take(a, "filter", "hint")
-        return DeleteMany(a["filter"], hint=_hint(a))
+        _take(a, "filter", "hint", "collation")
+        return DeleteMany(a["filter"], hint=_hint(a), collation=a.get("collation"))
     if kind == "replaceOne":
-        _take(a, "filter", "replacement", "upsert", "hint")
+        _take(a, "filter", "replacement", "upsert", "hint", "collation")
         return ReplaceOne(a["filter"], a["replacement"], upsert=a.get("upsert", False),
-                          hint=_hint(a))
+                          hint=_hint(a), collation=a.get("collation"))
     if kind in ("updateOne", "updateMany"):
-        _take(a, "filter", "update", "upsert", "hint", "arrayFilters")
+        _take(a, "filter", "update", "upsert", "hint", "arrayFilters", "collation")
         cls = UpdateOne if kind == "updateOne" else UpdateMany
         return cls(a["filter"], a["update"], upsert=a.get("upsert", False),
-                   array_filters=a.get("arrayFilters"), hint=_hint(a))
+                   array_filters=a.get("arrayFilters"), hint=_hint(a),
+                   collation=a.get("collation"))
     raise UnsupportedArgument("bulkWrite request %s" % kind)
 
 
@@ -620,22 +609,25 @@ def run_collection_op(coll, name, args):
         return {"insertedCount": len(r.inserted_ids),
                 "insertedIds": {str(i): v for i, v in enumerate(r.inserted_ids)}}
     if name in ("updateOne", "updateMany"):
-        _take(args, "filter", "update", "upsert", "arrayFilters", "hint", "bypassDocumentValidation")
+        _take(args, "filter", "update", "upsert", "arrayFilters", "hint", "bypassDocumentValidation",
+              "collation")
         fn = coll.update_one if name == "updateOne" else coll.update_many
         r = fn(args["filter"], args["update"], upsert=args.get("upsert", False),
                array_filters=args.get("arrayFilters"), hint=_hint(args),
+               collation=args.get("collation"),
                bypass_document_validation=args.get("bypassDocumentValidation", False))
         return _update_result(r)
     if name == "replaceOne":
-        _take(args, "filter", "replacement", "upsert", "hint", "bypassDocumentValidation")
+        _take(args, "filter", "replacement", "upsert", "hint", "bypassDocumentValidation",
+              "collation")
         r = coll.replace_one(args["filter"], args["replacement"], upsert=args.get("upsert", False),
-                             hint=_hint(args),
+                             hint=_hint(args), collation=args.get("collation"),
                              bypass_document_validation=args.get("bypassDocumentValidation", False))
         return _update_result(r)
     if name in ("deleteOne", "deleteMany"):
-        _take(args, "filter", "hint")
+        _take(args, "filter", "hint", "collation")
         fn = coll.delete_one if name == "deleteOne" else coll.delete_many
-        r = fn(args["filter"], hint=_hint(args))
+        r = fn(args["filter"], hint=_hint(args), collation=args.get("collation"))
         if not r.acknowledged:
             return {"acknowledged": False}
         return {"deletedCount": r.deleted_count}
@@ -647,8 +639,8 @@ def run_collection_op(coll, name, args):
         return _bulk_result(r)
     if name in ("find", "findOne"):
         _take(args, "filter", "sort", "skip", "limit", "batchSize", "projection",
-              "allowDiskUse", "comment")
-        kw = {}
+              "allowDiskUse", "comment", "collation")
+        kw = _passthrough(args, "collation")
         if "sort" in args:
             kw["sort"] = _keys_list(args["sort"])
         for src, dst in (("skip", "skip"), ("limit", "limit"), ("batchSize", "batch_size"),
@@ -661,29 +653,30 @@ def run_collection_op(coll, name, args):
         return list(coll.find(args.get("filter", {}), **kw))
     if name == "aggregate":
         _take(args, "pipeline", "batchSize", "allowDiskUse", "bypassDocumentValidation",
-              "let", "comment")
+              "let", "comment", "collation")
         kw = _passthrough(args, "let", "comment", "allowDiskUse", "batchSize",
-                          "bypassDocumentValidation")
+                          "bypassDocumentValidation", "collation")
         return list(coll.aggregate(args["pipeline"], **kw))
     if name == "countDocuments":
-        _take(args, "filter", "skip", "limit", "comment", "hint")
-        kw = _passthrough(args, "skip", "limit", "comment")
+        _take(args, "filter", "skip", "limit", "comment", "hint", "collation")
+        kw = _passthrough(args, "skip", "limit", "comment", "collation")
         if "hint" in args:
             kw["hint"] = _hint(args)
         return coll.count_documents(args["filter"], **kw)
     if name == "count":
-        _take(args, "filter", "skip", "limit")
-        return coll.count(args.get("filter", {}), **_passthrough(args, "skip", "limit"))
+        _take(args, "filter", "skip", "limit", "collation")
+        return coll.count(args.get("filter", {}),
+                          **_passthrough(args, "skip", "limit", "collation"))
     if name == "estimatedDocumentCount":
         _take(args, "comment", "maxTimeMS")
         return coll.estimated_document_count(**_passthrough(args, "comment", "maxTimeMS"))
     if name == "distinct":
-        _take(args, "fieldName", "filter", "comment", "hint")
+        _take(args, "fieldName", "filter", "comment", "hint", "collation")
         return coll.distinct(args["fieldName"], args.get("filter", {}),
-                             **_passthrough(args, "comment", "hint"))
+                             **_passthrough(args, "comment", "hint", "collation"))
     if name in ("findOneAndUpdate", "findOneAndReplace", "findOneAndDelete"):
-        common = ("filter", "projection", "sort", "hint", "let", "comment")
-        kw = _passthrough(args, "let", "comment")
+        common = ("filter", "projection", "sort", "hint", "let", "comment", "collation")
+        kw = _passthrough(args, "let", "comment", "collation")
         if "sort" in args:
             kw["sort"] = _keys_list(args["sort"])
         if "projection" in args:

@@ -140,8 +140,12 @@ static bool op_first_last(const expr_t *e, const bson_value_t *v, bson_value_t *
     return true;
 }
 
-static bool op_in(const expr_t *e, const bson_value_t *v, bson_value_t *out, dberr_t *err)
+/* $in: strings compare by the context's collation. */
+static bool op_in(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
 {
+    bson_value_t v[2];
+    if (!expr_eval_args(e, ctx, v, err))
+        return false;
     bool ok = true;
     if (v[1].value_type != BSON_TYPE_ARRAY) {
         ok = dberr_set(err, 40081, "$in requires an array as a second argument, found: %s",
@@ -153,13 +157,16 @@ static bool op_in(const expr_t *e, const bson_value_t *v, bson_value_t *out, dbe
         expr_bson_of(&v[1], &b);
         if (bson_iter_init(&it, &b))
             while (!found && bson_iter_next(&it))
-                found = expr_agg_compare(&v[0], bson_iter_value(&it)) == 0;
+                found = expr_agg_compare_coll(&v[0], bson_iter_value(&it), ctx->coll) == 0;
         expr_val_bool(out, found);
     }
+    expr_free_args(v, e->nargs);
     return ok;
 }
 
-static bool op_indexofarray(const expr_t *e, const bson_value_t *v, bson_value_t *out, dberr_t *err)
+/* $indexOfArray: strings compare by the context's collation. */
+static bool indexofarray(const expr_t *e, const bson_value_t *v, const collation_t *coll,
+                         bson_value_t *out, dberr_t *err)
 {
     bool ok = true;
     int32_t start = 0, end = INT32_MAX;
@@ -182,13 +189,24 @@ static bool op_indexofarray(const expr_t *e, const bson_value_t *v, bson_value_t
         expr_bson_of(&v[0], &b);
         if (bson_iter_init(&it, &b))
             for (int32_t i = 0; bson_iter_next(&it) && i < end; i++)
-                if (i >= start && expr_agg_compare(&v[1], bson_iter_value(&it)) == 0) {
+                if (i >= start && expr_agg_compare_coll(&v[1], bson_iter_value(&it), coll) == 0) {
                     found = i;
                     break;
                 }
         expr_val_int32(out, found);
     }
 cleanup:
+    return ok;
+}
+
+static bool op_indexofarray(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out,
+                            dberr_t *err)
+{
+    bson_value_t v[4];
+    if (!expr_eval_args(e, ctx, v, err))
+        return false;
+    bool ok = indexofarray(e, v, ctx->coll, out, err);
+    expr_free_args(v, e->nargs);
     return ok;
 }
 
@@ -485,8 +503,8 @@ const expr_op_t expr_array_ops[] = {
      0,
      map_scope},
     {"$first", NULL, OPP_ARGS, 1, 1, {0}, 1, NULL, op_first_last},
-    {"$in", NULL, OPP_ARGS, 2, 2, {0}, 0, NULL, op_in},
-    {"$indexOfArray", NULL, OPP_ARGS, 2, 4, {0}, 0, NULL, op_indexofarray},
+    {"$in", op_in, OPP_ARGS, 2, 2, {0}, 0, NULL, NULL},
+    {"$indexOfArray", op_indexofarray, OPP_ARGS, 2, 4, {0}, 0, NULL, NULL},
     {"$isArray", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, op_isarray},
     {"$last", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, op_first_last},
     {"$map", map_filter, OPP_NAMED, 0, 0, {"!input", "as", "!in", NULL}, 1, map_scope},

@@ -9,10 +9,15 @@
 /* Which comparison a row of compare_op asks for. */
 enum { CMP_CMP, CMP_EQ, CMP_NE, CMP_GT, CMP_GTE, CMP_LT, CMP_LTE };
 
-/* $cmp $eq $ne $gt $gte $lt $lte: the aggregation order (aux: CMP_*). */
-static bool compare_op(const expr_t *e, const bson_value_t *v, bson_value_t *out, dberr_t *err)
+/* $cmp $eq $ne $gt $gte $lt $lte: the aggregation order, strings by the
+ * context's collation (aux: CMP_*). */
+static bool compare_op(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
 {
-    int c = expr_agg_compare(&v[0], &v[1]);
+    bson_value_t v[2];
+    if (!expr_eval_args(e, ctx, v, err))
+        return false;
+    int c = expr_agg_compare_coll(&v[0], &v[1], ctx->coll);
+    expr_free_args(v, e->nargs);
     switch (e->op->aux) {
     case CMP_CMP:
         expr_val_int32(out, c < 0 ? -1 : c > 0 ? 1 : 0);
@@ -91,6 +96,7 @@ static bool op_ifnull(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out,
 }
 
 typedef struct minmax_st {
+    const collation_t *coll; /* the context's: how strings compare */
     bool is_max;
     bson_value_t best; /* EOD until a non-null value is seen */
 } minmax_st_t;
@@ -104,7 +110,7 @@ static void minmax_fn(const bson_value_t *v, void *p)
         bson_value_copy(v, &st->best);
         return;
     }
-    int c = compare_values(v, &st->best);
+    int c = compare_values_coll(v, &st->best, st->coll);
     if ((st->is_max && c > 0) || (!st->is_max && c < 0)) {
         expr_val_free(&st->best);
         bson_value_copy(v, &st->best);
@@ -115,6 +121,7 @@ static bool op_minmax(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out,
 {
     minmax_st_t st;
     st.is_max = e->op->aux;
+    st.coll = ctx->coll;
     expr_val_missing(&st.best);
     if (!expr_for_operands(e, ctx, minmax_fn, &st, err)) {
         expr_val_free(&st.best);
@@ -129,17 +136,17 @@ static bool op_minmax(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out,
 
 const expr_op_t expr_cond_ops[] = {
     {"$and", op_and_or, OPP_ARGS, 0, -1, {0}, 1, NULL},
-    {"$cmp", NULL, OPP_ARGS, 2, 2, {0}, CMP_CMP, NULL, compare_op},
+    {"$cmp", compare_op, OPP_ARGS, 2, 2, {0}, CMP_CMP, NULL, NULL},
     {"$cond", op_cond, OPP_COND, 3, 3, {0}, 0, NULL},
-    {"$eq", NULL, OPP_ARGS, 2, 2, {0}, CMP_EQ, NULL, compare_op},
-    {"$gt", NULL, OPP_ARGS, 2, 2, {0}, CMP_GT, NULL, compare_op},
-    {"$gte", NULL, OPP_ARGS, 2, 2, {0}, CMP_GTE, NULL, compare_op},
+    {"$eq", compare_op, OPP_ARGS, 2, 2, {0}, CMP_EQ, NULL, NULL},
+    {"$gt", compare_op, OPP_ARGS, 2, 2, {0}, CMP_GT, NULL, NULL},
+    {"$gte", compare_op, OPP_ARGS, 2, 2, {0}, CMP_GTE, NULL, NULL},
     {"$ifNull", op_ifnull, OPP_ARGS, 2, -1, {0}, 0, NULL},
-    {"$lt", NULL, OPP_ARGS, 2, 2, {0}, CMP_LT, NULL, compare_op},
-    {"$lte", NULL, OPP_ARGS, 2, 2, {0}, CMP_LTE, NULL, compare_op},
+    {"$lt", compare_op, OPP_ARGS, 2, 2, {0}, CMP_LT, NULL, NULL},
+    {"$lte", compare_op, OPP_ARGS, 2, 2, {0}, CMP_LTE, NULL, NULL},
     {"$max", op_minmax, OPP_ARGS, 1, -1, {0}, 1, NULL},
     {"$min", op_minmax, OPP_ARGS, 1, -1, {0}, 0, NULL},
-    {"$ne", NULL, OPP_ARGS, 2, 2, {0}, CMP_NE, NULL, compare_op},
+    {"$ne", compare_op, OPP_ARGS, 2, 2, {0}, CMP_NE, NULL, NULL},
     {"$not", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, op_not},
     {"$or", op_and_or, OPP_ARGS, 0, -1, {0}, 0, NULL},
     {NULL, NULL, OPP_ARGS, 0, 0, {0}, 0, NULL},

@@ -50,6 +50,23 @@ int64_t date_floordiv(int64_t a, int64_t b);
  * timestamp or an ObjectId. False (nothing set) for other types. */
 bool date_coerce(const bson_value_t *v, int64_t *ms);
 
+/* Checks a $dateFromString format as mongod does before parsing: 18535
+ * for a trailing '%', 18536 for a specifier other than %d %G %H %L %m %M
+ * %S %u %V %Y %z %Z %%. */
+bool date_check_from_format(const char *fmt, dberr_t *err);
+
+/* Reads the date string `s` (up to its first NUL) as mongod does: with
+ * `fmt` (checked by date_check_from_format) or, NULL, free-form (ISO 8601
+ * and numeric forms; others refused). A local time is in `tz` unless the
+ * string names an offset; `tz_given`: the caller passed a timezone, which
+ * a string with its own offset may not have. *out: milliseconds since the
+ * epoch. ConversionFailure 241 with mongod's wording otherwise ("Error
+ * parsing date string '...'; pos: message", "an incomplete date/time
+ * string has been found ..."), except free-form text with words atomdb
+ * does not read (month names, zone abbreviations): NotImplemented 238. */
+bool date_from_string(const char *s, const char *fmt, const date_tz_t *tz, bool tz_given,
+                      int64_t *out, dberr_t *err);
+
 /* Names of the months, "January" ... (index 0). */
 extern const char *const date_month_names[12];
 

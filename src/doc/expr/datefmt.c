@@ -1,7 +1,7 @@
 /* expr/datefmt: dates as text — $dateToString with mongod's format
- * specifiers, onNull and timezone, and $toDate of dates, timestamps,
- * ObjectIds and numbers. ($dateFromString is not implemented yet: it stays
- * an unknown expression, refused with InvalidPipelineOperator.) */
+ * specifiers, onNull and timezone; $dateFromString (format, timezone,
+ * onError, onNull; the parsing is dateparse.c); and $toDate of dates,
+ * timestamps, ObjectIds, numbers and date strings. */
 #include "doc/expr/date-private.h"
 
 #include <math.h>
@@ -122,8 +122,7 @@ cleanup:
     return ok;
 }
 
-/* $toDate: a date, timestamp, ObjectId or a number of milliseconds. */
-static bool op_to_date(const expr_t *e, const bson_value_t *v, bson_value_t *out, dberr_t *err)
+bool expr_to_date(const bson_value_t *v, bson_value_t *out, dberr_t *err)
 {
     int64_t ms;
     if (expr_is_nullish(v)) {
@@ -141,19 +140,117 @@ static bool op_to_date(const expr_t *e, const bson_value_t *v, bson_value_t *out
     if (v->value_type == BSON_TYPE_DOUBLE || v->value_type == BSON_TYPE_DECIMAL128) {
         double d = num_to_double(v);
         if (isnan(d) || isinf(d) || fabs(d) >= 9.2e18)
-            return dberr_set(err, 241,
+            return dberr_set(err, DBERR_CONVERSION_FAILURE,
                              "Conversion would overflow target type in $convert with no onError "
                              "value");
         expr_val_date(out, (int64_t)trunc(d));
         return true;
     }
-    return dberr_set(err, 241,
+    if (v->value_type == BSON_TYPE_UTF8) { /* free-form, in UTC, as mongod */
+        date_tz_t utc;
+        date_tz_utc(&utc);
+        if (!date_from_string(v->value.v_utf8.str, NULL, &utc, false, &ms, err))
+            return false;
+        expr_val_date(out, ms);
+        return true;
+    }
+    return dberr_set(err, DBERR_CONVERSION_FAILURE,
                      "Unsupported conversion from %s to date in $convert with no onError value",
                      shellfmt_type_name(v->value_type));
 }
 
+/* $toDate: a date, timestamp, ObjectId, number of milliseconds or date string. */
+static bool op_to_date(const expr_t *e, const bson_value_t *v, bson_value_t *out, dberr_t *err)
+{
+    return expr_to_date(v, out, err);
+}
+
+/* $dateFromString's arguments, in e->args. */
+enum { DFS_STRING, DFS_FORMAT, DFS_TZ, DFS_ON_ERROR, DFS_ON_NULL, DFS_N };
+
+static bool parse_from_string(expr_t *e, bson_iter_t *arg, dberr_t *err)
+{
+    static const char *const params[] = {"dateString", "format", "timezone", "onError", "onNull"};
+    if (!date_parse_named(e, arg, params, DFS_N, 40540, 40541, err))
+        return false;
+    if (!e->args[DFS_STRING])
+        return dberr_set(err, 40542, "Missing 'dateString' parameter to $dateFromString");
+    return true;
+}
+
+/* $dateFromString in mongod's order: the format's type and specifiers
+ * (40684, 18535, 18536) and the timezone (40517, 40485) fail whatever the
+ * input; a nullish dateString gives onNull (or null); then a dateString
+ * that is no string or does not parse is ConversionFailure 241, which
+ * onError replaces. */
+static bool op_from_string(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out,
+                           dberr_t *err)
+{
+    bson_value_t str, fmt;
+    date_tz_t tz;
+    bool null_tz = false, ok = false;
+    expr_val_missing(&fmt);
+    if (!expr_eval_arg(e, DFS_STRING, ctx, &str, err))
+        return false;
+    if (e->args[DFS_FORMAT]) {
+        if (!expr_eval_arg(e, DFS_FORMAT, ctx, &fmt, err))
+            goto cleanup;
+        if (!expr_is_nullish(&fmt)) {
+            if (fmt.value_type != BSON_TYPE_UTF8) {
+                char *shown = shellfmt_value(&fmt);
+                dberr_set(err, 40684,
+                          "$dateFromString requires that 'format' be a string, found: %s with "
+                          "value %s",
+                          shellfmt_type_name(fmt.value_type), shown);
+                bson_free(shown);
+                goto cleanup;
+            }
+            if (!date_check_from_format(fmt.value.v_utf8.str, err))
+                goto cleanup;
+        }
+    }
+    if (!date_eval_tz(e, DFS_TZ, ctx, &tz, &null_tz, err))
+        goto cleanup;
+    if (expr_is_nullish(&str)) {
+        ok = e->args[DFS_ON_NULL] ? expr_eval_arg(e, DFS_ON_NULL, ctx, out, err) : true;
+        if (!e->args[DFS_ON_NULL])
+            expr_val_null(out);
+        goto cleanup;
+    }
+    int64_t ms = 0;
+    bool parsed;
+    if (str.value_type != BSON_TYPE_UTF8) {
+        char *shown = shellfmt_value(&str);
+        parsed = dberr_set(err, DBERR_CONVERSION_FAILURE,
+                           "$dateFromString requires that 'dateString' be a string, found: %s "
+                           "with value %s",
+                           shellfmt_type_name(str.value_type), shown);
+        bson_free(shown);
+    } else if (null_tz || (e->args[DFS_FORMAT] && expr_is_nullish(&fmt))) {
+        expr_val_null(out);
+        ok = true;
+        goto cleanup;
+    } else {
+        parsed = date_from_string(str.value.v_utf8.str,
+                                  e->args[DFS_FORMAT] ? fmt.value.v_utf8.str : NULL, &tz,
+                                  e->args[DFS_TZ] != NULL, &ms, err);
+    }
+    if (parsed) {
+        expr_val_date(out, ms);
+        ok = true;
+    } else if (err->code == DBERR_CONVERSION_FAILURE && e->args[DFS_ON_ERROR]) {
+        dberr_clear(err);
+        ok = expr_eval_arg(e, DFS_ON_ERROR, ctx, out, err);
+    }
+cleanup:
+    expr_val_free(&str);
+    expr_val_free(&fmt);
+    return ok;
+}
+
 const expr_op_t expr_datefmt_ops[] = {
     {"$dateToString", op_to_string, OPP_CUSTOM, 0, 0, {0}, 0, NULL, NULL, parse_to_string},
+    {"$dateFromString", op_from_string, OPP_CUSTOM, 0, 0, {0}, 0, NULL, NULL, parse_from_string},
     {"$toDate", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, op_to_date},
     {NULL},
 };

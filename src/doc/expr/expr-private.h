@@ -126,6 +126,8 @@ void expr_bson_of(const bson_value_t *v, bson_t *b);
 /* Aggregation comparison: like compare_values, except that missing and
  * undefined sort below null (so {$eq: ["$nope", null]} is false). */
 int expr_agg_compare(const bson_value_t *a, const bson_value_t *b);
+/* expr_agg_compare with strings ordered by `coll` (NULL: simple). */
+int expr_agg_compare_coll(const bson_value_t *a, const bson_value_t *b, const collation_t *coll);
 /* True when `v` has type `want`; otherwise false with `code` and `fmt`
  * (one %s: the name mongod gives the type `v` has). */
 bool expr_check_type(const bson_value_t *v, bson_type_t want, int code, const char *fmt,
@@ -194,6 +196,11 @@ bool expr_parse_let(expr_t *e, bson_iter_t *arg, dberr_t *err);
 bool expr_parse_field_op(expr_t *e, bson_iter_t *arg, dberr_t *err);
 /* Checks the variables `e` reads under `scope` and the command's `vars`. */
 bool expr_check_scope(const expr_t *e, const var_scope_t *scope, const bson_t *vars, dberr_t *err);
+
+/* $toDate (and $convert to date) of `v` into `out`: a date, timestamp,
+ * ObjectId, number of milliseconds or a date string (read free-form, as
+ * mongod's); null stays null. ConversionFailure 241 otherwise. */
+bool expr_to_date(const bson_value_t *v, bson_value_t *out, dberr_t *err);
 
 /* ---- strings (shared with conversions) ---- */
 

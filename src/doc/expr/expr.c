@@ -74,6 +74,11 @@ void expr_bson_of(const bson_value_t *v, bson_t *b)
  * undefined sort below null (so {$eq: ["$nope", null]} is false). */
 int expr_agg_compare(const bson_value_t *a, const bson_value_t *b)
 {
+    return expr_agg_compare_coll(a, b, NULL);
+}
+
+int expr_agg_compare_coll(const bson_value_t *a, const bson_value_t *b, const collation_t *coll)
+{
     bool am = a->value_type == BSON_TYPE_EOD || a->value_type == BSON_TYPE_UNDEFINED;
     bool bm = b->value_type == BSON_TYPE_EOD || b->value_type == BSON_TYPE_UNDEFINED;
     if (am || bm) {
@@ -83,7 +88,7 @@ int expr_agg_compare(const bson_value_t *a, const bson_value_t *b)
             return b->value_type == BSON_TYPE_MINKEY ? 1 : -1;
         return a->value_type == BSON_TYPE_MINKEY ? -1 : 1;
     }
-    return compare_values(a, b);
+    return compare_values_coll(a, b, coll);
 }
 
 bool expr_truthy(const bson_value_t *v)

@@ -1,5 +1,6 @@
 /* expr/type: types and conversions — $type $isNumber $toInt $toLong
- * $toDouble $toString $toBool ($convert without onError). */
+ * $toDouble $toString $toBool, and $convert (with onError and onNull) to
+ * those types and to date. */
 #include "doc/expr/expr-private.h"
 
 #include <ctype.h>
@@ -165,7 +166,147 @@ static bool convert_op(const expr_t *e, const bson_value_t *v, bson_value_t *out
     return ok;
 }
 
+/* $convert's arguments, in e->args. */
+enum { CONV_INPUT, CONV_TO, CONV_ON_ERROR, CONV_ON_NULL, CONV_N };
+
+static bool parse_convert(expr_t *e, bson_iter_t *arg, dberr_t *err)
+{
+    static const char *const params[] = {"input", "to", "onError", "onNull"};
+    e->args = bson_malloc0(CONV_N * sizeof *e->args);
+    e->nargs = CONV_N;
+    if (!BSON_ITER_HOLDS_DOCUMENT(arg))
+        return dberr_set(err, DBERR_FAILED_TO_PARSE,
+                         "$convert expects an object of named arguments but found: %s",
+                         shellfmt_type_name(bson_iter_type(arg)));
+    bson_iter_t child;
+    bson_iter_recurse(arg, &child);
+    while (bson_iter_next(&child)) {
+        const char *k = bson_iter_key(&child);
+        size_t i = 0;
+        while (i < CONV_N && strcmp(params[i], k))
+            i++;
+        if (i == CONV_N)
+            return dberr_set(err, DBERR_FAILED_TO_PARSE, "$convert found an unknown argument: %s",
+                             k);
+        expr_destroy(e->args[i]);
+        if (!(e->args[i] = expr_parse(&child, err)))
+            return false;
+    }
+    if (!e->args[CONV_INPUT])
+        return dberr_set(err, DBERR_FAILED_TO_PARSE, "Missing 'input' parameter to $convert");
+    if (!e->args[CONV_TO])
+        return dberr_set(err, DBERR_FAILED_TO_PARSE, "Missing 'to' parameter to $convert");
+    return true;
+}
+
+/* The BSON type $convert's `to` names (a type name or number), as mongod
+ * reads it: BadValue 2 for an unknown name, FailedToParse 9 otherwise. */
+static bool convert_target(const bson_value_t *to, bson_type_t *out, dberr_t *err)
+{
+    static const struct {
+        const char *name;
+        bson_type_t type;
+    } names[] = {{"double", BSON_TYPE_DOUBLE},     {"string", BSON_TYPE_UTF8},
+                 {"object", BSON_TYPE_DOCUMENT},   {"array", BSON_TYPE_ARRAY},
+                 {"binData", BSON_TYPE_BINARY},    {"undefined", BSON_TYPE_UNDEFINED},
+                 {"objectId", BSON_TYPE_OID},      {"bool", BSON_TYPE_BOOL},
+                 {"date", BSON_TYPE_DATE_TIME},    {"null", BSON_TYPE_NULL},
+                 {"regex", BSON_TYPE_REGEX},       {"dbPointer", BSON_TYPE_DBPOINTER},
+                 {"javascript", BSON_TYPE_CODE},   {"symbol", BSON_TYPE_SYMBOL},
+                 {"javascriptWithScope", BSON_TYPE_CODEWSCOPE}, {"int", BSON_TYPE_INT32},
+                 {"timestamp", BSON_TYPE_TIMESTAMP}, {"long", BSON_TYPE_INT64},
+                 {"decimal", BSON_TYPE_DECIMAL128}, {"minKey", BSON_TYPE_MINKEY},
+                 {"maxKey", BSON_TYPE_MAXKEY}};
+    size_t n = sizeof names / sizeof names[0];
+    if (to->value_type == BSON_TYPE_UTF8) {
+        for (size_t i = 0; i < n; i++)
+            if (!strcmp(names[i].name, to->value.v_utf8.str)) {
+                *out = names[i].type;
+                return true;
+            }
+        return dberr_set(err, DBERR_BAD_VALUE, "Unknown type name: %s", to->value.v_utf8.str);
+    }
+    if (!num_is_number(to))
+        return dberr_set(err, DBERR_FAILED_TO_PARSE,
+                         "$convert's 'to' argument must be a string or number, but is %s",
+                         shellfmt_type_name(to->value_type));
+    int32_t code;
+    if (!expr_as_int32(to, &code))
+        return dberr_set(err, DBERR_FAILED_TO_PARSE,
+                         "In $convert, numeric 'to' argument is not an integer");
+    for (size_t i = 0; i < n; i++)
+        if ((int32_t)names[i].type == code || (code == -1 && names[i].type == BSON_TYPE_MINKEY) ||
+            (code == 127 && names[i].type == BSON_TYPE_MAXKEY)) {
+            *out = names[i].type;
+            return true;
+        }
+    return dberr_set(err, DBERR_FAILED_TO_PARSE,
+                     "In $convert, numeric value for 'to' does not correspond to a BSON type: %d",
+                     code);
+}
+
+/* $convert in mongod's order: `to` checked, a nullish input gives onNull
+ * (or null), a nullish `to` null; a ConversionFailure (241) becomes
+ * onError when given. objectId and decimal targets are not implemented
+ * (238, which onError does not replace). */
+static bool op_convert(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+{
+    bson_value_t in, to;
+    bson_type_t target = BSON_TYPE_EOD;
+    bool ok = false;
+    expr_val_missing(&in);
+    if (!expr_eval_arg(e, CONV_TO, ctx, &to, err))
+        return false;
+    if (!expr_eval_arg(e, CONV_INPUT, ctx, &in, err))
+        goto cleanup;
+    if (!expr_is_nullish(&to) && !convert_target(&to, &target, err))
+        goto cleanup;
+    if (expr_is_nullish(&in)) {
+        if (e->args[CONV_ON_NULL])
+            ok = expr_eval_arg(e, CONV_ON_NULL, ctx, out, err);
+        else
+            expr_val_null(out), ok = true;
+        goto cleanup;
+    }
+    if (target == BSON_TYPE_EOD) {
+        expr_val_null(out);
+        ok = true;
+        goto cleanup;
+    }
+    switch (target) {
+    case BSON_TYPE_DOUBLE:
+    case BSON_TYPE_UTF8:
+    case BSON_TYPE_BOOL:
+    case BSON_TYPE_INT32:
+    case BSON_TYPE_INT64:
+        ok = convert_to(&in, target, out, err);
+        break;
+    case BSON_TYPE_DATE_TIME:
+        ok = expr_to_date(&in, out, err);
+        break;
+    case BSON_TYPE_OID:
+    case BSON_TYPE_DECIMAL128:
+        dberr_set(err, DBERR_NOT_IMPLEMENTED, "atomdb's $convert does not convert to %s yet",
+                  shellfmt_type_name(target));
+        goto cleanup;
+    default:
+        ok = dberr_set(err, DBERR_CONVERSION_FAILURE,
+                       "Unsupported conversion from %s to %s in $convert with no onError value",
+                       shellfmt_type_name(in.value_type), shellfmt_type_name(target));
+        break;
+    }
+    if (!ok && err->code == DBERR_CONVERSION_FAILURE && e->args[CONV_ON_ERROR]) {
+        dberr_clear(err);
+        ok = expr_eval_arg(e, CONV_ON_ERROR, ctx, out, err);
+    }
+cleanup:
+    expr_val_free(&in);
+    expr_val_free(&to);
+    return ok;
+}
+
 const expr_op_t expr_type_ops[] = {
+    {"$convert", op_convert, OPP_CUSTOM, 0, 0, {0}, 0, NULL, NULL, parse_convert},
     {"$isNumber", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, op_isnumber},
     {"$toBool", NULL, OPP_ARGS, 1, 1, {0}, BSON_TYPE_BOOL, NULL, convert_op},
     {"$toDouble", NULL, OPP_ARGS, 1, 1, {0}, BSON_TYPE_DOUBLE, NULL, convert_op},

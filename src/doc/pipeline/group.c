@@ -20,6 +20,7 @@ typedef struct accum {
     char *field;
     const acc_def_t *def;
     expr_t *arg; /* NULL for $count */
+    const collation_t *coll; /* $min/$max/$addToSet: how strings compare (borrowed) */
 } accum_t;
 
 struct group_spec {
@@ -101,7 +102,7 @@ static void minmax_update(const accum_t *spec, acc_state_t *a, const bson_value_
 {
     if (nullish(v))
         return;
-    int c = a->val.value_type == BSON_TYPE_EOD ? 0 : compare_values(v, &a->val);
+    int c = a->val.value_type == BSON_TYPE_EOD ? 0 : compare_values_coll(v, &a->val, spec->coll);
     if (a->val.value_type == BSON_TYPE_EOD || (spec->def->aux && c > 0) ||
         (!spec->def->aux && c < 0))
         set_val(a, v);
@@ -128,12 +129,12 @@ static void val_emit(const accum_t *spec, const acc_state_t *a, bson_t *out)
         bson_append_value(out, spec->field, -1, &a->val);
 }
 
-static bool list_contains(const acc_state_t *a, const bson_value_t *v)
+static bool list_contains(const accum_t *spec, const acc_state_t *a, const bson_value_t *v)
 {
     bson_iter_t it;
     if (bson_iter_init(&it, a->list))
         while (bson_iter_next(&it))
-            if (compare_values(bson_iter_value(&it), v) == 0)
+            if (compare_values_coll(bson_iter_value(&it), v, spec->coll) == 0)
                 return true;
     return false;
 }
@@ -150,7 +151,7 @@ static void push_update(const accum_t *spec, acc_state_t *a, const bson_value_t 
 
 static void add_to_set_update(const accum_t *spec, acc_state_t *a, const bson_value_t *v)
 {
-    if (v->value_type != BSON_TYPE_EOD && !list_contains(a, v))
+    if (v->value_type != BSON_TYPE_EOD && !list_contains(spec, a, v))
         push_update(spec, a, v);
 }
 
@@ -318,7 +319,7 @@ static bool group_of(const group_spec_t *spec, const expr_ctx_t *ctx, group_t **
     if (key.value_type == BSON_TYPE_EOD)
         key.value_type = BSON_TYPE_NULL;
     buf_init(&kb);
-    keystring_append(&kb, &key, false);
+    keystring_append_coll(&kb, &key, false, ctx->coll);
     HASH_FIND(hh, *groups, kb.data, kb.len, *out);
     if (*out) {
         buf_destroy(&kb);
@@ -408,6 +409,12 @@ static bool group_run(const stage_t *s, const expr_ctx_t *base, doclist_t *in, d
         group_destroy(spec, g);
     }
     return ok;
+}
+
+void pipeline_group_set_collation(group_spec_t *g, const collation_t *coll)
+{
+    for (size_t a = 0; a < g->naccs; a++)
+        g->accs[a].coll = coll;
 }
 
 const stage_def_t pipeline_group_stages[] = {

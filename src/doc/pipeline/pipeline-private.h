@@ -104,6 +104,10 @@ extern const stage_def_t pipeline_densify_stages[];
 /* join.c: $lookup $unionWith $graphLookup. */
 extern const stage_def_t pipeline_join_stages[];
 
+/* Makes the $group `g` compare its keys and its $min/$max/$addToSet values
+ * by `coll` (borrowed: the pipeline holds the reference). */
+void pipeline_group_set_collation(group_spec_t *g, const collation_t *coll);
+
 /* Borrows the document under `it` into `out`. */
 void pipeline_borrow_doc(const bson_iter_t *it, bson_t *out);
 

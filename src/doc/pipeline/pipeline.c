@@ -8,6 +8,7 @@
 #include <sys/time.h>
 
 #include "doc/fts.h"
+#include "doc/collation.h"
 #include "doc/path.h"
 #include "util/fiber.h"
 #include "util/table.h"
@@ -83,6 +84,7 @@ struct pipeline {
     bson_t *let; /* user variables, already evaluated, or NULL */
     bool allow_disk_use;
     const pipeline_source_t *source; /* borrowed, or NULL */
+    collation_t *coll; /* owned reference; NULL: the simple collation */
 };
 
 pipeline_limits_t pipeline_limits = {100 * 1024 * 1024, 100 * 1024 * 1024, 100 * 1024 * 1024,
@@ -91,6 +93,22 @@ pipeline_limits_t pipeline_limits = {100 * 1024 * 1024, 100 * 1024 * 1024, 100 *
 void pipeline_set_allow_disk_use(pipeline_t *p, bool allow)
 {
     p->allow_disk_use = allow;
+}
+
+void pipeline_set_collation(pipeline_t *p, collation_t *coll)
+{
+    collation_t *old = p->coll;
+    p->coll = collation_ref(coll);
+    collation_destroy(old);
+    for (size_t i = 0; i < p->n; i++) {
+        stage_t *s = &p->stages[i];
+        if (!strcmp(s->def->name, "$match"))
+            matcher_set_collation(s->u.match.matcher, p->coll);
+        else if (!strcmp(s->def->name, "$sort"))
+            sortspec_set_collation(s->u.sort, p->coll);
+        else if (!strcmp(s->def->name, "$group"))
+            pipeline_group_set_collation(s->u.group, p->coll);
+    }
 }
 
 /* Every stage family; a stage is one row in its family's table. */
@@ -146,6 +164,7 @@ void pipeline_destroy(pipeline_t *p)
     bson_free(p->stages);
     if (p->let)
         bson_destroy(p->let);
+    collation_destroy(p->coll);
     bson_free(p);
 }
 
@@ -466,7 +485,8 @@ static bool run_with_vars(const pipeline_t *p, const bson_t *vars, const expr_ct
     expr_ctx_t ctx = {.root = NULL, .now_ms = outer ? outer->now_ms : pipeline_now_ms(),
                       .vars = p->let,
                       .allow_disk_use = outer ? outer->allow_disk_use : p->allow_disk_use,
-                      .source = outer && outer->source ? outer->source : p->source};
+                      .source = outer && outer->source ? outer->source : p->source,
+                      .coll = outer && outer->coll ? outer->coll : p->coll};
     dberr_clear(err);
     if (vars && !bson_empty(vars)) {
         bson_iter_t it;
@@ -497,7 +517,8 @@ bool pipeline_run_sub(const pipeline_t *p, const expr_ctx_t *outer, doclist_t *d
                       dberr_t *err)
 {
     expr_ctx_t ctx = {.root = NULL, .now_ms = outer->now_ms, .vars = p->let,
-                      .allow_disk_use = outer->allow_disk_use, .source = outer->source};
+                      .allow_disk_use = outer->allow_disk_use, .source = outer->source,
+                      .coll = outer->coll};
     return run_stages(p, &ctx, docs, err);
 }
 
@@ -511,7 +532,7 @@ bool pipeline_run_explain(const pipeline_t *p, doclist_t *docs, int64_t *nreturn
                           dberr_t *err)
 {
     expr_ctx_t ctx = {.root = NULL, .now_ms = pipeline_now_ms(), .vars = p->let,
-                      .allow_disk_use = p->allow_disk_use, .source = p->source};
+                      .allow_disk_use = p->allow_disk_use, .source = p->source, .coll = p->coll};
     dberr_clear(err);
     for (size_t i = 0; i < p->n; i++) {
         const stage_t *s = &p->stages[i];

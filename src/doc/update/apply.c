@@ -523,12 +523,23 @@ static bool apply_operators(const updater_t *u, const bson_t *old_doc, bool is_i
                   UPD_MAX_STORED_DEPTH);
         goto cleanup;
     }
+    if (u->dollar_path && !is_insert) {
+        /* as mongod 5.0+: an upsert's insert may create it, an update may not */
+        dberr_set(err, DBERR_DOLLAR_PREFIXED_FIELD_NAME,
+                  "The dollar ($) prefixed field '%s' in '%s' is not allowed in the context of an "
+                  "update's replacement document. Consider using an aggregation pipeline with "
+                  "$replaceWith.",
+                  u->dollar_field, u->dollar_path);
+        goto cleanup;
+    }
     c.root = doctree_from_doc(old_doc);
     unode_t *root = u->root;
     if (!apply_nodes(&c, &root, 1, c.root) || !check_id_kept(&c, old_doc, err))
         goto cleanup;
     write_id_first(out, c.root);
-    ok = check_new_doc(out, false, err);
+    /* a stored '$'-prefixed field may stay (mongod validates what changed:
+     * the paths an operator creates, checked above) */
+    ok = check_new_doc(out, true, err);
 
 cleanup:
     doctree_free(c.root);

@@ -177,7 +177,8 @@ static void sort_doc(const doctree_t *n, bson_t *out)
         doctree_write(out, "", n);
 }
 
-static int sort_cmp_pattern(const bson_t *pattern, const doctree_t *a, const doctree_t *b)
+static int sort_cmp_pattern(const bson_t *pattern, const doctree_t *a, const doctree_t *b,
+                            const collation_t *coll)
 {
     bson_t da, db;
     bson_iter_t pi;
@@ -193,7 +194,7 @@ static int sort_cmp_pattern(const bson_t *pattern, const doctree_t *a, const doc
             path_get(&da, bson_iter_key(&pi), &ia) ? bson_iter_value(&ia) : &null_v;
         const bson_value_t *vb =
             path_get(&db, bson_iter_key(&pi), &ib) ? bson_iter_value(&ib) : &null_v;
-        int c = compare_values(va, vb);
+        int c = compare_values_coll(va, vb, coll);
         result = num_to_double(bson_iter_value(&pi)) < 0 ? -c : c;
     }
     bson_destroy(&da);
@@ -201,21 +202,22 @@ static int sort_cmp_pattern(const bson_t *pattern, const doctree_t *a, const doc
     return result;
 }
 
-static int sort_cmp(const unode_t *leaf, const doctree_t *a, const doctree_t *b)
+static int sort_cmp(const unode_t *leaf, const doctree_t *a, const doctree_t *b,
+                    const collation_t *coll)
 {
     if (leaf->u.push.sort == PUSH_SORT_VALUE) {
         bson_value_t vb;
         bson_t *tmp;
         doctree_value(b, &vb, &tmp);
-        int c = doctree_compare_value(a, &vb);
+        int c = doctree_compare_value_coll(a, &vb, coll);
         bson_destroy(tmp);
         return leaf->u.push.sort_dir < 0 ? -c : c;
     }
-    return sort_cmp_pattern(leaf->u.push.sort_pattern, a, b);
+    return sort_cmp_pattern(leaf->u.push.sort_pattern, a, b, coll);
 }
 
 /* Stable merge sort of the kids of `arr`. */
-static void sort_kids(const unode_t *leaf, doctree_t *arr)
+static void sort_kids(const unode_t *leaf, doctree_t *arr, const collation_t *coll)
 {
     size_t n = arr->nkids;
     if (n < 2)
@@ -227,7 +229,7 @@ static void sort_kids(const unode_t *leaf, doctree_t *arr)
             size_t hi = lo + 2 * width < n ? lo + 2 * width : n;
             size_t i = lo, j = mid, k = lo;
             while (i < mid && j < hi)
-                tmp[k++] = sort_cmp(leaf, arr->kids[j], arr->kids[i]) < 0 ? arr->kids[j++]
+                tmp[k++] = sort_cmp(leaf, arr->kids[j], arr->kids[i], coll) < 0 ? arr->kids[j++]
                                                                           : arr->kids[i++];
             while (i < mid)
                 tmp[k++] = arr->kids[i++];
@@ -240,7 +242,7 @@ static void sort_kids(const unode_t *leaf, doctree_t *arr)
 }
 
 /* PushNode::performPush on an array node. */
-static void perform_push(const unode_t *leaf, doctree_t *arr)
+static void perform_push(const unode_t *leaf, doctree_t *arr, const collation_t *coll)
 {
     int64_t size = (int64_t)arr->nkids;
     int64_t pos = leaf->u.push.position;
@@ -259,7 +261,7 @@ static void perform_push(const unode_t *leaf, doctree_t *arr)
             doctree_insert(arr, at + i, doctree_from_value(&each->v[i]));
     }
     if (leaf->u.push.sort != PUSH_SORT_NONE)
-        sort_kids(leaf, arr);
+        sort_kids(leaf, arr, coll);
     if (leaf->u.push.has_slice) {
         int64_t slice = leaf->u.push.slice;
         uint64_t abs_slice =
@@ -281,7 +283,7 @@ static bool push_existing(update_apply_t *c, const unode_t *leaf, doctree_t *e)
         return update_fail(c, DBERR_BAD_VALUE, s);
     }
     update_note_id_path(c);
-    perform_push(leaf, e);
+    perform_push(leaf, e, c->u->coll);
     return true;
 }
 
@@ -296,7 +298,7 @@ static doctree_t *new_array(void)
 static bool push_missing(update_apply_t *c, const unode_t *leaf, doctree_t *e)
 {
     doctree_t *arr = new_array();
-    perform_push(leaf, arr);
+    perform_push(leaf, arr, c->u->coll);
     return update_create(c, e, arr);
 }
 
@@ -351,7 +353,7 @@ static bool add_to_set_existing(update_apply_t *c, const unode_t *leaf, doctree_
     for (size_t i = 0; i < leaf->u.each.n; i++) {
         bool present = false;
         for (size_t j = 0; j < e->nkids && !present; j++)
-            present = doctree_compare_value(e->kids[j], &leaf->u.each.v[i]) == 0;
+            present = doctree_compare_value_coll(e->kids[j], &leaf->u.each.v[i], c->u->coll) == 0;
         if (!present) {
             update_note_id_path(c);
             doctree_append(e, doctree_from_value(&leaf->u.each.v[i]));
@@ -457,13 +459,13 @@ static void pull_free(unode_t *leaf)
     matcher_destroy(leaf->u.pull.matcher);
 }
 
-static bool pull_matches(const unode_t *leaf, const doctree_t *elem)
+static bool pull_matches(const unode_t *leaf, const doctree_t *elem, const collation_t *coll)
 {
     bson_t d = BSON_INITIALIZER;
     bool m;
     switch (leaf->u.pull.kind) {
     case PULL_EQUAL:
-        return doctree_compare_value(elem, &leaf->arg) == 0;
+        return doctree_compare_value_coll(elem, &leaf->arg, coll) == 0;
     case PULL_OBJECT:
         if (elem->type != BSON_TYPE_DOCUMENT)
             return false;
@@ -478,22 +480,24 @@ static bool pull_matches(const unode_t *leaf, const doctree_t *elem)
     return m;
 }
 
-static bool pull_all_matches(const unode_t *leaf, const doctree_t *elem)
+static bool pull_all_matches(const unode_t *leaf, const doctree_t *elem,
+                             const collation_t *coll)
 {
     for (size_t j = 0; j < leaf->u.each.n; j++)
-        if (doctree_compare_value(elem, &leaf->u.each.v[j]) == 0)
+        if (doctree_compare_value_coll(elem, &leaf->u.each.v[j], coll) == 0)
             return true;
     return false;
 }
 
 /* Removes the elements `hit` selects. */
 static bool remove_matching(update_apply_t *c, const unode_t *leaf, doctree_t *e,
-                            bool (*hit)(const unode_t *, const doctree_t *))
+                            bool (*hit)(const unode_t *, const doctree_t *,
+                                        const collation_t *))
 {
     if (!need_array(c, e, leaf->op->name))
         return false;
     for (size_t i = 0; i < e->nkids;) {
-        if (hit(leaf, e->kids[i])) {
+        if (hit(leaf, e->kids[i], c->u->coll)) {
             update_note_id_path(c);
             doctree_free(doctree_take(e, i));
         } else {

@@ -1,6 +1,7 @@
 /* update/arrayfilter: the `arrayFilters` of an update — one matcher per
  * identifier, tested against array elements for $[<id>] paths. */
 #include "doc/update/update-private.h"
+#include "doc/collation.h"
 
 #include <string.h>
 
@@ -137,4 +138,31 @@ void afilter_free_all(updater_t *u)
     bson_free(u->filters);
     u->filters = NULL;
     u->nfilters = 0;
+}
+
+/* Points the $pull matchers of the tree under `n` at `coll`. */
+static void afilter_set_node_collation(unode_t *n, collation_t *coll)
+{
+    if (!n)
+        return;
+    if (n->kind == UN_LEAF) {
+        if (n->op && !strcmp(n->op->name, "$pull") && n->u.pull.matcher)
+            matcher_set_collation(n->u.pull.matcher, coll);
+        return;
+    }
+    for (size_t i = 0; i < n->nkids; i++)
+        afilter_set_node_collation(n->kids[i].node, coll);
+    afilter_set_node_collation(n->positional, coll);
+}
+
+void updater_set_collation(updater_t *u, collation_t *coll)
+{
+    collation_t *old = u->coll;
+    u->coll = collation_ref(coll);
+    collation_destroy(old);
+    for (size_t i = 0; i < u->nfilters; i++)
+        matcher_set_collation(u->filters[i].m, coll);
+    afilter_set_node_collation(u->root, coll);
+    if (u->pipeline)
+        pipeline_set_collation(u->pipeline, coll);
 }

@@ -199,10 +199,16 @@ void doctree_value(const doctree_t *n, bson_value_t *out, bson_t **tmp)
 
 int doctree_compare_value(const doctree_t *n, const bson_value_t *v)
 {
+    return doctree_compare_value_coll(n, v, NULL);
+}
+
+int doctree_compare_value_coll(const doctree_t *n, const bson_value_t *v,
+                               const collation_t *coll)
+{
     bson_value_t nv;
     bson_t *tmp;
     doctree_value(n, &nv, &tmp);
-    int c = compare_values(&nv, v);
+    int c = compare_values_coll(&nv, v, coll);
     bson_destroy(tmp);
     return c;
 }

@@ -80,6 +80,11 @@ void doctree_value(const doctree_t *n, bson_value_t *out, bson_t **tmp);
 /* compare_values(value of n, v). */
 int doctree_compare_value(const doctree_t *n, const bson_value_t *v);
 
+/* doctree_compare_value with strings ordered by `coll` (NULL: simple). */
+typedef struct collation collation_t;
+int doctree_compare_value_coll(const doctree_t *n, const bson_value_t *v,
+                               const collation_t *coll);
+
 /* True when `n` holds exactly `v` (same type and bytes). */
 bool doctree_binary_equal(const doctree_t *n, const bson_value_t *v);
 

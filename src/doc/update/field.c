@@ -132,7 +132,7 @@ static bool mul_missing(update_apply_t *c, const unode_t *leaf, doctree_t *e)
 static bool minmax_existing(update_apply_t *c, const unode_t *leaf, doctree_t *e, bool is_max)
 {
     /* compareVal is element vs value: $min sets when element > value. */
-    int cmp = doctree_compare_value(e, &leaf->arg);
+    int cmp = doctree_compare_value_coll(e, &leaf->arg, c->u->coll);
     if (cmp == 0 || is_max == (cmp > 0))
         return true;
     update_note_id_path(c);

@@ -2,6 +2,7 @@
  * pipeline — into the updater, building the path tree of an operator update
  * the way mongod's UpdateObjectNode::parseAndMerge does. */
 #include "doc/update/update-private.h"
+#include "doc/collation.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -239,13 +240,11 @@ bool update_merge_path(update_parse_t *p, const update_op_t *op, const char *spe
                   "Updating the path '%s' would create a conflict at '%s'", path, path);
         goto cleanup;
     }
-    if ((op->flags & UPDATE_OP_CREATES) && parts[0][0] == '$') {
-        dberr_set(err, DBERR_DOLLAR_PREFIXED_FIELD_NAME,
-                  "The dollar ($) prefixed field '%s' in '%s' is not allowed in the context of an "
-                  "update's replacement document. Consider using an aggregation pipeline with "
-                  "$replaceWith.",
-                  parts[0], path);
-        goto cleanup;
+    if ((op->flags & UPDATE_OP_CREATES) && !(op->flags & UPDATE_OP_INSERT_ONLY) &&
+        parts[0][0] == '$' && !p->u->dollar_path) {
+        /* refused when applied to a stored document; an upsert's insert takes it */
+        p->u->dollar_path = bson_strdup(path);
+        p->u->dollar_field = bson_strdup(parts[0]);
     }
     unode_set(cur, name, leaf);
     leaf = NULL;
@@ -340,6 +339,9 @@ void updater_destroy(updater_t *u)
     if (!u)
         return;
     unode_free(u->root);
+    bson_free(u->dollar_path);
+    bson_free(u->dollar_field);
+    collation_destroy(u->coll);
     bson_destroy(u->replacement);
     pipeline_destroy(u->pipeline);
     afilter_free_all(u);

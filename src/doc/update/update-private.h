@@ -168,6 +168,14 @@ struct updater {
     pipeline_t *pipeline; /* UPDATER_PIPELINE */
     afilter_t *filters;
     size_t nfilters;
+    /* the first path an operator would create under a '$'-prefixed top-level
+     * field ("$hotel"), and that field: allowed when an upsert inserts,
+     * DollarPrefixedFieldName 52 when the update changes a stored document
+     * (mongod's storage validation); NULL when none */
+    char *dollar_path;
+    char *dollar_field;
+    collation_t *coll; /* owned reference: how $min/$max, $addToSet, $pull, $pullAll
+                        * and $push's $sort compare strings; NULL: simple */
 };
 
 /* State of parsing one operator document. */
