@@ -194,9 +194,6 @@ static bool dbcmds_check_options(const bson_t *options, dberr_t *err)
         bson_t v;
         if (!BSON_ITER_HOLDS_DOCUMENT(&it) || !cmd_iter_doc(&it, &v))
             return dberr_set(err, DBERR_TYPE_MISMATCH, "'validator' must be an object");
-        if (bson_has_field(&v, "$jsonSchema"))
-            return dberr_set(err, DBERR_NOT_IMPLEMENTED,
-                             "atomdb does not support $jsonSchema validators yet");
         matcher_t *m = matcher_new(&v, err);
         if (!m)
             return false;

@@ -14,6 +14,7 @@
 #include "doc/collation.h"
 #include "doc/compare.h"
 #include "doc/expr.h"
+#include "doc/jsonschema.h"
 #include "doc/matcher-private.h"
 #include "doc/path.h"
 #include "util/bsonview.h"
@@ -27,6 +28,7 @@ typedef enum {
     MN_TRUE,
     MN_FALSE,
     MN_EXPR,
+    MN_SCHEMA,
     /* leaves: tested against the values a path reaches */
     MN_EQ,
     MN_GT,
@@ -70,6 +72,7 @@ typedef struct mnode {
     matcher_t *sub;        /* ELEM_OBJ */
     expr_t *expr;          /* EXPR */
     bits_t *bits;          /* BITS */
+    jsonschema_t *schema;  /* SCHEMA */
     const collation_t *coll; /* string order of EQ/IN/comparisons (the matcher's) */
 } mnode_t;
 
@@ -138,6 +141,7 @@ static void node_destroy(mnode_t *n)
     matcher_destroy(n->sub);
     expr_destroy(n->expr);
     bits_destroy(n->bits);
+    jsonschema_destroy(n->schema);
     bson_free(n->path);
     bson_free(n);
 }
@@ -483,6 +487,8 @@ static bool eval(const matcher_t *m, const mnode_t *n, const bson_t *doc, int *p
         return true;
     case MN_FALSE:
         return false;
+    case MN_SCHEMA:
+        return jsonschema_matches(n->schema, doc);
     case MN_EXPR: {
         expr_ctx_t ctx = {doc, now_ms(), m->let};
         bson_value_t out;
@@ -536,7 +542,7 @@ static bool is_unsupported_field_op(const char *op)
     static const char *const ops[] = {
         "$near",   "$nearSphere",  "$geoWithin",   "$geoIntersects", "$within",
         "$geometry", "$maxDistance", "$minDistance", "$box",         "$center",
-        "$centerSphere", "$polygon", "$where", "$text", "$jsonSchema", NULL};
+        "$centerSphere", "$polygon", "$where", "$text", NULL};
     for (int i = 0; ops[i]; i++) {
         if (strcmp(op, ops[i]) == 0)
             return true;
@@ -962,6 +968,14 @@ static bool parse_filter(const bson_t *filter, mnode_t *and_node, int depth, boo
                 node_add(and_node, n);
                 n->expr = expr_new(&it, err);
                 if (!n->expr)
+                    return false;
+            } else if (strcmp(key, "$jsonSchema") == 0) {
+                bson_t spec;
+                if (!BSON_ITER_HOLDS_DOCUMENT(&it) || !bsonview_iter(&it, &spec))
+                    return dberr_set(err, DBERR_TYPE_MISMATCH, "$jsonSchema must be an object");
+                mnode_t *n = node_new(MN_SCHEMA, NULL);
+                node_add(and_node, n);
+                if (!(n->schema = jsonschema_new(&spec, depth + 1, err)))
                     return false;
             } else if (strcmp(key, "$comment") == 0) {
                 continue;

@@ -7,12 +7,14 @@
 #include <string.h>
 
 #include "doc/compare.h"
+#include "doc/docvalidation.h"
 #include "doc/keystring.h"
 #include "store/mvcc.h"
 #include "store/observer.h"
 #include "util/bsonview.h"
 #include "util/fiber.h"
 #include "util/hash.h"
+#include "util/log.h"
 #include "util/omap.h"
 #include "util/shellfmt.h"
 
@@ -148,24 +150,40 @@ bool collection_validate(collection_t *c, const bson_t *doc, const bson_t *old_d
     if (old_doc && strcmp(collection_opt_str(c, "validationLevel", "strict"), "moderate") == 0 &&
         !matcher_matches(c->validator, old_doc, NULL))
         return true; /* moderate: an invalid document may stay invalid */
-    if (strcmp(collection_opt_str(c, "validationAction", "error"), "warn") == 0)
-        return true;
-    dberr_set(err, 121, "Document failed validation");
-    bson_t extra = BSON_INITIALIZER, info, details;
-    bson_iter_t id, v;
-    bson_append_document_begin(&extra, "errInfo", -1, &info);
-    if (bson_iter_init_find(&id, doc, "_id"))
-        bson_append_value(&info, "failingDocumentId", -1, bson_iter_value(&id));
-    bson_append_document_begin(&info, "details", -1, &details);
-    BSON_APPEND_UTF8(&details, "operatorName", "$and");
-    if (bson_iter_init_find(&v, &c->options, "validator"))
-        bson_append_value(&details, "specifiedAs", -1, bson_iter_value(&v));
-    BSON_APPEND_UTF8(&details, "reason", "the document does not match the collection's validator");
-    bson_append_document_end(&info, &details);
-    bson_append_document_end(&extra, &info);
-    dberr_set_extra(err, bson_get_data(&extra), extra.len);
+    bson_t validator, extra = BSON_INITIALIZER;
+    bsonview_field(&c->options, "validator", &validator);
+    /* in full, else without specifiedAs and values, else the id alone:
+     * the error's extra fields have a fixed room (dberr_t) */
+    for (int form = 0; form < 3; form++) {
+        bson_t info, details;
+        bson_iter_t id;
+        bson_reinit(&extra);
+        bson_append_document_begin(&extra, "errInfo", -1, &info);
+        if (bson_iter_init_find(&id, doc, "_id"))
+            bson_append_value(&info, "failingDocumentId", -1, bson_iter_value(&id));
+        if (form < 2) {
+            bson_append_document_begin(&info, "details", -1, &details);
+            docvalidation_explain(&validator, doc, form == 1, &details);
+            bson_append_document_end(&info, &details);
+        }
+        bson_append_document_end(&extra, &info);
+        if (extra.len <= sizeof err->extra)
+            break;
+    }
+    bool warn = strcmp(collection_opt_str(c, "validationAction", "error"), "warn") == 0;
+    if (warn) {
+        /* mongod's log line 20294; the write goes ahead */
+        bson_t shown;
+        bsonview_field(&extra, "errInfo", &shown);
+        log_event(LOG_WARN, "STORAGE", 20294, "Document would fail validation",
+                  LOG_STR("namespace", c->ns), LOG_DOC("document", doc),
+                  LOG_DOC("errInfo", &shown));
+    } else {
+        dberr_set(err, 121, "Document failed validation");
+        dberr_set_extra(err, bson_get_data(&extra), extra.len);
+    }
     bson_destroy(&extra);
-    return false;
+    return warn;
 }
 
 void collection_foreach(const collection_t *c, bool (*fn)(const bson_t *doc, void *ctx),
