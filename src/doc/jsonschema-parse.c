@@ -2,6 +2,7 @@
  * refusing what mongod refuses with its codes and messages (unknown and
  * unsupported keywords, wrong argument types, duplicates). */
 #include <math.h>
+#include <stdlib.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -403,6 +404,11 @@ static bool js_parse_array(js_node_t *n, js_kw_t *kw, int depth, dberr_t *err)
     return true;
 }
 
+static int js_strcmp(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
 /* required: a non-empty array of distinct strings. */
 static bool js_parse_required(js_node_t *n, const bson_iter_t *it, dberr_t *err)
 {
@@ -431,6 +437,8 @@ static bool js_parse_required(js_node_t *n, const bson_iter_t *it, dberr_t *err)
     if (n->nrequired == 0)
         return dberr_set(err, DBERR_FAILED_TO_PARSE,
                          "$jsonSchema keyword 'required' cannot be an empty array");
+    /* mongod checks (and reports missing) properties in sorted order */
+    qsort(n->required, n->nrequired, sizeof *n->required, js_strcmp);
     return true;
 }
 

@@ -80,6 +80,10 @@ static void js_rule_begin(js_out_t *o, const js_node_t *n, const char *kw, bool 
         bson_t sa;
         bson_append_document_begin(rule, "specifiedAs", -1, &sa);
         bson_append_value(&sa, kw, -1, bson_iter_value(&it));
+        /* an exclusive bound shows its flag beside it, as mongod's annotation */
+        if ((strcmp(kw, "minimum") == 0 && n->excl_min) ||
+            (strcmp(kw, "maximum") == 0 && n->excl_max))
+            BSON_APPEND_BOOL(&sa, kw[1] == 'i' ? "exclusiveMinimum" : "exclusiveMaximum", true);
         bson_append_document_end(rule, &sa);
     }
 }
@@ -278,7 +282,7 @@ static bool js_check_array(const js_node_t *n, const bson_value_t *v, js_out_t *
             items_failed = true;
             bson_t entry;
             js_out_begin(&item_out, &entry);
-            BSON_APPEND_INT32(&entry, "index", (int32_t)idx);
+            BSON_APPEND_INT64(&entry, "itemIndex", idx);
             js_check_into(out, n->items_list.v[idx], bson_iter_value(&a), &entry, "details");
             bson_append_document_end(&arr_details, &entry);
         }
@@ -625,7 +629,7 @@ static bool js_check_logical(const js_node_t *n, const bson_value_t *v, js_out_t
             return false;
         ok = false;
         bson_t rule;
-        js_rule_begin(out, n, "not", true, &rule);
+        js_rule_begin(out, n, "not", false, &rule);
         BSON_APPEND_UTF8(&rule, "reason", "child expression matched");
         js_rule_end(out, &rule);
     }
@@ -699,10 +703,22 @@ void jsonschema_explain(const jsonschema_t *s, const bson_t *doc, bool brief, bs
     bson_value_t v;
     js_doc_value(doc, &v);
     BSON_APPEND_UTF8(out, "operatorName", "$jsonSchema");
-    js_append_annotations(s->root, out);
+    const js_node_t *root = s->root;
+    if (root->has_type && !js_type_in(root->types, false, BSON_TYPE_DOCUMENT)) {
+        /* a top-level type other than object: mongod's always-false node */
+        if (!brief) {
+            bson_t sa;
+            bson_append_document_begin(out, "specifiedAs", -1, &sa);
+            BSON_APPEND_DOCUMENT(&sa, "$jsonSchema", &s->copy);
+            bson_append_document_end(out, &sa);
+        }
+        BSON_APPEND_UTF8(out, "reason", "expression always evaluates to false");
+        return;
+    }
+    js_append_annotations(root, out);
     bson_t arr;
     bson_append_array_begin(out, "schemaRulesNotSatisfied", -1, &arr);
     js_out_t o = {&arr, 0, brief};
-    js_check(s->root, &v, &o);
+    js_check(root, &v, &o);
     bson_append_array_end(out, &arr);
 }
