@@ -65,6 +65,7 @@ void jsonschema_node_destroy(js_node_t *n)
     if (!n)
         return;
     bson_free(n->required);
+    bson_free(n->prop_names);
     js_entries_destroy(n->props, n->nprops);
     js_entries_destroy(n->patterns, n->npatterns);
     js_entries_destroy(n->deps, n->ndeps);
@@ -521,6 +522,10 @@ static bool js_parse_object(js_node_t *n, js_kw_t *kw, int depth, dberr_t *err)
             if (!(e->schema = js_parse_iter(&p, depth, err)))
                 return false;
         }
+        n->prop_names = bson_malloc((n->nprops + 1) * sizeof *n->prop_names);
+        for (size_t i = 0; i < n->nprops; i++)
+            n->prop_names[i] = n->props[i].name;
+        qsort(n->prop_names, n->nprops, sizeof *n->prop_names, js_strcmp);
     }
     if (kw[K_PATTERN_PROPERTIES].it.raw) {
         if (!BSON_ITER_HOLDS_DOCUMENT(&kw[K_PATTERN_PROPERTIES].it))

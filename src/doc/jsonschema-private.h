@@ -92,6 +92,7 @@ struct js_node {
     size_t nrequired;
     js_entry_t *props;
     size_t nprops;
+    const char **prop_names;   /* the names of props, sorted (strcmp) */
     js_entry_t *patterns;
     size_t npatterns;
     js_flag_t addl_props;

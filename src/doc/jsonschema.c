@@ -4,6 +4,7 @@
 #include "doc/jsonschema.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "doc/compare.h"
@@ -139,6 +140,11 @@ static bool js_view(const bson_value_t *v, bson_t *doc)
     return bson_init_static(doc, v->value.v_doc.data, v->value.v_doc.data_len);
 }
 
+static int js_iter_key_cmp(const void *a, const void *b)
+{
+    return strcmp(bson_iter_key((bson_iter_t *)a), bson_iter_key((bson_iter_t *)b));
+}
+
 static size_t js_utf8_length(const char *s, uint32_t len)
 {
     size_t n = 0;
@@ -216,6 +222,86 @@ static bool js_check_scalar(const js_node_t *n, const bson_value_t *v, js_out_t 
     return ok;
 }
 
+/* Appends `v` to `into` as `key` with every document's fields sorted by
+ * name (recursively), so that compare_values finds two values equal
+ * exactly when jsonschema_equal does. */
+static void js_normalize(const bson_value_t *v, bson_t *into, const char *key)
+{
+    bson_t in, child;
+    bson_iter_t it;
+    if ((v->value_type != BSON_TYPE_DOCUMENT && v->value_type != BSON_TYPE_ARRAY) ||
+        !js_view(v, &in) || !bson_iter_init(&it, &in)) {
+        bson_append_value(into, key, -1, v);
+        return;
+    }
+    if (v->value_type == BSON_TYPE_ARRAY) {
+        bson_append_array_begin(into, key, -1, &child);
+        while (bson_iter_next(&it))
+            js_normalize(bson_iter_value(&it), &child, bson_iter_key(&it));
+        bson_append_array_end(into, &child);
+        return;
+    }
+    size_t n = 0, cap = 8;
+    bson_iter_t *fields = bson_malloc(cap * sizeof *fields);
+    while (bson_iter_next(&it)) {
+        if (n == cap)
+            fields = bson_realloc(fields, (cap *= 2) * sizeof *fields);
+        fields[n++] = it;
+    }
+    qsort(fields, n, sizeof *fields, js_iter_key_cmp);
+    bson_append_document_begin(into, key, -1, &child);
+    for (size_t i = 0; i < n; i++)
+        js_normalize(bson_iter_value(&fields[i]), &child, bson_iter_key(&fields[i]));
+    bson_append_document_end(into, &child);
+    bson_free(fields);
+}
+
+/* One array element by its normalized value, for uniqueItems. */
+typedef struct js_item {
+    bson_value_t norm; /* borrowed from the normalized copy */
+    uint32_t idx;
+} js_item_t;
+
+static int js_item_cmp(const void *a, const void *b)
+{
+    const js_item_t *x = a, *y = b;
+    int c = compare_values(&x->norm, &y->norm);
+    return c ? c : (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+/* Leaves `dup` on the first element of `arr` (of `count`) equal to an
+ * earlier one, as mongod's uniqueItems reports it; false when there is
+ * none. Sorted, not compared pairwise, so a long array costs n log n.
+ * `store` receives the normalized copy. */
+static bool js_first_duplicate(const bson_t *arr, uint32_t count, bson_t *store, bson_iter_t *dup)
+{
+    bson_iter_t it;
+    if (count < 2 || !bson_iter_init(&it, arr))
+        return false;
+    while (bson_iter_next(&it))
+        js_normalize(bson_iter_value(&it), store, bson_iter_key(&it));
+    js_item_t *items = bson_malloc(count * sizeof *items);
+    uint32_t n = 0;
+    bson_iter_init(&it, store);
+    while (n < count && bson_iter_next(&it)) {
+        items[n].norm = *bson_iter_value(&it);
+        items[n].idx = n;
+        n++;
+    }
+    qsort(items, n, sizeof *items, js_item_cmp);
+    uint32_t first = UINT32_MAX;
+    for (uint32_t i = 1; i < n; i++) /* runs are sorted by index: i is a later twin */
+        if (compare_values(&items[i].norm, &items[i - 1].norm) == 0 && items[i].idx < first)
+            first = items[i].idx;
+    bson_free(items);
+    if (first == UINT32_MAX || !bson_iter_init(dup, arr))
+        return false;
+    for (uint32_t i = 0; bson_iter_next(dup); i++)
+        if (i == first)
+            return true;
+    return false;
+}
+
 /* The array keywords over the array `v`. */
 static bool js_check_array(const js_node_t *n, const bson_value_t *v, js_out_t *out)
 {
@@ -239,28 +325,24 @@ static bool js_check_array(const js_node_t *n, const bson_value_t *v, js_out_t *
         BSON_APPEND_INT32(&rule, "numberOfItems", (int32_t)count);
         js_rule_end(out, &rule);
     }
-    bson_iter_t a, b;
-    if (n->unique && bson_iter_init(&a, &arr)) {
-        const bson_value_t *dup = NULL;
-        for (uint32_t i = 0; !dup && bson_iter_next(&a); i++) {
-            bson_iter_init(&b, &arr);
-            for (uint32_t j = 0; j < i && bson_iter_next(&b); j++)
-                if (jsonschema_equal(bson_iter_value(&a), bson_iter_value(&b))) {
-                    dup = bson_iter_value(&a);
-                    break;
-                }
-        }
-        if (dup) {
-            if (!out)
+    bson_iter_t a;
+    if (n->unique) {
+        bson_t store = BSON_INITIALIZER;
+        bson_iter_t dup;
+        if (js_first_duplicate(&arr, count, &store, &dup)) {
+            if (!out) {
+                bson_destroy(&store);
                 return false;
+            }
             ok = false;
             bson_t rule;
             js_rule_begin(out, n, "uniqueItems", true, &rule);
             BSON_APPEND_UTF8(&rule, "reason", "found a duplicate item");
             js_considered(out, &rule, "consideredValue", v);
-            js_considered(out, &rule, "duplicatedValue", dup);
+            js_considered(out, &rule, "duplicatedValue", bson_iter_value(&dup));
             js_rule_end(out, &rule);
         }
+        bson_destroy(&store);
     }
     /* items (one schema for all, or one per position), then additionalItems
      * past the positions */
@@ -339,12 +421,16 @@ static bool js_check_array(const js_node_t *n, const bson_value_t *v, js_out_t *
     return ok;
 }
 
-static const js_entry_t *js_find_prop(const js_node_t *n, const char *name)
+static int js_name_cmp(const void *key, const void *elem)
 {
-    for (size_t i = 0; i < n->nprops; i++)
-        if (strcmp(n->props[i].name, name) == 0)
-            return &n->props[i];
-    return NULL;
+    return strcmp(key, *(const char *const *)elem);
+}
+
+/* True when `properties` names `name` (a binary search). */
+static bool js_has_prop(const js_node_t *n, const char *name)
+{
+    return n->nprops &&
+           bsearch(name, n->prop_names, n->nprops, sizeof *n->prop_names, js_name_cmp);
 }
 
 /* properties, patternProperties and additionalProperties over `obj`. */
@@ -408,7 +494,7 @@ static bool js_check_properties(const js_node_t *n, const bson_t *obj, js_out_t 
             js_check_into(out, n->patterns[p].schema, bson_iter_value(&it), &entry, "details");
             bson_append_document_end(&pattern_arr, &entry);
         }
-        if (patterned || js_find_prop(n, name))
+        if (patterned || js_has_prop(n, name))
             continue;
         if (n->addl_props == JS_FALSE) {
             if (!out)
