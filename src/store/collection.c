@@ -601,6 +601,14 @@ static int collection_plan_index(index_t *ix, const matcher_t *m, scan_plan_t *p
         if (!matcher_bounds(m, ix->paths[f], &b))
             break;
         bool desc = ix->dirs[f] < 0;
+        if (f == ix->hashed) { /* a hash serves equality only */
+            if (!b.has_eq || !collection_value_indexable(&b.eq) ||
+                (!same_coll && collection_value_has_string(&b.eq)))
+                break;
+            index_append_key_part(ix, f, &b.eq, &p->prefix);
+            score += 2;
+            continue;
+        }
         if (!same_coll && ((b.has_eq && collection_value_has_string(&b.eq)) ||
                            (b.has_lower && collection_value_has_string(&b.lower)) ||
                            (b.has_upper && collection_value_has_string(&b.upper))))
@@ -645,7 +653,8 @@ static int collection_plan_index(index_t *ix, const matcher_t *m, scan_plan_t *p
 static bool collection_index_sorts(const index_t *ix, const sortspec_t *sort, bool *reverse)
 {
     int n = sortspec_nkeys(sort);
-    if (n == 0 || n > ix->nfields || ix->multikey || ix->sparse || ix->partial || ix->hidden)
+    if (n == 0 || n > ix->nfields || ix->multikey || ix->sparse || ix->partial || ix->hidden ||
+        (ix->hashed >= 0 && ix->hashed < n)) /* hash order is no value order */
         return false;
     if (!collation_same(ix->collation, sortspec_collation(sort)))
         return false; /* strings would come in the index's order, not the sort's */
