@@ -311,3 +311,33 @@ def test_validator_shown_by_list_collections(client):
     info = client.school.command("listCollections", filter={"name": "students"})
     opts = info["cursor"]["firstBatch"][0]["options"]
     assert opts["validator"] == {"$jsonSchema": STUDENTS} and opts["validationLevel"] == "moderate"
+
+
+def test_every_write_path_is_validated(client):
+    db = client.paths
+    db.command(SON([("create", "c"), ("validator", {"$jsonSchema": {
+        "required": ["n"], "properties": {"n": {"bsonType": "int", "minimum": 0}}}})]))
+    c = db.c
+    c.insert_one({"_id": 1, "n": 1})
+    from pymongo.errors import BulkWriteError
+    with pytest.raises(BulkWriteError) as ei:
+        c.insert_many([{"_id": 2, "n": 2}, {"_id": 3, "n": -1}, {"_id": 4, "n": 4}], ordered=False)
+    errs = ei.value.details["writeErrors"]
+    assert [(e["index"], e["code"]) for e in errs] == [(1, 121)]
+    assert errs[0]["errInfo"]["failingDocumentId"] == 3
+    assert errs[0]["errInfo"]["details"]["operatorName"] == "$jsonSchema"
+    fails(121, lambda: c.find_one_and_update({"_id": 1}, {"$inc": {"n": -5}}), "findAndModify")
+    fails(121, lambda: c.replace_one({"_id": 1}, {"x": 1}), "replace")
+    fails(121, lambda: c.update_many({}, {"$unset": {"n": ""}}), "update many")
+    fails(121, lambda: c.update_one({"_id": 9}, {"$set": {"n": "s"}}, upsert=True), "upsert")
+    assert sorted((d["_id"], d["n"]) for d in c.find()) == [(1, 1), (2, 2), (4, 4)]
+
+
+def test_schema_in_aggregation_match_and_count(client):
+    c = client.agg.c
+    c.insert_many([{"_id": i, "v": i if i % 2 else str(i)} for i in range(6)])
+    got = list(c.aggregate([{"$match": {"$jsonSchema": {"properties": {"v": {"bsonType": "int"}}}}},
+                            {"$sort": {"_id": 1}}]))
+    assert [d["_id"] for d in got] == [1, 3, 5]
+    assert c.count_documents({"$jsonSchema": {"properties": {"v": {"type": "string"}}}}) == 3
+    assert c.count_documents({"$or": [{"_id": 0}, {"$jsonSchema": {"required": ["w"]}}]}) == 1
