@@ -87,7 +87,7 @@ void jsonschema_destroy(jsonschema_t *s)
     if (!s)
         return;
     jsonschema_node_destroy(s->root);
-    bson_destroy(&s->copy);
+    bson_free(s->copy);
     bson_free(s);
 }
 
@@ -635,8 +635,9 @@ js_node_t *jsonschema_node_parse(const bson_t *spec, int depth, dberr_t *err)
     js_kw_t kw[K_COUNT];
     memset(kw, 0, sizeof kw);
     bson_iter_t it;
-    if (!bson_init_static(&n->spec, bson_get_data(spec), spec->len) ||
-        !bson_iter_init(&it, spec)) {
+    n->spec_data = bson_get_data(spec);
+    n->spec_len = spec->len;
+    if (!bson_iter_init(&it, spec)) {
         dberr_set(err, DBERR_BAD_VALUE, "invalid $jsonSchema document");
         goto fail;
     }
@@ -707,8 +708,16 @@ fail:
 jsonschema_t *jsonschema_new(const bson_t *spec, int depth, dberr_t *err)
 {
     jsonschema_t *s = bson_malloc0(sizeof *s);
-    bson_copy_to(spec, &s->copy);
-    s->root = jsonschema_node_parse(&s->copy, depth, err);
+    bson_t view;
+    s->copy = bson_malloc(spec->len);
+    s->copy_len = spec->len;
+    memcpy(s->copy, bson_get_data(spec), spec->len);
+    if (!bson_init_static(&view, s->copy, s->copy_len)) {
+        dberr_set(err, DBERR_BAD_VALUE, "invalid $jsonSchema document");
+        jsonschema_destroy(s);
+        return NULL;
+    }
+    s->root = jsonschema_node_parse(&view, depth, err);
     if (!s->root) {
         jsonschema_destroy(s);
         return NULL;

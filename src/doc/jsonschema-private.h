@@ -82,7 +82,10 @@ typedef enum { JS_ABSENT, JS_TRUE, JS_FALSE, JS_SCHEMA } js_flag_t;
 
 /* One schema object; keyword fields are unset when the keyword is absent. */
 struct js_node {
-    bson_t spec;               /* view into the schema's copy */
+    /* the schema object's bytes, in the schema's copy (a bson_t needs 128-byte
+     * alignment, which a heap node does not give it) */
+    const uint8_t *spec_data;
+    uint32_t spec_len;
     const char *title, *description;
     js_keyword_t type_kw;      /* K_TYPE or K_BSON_TYPE when has_type */
     bool has_type;
@@ -116,7 +119,9 @@ struct js_node {
 };
 
 struct jsonschema {
-    bson_t copy; /* every node's spec and borrowed string points in here */
+    uint8_t *copy; /* the $jsonSchema document: every node's spec and borrowed
+                    * string points in here */
+    uint32_t copy_len;
     js_node_t *root;
 };
 

@@ -77,7 +77,9 @@ static void js_rule_begin(js_out_t *o, const js_node_t *n, const char *kw, bool 
     js_out_begin(o, rule);
     BSON_APPEND_UTF8(rule, "operatorName", kw);
     bson_iter_t it;
-    if (specified && !o->brief && bson_iter_init_find(&it, &n->spec, kw)) {
+    bson_t spec;
+    if (specified && !o->brief && bson_init_static(&spec, n->spec_data, n->spec_len) &&
+        bson_iter_init_find(&it, &spec, kw)) {
         bson_t sa;
         bson_append_document_begin(rule, "specifiedAs", -1, &sa);
         bson_append_value(&sa, kw, -1, bson_iter_value(&it));
@@ -140,9 +142,15 @@ static bool js_view(const bson_value_t *v, bson_t *doc)
     return bson_init_static(doc, v->value.v_doc.data, v->value.v_doc.data_len);
 }
 
-static int js_iter_key_cmp(const void *a, const void *b)
+/* One field of a document being normalized (borrowed from it). */
+typedef struct js_field {
+    const char *key;
+    bson_value_t value;
+} js_field_t;
+
+static int js_field_cmp(const void *a, const void *b)
 {
-    return strcmp(bson_iter_key((bson_iter_t *)a), bson_iter_key((bson_iter_t *)b));
+    return strcmp(((const js_field_t *)a)->key, ((const js_field_t *)b)->key);
 }
 
 static size_t js_utf8_length(const char *s, uint32_t len)
@@ -242,16 +250,17 @@ static void js_normalize(const bson_value_t *v, bson_t *into, const char *key)
         return;
     }
     size_t n = 0, cap = 8;
-    bson_iter_t *fields = bson_malloc(cap * sizeof *fields);
+    js_field_t *fields = bson_malloc(cap * sizeof *fields);
     while (bson_iter_next(&it)) {
         if (n == cap)
             fields = bson_realloc(fields, (cap *= 2) * sizeof *fields);
-        fields[n++] = it;
+        fields[n].key = bson_iter_key(&it);
+        fields[n++].value = *bson_iter_value(&it);
     }
-    qsort(fields, n, sizeof *fields, js_iter_key_cmp);
+    qsort(fields, n, sizeof *fields, js_field_cmp);
     bson_append_document_begin(into, key, -1, &child);
     for (size_t i = 0; i < n; i++)
-        js_normalize(bson_iter_value(&fields[i]), &child, bson_iter_key(&fields[i]));
+        js_normalize(&fields[i].value, &child, fields[i].key);
     bson_append_document_end(into, &child);
     bson_free(fields);
 }
@@ -795,7 +804,9 @@ void jsonschema_explain(const jsonschema_t *s, const bson_t *doc, bool brief, bs
         if (!brief) {
             bson_t sa;
             bson_append_document_begin(out, "specifiedAs", -1, &sa);
-            BSON_APPEND_DOCUMENT(&sa, "$jsonSchema", &s->copy);
+            bson_t spec;
+            if (bson_init_static(&spec, s->copy, s->copy_len))
+                BSON_APPEND_DOCUMENT(&sa, "$jsonSchema", &spec);
             bson_append_document_end(out, &sa);
         }
         BSON_APPEND_UTF8(out, "reason", "expression always evaluates to false");
