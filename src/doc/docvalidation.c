@@ -216,7 +216,8 @@ static void docvalidation_clause(const bson_iter_t *it, const bson_t *doc, bool 
         docvalidation_field(key, bson_iter_key(&ops), v, doc, brief, out);
         return;
     }
-    docvalidation_field(key, "$eq", v, doc, brief, out);
+    docvalidation_field(key, v->value_type == BSON_TYPE_REGEX ? "$regex" : "$eq", v, doc, brief,
+                        out);
 }
 
 void docvalidation_explain(const bson_t *validator, const bson_t *doc, bool brief, bson_t *out)

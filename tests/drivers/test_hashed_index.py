@@ -134,3 +134,40 @@ def test_refusals_as_mongod(client):
         "collation on a hashed index")
     fails(67, lambda: db.command(SON([("createIndexes", "r"), ("indexes", [
         {"key": {"a": "text"}, "name": "t"}])])), "text stays refused")
+
+
+def test_hashed_index_and_schema_validator_survive_restarts(atomdb):
+    from atomdb_testlib import restart
+    c = MongoClient(atomdb.uri(), serverSelectionTimeoutMS=10000)
+    c.r.t.create_index([("k", "hashed")])
+    c.r.command(SON([("create", "v"), ("validator", {"$jsonSchema": {"required": ["k"]}})]))
+    c.r.t.insert_many([{"_id": i, "k": "key%d" % i} for i in range(20)])
+    c.close()
+    server = restart(atomdb, kill=True)  # rebuilt from the log
+    try:
+        c = MongoClient(server.uri(), serverSelectionTimeoutMS=10000)
+        got = list(c.r.t.find({"k": "key7"}))
+        assert [d["_id"] for d in got] == [7]
+        plan = c.r.t.find({"k": "key7"}).explain()["queryPlanner"]["winningPlan"]
+        assert plan["inputStage"]["keyPattern"] == {"k": "hashed"}
+        key = list(c.r.t.find({"_id": 3}, return_key=True).hint("k_hashed"))
+        assert key == [{"k": mongod_hash("key3")}]
+        with pytest.raises(WriteError) as ei:
+            c.r.v.insert_one({"_id": 1})
+        assert ei.value.details["errInfo"]["details"]["operatorName"] == "$jsonSchema"
+        c.close()
+        server2 = restart(server)  # from the snapshot taken at shutdown
+    finally:
+        if server.alive():
+            server.stop()
+        server.cleanup()
+    try:
+        c = MongoClient(server2.uri(), serverSelectionTimeoutMS=10000)
+        assert [d["_id"] for d in c.r.t.find({"k": "key9"})] == [9]
+        with pytest.raises(WriteError):
+            c.r.v.insert_one({"_id": 2})
+        c.close()
+    finally:
+        problems = server2.stop()
+        server2.cleanup()
+        assert problems == [], problems
