@@ -607,18 +607,22 @@ static bool js_parse_logical(js_node_t *n, js_kw_t *kw, int depth, dberr_t *err)
         bson_iter_t e;
         bson_iter_recurse(&kw[K_ENUM].it, &e);
         while (bson_iter_next(&e)) {
-            const bson_value_t *v = bson_iter_value(&e);
-            for (size_t i = 0; i < n->nenums; i++)
-                if (jsonschema_equal(&n->enum_vals[i], v))
-                    return dberr_set(err, DBERR_FAILED_TO_PARSE,
-                                     "$jsonSchema keyword 'enum' array cannot contain duplicate "
-                                     "values.");
             n->enum_vals = bson_realloc(n->enum_vals, (n->nenums + 1) * sizeof *n->enum_vals);
-            n->enum_vals[n->nenums++] = *v;
+            n->enum_vals[n->nenums++] = *bson_iter_value(&e);
         }
         if (n->nenums == 0)
             return dberr_set(err, DBERR_FAILED_TO_PARSE,
                              "$jsonSchema keyword 'enum' cannot be an empty array");
+        /* duplicates found by sorting, as mongod's set finds them */
+        const bson_value_t *arg = bson_iter_value(&kw[K_ENUM].it);
+        bson_t arr, store = BSON_INITIALIZER;
+        bson_iter_t dup;
+        bool has_dup = bson_init_static(&arr, arg->value.v_doc.data, arg->value.v_doc.data_len) &&
+                       jsonschema_first_duplicate(&arr, (uint32_t)n->nenums, &store, &dup);
+        bson_destroy(&store);
+        if (has_dup)
+            return dberr_set(err, DBERR_FAILED_TO_PARSE,
+                             "$jsonSchema keyword 'enum' array cannot contain duplicate values.");
         n->enums = n->enum_vals;
     }
     return true;

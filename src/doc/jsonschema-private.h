@@ -136,6 +136,13 @@ void jsonschema_node_destroy(js_node_t *n);
  * same fields in any order (mongod's unordered-fields comparison). */
 bool jsonschema_equal(const bson_value_t *a, const bson_value_t *b);
 
+/* Leaves `dup` on the first element of the array `arr` (of `count`) equal
+ * (jsonschema_equal) to an earlier one; false when there is none. Sorts
+ * normalized copies, which `store` (initialised by the caller, destroyed
+ * by the caller) receives, so a long array costs n log n. */
+bool jsonschema_first_duplicate(const bson_t *arr, uint32_t count, bson_t *store,
+                                bson_iter_t *dup);
+
 /* True when the compiled regex finds a match in s[0..len). */
 bool jsonschema_regex_test(const js_regex_t *r, const char *s, size_t len);
 

@@ -13,6 +13,8 @@
 
 /* -- checking -- */
 
+static void js_normalize(const bson_value_t *v, bson_t *into, const char *key);
+
 bool jsonschema_equal(const bson_value_t *a, const bson_value_t *b)
 {
     bool adoc = a->value_type == BSON_TYPE_DOCUMENT, bdoc = b->value_type == BSON_TYPE_DOCUMENT;
@@ -21,25 +23,14 @@ bool jsonschema_equal(const bson_value_t *a, const bson_value_t *b)
         return false;
     if (!adoc && !aarr)
         return compare_values(a, b) == 0;
-    bson_t da, db;
-    bson_iter_t ia, ib;
-    if (!bson_init_static(&da, a->value.v_doc.data, a->value.v_doc.data_len) ||
-        !bson_init_static(&db, b->value.v_doc.data, b->value.v_doc.data_len) ||
-        bson_count_keys(&da) != bson_count_keys(&db) || !bson_iter_init(&ia, &da))
-        return false;
-    if (aarr) { /* arrays: in order */
-        bson_iter_init(&ib, &db);
-        while (bson_iter_next(&ia) && bson_iter_next(&ib))
-            if (!jsonschema_equal(bson_iter_value(&ia), bson_iter_value(&ib)))
-                return false;
-        return true;
-    }
-    while (bson_iter_next(&ia)) { /* documents: the same fields in any order */
-        if (!bson_iter_init_find(&ib, &db, bson_iter_key(&ia)) ||
-            !jsonschema_equal(bson_iter_value(&ia), bson_iter_value(&ib)))
-            return false;
-    }
-    return true;
+    /* containers: compared with every document's fields sorted (n log n) */
+    bson_t na = BSON_INITIALIZER, nb = BSON_INITIALIZER;
+    js_normalize(a, &na, "v");
+    js_normalize(b, &nb, "v");
+    bool same = compare_docs(&na, &nb) == 0;
+    bson_destroy(&na);
+    bson_destroy(&nb);
+    return same;
 }
 
 static bool js_type_in(uint64_t types, bool number, bson_type_t t)
@@ -278,11 +269,8 @@ static int js_item_cmp(const void *a, const void *b)
     return c ? c : (x->idx > y->idx) - (x->idx < y->idx);
 }
 
-/* Leaves `dup` on the first element of `arr` (of `count`) equal to an
- * earlier one, as mongod's uniqueItems reports it; false when there is
- * none. Sorted, not compared pairwise, so a long array costs n log n.
- * `store` receives the normalized copy. */
-static bool js_first_duplicate(const bson_t *arr, uint32_t count, bson_t *store, bson_iter_t *dup)
+bool jsonschema_first_duplicate(const bson_t *arr, uint32_t count, bson_t *store,
+                                bson_iter_t *dup)
 {
     bson_iter_t it;
     if (count < 2 || !bson_iter_init(&it, arr))
@@ -338,7 +326,7 @@ static bool js_check_array(const js_node_t *n, const bson_value_t *v, js_out_t *
     if (n->unique) {
         bson_t store = BSON_INITIALIZER;
         bson_iter_t dup;
-        if (js_first_duplicate(&arr, count, &store, &dup)) {
+        if (jsonschema_first_duplicate(&arr, count, &store, &dup)) {
             if (!out) {
                 bson_destroy(&store);
                 return false;
