@@ -65,7 +65,8 @@ void jsonschema_node_destroy(js_node_t *n)
     if (!n)
         return;
     bson_free(n->required);
-    bson_free(n->prop_names);
+    bson_free(n->prop_index);
+    bson_free(n->required_index);
     js_entries_destroy(n->props, n->nprops);
     js_entries_destroy(n->patterns, n->npatterns);
     js_entries_destroy(n->deps, n->ndeps);
@@ -410,6 +411,21 @@ static int js_strcmp(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+static int js_ref_sort_cmp(const void *a, const void *b)
+{
+    return strcmp(((const js_name_ref_t *)a)->name, ((const js_name_ref_t *)b)->name);
+}
+
+/* The names of `props` with their positions, sorted by name. */
+static js_name_ref_t *js_name_index(const js_entry_t *props, size_t n)
+{
+    js_name_ref_t *refs = bson_malloc((n + 1) * sizeof *refs);
+    for (size_t i = 0; i < n; i++)
+        refs[i] = (js_name_ref_t){props[i].name, i};
+    qsort(refs, n, sizeof *refs, js_ref_sort_cmp);
+    return refs;
+}
+
 /* required: a non-empty array of distinct strings. */
 static bool js_parse_required(js_node_t *n, const bson_iter_t *it, dberr_t *err)
 {
@@ -440,6 +456,9 @@ static bool js_parse_required(js_node_t *n, const bson_iter_t *it, dberr_t *err)
                          "$jsonSchema keyword 'required' cannot be an empty array");
     /* mongod checks (and reports missing) properties in sorted order */
     qsort(n->required, n->nrequired, sizeof *n->required, js_strcmp);
+    n->required_index = bson_malloc(n->nrequired * sizeof *n->required_index);
+    for (size_t i = 0; i < n->nrequired; i++)
+        n->required_index[i] = (js_name_ref_t){n->required[i], i};
     return true;
 }
 
@@ -522,10 +541,7 @@ static bool js_parse_object(js_node_t *n, js_kw_t *kw, int depth, dberr_t *err)
             if (!(e->schema = js_parse_iter(&p, depth, err)))
                 return false;
         }
-        n->prop_names = bson_malloc((n->nprops + 1) * sizeof *n->prop_names);
-        for (size_t i = 0; i < n->nprops; i++)
-            n->prop_names[i] = n->props[i].name;
-        qsort(n->prop_names, n->nprops, sizeof *n->prop_names, js_strcmp);
+        n->prop_index = js_name_index(n->props, n->nprops);
     }
     if (kw[K_PATTERN_PROPERTIES].it.raw) {
         if (!BSON_ITER_HOLDS_DOCUMENT(&kw[K_PATTERN_PROPERTIES].it))

@@ -56,6 +56,13 @@ extern const char *const jsonschema_keyword_names[K_COUNT];
 
 typedef struct js_node js_node_t;
 
+/* A property name and its position in the schema, in a list sorted by
+ * name so a document's fields are looked up in one pass. */
+typedef struct js_name_ref {
+    const char *name; /* borrowed from the schema's copy */
+    size_t idx;
+} js_name_ref_t;
+
 /* A compiled `pattern` or patternProperties key. */
 typedef struct js_regex {
     pcre2_code *code;
@@ -95,7 +102,8 @@ struct js_node {
     size_t nrequired;
     js_entry_t *props;
     size_t nprops;
-    const char **prop_names;   /* the names of props, sorted (strcmp) */
+    js_name_ref_t *prop_index; /* props by name (strcmp order) */
+    js_name_ref_t *required_index; /* required by name (required is sorted too) */
     js_entry_t *patterns;
     size_t npatterns;
     js_flag_t addl_props;

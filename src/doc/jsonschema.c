@@ -418,16 +418,40 @@ static bool js_check_array(const js_node_t *n, const bson_value_t *v, js_out_t *
     return ok;
 }
 
-static int js_name_cmp(const void *key, const void *elem)
+static int js_ref_cmp(const void *key, const void *elem)
 {
-    return strcmp(key, *(const char *const *)elem);
+    return strcmp(key, ((const js_name_ref_t *)elem)->name);
 }
 
 /* True when `properties` names `name` (a binary search). */
 static bool js_has_prop(const js_node_t *n, const char *name)
 {
     return n->nprops &&
-           bsearch(name, n->prop_names, n->nprops, sizeof *n->prop_names, js_name_cmp);
+           bsearch(name, n->prop_index, n->nprops, sizeof *n->prop_index, js_ref_cmp);
+}
+
+/* Up to this many names are looked up one by one; past it, in one pass
+ * over the document, so a wide schema over a wide document costs
+ * fields x log(names), not fields x names. */
+#define JS_LOOKUP_DIRECT 8
+
+/* The first value of each name of `refs` (sorted by name, `count` of them)
+ * in `obj`, found in one pass: present[idx], vals[idx] (borrowed). */
+static void js_lookup(const bson_t *obj, const js_name_ref_t *refs, size_t count, bool *present,
+                      bson_value_t *vals)
+{
+    memset(present, 0, count * sizeof *present);
+    bson_iter_t it;
+    if (!bson_iter_init(&it, obj))
+        return;
+    while (bson_iter_next(&it)) {
+        const js_name_ref_t *r = bsearch(bson_iter_key(&it), refs, count, sizeof *refs, js_ref_cmp);
+        if (r && !present[r->idx]) {
+            present[r->idx] = true;
+            if (vals)
+                vals[r->idx] = *bson_iter_value(&it);
+        }
+    }
 }
 
 /* properties, patternProperties and additionalProperties over `obj`. */
@@ -437,14 +461,30 @@ static bool js_check_properties(const js_node_t *n, const bson_t *obj, js_out_t 
     bson_iter_t it;
     bson_t rule, arr;
     js_out_t list = {&arr, 0, out && out->brief};
-    bool open = false;
+    bool open = false, direct = n->nprops <= JS_LOOKUP_DIRECT;
+    bool *present = NULL;
+    bson_value_t *vals = NULL;
+    if (!direct) {
+        present = bson_malloc(n->nprops * sizeof *present);
+        vals = bson_malloc(n->nprops * sizeof *vals);
+        js_lookup(obj, n->prop_index, n->nprops, present, vals);
+    }
     for (size_t i = 0; i < n->nprops; i++) {
-        if (!bson_iter_init_find(&it, obj, n->props[i].name) ||
-            js_check(n->props[i].schema, bson_iter_value(&it), NULL))
+        const bson_value_t *v;
+        if (direct) {
+            if (!bson_iter_init_find(&it, obj, n->props[i].name))
+                continue;
+            v = bson_iter_value(&it);
+        } else {
+            if (!present[i])
+                continue;
+            v = &vals[i];
+        }
+        if (js_check(n->props[i].schema, v, NULL))
             continue;
-        if (!out)
-            return false;
         ok = false;
+        if (!out)
+            break;
         if (!open) {
             js_rule_begin(out, n, "properties", false, &rule);
             bson_append_array_begin(&rule, "propertiesNotSatisfied", -1, &arr);
@@ -454,9 +494,13 @@ static bool js_check_properties(const js_node_t *n, const bson_t *obj, js_out_t 
         js_out_begin(&list, &entry);
         BSON_APPEND_UTF8(&entry, "propertyName", n->props[i].name);
         js_append_annotations(n->props[i].schema, &entry);
-        js_check_into(out, n->props[i].schema, bson_iter_value(&it), &entry, "details");
+        js_check_into(out, n->props[i].schema, v, &entry, "details");
         bson_append_document_end(&arr, &entry);
     }
+    bson_free(present);
+    bson_free(vals);
+    if (!ok && !out)
+        return false;
     if (open) {
         bson_append_array_end(&rule, &arr);
         js_rule_end(out, &rule);
@@ -550,12 +594,18 @@ static bool js_check_object(const js_node_t *n, const bson_value_t *v, js_out_t 
     bson_iter_t it;
     bson_t rule, arr;
     uint32_t missing = 0;
+    bool direct = n->nrequired <= JS_LOOKUP_DIRECT;
+    bool *present = NULL;
+    if (!direct) {
+        present = bson_malloc(n->nrequired * sizeof *present);
+        js_lookup(&obj, n->required_index, n->nrequired, present, NULL);
+    }
     for (size_t i = 0; i < n->nrequired; i++) {
-        if (bson_iter_init_find(&it, &obj, n->required[i]))
+        if (direct ? bson_iter_init_find(&it, &obj, n->required[i]) : present[i])
             continue;
-        if (!out)
-            return false;
         ok = false;
+        if (!out)
+            break;
         if (missing == 0) {
             js_rule_begin(out, n, "required", true, &rule);
             bson_append_array_begin(&rule, "missingProperties", -1, &arr);
@@ -565,6 +615,9 @@ static bool js_check_object(const js_node_t *n, const bson_value_t *v, js_out_t 
         bson_uint32_to_string(missing++, &key, buf, sizeof buf);
         BSON_APPEND_UTF8(&arr, key, n->required[i]);
     }
+    bson_free(present);
+    if (!ok && !out)
+        return false;
     if (missing) {
         bson_append_array_end(&rule, &arr);
         js_rule_end(out, &rule);

@@ -341,3 +341,23 @@ def test_schema_in_aggregation_match_and_count(client):
     assert [d["_id"] for d in got] == [1, 3, 5]
     assert c.count_documents({"$jsonSchema": {"properties": {"v": {"type": "string"}}}}) == 3
     assert c.count_documents({"$or": [{"_id": 0}, {"$jsonSchema": {"required": ["w"]}}]}) == 1
+
+
+def test_wide_schemas_and_long_arrays_stay_fast(client):
+    """A field-by-field lookup of 30,000 properties in a 30,000-field
+    document (or pairwise uniqueItems over 100,000 items) would hold the
+    server for many seconds; sorted lookups take a fraction of one."""
+    import time
+    db = client.wide
+    props = {"f%d" % i: {"bsonType": "int"} for i in range(30000)}
+    props["_id"] = {}
+    db.command(SON([("create", "w"), ("validator", {"$jsonSchema": {
+        "properties": props, "required": sorted(props), "additionalProperties": False}})]))
+    doc = {"f%d" % i: i for i in range(30000)}
+    doc["_id"] = 1
+    t = time.monotonic()
+    db.w.insert_one(doc)
+    db.u.insert_one({"a": list(range(100000))})
+    n = db.u.count_documents({"$jsonSchema": {"properties": {"a": {"uniqueItems": True}}}})
+    assert n == 1
+    assert time.monotonic() - t < 10, "wide validation took %.1f s" % (time.monotonic() - t)
