@@ -56,6 +56,7 @@ static void js_entries_destroy(js_entry_t *e, size_t n)
         jsonschema_node_destroy(e[i].schema);
         js_regex_destroy(e[i].re);
         bson_free(e[i].props);
+        bson_free(e[i].props_index);
     }
     bson_free(e);
 }
@@ -90,6 +91,11 @@ void jsonschema_destroy(jsonschema_t *s)
     jsonschema_node_destroy(s->root);
     bson_free(s->copy);
     bson_free(s);
+}
+
+static int js_ref_sort_cmp(const void *a, const void *b)
+{
+    return strcmp(((const js_name_ref_t *)a)->name, ((const js_name_ref_t *)b)->name);
 }
 
 /* -- parsing -- */
@@ -347,7 +353,8 @@ static bool js_parse_list(js_list_t *l, const bson_iter_t *it, const char *name,
         js_node_t *sub = js_parse_iter(&child, depth, err);
         if (!sub)
             return false;
-        l->v = bson_realloc(l->v, (l->n + 1) * sizeof *l->v);
+        if ((l->n & (l->n - 1)) == 0) /* grow by doubling */
+            l->v = bson_realloc(l->v, (l->n ? 2 * l->n : 1) * sizeof *l->v);
         l->v[l->n++] = sub;
     }
     return true;
@@ -411,11 +418,6 @@ static int js_strcmp(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-static int js_ref_sort_cmp(const void *a, const void *b)
-{
-    return strcmp(((const js_name_ref_t *)a)->name, ((const js_name_ref_t *)b)->name);
-}
-
 /* The names of `props` with their positions, sorted by name. */
 static js_name_ref_t *js_name_index(const js_entry_t *props, size_t n)
 {
@@ -435,6 +437,7 @@ static bool js_parse_required(js_node_t *n, const bson_iter_t *it, dberr_t *err)
                          "of type %s",
                          js_type_name(bson_iter_type(it)));
     bson_iter_t child;
+    size_t cap = 0;
     bson_iter_recurse(it, &child);
     while (bson_iter_next(&child)) {
         if (!BSON_ITER_HOLDS_UTF8(&child))
@@ -442,20 +445,21 @@ static bool js_parse_required(js_node_t *n, const bson_iter_t *it, dberr_t *err)
                              "$jsonSchema keyword 'required' must be an array of strings, but "
                              "found an element of type: %s",
                              js_type_name(bson_iter_type(&child)));
-        const char *name = bson_iter_utf8(&child, NULL);
-        for (size_t i = 0; i < n->nrequired; i++)
-            if (strcmp(n->required[i], name) == 0)
-                return dberr_set(err, DBERR_FAILED_TO_PARSE,
-                                 "$jsonSchema keyword 'required' array cannot contain duplicate "
-                                 "values");
-        n->required = bson_realloc(n->required, (n->nrequired + 1) * sizeof *n->required);
-        n->required[n->nrequired++] = name;
+        if (n->nrequired == cap)
+            n->required = bson_realloc(n->required, (cap = cap ? 2 * cap : 8) * sizeof *n->required);
+        n->required[n->nrequired++] = bson_iter_utf8(&child, NULL);
     }
     if (n->nrequired == 0)
         return dberr_set(err, DBERR_FAILED_TO_PARSE,
                          "$jsonSchema keyword 'required' cannot be an empty array");
-    /* mongod checks (and reports missing) properties in sorted order */
+    /* mongod checks (and reports missing) properties in sorted order; sorted,
+     * duplicates sit side by side */
     qsort(n->required, n->nrequired, sizeof *n->required, js_strcmp);
+    for (size_t i = 1; i < n->nrequired; i++)
+        if (strcmp(n->required[i - 1], n->required[i]) == 0)
+            return dberr_set(err, DBERR_FAILED_TO_PARSE,
+                             "$jsonSchema keyword 'required' array cannot contain duplicate "
+                             "values");
     n->required_index = bson_malloc(n->nrequired * sizeof *n->required_index);
     for (size_t i = 0; i < n->nrequired; i++)
         n->required_index[i] = (js_name_ref_t){n->required[i], i};
@@ -464,7 +468,8 @@ static bool js_parse_required(js_node_t *n, const bson_iter_t *it, dberr_t *err)
 
 static js_entry_t *js_entry_add(js_entry_t **v, size_t *n, const char *name)
 {
-    *v = bson_realloc(*v, (*n + 1) * sizeof **v);
+    if ((*n & (*n - 1)) == 0) /* 0, 1, 2, 4, ...: grow by doubling */
+        *v = bson_realloc(*v, (*n ? 2 * *n : 1) * sizeof **v);
     js_entry_t *e = &(*v)[(*n)++];
     memset(e, 0, sizeof *e);
     e->name = name;
@@ -501,21 +506,27 @@ static bool js_parse_dependencies(js_node_t *n, const bson_iter_t *it, int depth
                                  "array '%s' in $jsonSchema keyword 'dependencies' can only "
                                  "contain strings, but found element of type: %s",
                                  name, js_type_name(bson_iter_type(&p)));
-            const char *pn = bson_iter_utf8(&p, NULL);
-            for (size_t i = 0; i < e->nprops; i++)
-                if (strcmp(e->props[i], pn) == 0)
-                    return dberr_set(err, DBERR_FAILED_TO_PARSE,
-                                     "array '%s' in $jsonSchema keyword 'dependencies' contains "
-                                     "duplicate element: %s",
-                                     name, pn);
-            e->props = bson_realloc(e->props, (e->nprops + 1) * sizeof *e->props);
-            e->props[e->nprops++] = pn;
+            if ((e->nprops & (e->nprops - 1)) == 0)
+                e->props = bson_realloc(e->props, (e->nprops ? 2 * e->nprops : 1) *
+                                                      sizeof *e->props);
+            e->props[e->nprops++] = bson_iter_utf8(&p, NULL);
         }
         if (e->nprops == 0)
             return dberr_set(err, DBERR_FAILED_TO_PARSE,
                              "property '%s' in $jsonSchema keyword 'dependencies' cannot be an "
                              "empty array",
                              name);
+        /* sorted by name: duplicates side by side, and a one-pass lookup */
+        e->props_index = bson_malloc(e->nprops * sizeof *e->props_index);
+        for (size_t i = 0; i < e->nprops; i++)
+            e->props_index[i] = (js_name_ref_t){e->props[i], i};
+        qsort(e->props_index, e->nprops, sizeof *e->props_index, js_ref_sort_cmp);
+        for (size_t i = 1; i < e->nprops; i++)
+            if (strcmp(e->props_index[i - 1].name, e->props_index[i].name) == 0)
+                return dberr_set(err, DBERR_FAILED_TO_PARSE,
+                                 "array '%s' in $jsonSchema keyword 'dependencies' contains "
+                                 "duplicate element: %s",
+                                 name, e->props_index[i].name);
     }
     return true;
 }
@@ -623,7 +634,9 @@ static bool js_parse_logical(js_node_t *n, js_kw_t *kw, int depth, dberr_t *err)
         bson_iter_t e;
         bson_iter_recurse(&kw[K_ENUM].it, &e);
         while (bson_iter_next(&e)) {
-            n->enum_vals = bson_realloc(n->enum_vals, (n->nenums + 1) * sizeof *n->enum_vals);
+            if ((n->nenums & (n->nenums - 1)) == 0) /* grow by doubling */
+                n->enum_vals = bson_realloc(n->enum_vals, (n->nenums ? 2 * n->nenums : 1) *
+                                                              sizeof *n->enum_vals);
             n->enum_vals[n->nenums++] = *bson_iter_value(&e);
         }
         if (n->nenums == 0)

@@ -76,6 +76,7 @@ typedef struct js_entry {
     js_node_t *schema;     /* subschema, or NULL for a property dependency */
     js_regex_t *re;        /* patternProperties */
     const char **props;    /* property dependency: names that must exist */
+    js_name_ref_t *props_index; /* ... sorted by name */
     size_t nprops;
 } js_entry_t;
 

@@ -642,17 +642,25 @@ static bool js_check_object(const js_node_t *n, const bson_value_t *v, js_out_t 
         const js_entry_t *e = &n->deps[d];
         if (!bson_iter_init_find(&it, &obj, e->name))
             continue;
-        bool dep_ok = true;
+        bool dep_ok = true, *have = NULL;
         if (e->schema) {
             dep_ok = js_check(e->schema, v, NULL);
         } else {
+            have = bson_malloc(e->nprops * sizeof *have);
+            if (e->nprops <= JS_LOOKUP_DIRECT)
+                for (size_t p = 0; p < e->nprops; p++)
+                    have[p] = bson_iter_init_find(&it, &obj, e->props[p]);
+            else
+                js_lookup(&obj, e->props_index, e->nprops, have, NULL);
             for (size_t p = 0; p < e->nprops && dep_ok; p++)
-                dep_ok = bson_iter_init_find(&it, &obj, e->props[p]);
+                dep_ok = have[p];
         }
-        if (dep_ok)
-            continue;
-        if (!out)
+        if (dep_ok || !out) {
+            bson_free(have);
+            if (dep_ok)
+                continue;
             return false;
+        }
         ok = false;
         if (!deps_open) {
             js_rule_begin(out, n, "dependencies", false, &rule);
@@ -669,7 +677,7 @@ static bool js_check_object(const js_node_t *n, const bson_value_t *v, js_out_t 
             uint32_t k = 0;
             bson_append_array_begin(&entry, "missingProperties", -1, &m);
             for (size_t p = 0; p < e->nprops; p++) {
-                if (bson_iter_init_find(&it, &obj, e->props[p]))
+                if (have[p])
                     continue;
                 const char *key;
                 char buf[16];
@@ -678,6 +686,7 @@ static bool js_check_object(const js_node_t *n, const bson_value_t *v, js_out_t 
             }
             bson_append_array_end(&entry, &m);
         }
+        bson_free(have);
         bson_append_document_end(&arr, &entry);
     }
     if (deps_open) {
