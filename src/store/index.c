@@ -140,6 +140,7 @@ static bool index_hashed_array_error(const bson_t *doc, const char *path, dberr_
 {
     char prefix[1024];
     size_t len = strlen(path);
+    snprintf(prefix, sizeof prefix, "%s", path);
     for (size_t end = 0; end <= len && end < sizeof prefix; end++) {
         if (path[end] != '.' && path[end] != '\0')
             continue;
