@@ -171,3 +171,18 @@ def test_hashed_index_and_schema_validator_survive_restarts(atomdb):
         problems = server2.stop()
         server2.cleanup()
         assert problems == [], problems
+
+
+def test_values_sharing_a_hash_are_told_apart(client):
+    """1, 1.0 and 1.5 share a hash (numbers are truncated to int64 first):
+    every command that plans on the index still filters the documents."""
+    c = client.h.collide
+    c.create_index([("a", "hashed")])
+    c.insert_many([{"a": 1}, {"a": 1.5}, {"a": 1.0}, {"a": "1"}])
+    assert c.count_documents({"a": 1}) == 2
+    assert c.count_documents({"a": 1.5}) == 1
+    assert c.distinct("a", {"a": 1.5}) == [1.5]
+    assert list(c.aggregate([{"$match": {"a": 1.5}}, {"$count": "n"}])) == [{"n": 1}]
+    assert c.update_many({"a": 1}, {"$set": {"b": 1}}).modified_count == 2
+    assert c.delete_many({"a": 1.5}).deleted_count == 1
+    assert sorted(str(d["a"]) for d in c.find()) == ["1", "1", "1.0"]
