@@ -758,3 +758,35 @@ jsonschema_t *jsonschema_new(const bson_t *spec, int depth, dberr_t *err)
     return s;
 }
 
+
+bool jsonschema_rejects_id(const bson_t *spec)
+{
+    bson_iter_t it, child;
+    if (!bson_iter_init_find(&it, spec, "additionalProperties") || !BSON_ITER_HOLDS_BOOL(&it) ||
+        bson_iter_bool(&it))
+        return false;
+    if (bson_iter_init_find(&it, spec, "required") && BSON_ITER_HOLDS_ARRAY(&it) &&
+        bson_iter_recurse(&it, &child))
+        while (bson_iter_next(&child))
+            if (BSON_ITER_HOLDS_UTF8(&child) && strcmp(bson_iter_utf8(&child, NULL), "_id") == 0)
+                return false;
+    if (bson_iter_init_find(&it, spec, "patternProperties") && BSON_ITER_HOLDS_DOCUMENT(&it) &&
+        bson_iter_recurse(&it, &child)) {
+        while (bson_iter_next(&child)) {
+            int code;
+            PCRE2_SIZE off;
+            pcre2_code *re = pcre2_compile((PCRE2_SPTR)bson_iter_key(&child),
+                                           bson_iter_key_len(&child), PCRE2_UTF, &code, &off, NULL);
+            if (!re)
+                continue;
+            pcre2_match_data *md = pcre2_match_data_create_from_pattern(re, NULL);
+            bool whole = pcre2_match(re, (PCRE2_SPTR) "_id", 3, 0,
+                                     PCRE2_ANCHORED | PCRE2_ENDANCHORED, md, NULL) >= 0;
+            pcre2_match_data_free(md);
+            pcre2_code_free(re);
+            if (whole)
+                return false;
+        }
+    }
+    return true;
+}

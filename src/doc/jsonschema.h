@@ -17,6 +17,12 @@ typedef struct jsonschema jsonschema_t;
  * own copy of `spec`. `depth` is the nesting of the filter it appears in. */
 jsonschema_t *jsonschema_new(const bson_t *spec, int depth, dberr_t *err);
 
+/* True when the top-level schema `spec` of a collection validator can
+ * accept no document: additionalProperties false while `required` does not
+ * name _id and no patternProperties pattern matches "_id" whole (mongod
+ * warns, log id 3216000). */
+bool jsonschema_rejects_id(const bson_t *spec);
+
 /* Frees `s` (accepts NULL). */
 void jsonschema_destroy(jsonschema_t *s);
 

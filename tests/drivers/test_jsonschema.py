@@ -362,3 +362,27 @@ def test_wide_schemas_and_long_arrays_stay_fast(client):
     n = db.u.count_documents({"$jsonSchema": {"properties": {"a": {"uniqueItems": True}}}})
     assert n == 1
     assert time.monotonic() - t < 5, "wide validation took %.1f s" % (time.monotonic() - t)
+
+
+def test_validator_that_rejects_every_id_is_warned_about(client, atomdb):
+    """mongod logs 3216000 when additionalProperties is false and neither
+    required nor a patternProperties pattern allows _id."""
+    db = client.idwarn
+
+    def warnings():
+        return sum('"id":3216000' in l for l in atomdb.log().splitlines())
+
+    db.command(SON([("create", "ok1"), ("validator", {"$jsonSchema": {
+        "required": ["_id"], "properties": {"_id": {}}, "additionalProperties": False}})]))
+    db.command(SON([("create", "ok2"), ("validator", {"$jsonSchema": {
+        "patternProperties": {"^_.*": {}}, "additionalProperties": False}})]))
+    assert warnings() == 0
+    db.command(SON([("create", "bad"), ("validator", {"$jsonSchema": {
+        "properties": {"a": {}}, "additionalProperties": False}})]))
+    assert warnings() == 1
+    # as mongod, a pattern must match "_id" whole to count ("^_" does not)
+    db.command(SON([("create", "bad2"), ("validator", {"$jsonSchema": {
+        "patternProperties": {"^_": {}}, "additionalProperties": False}})]))
+    assert warnings() == 2
+    with pytest.raises(WriteError):
+        db.bad.insert_one({"a": 1})  # _id is always there, so always additional
