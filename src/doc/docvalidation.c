@@ -26,8 +26,8 @@ static bool docvalidation_clause_matches(const char *key, const bson_value_t *v,
     return ok;
 }
 
-/* {index, details} for each failing clause of the filter documents in the
- * array `it` ($and, $or) or of `filter` itself. */
+/* `field`: [{index, details}] for each top-level clause of `filter` that
+ * `doc` fails. */
 static void docvalidation_clauses(const bson_t *filter, const bson_t *doc, bool brief,
                                   bson_t *out, const char *field)
 {
