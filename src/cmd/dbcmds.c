@@ -8,12 +8,15 @@
 #include <string.h>
 
 #include "doc/collation.h"
+#include "doc/jsonschema.h"
 #include "doc/matcher.h"
 #include "doc/pipeline.h"
 #include "cmd/view.h"
 #include "txn/txn.h"
 #include "store/catalog.h"
 #include "store/cursor.h"
+#include "util/bsonview.h"
+#include "util/log.h"
 #include "util/vec.h"
 
 /* ---- listDatabases ---- */
@@ -195,13 +198,15 @@ static bool dbcmds_check_options(const bson_t *options, dberr_t *err)
         bson_t v;
         if (!BSON_ITER_HOLDS_DOCUMENT(&it) || !cmd_iter_doc(&it, &v))
             return dberr_set(err, DBERR_TYPE_MISMATCH, "'validator' must be an object");
-        if (bson_has_field(&v, "$jsonSchema"))
-            return dberr_set(err, DBERR_NOT_IMPLEMENTED,
-                             "atomdb does not support $jsonSchema validators yet");
         matcher_t *m = matcher_new(&v, err);
         if (!m)
             return false;
         matcher_destroy(m);
+        bson_t schema;
+        if (bsonview_field(&v, "$jsonSchema", &schema) && jsonschema_rejects_id(&schema))
+            log_event(LOG_WARN, "QUERY", 3216000,
+                      "$jsonSchema validator does not allow '_id' field. This validator will "
+                      "reject all documents, consider adding '_id' to the allowed fields.");
     }
     if (bson_iter_init_find(&it, options, "validationLevel")) {
         const char *l = BSON_ITER_HOLDS_UTF8(&it) ? bson_iter_utf8(&it, NULL) : "";

@@ -9,6 +9,7 @@
 
 #include <string.h>
 
+#include "doc/bsonhash.h"
 #include "doc/collation.h"
 #include "doc/compare.h"
 #include "doc/fts.h"
@@ -344,7 +345,12 @@ static void query_index_key_of(const bson_t *pattern, const bson_t *doc, bson_t 
     while (bson_iter_next(&it)) {
         const char *f = bson_iter_key(&it);
         bson_iter_t v, el;
-        if (!path_get(doc, f, &v))
+        if (BSON_ITER_HOLDS_UTF8(&it) && !strcmp(bson_iter_utf8(&it, NULL), "hashed")) {
+            /* a hashed field's key is the hash of its value (null when missing) */
+            bson_value_t null = {.value_type = BSON_TYPE_NULL};
+            BSON_APPEND_INT64(out, f, bsonhash_value(path_get(doc, f, &v) ? bson_iter_value(&v)
+                                                                          : &null));
+        } else if (!path_get(doc, f, &v))
             bson_append_null(out, f, -1);
         else if (BSON_ITER_HOLDS_ARRAY(&v) && bson_iter_recurse(&v, &el) && bson_iter_next(&el))
             bson_append_value(out, f, -1, bson_iter_value(&el));

@@ -15,6 +15,7 @@
 #include "doc/compare.h"
 #include "doc/expr.h"
 #include "doc/fts.h"
+#include "doc/jsonschema.h"
 #include "doc/matcher-private.h"
 #include "doc/path.h"
 #include "util/bsonview.h"
@@ -28,6 +29,7 @@ typedef enum {
     MN_TRUE,
     MN_FALSE,
     MN_EXPR,
+    MN_SCHEMA,
     /* leaves: tested against the values a path reaches */
     MN_EQ,
     MN_GT,
@@ -73,6 +75,7 @@ typedef struct mnode {
     expr_t *expr;          /* EXPR */
     bits_t *bits;          /* BITS */
     fts_query_t *text;     /* TEXT (doc/fts.h): bound to the text index by the planner */
+    jsonschema_t *schema;  /* SCHEMA */
     const collation_t *coll; /* string order of EQ/IN/comparisons (the matcher's) */
     bool bytewise;           /* a DBRef's $ref/$db: never collated, as mongod */
 } mnode_t;
@@ -143,6 +146,7 @@ static void node_destroy(mnode_t *n)
     expr_destroy(n->expr);
     bits_destroy(n->bits);
     fts_query_destroy(n->text);
+    jsonschema_destroy(n->schema);
     bson_free(n->path);
     bson_free(n);
 }
@@ -490,6 +494,9 @@ static bool eval(const matcher_t *m, const mnode_t *n, const bson_t *doc, int *p
         return false;
     case MN_TEXT:
         return fts_query_matches(n->text, doc);
+                    return false;
+    case MN_SCHEMA:
+        return jsonschema_matches(n->schema, doc);
     case MN_EXPR: {
         expr_ctx_t ctx = {.root = doc, .now_ms = now_ms(), .vars = m->let, .coll = m->coll};
         bson_value_t out;
@@ -571,7 +578,7 @@ static bool is_unsupported_field_op(const char *op)
     static const char *const ops[] = {
         "$near",   "$nearSphere",  "$geoWithin",   "$geoIntersects", "$within",
         "$geometry", "$maxDistance", "$minDistance", "$box",         "$center",
-        "$centerSphere", "$polygon", "$where", "$text", "$jsonSchema", NULL};
+        "$centerSphere", "$polygon", "$where", "$text", NULL};
     for (int i = 0; ops[i]; i++) {
         if (strcmp(op, ops[i]) == 0)
             return true;
@@ -1018,6 +1025,14 @@ static bool parse_filter(const bson_t *filter, mnode_t *and_node, int depth, boo
                 node_add(and_node, n);
                 n->text = fts_query_new(bson_iter_value(&it), err);
                 if (!n->text)
+                    return false;
+            } else if (strcmp(key, "$jsonSchema") == 0) {
+                bson_t spec;
+                if (!BSON_ITER_HOLDS_DOCUMENT(&it) || !bsonview_iter(&it, &spec))
+                    return dberr_set(err, DBERR_TYPE_MISMATCH, "$jsonSchema must be an object");
+                mnode_t *n = node_new(MN_SCHEMA, NULL);
+                node_add(and_node, n);
+                if (!(n->schema = jsonschema_new(&spec, depth + 1, err)))
                     return false;
             } else if (strcmp(key, "$comment") == 0) {
                 continue;

@@ -8,6 +8,7 @@
 
 #include "doc/collation.h"
 #include "doc/compare.h"
+#include "doc/docvalidation.h"
 #include "doc/keystring.h"
 #include "store/mvcc.h"
 #include "store/textindex.h"
@@ -15,6 +16,7 @@
 #include "util/bsonview.h"
 #include "util/fiber.h"
 #include "util/hash.h"
+#include "util/log.h"
 #include "util/omap.h"
 #include "util/shellfmt.h"
 
@@ -172,24 +174,40 @@ bool collection_validate(collection_t *c, const bson_t *doc, const bson_t *old_d
     if (old_doc && strcmp(collection_opt_str(c, "validationLevel", "strict"), "moderate") == 0 &&
         !matcher_matches(c->validator, old_doc, NULL))
         return true; /* moderate: an invalid document may stay invalid */
-    if (strcmp(collection_opt_str(c, "validationAction", "error"), "warn") == 0)
-        return true;
-    dberr_set(err, 121, "Document failed validation");
-    bson_t extra = BSON_INITIALIZER, info, details;
-    bson_iter_t id, v;
-    bson_append_document_begin(&extra, "errInfo", -1, &info);
-    if (bson_iter_init_find(&id, doc, "_id"))
-        bson_append_value(&info, "failingDocumentId", -1, bson_iter_value(&id));
-    bson_append_document_begin(&info, "details", -1, &details);
-    BSON_APPEND_UTF8(&details, "operatorName", "$and");
-    if (bson_iter_init_find(&v, &c->options, "validator"))
-        bson_append_value(&details, "specifiedAs", -1, bson_iter_value(&v));
-    BSON_APPEND_UTF8(&details, "reason", "the document does not match the collection's validator");
-    bson_append_document_end(&info, &details);
-    bson_append_document_end(&extra, &info);
-    dberr_set_extra(err, bson_get_data(&extra), extra.len);
+    bson_t validator, extra = BSON_INITIALIZER;
+    bsonview_field(&c->options, "validator", &validator);
+    /* in full, else without specifiedAs and values, else the id alone:
+     * the error's extra fields have a fixed room (dberr_t) */
+    for (int form = 0; form < 3; form++) {
+        bson_t info, details;
+        bson_iter_t id;
+        bson_reinit(&extra);
+        bson_append_document_begin(&extra, "errInfo", -1, &info);
+        if (bson_iter_init_find(&id, doc, "_id"))
+            bson_append_value(&info, "failingDocumentId", -1, bson_iter_value(&id));
+        if (form < 2) {
+            bson_append_document_begin(&info, "details", -1, &details);
+            docvalidation_explain(&validator, doc, form == 1, &details);
+            bson_append_document_end(&info, &details);
+        }
+        bson_append_document_end(&extra, &info);
+        if (extra.len <= sizeof err->extra)
+            break;
+    }
+    bool warn = strcmp(collection_opt_str(c, "validationAction", "error"), "warn") == 0;
+    if (warn) {
+        /* mongod's log line 20294; the write goes ahead */
+        bson_t shown;
+        bsonview_field(&extra, "errInfo", &shown);
+        log_event(LOG_WARN, "STORAGE", 20294, "Document would fail validation",
+                  LOG_STR("namespace", c->ns), LOG_DOC("document", doc),
+                  LOG_DOC("errInfo", &shown));
+    } else {
+        dberr_set(err, 121, "Document failed validation");
+        dberr_set_extra(err, bson_get_data(&extra), extra.len);
+    }
     bson_destroy(&extra);
-    return false;
+    return warn;
 }
 
 void collection_foreach(const collection_t *c, bool (*fn)(const bson_t *doc, void *ctx),
@@ -607,6 +625,14 @@ static int collection_plan_index(index_t *ix, const matcher_t *m, scan_plan_t *p
         if (!matcher_bounds(m, ix->paths[f], &b))
             break;
         bool desc = ix->dirs[f] < 0;
+        if (f == ix->hashed) { /* a hash serves equality only */
+            if (!b.has_eq || !collection_value_indexable(&b.eq) ||
+                (!same_coll && collection_value_has_string(&b.eq)))
+                break;
+            index_append_key_part(ix, f, &b.eq, &p->prefix);
+            score += 2;
+            continue;
+        }
         if (!same_coll && ((b.has_eq && collection_value_has_string(&b.eq)) ||
                            (b.has_lower && collection_value_has_string(&b.lower)) ||
                            (b.has_upper && collection_value_has_string(&b.upper))))
@@ -651,7 +677,8 @@ static int collection_plan_index(index_t *ix, const matcher_t *m, scan_plan_t *p
 static bool collection_index_sorts(const index_t *ix, const sortspec_t *sort, bool *reverse)
 {
     int n = sortspec_nkeys(sort);
-    if (n == 0 || n > ix->nfields || ix->multikey || ix->sparse || ix->partial || ix->hidden)
+    if (n == 0 || n > ix->nfields || ix->multikey || ix->sparse || ix->partial || ix->hidden ||
+        (ix->hashed >= 0 && ix->hashed < n)) /* hash order is no value order */
         return false;
     if (!collation_same(ix->collation, sortspec_collation(sort)))
         return false; /* strings would come in the index's order, not the sort's */

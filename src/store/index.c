@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "doc/bsonhash.h"
 #include "doc/keystring.h"
 #include "store/textindex.h"
 #include "util/bsonview.h"
@@ -134,6 +135,40 @@ static int index_buf_cmp(const void *a, const void *b)
     return c ? c : (x->len < y->len ? -1 : x->len > y->len);
 }
 
+/* mongod's 16766 for a hashed field that meets an array: names the path
+ * up to the first array on it. */
+static bool index_hashed_array_error(const bson_t *doc, const char *path, dberr_t *err)
+{
+    char prefix[1024];
+    size_t len = strlen(path);
+    snprintf(prefix, sizeof prefix, "%s", path);
+    for (size_t end = 0; end <= len && end < sizeof prefix; end++) {
+        if (path[end] != '.' && path[end] != '\0')
+            continue;
+        memcpy(prefix, path, end);
+        prefix[end] = '\0';
+        bson_iter_t it, found;
+        if (bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, prefix, &found) &&
+            BSON_ITER_HOLDS_ARRAY(&found))
+            break;
+    }
+    return dberr_set(err, 16766,
+                     "Error: hashed indexes do not currently support array values. Found array "
+                     "at path: %s",
+                     prefix);
+}
+
+void index_append_key_part(const index_t *ix, int f, const bson_value_t *v, buf_t *key)
+{
+    if (f == ix->hashed) {
+        bson_value_t h = {.value_type = BSON_TYPE_INT64};
+        h.value.v_int64 = bsonhash_value(v);
+        keystring_append(key, &h, false);
+        return;
+    }
+    keystring_append_coll(key, v, ix->dirs[f] < 0, ix->collation);
+}
+
 bool index_keys_of(index_t *ix, const bson_t *doc, index_keys_t *out, dberr_t *err)
 {
     static __thread index_vals_t vals[INDEX_MAX_FIELDS];
@@ -160,6 +195,8 @@ bool index_keys_of(index_t *ix, const bson_t *doc, index_keys_t *out, dberr_t *e
                              "atomdb indexes at most 64 array elements per field; field '%s' "
                              "has more",
                              ix->paths[f]);
+        if (f == ix->hashed && array_seen)
+            return index_hashed_array_error(doc, ix->paths[f], err);
         if (vals[f].n > 0)
             any_present = true;
         if (vals[f].n == 0) {
@@ -184,7 +221,7 @@ bool index_keys_of(index_t *ix, const bson_t *doc, index_keys_t *out, dberr_t *e
         buf_t *key = index_keys_add(out);
         for (int f = 0; f < ix->nfields; f++) {
             const bson_value_t *v = f == multi_field ? &vals[f].v[i] : &vals[f].v[0];
-            keystring_append_coll(key, v, ix->dirs[f] < 0, ix->collation);
+            index_append_key_part(ix, f, v, key);
         }
     }
 distinct:
@@ -285,6 +322,7 @@ static index_t *index_alloc(void)
     bson_init(&ix->key);
     bson_init(&ix->spec);
     ix->expire_after_s = -1;
+    ix->hashed = -1;
     ix->map = omap_new();
     return ix;
 }
@@ -323,6 +361,7 @@ index_t *index_new(const bson_t *spec, dberr_t *err)
     index_t *ix = index_alloc();
     bson_iter_t it;
     bool have_key = false;
+    int nhashed = 0;
     char generated[512] = "";
     bson_t text_opts = BSON_INITIALIZER; /* a text index's resolved options */
     bool is_text = textindex_is_text_spec(spec);
@@ -357,6 +396,18 @@ index_t *index_new(const bson_t *spec, dberr_t *err)
                 double d = 0;
                 if (BSON_ITER_HOLDS_NUMBER(&kit))
                     d = bson_iter_as_double(&kit);
+                if (BSON_ITER_HOLDS_UTF8(&kit) && strcmp(bson_iter_utf8(&kit, NULL), "hashed") == 0 &&
+                    path[0] != '\0' && path[0] != '$') {
+                    nhashed++;
+                    ix->hashed = ix->nfields;
+                    ix->paths[ix->nfields] = bson_strdup(path);
+                    ix->dirs[ix->nfields] = 1;
+                    ix->nfields++;
+                    size_t glen = strlen(generated);
+                    snprintf(generated + glen, sizeof generated - glen, "%s%s_hashed",
+                             glen ? "_" : "", path);
+                    continue;
+                }
                 if (BSON_ITER_HOLDS_UTF8(&kit)) {
                     dberr_set(err, DBERR_CANNOT_CREATE_INDEX,
                               "atomdb does not support '%s' indexes yet",
@@ -379,6 +430,15 @@ index_t *index_new(const bson_t *spec, dberr_t *err)
             }
             bson_copy_to(&key, &ix->key) ;
             have_key = ix->nfields > 0;
+            if (nhashed > 1) {
+                char *shown = shellfmt_doc(&key);
+                dberr_set(err, 31303,
+                          "A maximum of one index field is allowed to be hashed but found %d for "
+                          "'key' %s",
+                          nhashed, shown);
+                bson_free(shown);
+                goto fail;
+            }
         } else if (strcmp(k, "name") == 0) {
             if (!BSON_ITER_HOLDS_UTF8(&it)) {
                 dberr_set(err, DBERR_TYPE_MISMATCH, "The field 'name' must be a string");
@@ -450,6 +510,17 @@ index_t *index_new(const bson_t *spec, dberr_t *err)
                   "required property of an index specification");
         goto fail;
     }
+    if (ix->hashed >= 0 && ix->unique) {
+        dberr_set(err, 16764,
+                  "Currently hashed indexes cannot guarantee uniqueness. Use a regular index.");
+        goto fail;
+    }
+    if (ix->hashed >= 0 && ix->collation) {
+        /* mongod hashes a string's collation key; atomdb does not yet */
+        dberr_set(err, DBERR_NOT_IMPLEMENTED,
+                  "atomdb does not support a collation on a hashed index yet");
+        goto fail;
+    }
     if (!ix->name)
         ix->name = bson_strdup(generated);
     if (ix->text && (ix->unique || ix->collation || ix->expire_after_s >= 0)) {
@@ -458,7 +529,8 @@ index_t *index_new(const bson_t *spec, dberr_t *err)
                   ix->unique ? "unique" : ix->collation ? "collation" : "expireAfterSeconds");
         goto fail;
     }
-    if (ix->nfields == 1 && strcmp(ix->paths[0], "_id") == 0 && !ix->partial && !ix->sparse) {
+    if (ix->nfields == 1 && strcmp(ix->paths[0], "_id") == 0 && !ix->partial && !ix->sparse &&
+        ix->hashed < 0) {
         ix->is_id = true;
         ix->unique = true;
     }

@@ -34,6 +34,7 @@ typedef struct index {
     int nfields;
     char *paths[INDEX_MAX_FIELDS];
     int dirs[INDEX_MAX_FIELDS];  /* 1 or -1 */
+    int hashed;                  /* the field keyed by its hash ({f: "hashed"}), or -1 */
     bool is_id;                  /* the _id index */
     bool unique;
     bool sparse;
@@ -62,7 +63,7 @@ void index_destroy(index_t *ix);
 
 /* Generates the keys of `doc` for `ix` into `out` (initialised by
  * index_keys_init). False with CannotIndexParallelArrays 171 when two
- * indexed fields are arrays. */
+ * indexed fields are arrays, 16766 when the hashed field meets an array. */
 bool index_keys_of(index_t *ix, const bson_t *doc, index_keys_t *out, dberr_t *err);
 void index_keys_init(index_keys_t *k);
 void index_keys_destroy(index_keys_t *k);
@@ -85,6 +86,11 @@ void index_dup_info(const index_t *ix, const bson_t *doc, bson_t *out);
 /* Shows or hides `ix` from the planner and records it in its spec (the
  * `hidden` field listIndexes shows; absent when false, as mongod). */
 void index_set_hidden(index_t *ix, bool hidden);
+
+/* Appends the key part field `f` of `ix` gives the value `v`: its hash
+ * (an int64) for the hashed field, else `v` under the index's direction and
+ * collation. */
+void index_append_key_part(const index_t *ix, int f, const bson_value_t *v, buf_t *key);
 
 /* True when the spec's key pattern equals `key`. */
 bool index_key_equals(const index_t *ix, const bson_t *key);

@@ -80,7 +80,7 @@ typedef struct dberr {
     unsigned labels;       /* DBERR_LABEL_* bits */
     char msg[512];         /* human-readable errmsg */
     unsigned extra_len;    /* bytes of `extra` in use, 0 when none */
-    unsigned char extra[768]; /* a BSON document of extra reply fields
+    unsigned char extra[4096]; /* a BSON document of extra reply fields
                             * (keyPattern/keyValue for 11000), or empty */
 } dberr_t;
 

@@ -1,0 +1,189 @@
+"""Hashed indexes (issue 20) through pymongo: single-field and compound
+with one hashed field, keys equal to mongod's hash (returnKey shows
+NumberLong hashes; mongod's start-up check value for 42, and an independent
+re-statement of hasher.cpp's MD5 for other types), equality queries planned
+on them (explain), ranges and sorts not, and mongod's refusals: arrays in
+the hashed field (16766), two hashed fields (31303), unique (16764)."""
+
+import hashlib
+import struct
+
+import pytest
+from bson.int64 import Int64
+from bson.objectid import ObjectId
+from bson.son import SON
+from pymongo import MongoClient
+from pymongo.errors import OperationFailure, WriteError
+
+
+@pytest.fixture
+def client(atomdb):
+    c = MongoClient(atomdb.uri(), serverSelectionTimeoutMS=10000)
+    yield c
+    c.close()
+
+
+def fails(code, fn, what):
+    with pytest.raises(OperationFailure) as ei:
+        fn()
+    assert ei.value.code == code, "%s: code %s, got %s %s" % (what, code, ei.value.code, ei.value)
+    return ei.value
+
+
+def mongod_hash(value):
+    """hasher.cpp for the scalar types used here: MD5(seed 0, canonical type,
+    value bytes), first 8 bytes little-endian."""
+    if isinstance(value, (int, float)):
+        body = struct.pack("<i", 10) + struct.pack("<q", int(value))
+    elif isinstance(value, str):
+        raw = value.encode()
+        body = struct.pack("<i", 15) + struct.pack("<i", len(raw) + 1) + raw + b"\0"
+    elif isinstance(value, ObjectId):
+        body = struct.pack("<i", 35) + value.binary
+    elif value is None:
+        body = struct.pack("<i", 5)
+    else:
+        raise TypeError(value)
+    return struct.unpack("<q", hashlib.md5(struct.pack("<i", 0) + body).digest()[:8])[0]
+
+
+def test_return_key_shows_mongods_hashes(client):
+    c = client.h.t
+    c.create_index([("a", "hashed")])
+    oid = ObjectId("5b2be413c06d924ab26ff9ca")
+    c.insert_many([{"_id": 1, "a": 42}, {"_id": 2, "a": "hello"}, {"_id": 3, "a": oid},
+                   {"_id": 4}, {"_id": 5, "a": 42.7}])
+    got = list(c.find({}, sort=[("_id", 1)], return_key=True).hint("a_hashed"))
+    hashes = [d["a"] for d in got]
+    assert hashes[0] == -944302157085130861  # mongod's own start-up check value
+    assert all(isinstance(h, Int64) for h in hashes)
+    assert sorted(hashes) == sorted([mongod_hash(42), mongod_hash("hello"), mongod_hash(oid),
+                                     mongod_hash(None), mongod_hash(42)])
+
+
+def test_equality_uses_the_hashed_index(client):
+    c = client.h.eq
+    c.create_index([("email", "hashed")])
+    c.insert_many([{"_id": i, "email": "u%d@x.io" % i} for i in range(200)])
+    assert [d["_id"] for d in c.find({"email": "u17@x.io"})] == [17]
+    plan = c.find({"email": "u17@x.io"}).explain()["queryPlanner"]["winningPlan"]
+    assert plan["stage"] == "FETCH", plan
+    assert plan["inputStage"]["stage"] == "IXSCAN"
+    assert plan["inputStage"]["keyPattern"] == {"email": "hashed"}
+    assert plan["inputStage"]["indexName"] == "email_hashed"
+    # numbers equal by value share a hash; the filter still decides
+    c.insert_many([{"_id": "one", "email": 1}, {"_id": "onefive", "email": 1.5}])
+    assert sorted(d["_id"] for d in c.find({"email": 1.0})) == ["one"]
+    # a range or a sort cannot use a hash
+    plan = c.find({"email": {"$gt": "u5"}}).explain()["queryPlanner"]["winningPlan"]
+    assert plan["stage"] == "COLLSCAN", plan
+    assert c.count_documents({"email": {"$gt": "u5"}}) == 55  # u5@..., u50-u59, u6-u99
+
+
+def test_compound_with_one_hashed_field(client):
+    c = client.h.comp
+    c.create_index([("tenant", 1), ("user", "hashed")])
+    names = [ix["name"] for ix in c.list_indexes()]
+    assert "tenant_1_user_hashed" in names
+    c.insert_many([{"tenant": t, "user": u, "tags": [t, u]} for t in range(5) for u in range(20)])
+    got = list(c.find({"tenant": 3, "user": 7}))
+    assert len(got) == 1 and got[0]["tags"] == [3, 7]
+    plan = c.find({"tenant": 3, "user": 7}).explain()["queryPlanner"]["winningPlan"]
+    assert plan["inputStage"]["keyPattern"] == {"tenant": 1, "user": "hashed"}
+    assert c.count_documents({"tenant": 3}) == 20
+
+
+def test_missing_field_is_indexed_as_null(client):
+    c = client.h.miss
+    c.create_index([("a", "hashed")])
+    c.insert_many([{"_id": 1}, {"_id": 2, "a": None}, {"_id": 3, "a": 0}])
+    assert sorted(d["_id"] for d in c.find({"a": None})) == [1, 2]
+    assert c.find({"a": None}).explain()["queryPlanner"]["winningPlan"]["stage"] == "FETCH"
+
+
+def test_arrays_are_refused_in_the_hashed_field(client):
+    c = client.h.arr
+    c.create_index([("a.b", "hashed")])
+    with pytest.raises(WriteError) as ei:
+        c.insert_one({"a": [{"b": 1}]})
+    assert ei.value.code == 16766
+    assert "Found array at path: a" in str(ei.value)
+    with pytest.raises(WriteError) as ei:
+        c.insert_one({"a": {"b": [1]}})
+    assert "Found array at path: a.b" in str(ei.value)
+    assert c.count_documents({}) == 0
+    c.insert_one({"_id": 1, "a": {"b": 1}})
+    with pytest.raises(WriteError):
+        c.update_one({"_id": 1}, {"$set": {"a.b": [2]}})
+    assert c.find_one({"_id": 1})["a"] == {"b": 1}
+    # an existing array stops the build
+    d = client.h.arr2
+    d.insert_one({"x": [1, 2]})
+    fails(16766, lambda: d.create_index([("x", "hashed")]), "build over an array")
+
+
+def test_refusals_as_mongod(client):
+    db = client.h
+    e = fails(31303, lambda: db.command(SON([("createIndexes", "r"), ("indexes", [
+        {"key": {"a": "hashed", "b": "hashed"}, "name": "ab"}])])), "two hashed fields")
+    assert "A maximum of one index field is allowed to be hashed but found 2" in str(e)
+    fails(16764, lambda: db.command(SON([("createIndexes", "r"), ("indexes", [
+        {"key": {"a": "hashed"}, "name": "a", "unique": True}])])), "unique hashed")
+    fails(238, lambda: db.command(SON([("createIndexes", "r"), ("indexes", [
+        {"key": {"a": "hashed"}, "name": "a", "collation": {"locale": "fr"}}])])),
+        "collation on a hashed index")
+    e = fails(67, lambda: db.command(SON([("createIndexes", "r"), ("indexes", [
+        {"key": {"a": "hashed", "b": "text"}, "name": "t"}])])), "hashed beside text")
+    assert "more than one index plugin" in str(e), "mongod's message: %s" % e
+
+
+def test_hashed_index_and_schema_validator_survive_restarts(atomdb):
+    from atomdb_testlib import restart
+    c = MongoClient(atomdb.uri(), serverSelectionTimeoutMS=10000)
+    c.r.t.create_index([("k", "hashed")])
+    c.r.command(SON([("create", "v"), ("validator", {"$jsonSchema": {"required": ["k"]}})]))
+    c.r.t.insert_many([{"_id": i, "k": "key%d" % i} for i in range(20)])
+    c.close()
+    server = restart(atomdb, kill=True)  # rebuilt from the log
+    try:
+        c = MongoClient(server.uri(), serverSelectionTimeoutMS=10000)
+        got = list(c.r.t.find({"k": "key7"}))
+        assert [d["_id"] for d in got] == [7]
+        plan = c.r.t.find({"k": "key7"}).explain()["queryPlanner"]["winningPlan"]
+        assert plan["inputStage"]["keyPattern"] == {"k": "hashed"}
+        key = list(c.r.t.find({"_id": 3}, return_key=True).hint("k_hashed"))
+        assert key == [{"k": mongod_hash("key3")}]
+        with pytest.raises(WriteError) as ei:
+            c.r.v.insert_one({"_id": 1})
+        assert ei.value.details["errInfo"]["details"]["operatorName"] == "$jsonSchema"
+        c.close()
+        server2 = restart(server)  # from the snapshot taken at shutdown
+    finally:
+        if server.alive():
+            server.stop()
+        server.cleanup()
+    try:
+        c = MongoClient(server2.uri(), serverSelectionTimeoutMS=10000)
+        assert [d["_id"] for d in c.r.t.find({"k": "key9"})] == [9]
+        with pytest.raises(WriteError):
+            c.r.v.insert_one({"_id": 2})
+        c.close()
+    finally:
+        problems = server2.stop()
+        server2.cleanup()
+        assert problems == [], problems
+
+
+def test_values_sharing_a_hash_are_told_apart(client):
+    """1, 1.0 and 1.5 share a hash (numbers are truncated to int64 first):
+    every command that plans on the index still filters the documents."""
+    c = client.h.collide
+    c.create_index([("a", "hashed")])
+    c.insert_many([{"a": 1}, {"a": 1.5}, {"a": 1.0}, {"a": "1"}])
+    assert c.count_documents({"a": 1}) == 2
+    assert c.count_documents({"a": 1.5}) == 1
+    assert c.distinct("a", {"a": 1.5}) == [1.5]
+    assert list(c.aggregate([{"$match": {"a": 1.5}}, {"$count": "n"}])) == [{"n": 1}]
+    assert c.update_many({"a": 1}, {"$set": {"b": 1}}).modified_count == 2
+    assert c.delete_many({"a": 1.5}).deleted_count == 1
+    assert sorted(str(d["a"]) for d in c.find()) == ["1", "1", "1.0"]
