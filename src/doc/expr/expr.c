@@ -398,7 +398,8 @@ bool expr_for_operands(const expr_t *e, const expr_ctx_t *ctx, operand_fn fn, vo
 static const expr_op_t *const expr_op_families[] = {
     expr_arith_ops, expr_cond_ops,   expr_string_ops, expr_array_ops,
     expr_type_ops,  expr_object_ops, expr_var_ops,    expr_date_ops,
-    expr_datefmt_ops,
+    expr_datefmt_ops, expr_set_ops,    expr_trig_ops,   expr_regex_ops,
+    expr_nelem_ops,
 };
 
 static const expr_op_t *find_op(const char *name)
