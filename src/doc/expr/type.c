@@ -1,5 +1,6 @@
 /* expr/type: types and conversions — $type $isNumber $toInt $toLong
- * $toDouble $toString $toBool ($convert without onError). */
+ * $toDouble $toDecimal $toString $toBool $toObjectId, and $convert with
+ * onError/onNull (its "date" target is refused here for now). */
 #include "doc/expr/expr-private.h"
 
 #include <ctype.h>
@@ -7,6 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "util/shellfmt.h"
 
@@ -23,6 +25,9 @@ static bool op_isnumber(const expr_t *e, const bson_value_t *v, bson_value_t *ou
     return true;
 }
 
+static bool convert_to_decimal(const bson_value_t *v, bson_value_t *out, dberr_t *err);
+static bool convert_to_oid(const bson_value_t *v, bson_value_t *out, dberr_t *err);
+
 /* Parses a whole base-10 integer string; false when not a whole number. */
 static bool parse_long(const char *s, int64_t *out)
 {
@@ -34,6 +39,79 @@ static bool parse_long(const char *s, int64_t *out)
     if (*end || errno)
         return false;
     *out = x;
+    return true;
+}
+
+/* `v` (not nullish) as Decimal128: integers exactly, a double to 15
+ * significant digits (mongod's Decimal128(double)), a string parsed. */
+static bool convert_to_decimal(const bson_value_t *v, bson_value_t *out, dberr_t *err)
+{
+    bson_decimal128_t d;
+    switch (v->value_type) {
+    case BSON_TYPE_INT32:
+    case BSON_TYPE_INT64:
+    case BSON_TYPE_DOUBLE:
+    case BSON_TYPE_DECIMAL128:
+        d = num_to_decimal(v);
+        break;
+    case BSON_TYPE_BOOL:
+    case BSON_TYPE_DATE_TIME: {
+        bson_value_t l;
+        expr_val_int64(&l, v->value_type == BSON_TYPE_BOOL ? v->value.v_bool : v->value.v_datetime);
+        d = num_to_decimal(&l);
+        break;
+    }
+    case BSON_TYPE_UTF8: {
+        const char *s = v->value.v_utf8.str;
+        if (!*s || strlen(s) != v->value.v_utf8.len || isspace((unsigned char)*s) ||
+            !bson_decimal128_from_string(s, &d) ||
+            (d.high == 0x7c00000000000000ull && d.low == 0 && strcasecmp(s, "nan") != 0 &&
+             strcasecmp(s, "-nan") != 0))
+            return dberr_set(err, 241,
+                             "Failed to parse number '%s' in $convert with no onError value: "
+                             "Failed to parse string to decimal",
+                             s);
+        break;
+    }
+    default:
+        return dberr_set(err, 241,
+                         "Unsupported conversion from %s to decimal in $convert with no onError "
+                         "value",
+                         shellfmt_type_name(v->value_type));
+    }
+    memset(out, 0, sizeof *out);
+    out->value_type = BSON_TYPE_DECIMAL128;
+    out->value.v_decimal128 = d;
+    return true;
+}
+
+/* `v` (not nullish) as an ObjectId: an ObjectId, or 24 hex digits. */
+static bool convert_to_oid(const bson_value_t *v, bson_value_t *out, dberr_t *err)
+{
+    if (v->value_type == BSON_TYPE_OID) {
+        bson_value_copy(v, out);
+        return true;
+    }
+    if (v->value_type != BSON_TYPE_UTF8)
+        return dberr_set(err, 241,
+                         "Unsupported conversion from %s to objectId in $convert with no onError "
+                         "value",
+                         shellfmt_type_name(v->value_type));
+    const char *s = v->value.v_utf8.str;
+    if (v->value.v_utf8.len != 24)
+        return dberr_set(err, 241,
+                         "Failed to parse objectId '%s' in $convert with no onError value: Invalid "
+                         "string length for parsing to OID, expected 24 but found %u",
+                         s, v->value.v_utf8.len);
+    for (int i = 0; i < 24; i++)
+        if (!isxdigit((unsigned char)s[i]))
+            return dberr_set(err, 241,
+                             "Failed to parse objectId '%s' in $convert with no onError value: "
+                             "Invalid character found in hex string: '%c'",
+                             s, s[i]);
+    memset(out, 0, sizeof *out);
+    out->value_type = BSON_TYPE_OID;
+    bson_oid_init_from_string(&out->value.v_oid, s);
     return true;
 }
 
@@ -71,6 +149,10 @@ static bool convert_to(const bson_value_t *v, bson_type_t to, bson_value_t *out,
         expr_val_bool(out, expr_truthy(v));
         return true;
     }
+    if (to == BSON_TYPE_DECIMAL128)
+        return convert_to_decimal(v, out, err);
+    if (to == BSON_TYPE_OID)
+        return convert_to_oid(v, out, err);
     double d = 0;
     int64_t l = 0;
     bool is_int = false;
@@ -165,12 +247,101 @@ static bool convert_op(const expr_t *e, const bson_value_t *v, bson_value_t *out
     return ok;
 }
 
+/* The type names and numbers $convert's `to` accepts (mongod 7). */
+static const struct {
+    const char *name;
+    bson_type_t type;
+} convert_targets[] = {
+    {"double", BSON_TYPE_DOUBLE}, {"string", BSON_TYPE_UTF8}, {"objectId", BSON_TYPE_OID},
+    {"bool", BSON_TYPE_BOOL},     {"date", BSON_TYPE_DATE_TIME}, {"int", BSON_TYPE_INT32},
+    {"long", BSON_TYPE_INT64},    {"decimal", BSON_TYPE_DECIMAL128},
+};
+
+/* The target named or numbered by `to`; false with mongod's error. */
+static bool convert_target(const bson_value_t *to, bson_type_t *out, dberr_t *err)
+{
+    size_t n = sizeof convert_targets / sizeof *convert_targets;
+    if (to->value_type == BSON_TYPE_UTF8) {
+        for (size_t i = 0; i < n; i++)
+            if (!strcmp(to->value.v_utf8.str, convert_targets[i].name)) {
+                *out = convert_targets[i].type;
+                return true;
+            }
+        return dberr_set(err, DBERR_BAD_VALUE, "Unknown type name: %s", to->value.v_utf8.str);
+    }
+    if (num_is_number(to)) {
+        int32_t code;
+        if (!expr_as_int32(to, &code))
+            return dberr_set(err, DBERR_FAILED_TO_PARSE,
+                             "In $convert, numeric 'to' argument is not an integer");
+        for (size_t i = 0; i < n; i++)
+            if ((int32_t)convert_targets[i].type == code) {
+                *out = convert_targets[i].type;
+                return true;
+            }
+        return dberr_set(err, DBERR_FAILED_TO_PARSE,
+                         "In $convert, numeric value for 'to' does not correspond to a BSON type: "
+                         "%d",
+                         code);
+    }
+    return dberr_set(err, DBERR_FAILED_TO_PARSE,
+                     "$convert's 'to' argument must be a string or number, but is %s",
+                     shellfmt_type_name(to->value_type));
+}
+
+/* {$convert: {input, to, onError, onNull}}: args 0..3. */
+static bool op_convert(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+{
+    bson_value_t in, to;
+    bson_type_t type = BSON_TYPE_EOD;
+    bool ok = true;
+    expr_val_missing(&to);
+    if (!expr_eval_arg(e, 0, ctx, &in, err))
+        return false;
+    if (!(ok = expr_eval_arg(e, 1, ctx, &to, err)))
+        goto cleanup;
+    if (expr_is_nullish(&to)) {
+        expr_val_null(out);
+        goto cleanup;
+    }
+    if (!(ok = convert_target(&to, &type, err)))
+        goto cleanup;
+    if (expr_is_nullish(&in)) {
+        if (e->args[3])
+            ok = expr_eval_node(e->args[3], ctx, out, err);
+        else
+            expr_val_null(out);
+        goto cleanup;
+    }
+    if (type == BSON_TYPE_DATE_TIME) {
+        ok = dberr_set(err, DBERR_NOT_IMPLEMENTED,
+                       "$convert to \"date\" is not implemented by atomdb yet (use $toDate)");
+        goto cleanup;
+    }
+    if (!convert_to(&in, type, out, err)) {
+        if (err->code != 241 || !e->args[2]) {
+            ok = false;
+            goto cleanup;
+        }
+        dberr_clear(err);
+        ok = expr_eval_node(e->args[2], ctx, out, err);
+    }
+cleanup:
+    expr_val_free(&in);
+    expr_val_free(&to);
+    return ok;
+}
+
 const expr_op_t expr_type_ops[] = {
+    {"$convert", op_convert, OPP_NAMED, 0, 0, {"!input", "!to", "onError", "onNull", NULL}, 0,
+     NULL},
     {"$isNumber", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, op_isnumber},
     {"$toBool", NULL, OPP_ARGS, 1, 1, {0}, BSON_TYPE_BOOL, NULL, convert_op},
+    {"$toDecimal", NULL, OPP_ARGS, 1, 1, {0}, BSON_TYPE_DECIMAL128, NULL, convert_op},
     {"$toDouble", NULL, OPP_ARGS, 1, 1, {0}, BSON_TYPE_DOUBLE, NULL, convert_op},
     {"$toInt", NULL, OPP_ARGS, 1, 1, {0}, BSON_TYPE_INT32, NULL, convert_op},
     {"$toLong", NULL, OPP_ARGS, 1, 1, {0}, BSON_TYPE_INT64, NULL, convert_op},
+    {"$toObjectId", NULL, OPP_ARGS, 1, 1, {0}, BSON_TYPE_OID, NULL, convert_op},
     {"$toString", NULL, OPP_ARGS, 1, 1, {0}, BSON_TYPE_UTF8, NULL, convert_op},
     {"$type", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, op_type},
     {NULL, NULL, OPP_ARGS, 0, 0, {0}, 0, NULL},
