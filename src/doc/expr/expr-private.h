@@ -143,9 +143,6 @@ int expr_unary(const bson_value_t *v, bson_type_t want, int code, const char *fm
  * them, each borrowing `arr`'s bytes); false with `err` when the loop was
  * stopped (fiber_check). */
 bool expr_array_values(const bson_value_t *arr, bson_value_t **vals, size_t *n, dberr_t *err);
-/* The `n` of $firstN & co.: a whole positive number, else false with
- * mongod's 5787902 / 5787903 / 5787908. */
-bool expr_check_n(const bson_value_t *v, int64_t *n, dberr_t *err);
 /* A number that is a whole 32-bit integer. */
 bool expr_as_int32(const bson_value_t *v, int32_t *out);
 /* Binds `name` to `v` on top of `base` into `vars` (initialised here). */
