@@ -1,8 +1,9 @@
 /* expr/nelem: array operators that pick or order elements — $firstN $lastN
- * $maxN $minN over an array, $sortArray, and $zip — with mongod 7's
- * argument checks and error codes. */
+ * $maxN $minN over an array, $sortArray, $zip, and $median $percentile
+ * over an array — with mongod 7's argument checks and error codes. */
 #include "doc/expr/expr-private.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 #include "doc/compare.h"
@@ -351,9 +352,141 @@ cleanup:
     return ok;
 }
 
+/* ---- $median $percentile ---- */
+
+/* {input, p, method} ($median: no p): e->args[0] the input, e->cval the p
+ * array (checked here, as the accumulators check it). */
+static bool parse_quantile(expr_t *e, bson_iter_t *arg, dberr_t *err)
+{
+    bool want_p = e->op->aux;
+    const char *op = e->op->name;
+    bson_t args;
+    bson_iter_t it, el;
+    if (!BSON_ITER_HOLDS_DOCUMENT(arg)) {
+        char *s = shellfmt_value(bson_iter_value(arg));
+        bool r = dberr_set(err, 7429703, "specification must be an object; found %s: %s", op, s);
+        bson_free(s);
+        return r;
+    }
+    expr_bson_of(bson_iter_value(arg), &args);
+    bson_iter_init(&it, &args);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "input") && strcmp(k, "method") && (!want_p || strcmp(k, "p")))
+            return dberr_set(err, 40415, "BSON field '%s.%s' is an unknown field.", op, k);
+    }
+    static const char *const required[] = {"input", "p", "method"};
+    for (int i = 0; i < 3; i++)
+        if ((i != 1 || want_p) && !bson_has_field(&args, required[i]))
+            return dberr_set(err, 40414, "BSON field '%s.%s' is missing but a required field", op,
+                             required[i]);
+    if (want_p) {
+        uint32_t np = 0;
+        bson_iter_init_find(&it, &args, "p");
+        if (BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &el))
+            while (bson_iter_next(&el)) {
+                const bson_value_t *pv = bson_iter_value(&el);
+                double p = num_is_number(pv) ? num_to_double(pv) : NAN;
+                if (!(p >= 0 && p <= 1)) {
+                    char *s = shellfmt_value(pv);
+                    bool r = dberr_set(err, num_is_number(pv) ? 7750303 : 7750302,
+                                       "The $percentile 'p' field must be an array of numbers "
+                                       "from [0.0, 1.0], but found: %s",
+                                       s);
+                    bson_free(s);
+                    return r;
+                }
+                np++;
+            }
+        if (np == 0) {
+            char *s = shellfmt_value(bson_iter_value(&it));
+            bool r = dberr_set(err, 7750301,
+                               "The $percentile 'p' field must be an array of numbers from [0.0, "
+                               "1.0], but found: %s",
+                               s);
+            bson_free(s);
+            return r;
+        }
+        bson_value_copy(bson_iter_value(&it), &e->cval);
+    }
+    bson_iter_init_find(&it, &args, "method");
+    if (!BSON_ITER_HOLDS_UTF8(&it) || strcmp(bson_iter_utf8(&it, NULL), "approximate"))
+        return dberr_set(err, DBERR_BAD_VALUE,
+                         "Currently only 'approximate' can be used as a percentile 'method'.");
+    bson_iter_init_find(&it, &args, "input");
+    expr_t *in = expr_parse(&it, err);
+    if (!in)
+        return false;
+    expr_add_arg(e, in, NULL);
+    return true;
+}
+
+static int double_cmp(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return a < b ? -1 : a > b;
+}
+
+/* The number at rank ceil(p * n) of `nums` (sorted), or null. */
+static void quantile_value(const double *nums, size_t n, double p, bson_value_t *out)
+{
+    if (n == 0) {
+        expr_val_null(out);
+        return;
+    }
+    double r = ceil(p * (double)n) - 1;
+    expr_val_double(out, nums[r < 0 ? 0 : r >= (double)n ? n - 1 : (size_t)r]);
+}
+
+static bool op_quantile(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+{
+    bson_value_t in, *vals = NULL;
+    double *nums = NULL;
+    size_t nv = 0, nn = 0;
+    bool ok = true;
+    if (!expr_eval_node(e->args[0], ctx, &in, err))
+        return false;
+    if (in.value_type == BSON_TYPE_ARRAY) {
+        if (!(ok = expr_array_values(&in, &vals, &nv, err)))
+            goto cleanup;
+    } else if (num_is_number(&in)) {
+        vals = bson_malloc(sizeof *vals);
+        vals[0] = in;
+        nv = 1;
+    }
+    nums = bson_malloc((nv + 1) * sizeof *nums);
+    for (size_t i = 0; i < nv; i++)
+        if (num_is_number(&vals[i]) && !isnan(num_to_double(&vals[i])))
+            nums[nn++] = num_to_double(&vals[i]);
+    qsort(nums, nn, sizeof *nums, double_cmp);
+    if (!e->op->aux) {
+        quantile_value(nums, nn, 0.5, out);
+    } else {
+        bson_t ps, arr;
+        bson_iter_t it;
+        uint32_t idx = 0;
+        expr_bson_of(&e->cval, &ps);
+        bson_init(&arr);
+        if (bson_iter_init(&it, &ps))
+            while (bson_iter_next(&it)) {
+                bson_value_t q;
+                quantile_value(nums, nn, num_to_double(bson_iter_value(&it)), &q);
+                expr_array_append(&arr, &idx, &q);
+            }
+        expr_value_take_bson(out, &arr, BSON_TYPE_ARRAY);
+    }
+cleanup:
+    bson_free(nums);
+    bson_free(vals);
+    expr_val_free(&in);
+    return ok;
+}
+
 const expr_op_t expr_nelem_ops[] = {
     {"$firstN", op_nelem, OPP_NAMED, 0, 0, {"!n", "!input", NULL}, NE_FIRST, NULL},
     {"$lastN", op_nelem, OPP_NAMED, 0, 0, {"!n", "!input", NULL}, NE_LAST, NULL},
+    {"$median", op_quantile, OPP_CUSTOM, 0, 0, {0}, 0, NULL, NULL, parse_quantile},
+    {"$percentile", op_quantile, OPP_CUSTOM, 0, 0, {0}, 1, NULL, NULL, parse_quantile},
     {"$maxN", op_nelem, OPP_NAMED, 0, 0, {"!n", "!input", NULL}, NE_MAX, NULL},
     {"$minN", op_nelem, OPP_NAMED, 0, 0, {"!n", "!input", NULL}, NE_MIN, NULL},
     {"$sortArray", op_sortarray, OPP_CUSTOM, 0, 0, {0}, 0, NULL, NULL, parse_sortarray},
