@@ -394,12 +394,32 @@ bool expr_for_operands(const expr_t *e, const expr_ctx_t *ctx, operand_fn fn, vo
 
 /* ------------------------------------------------------------- op table */
 
+/* The operators of mongod 7 that atomdb does not implement: each refused
+ * when parsed with NotImplemented naming it, never taken for a document. */
+static bool parse_refused(expr_t *e, bson_iter_t *arg, dberr_t *err)
+{
+    return dberr_set(err, DBERR_NOT_IMPLEMENTED, "%s is not implemented by atomdb (%s)",
+                     e->op->name,
+                     !strcmp(e->op->name, "$meta") ? "no text or search scores"
+                                                   : !strcmp(e->op->name, "$toHashedIndexKey")
+                                                         ? "no hashed indexes"
+                                                         : "no server-side JavaScript");
+}
+
+static const expr_op_t expr_refused_ops[] = {
+    {"$accumulator", NULL, OPP_CUSTOM, 0, 0, {0}, 0, NULL, NULL, parse_refused},
+    {"$function", NULL, OPP_CUSTOM, 0, 0, {0}, 0, NULL, NULL, parse_refused},
+    {"$meta", NULL, OPP_CUSTOM, 0, 0, {0}, 0, NULL, NULL, parse_refused},
+    {"$toHashedIndexKey", NULL, OPP_CUSTOM, 0, 0, {0}, 0, NULL, NULL, parse_refused},
+    {NULL, NULL, OPP_ARGS, 0, 0, {0}, 0, NULL},
+};
+
 /* Every operator family; an operator is one row in its family's table. */
 static const expr_op_t *const expr_op_families[] = {
     expr_arith_ops, expr_cond_ops,   expr_string_ops, expr_array_ops,
     expr_type_ops,  expr_object_ops, expr_var_ops,    expr_date_ops,
     expr_datefmt_ops, expr_set_ops,    expr_trig_ops,   expr_regex_ops,
-    expr_nelem_ops,
+    expr_nelem_ops,   expr_refused_ops,
 };
 
 static const expr_op_t *find_op(const char *name)

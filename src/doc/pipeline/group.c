@@ -507,6 +507,13 @@ static void quantile_emit(const accum_t *spec, const acc_state_t *a, bson_t *out
 
 /* ---- parsing the object forms ---- */
 
+/* $accumulator: user JavaScript, which atomdb does not run. */
+static bool parse_refused(accum_t *acc, const bson_t *args, dberr_t *err)
+{
+    return dberr_set(err, DBERR_NOT_IMPLEMENTED,
+                     "%s is not implemented by atomdb (no server-side JavaScript)", acc->def->name);
+}
+
 /* Parses the expression of field `key` of `args` into *out. */
 static bool parse_field_expr(const bson_t *args, const char *key, expr_t **out, dberr_t *err)
 {
@@ -642,6 +649,7 @@ static const acc_def_t accumulators[] = {
     {"$bottomN", false, NULL, kept_emit, 1, parse_top_bottom, topbottom_fold},
     {"$median", false, NULL, quantile_emit, 0, parse_quantile, quantile_fold},
     {"$percentile", false, NULL, quantile_emit, 1, parse_quantile, quantile_fold},
+    {"$accumulator", false, NULL, val_emit, 0, parse_refused, merge_fold},
     {NULL, false, NULL, NULL, 0},
 };
 
@@ -689,6 +697,8 @@ static bool parse_accum(bson_iter_t *it, accum_t *acc, dberr_t *err)
             return dberr_set(err, DBERR_TYPE_MISMATCH, "$count takes no arguments, i.e. $count:{}");
     } else if (acc->def->parse) {
         bson_t args;
+        if (!BSON_ITER_HOLDS_DOCUMENT(&a) && acc->def->parse == parse_refused)
+            return parse_refused(acc, NULL, err);
         if (!BSON_ITER_HOLDS_DOCUMENT(&a)) {
             char *sv = shellfmt_value(bson_iter_value(&a));
             int code = acc->def->parse == parse_n_input      ? 5787900
