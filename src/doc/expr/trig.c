@@ -115,13 +115,15 @@ static bool op_atan2(const expr_t *e, const bson_value_t *v, bson_value_t *out, 
     return true;
 }
 
-/* pi / 180 to 34 digits. */
-static bson_decimal128_t pi_over_180(void)
+/* mongod's Decimal128 kPiOver180 and k180OverPi: pi/180 and 180/pi to 34
+ * digits. */
+static bson_decimal128_t angle_factor(bool to_deg)
 {
-    bson_decimal128_t pi, d180;
-    bson_decimal128_from_string("3.141592653589793238462643383279503", &pi);
-    bson_decimal128_from_string("180", &d180);
-    return num_decimal_div(pi, d180);
+    bson_decimal128_t k;
+    bson_decimal128_from_string(to_deg ? "57.29577951308232087679815481410517"
+                                       : "0.01745329251994329576923690768488613",
+                                &k);
+    return k;
 }
 
 /* $degreesToRadians (aux 0) and $radiansToDegrees (aux 1). */
@@ -136,9 +138,7 @@ static bool op_angle(const expr_t *e, const bson_value_t *v, bson_value_t *out, 
         return dberr_set(err, 28765, "%s only supports numeric types, not %s", e->op->name,
                          shellfmt_type_name(v->value_type));
     if (v->value_type == BSON_TYPE_DECIMAL128) {
-        bson_decimal128_t k = pi_over_180();
-        val_decimal(out, to_deg ? num_decimal_div(v->value.v_decimal128, k)
-                                : num_decimal_mul(v->value.v_decimal128, k));
+        val_decimal(out, num_decimal_mul(v->value.v_decimal128, angle_factor(to_deg)));
     } else {
         double x = num_to_double(v);
         expr_val_double(out, to_deg ? x * (180.0 / M_PI) : x * (M_PI / 180.0));
