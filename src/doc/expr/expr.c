@@ -400,10 +400,9 @@ static bool parse_refused(expr_t *e, bson_iter_t *arg, dberr_t *err)
 {
     return dberr_set(err, DBERR_NOT_IMPLEMENTED, "%s is not implemented by atomdb (%s)",
                      e->op->name,
-                     !strcmp(e->op->name, "$meta") ? "no text or search scores"
-                                                   : !strcmp(e->op->name, "$toHashedIndexKey")
-                                                         ? "no hashed indexes"
-                                                         : "no server-side JavaScript");
+                     !strcmp(e->op->name, "$meta")               ? "no text or search scores"
+                     : !strcmp(e->op->name, "$toHashedIndexKey") ? "no hashed indexes"
+                                                                 : "no server-side JavaScript");
 }
 
 static const expr_op_t expr_refused_ops[] = {

@@ -261,8 +261,7 @@ static bool parse_zip(expr_t *e, bson_iter_t *arg, dberr_t *err)
             }
             longest = bson_iter_bool(&child);
         } else {
-            ok = dberr_set(err, 34464,
-                           "$zip found an unknown argument: %s", k);
+            ok = dberr_set(err, 34464, "$zip found an unknown argument: %s", k);
         }
     }
     if (ok && (!have_inputs || ninputs == 0))

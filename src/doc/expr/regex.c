@@ -56,8 +56,9 @@ static bool rx_compile(const expr_t *e, const bson_value_t *re, const bson_value
         return dberr_set(err, 51109, "%s: regular expression cannot contain an embedded null byte",
                          e->op->name);
     if (opt->value_type == BSON_TYPE_UTF8 && strlen(opt->value.v_utf8.str) != opt->value.v_utf8.len)
-        return dberr_set(err, 51110, "%s: regular expression options cannot contain an embedded "
-                                     "null byte",
+        return dberr_set(err, 51110,
+                         "%s: regular expression options cannot contain an embedded "
+                         "null byte",
                          e->op->name);
     for (const char *f = flags; *f; f++) {
         switch (*f) {
@@ -172,8 +173,9 @@ static bool op_regex(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, 
             if (rc == PCRE2_ERROR_NOMATCH)
                 break;
             if (rc < 0) {
-                ok = dberr_set(err, 51156, "Error occurred while executing the regular "
-                                           "expression in %s. Result code: %d",
+                ok = dberr_set(err, 51156,
+                               "Error occurred while executing the regular "
+                               "expression in %s. Result code: %d",
                                e->op->name, rc);
                 break;
             }
@@ -226,11 +228,22 @@ cleanup:
 }
 
 const expr_op_t expr_regex_ops[] = {
-    {"$regexFind", op_regex, OPP_NAMED, 0, 0, {"!input", "!regex", "options", NULL}, RX_FIND,
+    {"$regexFind", op_regex, OPP_NAMED, 0, 0, {"!input", "!regex", "options", NULL}, RX_FIND, NULL},
+    {"$regexFindAll",
+     op_regex,
+     OPP_NAMED,
+     0,
+     0,
+     {"!input", "!regex", "options", NULL},
+     RX_FIND_ALL,
      NULL},
-    {"$regexFindAll", op_regex, OPP_NAMED, 0, 0, {"!input", "!regex", "options", NULL},
-     RX_FIND_ALL, NULL},
-    {"$regexMatch", op_regex, OPP_NAMED, 0, 0, {"!input", "!regex", "options", NULL}, RX_MATCH,
+    {"$regexMatch",
+     op_regex,
+     OPP_NAMED,
+     0,
+     0,
+     {"!input", "!regex", "options", NULL},
+     RX_MATCH,
      NULL},
     {NULL, NULL, OPP_ARGS, 0, 0, {0}, 0, NULL},
 };

@@ -67,8 +67,7 @@ static void values_to_array(const bson_value_t *vals, size_t n, bson_value_t *ou
 
 /* $setUnion (aux 0) and $setIntersection (aux 1): null when an operand is
  * nullish, the result sorted as mongod's ordered ValueSet. */
-static bool op_union_inter(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out,
-                           dberr_t *err)
+static bool op_union_inter(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
 {
     bool inter = e->op->aux, ok = true, null = false;
     bson_value_t *args = bson_malloc0((e->nargs + 1) * sizeof *args);
@@ -167,8 +166,7 @@ cleanup:
     return ok;
 }
 
-static bool op_setissubset(const expr_t *e, const bson_value_t *v, bson_value_t *out,
-                           dberr_t *err)
+static bool op_setissubset(const expr_t *e, const bson_value_t *v, bson_value_t *out, dberr_t *err)
 {
     bson_value_t *a = NULL, *b = NULL;
     size_t na, nb;

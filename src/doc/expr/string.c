@@ -378,7 +378,8 @@ static bool op_substrcp(const expr_t *e, const bson_value_t *v, bson_value_t *ou
         return dberr_set(err, 16007, "can't convert from BSON type %s to String",
                          shellfmt_type_name(v[0].value_type));
     if (!num_is_number(&v[1])) {
-        ok = dberr_set(err, 34450, "$substrCP: starting index must be a numeric type (is BSON type %s)",
+        ok = dberr_set(err, 34450,
+                       "$substrCP: starting index must be a numeric type (is BSON type %s)",
                        shellfmt_type_name(v[1].value_type));
     } else if (!expr_as_int32(&v[1], &start)) {
         ok = dberr_set(err, 34451,
@@ -575,9 +576,21 @@ const expr_op_t expr_string_ops[] = {
     {"$indexOfBytes", NULL, OPP_ARGS, 2, 4, {0}, 0, NULL, op_indexof},
     {"$indexOfCP", NULL, OPP_ARGS, 2, 4, {0}, 1, NULL, op_indexof},
     {"$ltrim", op_trim, OPP_NAMED, 0, 0, {"!input", "chars", NULL}, 1, NULL},
-    {"$replaceAll", op_replace, OPP_NAMED, 0, 0, {"!input", "!find", "!replacement", NULL}, 1,
+    {"$replaceAll",
+     op_replace,
+     OPP_NAMED,
+     0,
+     0,
+     {"!input", "!find", "!replacement", NULL},
+     1,
      NULL},
-    {"$replaceOne", op_replace, OPP_NAMED, 0, 0, {"!input", "!find", "!replacement", NULL}, 0,
+    {"$replaceOne",
+     op_replace,
+     OPP_NAMED,
+     0,
+     0,
+     {"!input", "!find", "!replacement", NULL},
+     0,
      NULL},
     {"$rtrim", op_trim, OPP_NAMED, 0, 0, {"!input", "chars", NULL}, 2, NULL},
     {"$split", NULL, OPP_ARGS, 2, 2, {0}, 0, NULL, op_split},

@@ -22,11 +22,11 @@ static const struct {
     num_dec_fn_t dec;
     trig_bounds_t bounds;
 } trig_fns[] = {
-    {sin, NUM_DEC_SIN, TB_FINITE},     {cos, NUM_DEC_COS, TB_FINITE},
-    {tan, NUM_DEC_TAN, TB_FINITE},     {asin, NUM_DEC_ASIN, TB_UNIT},
-    {acos, NUM_DEC_ACOS, TB_UNIT},     {atan, NUM_DEC_ATAN, TB_ANY},
-    {sinh, NUM_DEC_SINH, TB_ANY},      {cosh, NUM_DEC_COSH, TB_ANY},
-    {tanh, NUM_DEC_TANH, TB_ANY},      {asinh, NUM_DEC_ASINH, TB_ANY},
+    {sin, NUM_DEC_SIN, TB_FINITE},       {cos, NUM_DEC_COS, TB_FINITE},
+    {tan, NUM_DEC_TAN, TB_FINITE},       {asin, NUM_DEC_ASIN, TB_UNIT},
+    {acos, NUM_DEC_ACOS, TB_UNIT},       {atan, NUM_DEC_ATAN, TB_ANY},
+    {sinh, NUM_DEC_SINH, TB_ANY},        {cosh, NUM_DEC_COSH, TB_ANY},
+    {tanh, NUM_DEC_TANH, TB_ANY},        {asinh, NUM_DEC_ASINH, TB_ANY},
     {acosh, NUM_DEC_ACOSH, TB_ATLEAST1}, {atanh, NUM_DEC_ATANH, TB_UNIT},
 };
 

@@ -252,8 +252,8 @@ static const struct {
     const char *name;
     bson_type_t type;
 } convert_targets[] = {
-    {"double", BSON_TYPE_DOUBLE}, {"string", BSON_TYPE_UTF8}, {"objectId", BSON_TYPE_OID},
-    {"bool", BSON_TYPE_BOOL},     {"date", BSON_TYPE_DATE_TIME}, {"int", BSON_TYPE_INT32},
+    {"double", BSON_TYPE_DOUBLE}, {"string", BSON_TYPE_UTF8},        {"objectId", BSON_TYPE_OID},
+    {"bool", BSON_TYPE_BOOL},     {"date", BSON_TYPE_DATE_TIME},     {"int", BSON_TYPE_INT32},
     {"long", BSON_TYPE_INT64},    {"decimal", BSON_TYPE_DECIMAL128},
 };
 
@@ -333,7 +333,13 @@ cleanup:
 }
 
 const expr_op_t expr_type_ops[] = {
-    {"$convert", op_convert, OPP_NAMED, 0, 0, {"!input", "!to", "onError", "onNull", NULL}, 0,
+    {"$convert",
+     op_convert,
+     OPP_NAMED,
+     0,
+     0,
+     {"!input", "!to", "onError", "onNull", NULL},
+     0,
      NULL},
     {"$isNumber", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, op_isnumber},
     {"$toBool", NULL, OPP_ARGS, 1, 1, {0}, BSON_TYPE_BOOL, NULL, convert_op},

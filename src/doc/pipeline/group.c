@@ -25,10 +25,10 @@ typedef struct acc_def acc_def_t;
 typedef struct accum {
     char *field;
     const acc_def_t *def;
-    expr_t *arg;       /* NULL for $count; the input or output of the object forms */
-    expr_t *n;         /* $firstN & co., $topN $bottomN: the n expression */
-    sortspec_t *sort;  /* $top $bottom $topN $bottomN: sortBy */
-    double *ps;        /* $percentile: the p values ($median: 0.5) */
+    expr_t *arg;      /* NULL for $count; the input or output of the object forms */
+    expr_t *n;        /* $firstN & co., $topN $bottomN: the n expression */
+    sortspec_t *sort; /* $top $bottom $topN $bottomN: sortBy */
+    double *ps;       /* $percentile: the p values ($median: 0.5) */
     size_t nps;
 } accum_t;
 
@@ -52,8 +52,8 @@ typedef struct acc_state {
     double *nums;       /* $median $percentile: the numbers seen */
     size_t nnums, numcap;
     size_t head, nvals, cap;
-    double mean, m2;    /* $stdDev*: Welford's running mean and sum of squares */
-    int64_t bytes;      /* memory held by vals/docs/nums */
+    double mean, m2; /* $stdDev*: Welford's running mean and sum of squares */
+    int64_t bytes;   /* memory held by vals/docs/nums */
 } acc_state_t;
 
 /* One row of the accumulator table. */
@@ -70,8 +70,8 @@ struct acc_def {
     bool (*parse)(accum_t *acc, const bson_t *args, dberr_t *err);
     /* Set instead of `update` when folding can fail or needs the document
      * (ctx->root): folds `v` in. */
-    bool (*fold)(const accum_t *spec, acc_state_t *a, const bson_value_t *v,
-                 const expr_ctx_t *ctx, dberr_t *err);
+    bool (*fold)(const accum_t *spec, acc_state_t *a, const bson_value_t *v, const expr_ctx_t *ctx,
+                 dberr_t *err);
 };
 
 /* ---- the accumulators ---- */
@@ -219,8 +219,9 @@ static bool merge_fold(const accum_t *spec, acc_state_t *a, const bson_value_t *
         return true;
     if (v->value_type != BSON_TYPE_DOCUMENT) {
         char *sv = shellfmt_value(v);
-        bool r = dberr_set(err, 40400, "$mergeObjects requires object inputs, but input %s is of type %s",
-                           sv, shellfmt_type_name(v->value_type));
+        bool r = dberr_set(err, 40400,
+                           "$mergeObjects requires object inputs, but input %s is of type %s", sv,
+                           shellfmt_type_name(v->value_type));
         bson_free(sv);
         return r;
     }
@@ -584,8 +585,8 @@ static bool parse_quantile(accum_t *acc, const bson_t *args, dberr_t *err)
     static const char *const required[] = {"input", "p", "method"};
     for (int i = 0; i < 3; i++)
         if ((i != 1 || want_p) && !bson_has_field(args, required[i]))
-            return dberr_set(err, 40414, "BSON field '%s.%s' is missing but a required field",
-                             op, required[i]);
+            return dberr_set(err, 40414, "BSON field '%s.%s' is missing but a required field", op,
+                             required[i]);
     if (want_p) {
         bson_iter_init_find(&it, args, "p");
         bson_iter_t e;
@@ -840,8 +841,7 @@ static bool group_of(const group_spec_t *spec, const expr_ctx_t *ctx, group_t **
 
 /* Evaluates the n of each N accumulator for the new group `g`, against
  * {_id: <group key>} as mongod does (n may read only the key). */
-static bool group_eval_n(const group_spec_t *spec, const expr_ctx_t *base, group_t *g,
-                         dberr_t *err)
+static bool group_eval_n(const group_spec_t *spec, const expr_ctx_t *base, group_t *g, dberr_t *err)
 {
     bool ok = true;
     for (size_t a = 0; ok && a < spec->naccs; a++) {
