@@ -255,6 +255,17 @@ static bool merge_fold(const accum_t *spec, acc_state_t *a, const bson_value_t *
     return true;
 }
 
+/* The merged document; {} when every input was null or missing. */
+static void merge_emit(const accum_t *spec, const acc_state_t *a, bson_t *out)
+{
+    if (a->val.value_type == BSON_TYPE_EOD) {
+        bson_t empty = BSON_INITIALIZER;
+        bson_append_document(out, spec->field, -1, &empty);
+    } else {
+        bson_append_value(out, spec->field, -1, &a->val);
+    }
+}
+
 /* ---- the N accumulators: kept values ---- */
 
 /* Bytes a kept value holds. */
@@ -639,7 +650,7 @@ static const acc_def_t accumulators[] = {
     {"$count", true, count_update, count_emit, 0},
     {"$stdDevPop", false, stddev_update, stddev_emit, 0},
     {"$stdDevSamp", false, stddev_update, stddev_emit, 1},
-    {"$mergeObjects", false, NULL, val_emit, 0, NULL, merge_fold},
+    {"$mergeObjects", false, NULL, merge_emit, 0, NULL, merge_fold},
     {"$firstN", false, NULL, kept_emit, 0, parse_n_input, firstlast_n_fold},
     {"$lastN", false, NULL, kept_emit, 1, parse_n_input, firstlast_n_fold},
     {"$maxN", false, NULL, kept_emit, 1, parse_n_input, minmax_n_fold},
