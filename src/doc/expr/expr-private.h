@@ -68,6 +68,11 @@ struct expr_op {
                             * most EXPR_EAGER_MAX arguments that need them all */
     /* OPP_CUSTOM: reads the argument under `arg` into e->args (false with `err`). */
     bool (*parse_fn)(expr_t *e, bson_iter_t *arg, dberr_t *err);
+    /* OPP_NAMED: mongod's codes when the argument is not an object and for
+     * an unknown parameter (0: 28646 and 16879), and for each missing
+     * required parameter, by position in `params` (0: 16880). */
+    int named_codes[2];
+    int missing_codes[5];
 };
 
 /* The most arguments an eager operator takes. */

@@ -639,7 +639,9 @@ static expr_t *parse_op(const expr_op_t *op, bson_iter_t *arg, dberr_t *err)
         e->args = bson_malloc0(np * sizeof *e->args);
         e->nargs = np;
         if (!BSON_ITER_HOLDS_DOCUMENT(arg)) {
-            dberr_set(err, 28646, "%s only supports an object as its argument", op->name);
+            dberr_set(err, op->named_codes[0] ? op->named_codes[0] : 28646,
+                      "%s only supports an object as its argument, found: %s", op->name,
+                      shellfmt_type_name(bson_iter_type(arg)));
             goto fail;
         }
         bson_iter_t child;
@@ -653,7 +655,8 @@ static expr_t *parse_op(const expr_op_t *op, bson_iter_t *arg, dberr_t *err)
                     break;
             }
             if (i == np) {
-                dberr_set(err, 16879, "Unrecognized parameter to %s: %s", op->name, k);
+                dberr_set(err, op->named_codes[1] ? op->named_codes[1] : 16879,
+                          "Unrecognized parameter to %s: %s", op->name, k);
                 goto fail;
             }
             expr_destroy(e->args[i]);
@@ -663,7 +666,8 @@ static expr_t *parse_op(const expr_op_t *op, bson_iter_t *arg, dberr_t *err)
         }
         for (size_t i = 0; i < np; i++)
             if (op->params[i][0] == '!' && !e->args[i]) {
-                dberr_set(err, 16880, "Missing '%s' parameter to %s", op->params[i] + 1, op->name);
+                dberr_set(err, op->missing_codes[i] ? op->missing_codes[i] : 16880,
+                          "Missing '%s' parameter to %s", op->params[i] + 1, op->name);
                 goto fail;
             }
         return e;
