@@ -301,3 +301,19 @@ def test_n_accumulator_memory_limit(client, coll):
         assert e.value.code == 292
     finally:
         client.admin.command("setParameter", 1, internalDocumentSourceGroupMaxMemoryBytes=104857600)
+
+
+def test_max_time_ms_stops_long_string_and_array_loops(coll):
+    # the loops over a 15 MB string and a 1M-element array check the deadline
+    coll.insert_one({"s": "a" * (15 << 20)})
+    with pytest.raises(OperationFailure) as e:
+        list(coll.aggregate([{"$project": {"r": {"$replaceAll": {"input": "$s", "find": "ab", "replacement": ""}}}}],
+                            maxTimeMS=1))
+    assert e.value.code == 50
+    coll.delete_many({})
+    coll.insert_one({"a": list(range(1000000))})
+    with pytest.raises(OperationFailure) as e:
+        list(coll.aggregate([{"$project": {"r": {"$setUnion": ["$a", "$a", "$a", "$a"]}}}], maxTimeMS=1))
+    assert e.value.code == 50
+    # and the server keeps serving
+    assert coll.count_documents({}) == 1

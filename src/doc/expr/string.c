@@ -11,6 +11,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "util/buf.h"
 #include "util/fiber.h"
 #include "util/shellfmt.h"
 
@@ -507,7 +508,8 @@ static bool op_replace(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out
     static const char *const names[] = {"input", "find", "replacement"};
     bool all = e->op->aux, ok = true, null = false;
     bson_value_t v[3];
-    bson_string_t *r = NULL;
+    buf_t r;
+    buf_init(&r);
     if (!expr_eval_args(e, ctx, v, err))
         return false;
     for (int i = 0; ok && i < 3; i++) {
@@ -528,15 +530,14 @@ static bool op_replace(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out
         size_t len = v[0].value.v_utf8.len, flen = v[1].value.v_utf8.len;
         size_t rlen = v[2].value.v_utf8.len, i = 0, done = 0;
         bool replaced = false;
-        r = bson_string_new(NULL);
         while (i <= len) {
             if ((i & 0xffff) == 0xffff && !(ok = fiber_check(err)))
                 goto cleanup;
             if ((!replaced || all) && i + flen <= len && memcmp(s + i, f, flen) == 0) {
-                bson_string_append_printf(r, "%.*s", (int)(i - done), s + done);
-                bson_string_append_printf(r, "%.*s", (int)rlen, rep);
+                buf_append(&r, s + done, i - done);
+                buf_append(&r, rep, rlen);
                 replaced = true;
-                if (r->len > EXPR_MAX_VALUE_BYTES) {
+                if (r.len > EXPR_MAX_VALUE_BYTES) {
                     ok = dberr_set(err, DBERR_BSON_OBJECT_TOO_LARGE,
                                    "%s would build a string over the %d bytes (16 MB) a value "
                                    "may hold",
@@ -548,7 +549,7 @@ static bool op_replace(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out
                     if (i == len)
                         break;
                     size_t n = utf8_len((unsigned char)s[i]);
-                    bson_string_append_printf(r, "%.*s", (int)n, s + i);
+                    buf_append(&r, s + i, n);
                     i += n;
                     done = i;
                     continue;
@@ -561,12 +562,11 @@ static bool op_replace(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out
                 break;
             i++;
         }
-        bson_string_append_printf(r, "%.*s", (int)(len - done), s + done);
-        expr_val_string(out, r->str, r->len);
+        buf_append(&r, s + done, len - done);
+        expr_val_string(out, (const char *)r.data, r.len);
     }
 cleanup:
-    if (r)
-        bson_string_free(r, true);
+    buf_destroy(&r);
     expr_free_args(v, e->nargs);
     return ok;
 }
