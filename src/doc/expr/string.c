@@ -342,18 +342,20 @@ static bool op_indexof(const expr_t *e, const bson_value_t *v, bson_value_t *out
         expr_val_int32(out, -1);
         return true;
     }
-    for (; pos < end; pos++) {
-        size_t limit = len; /* the match must end by `end` */
-        if (!cp && end < (int64_t)len)
-            limit = (size_t)end;
-        if (cp) {
-            /* the byte offset `end` code points in */
-            size_t j = i;
-            for (int64_t k = pos; k < end && j < len; k++)
-                j += utf8_len((unsigned char)s[j]);
-            limit = j;
-        }
-        if (i + tlen <= limit && memcmp(s + i, t, tlen) == 0) {
+    /* the match must end by `end`: its byte offset, found once */
+    size_t limit = len;
+    if (!cp && end < (int64_t)len) {
+        limit = (size_t)end;
+    } else if (cp) {
+        size_t j = i;
+        for (int64_t k = pos; k < end && j < len; k++)
+            j += utf8_len((unsigned char)s[j]);
+        limit = j < len ? j : len;
+    }
+    for (; pos < end && i + tlen <= limit; pos++) {
+        if ((pos & 0xffff) == 0xffff && !fiber_check(err))
+            return false;
+        if (memcmp(s + i, t, tlen) == 0) {
             if (pos > INT32_MAX)
                 expr_val_int64(out, pos);
             else
