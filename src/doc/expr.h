@@ -70,6 +70,11 @@ bool expr_eval_let(const bson_t *let, int64_t now_ms, bson_t *out, dberr_t *err)
  * (`type`), then destroys `b`. */
 void expr_value_take_bson(bson_value_t *out, bson_t *b, bson_type_t type);
 
+/* The `n` of $firstN & co. (expressions and accumulators): a whole
+ * positive number into *n, else false with mongod's 5787902 / 5787903 /
+ * 5787908. */
+bool expr_check_n(const bson_value_t *v, int64_t *n, dberr_t *err);
+
 /* True when the value is "truthy" for $cond / $expr: not false, null,
  * undefined, missing or numeric zero. */
 bool expr_truthy(const bson_value_t *v);

@@ -478,3 +478,66 @@ void num_avg_value(const num_sum_t *s, bson_value_t *out)
         value_double(out, s->nondec.d / (double)s->count);
     }
 }
+
+/* ---- Decimal128 transcendental functions (expr/trig.c) ---- */
+
+typedef BID_UINT128 (*dec_fn1_t)(BID_UINT128, _IDEC_round, _IDEC_flags *);
+
+static const dec_fn1_t dec_fns[] = {
+    [NUM_DEC_SIN] = bid128_sin,     [NUM_DEC_COS] = bid128_cos,     [NUM_DEC_TAN] = bid128_tan,
+    [NUM_DEC_ASIN] = bid128_asin,   [NUM_DEC_ACOS] = bid128_acos,   [NUM_DEC_ATAN] = bid128_atan,
+    [NUM_DEC_SINH] = bid128_sinh,   [NUM_DEC_COSH] = bid128_cosh,   [NUM_DEC_TANH] = bid128_tanh,
+    [NUM_DEC_ASINH] = bid128_asinh, [NUM_DEC_ACOSH] = bid128_acosh, [NUM_DEC_ATANH] = bid128_atanh,
+    [NUM_DEC_LN] = bid128_log,
+};
+
+bson_decimal128_t num_decimal_math(num_dec_fn_t fn, bson_decimal128_t x)
+{
+    _IDEC_flags f = 0;
+    return dec_of(dec_fns[fn](bid_of(x), BID_ROUNDING_TO_NEAREST, &f));
+}
+
+bson_decimal128_t num_decimal_atan2(bson_decimal128_t y, bson_decimal128_t x)
+{
+    _IDEC_flags f = 0;
+    return dec_of(bid128_atan2(bid_of(y), bid_of(x), BID_ROUNDING_TO_NEAREST, &f));
+}
+
+bson_decimal128_t num_decimal_div(bson_decimal128_t a, bson_decimal128_t b)
+{
+    return dec_div(a, b);
+}
+
+bson_decimal128_t num_decimal_mul(bson_decimal128_t a, bson_decimal128_t b)
+{
+    return dec_mul(a, b);
+}
+
+bson_decimal128_t num_decimal_add(bson_decimal128_t a, bson_decimal128_t b)
+{
+    return dec_add(a, b);
+}
+
+bson_decimal128_t num_decimal_sub(bson_decimal128_t a, bson_decimal128_t b)
+{
+    return dec_sub(a, b);
+}
+
+bson_decimal128_t num_decimal_sqrt(bson_decimal128_t x)
+{
+    _IDEC_flags f = 0;
+    return dec_of(bid128_sqrt(bid_of(x), BID_ROUNDING_TO_NEAREST, &f));
+}
+
+int num_decimal_cmp(bson_decimal128_t a, bson_decimal128_t b)
+{
+    _IDEC_flags f = 0;
+    if (bid128_quiet_less(bid_of(a), bid_of(b), &f))
+        return -1;
+    return bid128_quiet_greater(bid_of(a), bid_of(b), &f) ? 1 : 0;
+}
+
+bool num_decimal_is_nan(bson_decimal128_t x)
+{
+    return bid128_isNaN(bid_of(x)) != 0;
+}

@@ -158,4 +158,37 @@ void num_sum_value(const num_sum_t *s, bson_value_t *out);
  * when no number was added. */
 void num_avg_value(const num_sum_t *s, bson_value_t *out);
 
+/* ---- Decimal128 math, exact to 34 digits as mongod's Decimal128 ---- */
+
+/* The one-argument functions num_decimal_math computes. */
+typedef enum num_dec_fn {
+    NUM_DEC_SIN,
+    NUM_DEC_COS,
+    NUM_DEC_TAN,
+    NUM_DEC_ASIN,
+    NUM_DEC_ACOS,
+    NUM_DEC_ATAN,
+    NUM_DEC_SINH,
+    NUM_DEC_COSH,
+    NUM_DEC_TANH,
+    NUM_DEC_ASINH,
+    NUM_DEC_ACOSH,
+    NUM_DEC_ATANH,
+    NUM_DEC_LN,
+} num_dec_fn_t;
+
+/* fn(x), rounded half to even. */
+bson_decimal128_t num_decimal_math(num_dec_fn_t fn, bson_decimal128_t x);
+/* atan2(y, x). */
+bson_decimal128_t num_decimal_atan2(bson_decimal128_t y, bson_decimal128_t x);
+/* a / b, a * b, a + b, a - b, sqrt(x). */
+bson_decimal128_t num_decimal_div(bson_decimal128_t a, bson_decimal128_t b);
+bson_decimal128_t num_decimal_mul(bson_decimal128_t a, bson_decimal128_t b);
+bson_decimal128_t num_decimal_add(bson_decimal128_t a, bson_decimal128_t b);
+bson_decimal128_t num_decimal_sub(bson_decimal128_t a, bson_decimal128_t b);
+bson_decimal128_t num_decimal_sqrt(bson_decimal128_t x);
+/* -1, 0 or 1 (0 when either is NaN). */
+int num_decimal_cmp(bson_decimal128_t a, bson_decimal128_t b);
+bool num_decimal_is_nan(bson_decimal128_t x);
+
 #endif

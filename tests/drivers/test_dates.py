@@ -8,6 +8,7 @@ onNull; $toDate and $convert of a string)."""
 import datetime
 
 import pytest
+from bson.objectid import ObjectId
 from pymongo import MongoClient
 from pymongo.errors import OperationFailure
 
@@ -136,6 +137,7 @@ def test_to_date_and_convert_of_a_string(coll):
     with pytest.raises(OperationFailure) as ei:
         one(coll, {"$toDate": "July 4th, 2017"})
     assert ei.value.code == 238, "free-form words atomdb does not read are refused, not invalid"
-    with pytest.raises(OperationFailure) as ei:
-        one(coll, {"$convert": {"input": "5ab1ab1ab1ab1ab1ab1ab1ab", "to": "objectId", "onError": 0}})
-    assert ei.value.code == 238, "a target atomdb does not convert to is refused, even with onError"
+    assert one(coll, {"$convert": {"input": "5ab1ab1ab1ab1ab1ab1ab1ab", "to": "objectId"}}) == \
+        ObjectId("5ab1ab1ab1ab1ab1ab1ab1ab")
+    assert one(coll, {"$convert": {"input": "5ab1", "to": "objectId", "onError": 0}}) == 0, \
+        "a string that is no ObjectId is a ConversionFailure that onError replaces"

@@ -1,6 +1,7 @@
 /* expr/arith: the arithmetic operators — $add $subtract $multiply $divide
- * $mod $abs $ceil $floor $round $trunc $sqrt $exp $ln $log10 $pow, $sum and
- * $avg over arguments, $rand — computed through the number model (num.h). */
+ * $mod $abs $ceil $floor $round $trunc $sqrt $exp $ln $log10 $pow, $sum
+ * $avg $stdDevPop $stdDevSamp over arguments, $rand, and the bitwise
+ * $bitAnd $bitOr $bitXor $bitNot — through the number model (num.h). */
 #include "doc/expr/expr-private.h"
 
 #include <math.h>
@@ -341,6 +342,83 @@ static bool op_sum_avg(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out
     return true;
 }
 
+/* Welford's running count, mean and sum of squared deviations. */
+typedef struct stddev_st {
+    int64_t n;
+    double mean, m2;
+} stddev_st_t;
+
+static void stddev_fn(const bson_value_t *v, void *p)
+{
+    stddev_st_t *st = p;
+    if (!num_is_number(v))
+        return;
+    double x = num_to_double(v), d = x - st->mean;
+    st->n++;
+    st->mean += d / (double)st->n;
+    st->m2 += d * (x - st->mean);
+}
+
+/* $stdDevPop (aux 0) and $stdDevSamp (aux 1) over the numeric operands;
+ * null when there are too few. */
+static bool op_stddev(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+{
+    stddev_st_t st = {0, 0, 0};
+    if (!expr_for_operands(e, ctx, stddev_fn, &st, err))
+        return false;
+    int64_t denom = st.n - e->op->aux;
+    if (denom <= 0)
+        expr_val_null(out);
+    else
+        expr_val_double(out, sqrt(st.m2 / (double)denom));
+    return true;
+}
+
+/* $bitAnd (aux 0), $bitOr (1), $bitXor (2): int while every operand is
+ * one, else long; null for a nullish operand. */
+static bool op_bitwise(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+{
+    int64_t acc = e->op->aux == 0 ? -1 : 0;
+    bool is_long = false, null = false;
+    for (size_t i = 0; i < e->nargs; i++) {
+        bson_value_t v;
+        if (!expr_eval_node(e->args[i], ctx, &v, err))
+            return false;
+        if (expr_is_nullish(&v)) {
+            null = true;
+        } else if (v.value_type != BSON_TYPE_INT32 && v.value_type != BSON_TYPE_INT64) {
+            expr_val_free(&v);
+            return dberr_set(err, DBERR_TYPE_MISMATCH, "%s only supports int and long operands.",
+                             e->op->name);
+        } else {
+            int64_t x = v.value_type == BSON_TYPE_INT32 ? v.value.v_int32 : v.value.v_int64;
+            is_long |= v.value_type == BSON_TYPE_INT64;
+            acc = e->op->aux == 0 ? acc & x : e->op->aux == 1 ? acc | x : acc ^ x;
+        }
+        expr_val_free(&v);
+    }
+    if (null)
+        expr_val_null(out);
+    else if (is_long)
+        expr_val_int64(out, acc);
+    else
+        expr_val_int32(out, (int32_t)acc);
+    return true;
+}
+
+static bool op_bitnot(const expr_t *e, const bson_value_t *v, bson_value_t *out, dberr_t *err)
+{
+    if (expr_is_nullish(v))
+        expr_val_null(out);
+    else if (v->value_type == BSON_TYPE_INT32)
+        expr_val_int32(out, ~v->value.v_int32);
+    else if (v->value_type == BSON_TYPE_INT64)
+        expr_val_int64(out, ~v->value.v_int64);
+    else
+        return dberr_set(err, DBERR_TYPE_MISMATCH, "$bitNot only supports int and long operands.");
+    return true;
+}
+
 /* $rand: a double in [0, 1). */
 static bool op_rand(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
 {
@@ -367,6 +445,10 @@ const expr_op_t expr_arith_ops[] = {
     {"$abs", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, op_abs},
     {"$add", op_add_mul, OPP_ARGS, 0, -1, {0}, 0, NULL},
     {"$avg", op_sum_avg, OPP_ARGS, 0, -1, {0}, 1, NULL},
+    {"$bitAnd", op_bitwise, OPP_ARGS, 0, -1, {0}, 0, NULL},
+    {"$bitNot", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, op_bitnot},
+    {"$bitOr", op_bitwise, OPP_ARGS, 0, -1, {0}, 1, NULL},
+    {"$bitXor", op_bitwise, OPP_ARGS, 0, -1, {0}, 2, NULL},
     {"$ceil", NULL, OPP_ARGS, 1, 1, {0}, 1, NULL, op_rounding},
     {"$divide", NULL, OPP_ARGS, 2, 2, {0}, 0, NULL, op_divide},
     {"$exp", NULL, OPP_ARGS, 1, 1, {0}, 1, NULL, math1},
@@ -379,6 +461,8 @@ const expr_op_t expr_arith_ops[] = {
     {"$rand", op_rand, OPP_NOARGS, 0, 0, {0}, 0, NULL},
     {"$round", NULL, OPP_ARGS, 1, 2, {0}, 1, NULL, round_trunc},
     {"$sqrt", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, math1},
+    {"$stdDevPop", op_stddev, OPP_ARGS, 0, -1, {0}, 0, NULL},
+    {"$stdDevSamp", op_stddev, OPP_ARGS, 0, -1, {0}, 1, NULL},
     {"$subtract", NULL, OPP_ARGS, 2, 2, {0}, 0, NULL, op_subtract},
     {"$sum", op_sum_avg, OPP_ARGS, 0, -1, {0}, 0, NULL},
     {"$trunc", NULL, OPP_ARGS, 1, 2, {0}, 0, NULL, round_trunc},

@@ -1,10 +1,12 @@
 /* expr/cond: comparison ($cmp $eq $ne $gt $gte $lt $lte), logic ($and $or
- * $not), the conditionals ($cond $ifNull) and $min/$max over arguments. */
+ * $not), the conditionals ($cond $ifNull $switch) and $min/$max over
+ * arguments. */
 #include "doc/expr/expr-private.h"
 
 #include <string.h>
 
 #include "doc/compare.h"
+#include "util/shellfmt.h"
 
 /* Which comparison a row of compare_op asks for. */
 enum { CMP_CMP, CMP_EQ, CMP_NE, CMP_GT, CMP_GTE, CMP_LT, CMP_LTE };
@@ -134,6 +136,100 @@ static bool op_minmax(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out,
     return true;
 }
 
+/* One {case, then} of a $switch's branches into `e` (two arguments). */
+static bool parse_switch_branch(expr_t *e, bson_iter_t *it, dberr_t *err)
+{
+    expr_t *parts[2] = {NULL, NULL};
+    bson_iter_t child;
+    bool ok = true;
+    if (!BSON_ITER_HOLDS_DOCUMENT(it))
+        return dberr_set(err, 40062, "$switch expected each branch to be an object, found: %s",
+                         shellfmt_type_name(bson_iter_type(it)));
+    bson_iter_recurse(it, &child);
+    while (ok && bson_iter_next(&child)) {
+        const char *k = bson_iter_key(&child);
+        int slot = !strcmp(k, "case") ? 0 : !strcmp(k, "then") ? 1 : -1;
+        if (slot < 0) {
+            ok = dberr_set(err, 40063, "$switch found an unknown argument to a branch: %s", k);
+            break;
+        }
+        expr_destroy(parts[slot]);
+        ok = (parts[slot] = expr_parse(&child, err)) != NULL;
+    }
+    if (ok && !parts[0])
+        ok = dberr_set(err, 40064, "$switch requires each branch have a 'case' expression");
+    if (ok && !parts[1])
+        ok = dberr_set(err, 40065, "$switch requires each branch have a 'then' expression.");
+    if (ok) {
+        expr_add_arg(e, parts[0], NULL);
+        expr_add_arg(e, parts[1], NULL);
+    } else {
+        expr_destroy(parts[0]);
+        expr_destroy(parts[1]);
+    }
+    return ok;
+}
+
+/* {$switch: {branches: [{case, then}...], default}} into e->args: case and
+ * then of each branch in turn, then the default (NULL when absent). */
+static bool parse_switch(expr_t *e, bson_iter_t *arg, dberr_t *err)
+{
+    bson_iter_t child, br;
+    expr_t *dflt = NULL;
+    if (!BSON_ITER_HOLDS_DOCUMENT(arg))
+        return dberr_set(err, 40060, "$switch requires an object as an argument, found: %s",
+                         shellfmt_type_name(bson_iter_type(arg)));
+    bson_iter_recurse(arg, &child);
+    while (bson_iter_next(&child)) {
+        const char *k = bson_iter_key(&child);
+        if (!strcmp(k, "branches")) {
+            if (!BSON_ITER_HOLDS_ARRAY(&child)) {
+                expr_destroy(dflt);
+                return dberr_set(err, 40061, "$switch expected an array for 'branches', found: %s",
+                                 shellfmt_type_name(bson_iter_type(&child)));
+            }
+            bson_iter_recurse(&child, &br);
+            while (bson_iter_next(&br))
+                if (!parse_switch_branch(e, &br, err)) {
+                    expr_destroy(dflt);
+                    return false;
+                }
+        } else if (!strcmp(k, "default")) {
+            expr_destroy(dflt);
+            if (!(dflt = expr_parse(&child, err)))
+                return false;
+        } else {
+            expr_destroy(dflt);
+            return dberr_set(err, 40067, "$switch found an unknown argument: %s", k);
+        }
+    }
+    if (e->nargs == 0) {
+        expr_destroy(dflt);
+        return dberr_set(err, 40068, "$switch requires at least one branch.");
+    }
+    expr_add_arg(e, dflt, NULL);
+    return true;
+}
+
+static bool op_switch(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+{
+    size_t nbranch = (e->nargs - 1) / 2;
+    for (size_t i = 0; i < nbranch; i++) {
+        bson_value_t v;
+        if (!expr_eval_node(e->args[2 * i], ctx, &v, err))
+            return false;
+        bool t = expr_truthy(&v);
+        expr_val_free(&v);
+        if (t)
+            return expr_eval_node(e->args[2 * i + 1], ctx, out, err);
+    }
+    if (!e->args[e->nargs - 1])
+        return dberr_set(err, 40066,
+                         "$switch could not find a matching branch for an input, and no default "
+                         "was specified.");
+    return expr_eval_node(e->args[e->nargs - 1], ctx, out, err);
+}
+
 const expr_op_t expr_cond_ops[] = {
     {"$and", op_and_or, OPP_ARGS, 0, -1, {0}, 1, NULL},
     {"$cmp", compare_op, OPP_ARGS, 2, 2, {0}, CMP_CMP, NULL, NULL},
@@ -149,5 +245,6 @@ const expr_op_t expr_cond_ops[] = {
     {"$ne", compare_op, OPP_ARGS, 2, 2, {0}, CMP_NE, NULL, NULL},
     {"$not", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, op_not},
     {"$or", op_and_or, OPP_ARGS, 0, -1, {0}, 0, NULL},
+    {"$switch", op_switch, OPP_CUSTOM, 0, 0, {0}, 0, NULL, NULL, parse_switch},
     {NULL, NULL, OPP_ARGS, 0, 0, {0}, 0, NULL},
 };

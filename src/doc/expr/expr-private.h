@@ -68,6 +68,11 @@ struct expr_op {
                             * most EXPR_EAGER_MAX arguments that need them all */
     /* OPP_CUSTOM: reads the argument under `arg` into e->args (false with `err`). */
     bool (*parse_fn)(expr_t *e, bson_iter_t *arg, dberr_t *err);
+    /* OPP_NAMED: mongod's codes when the argument is not an object and for
+     * an unknown parameter (0: 28646 and 16879), and for each missing
+     * required parameter, by position in `params` (0: 16880). */
+    int named_codes[2];
+    int missing_codes[5];
 };
 
 /* The most arguments an eager operator takes. */
@@ -95,6 +100,10 @@ extern const expr_op_t expr_object_ops[]; /* documents, $getField $setField $uns
 extern const expr_op_t expr_var_ops[];    /* $let, $literal */
 extern const expr_op_t expr_date_ops[];   /* date parts, $dateAdd & co. (date.c) */
 extern const expr_op_t expr_datefmt_ops[]; /* $dateToString $dateFromString $toDate (datefmt.c) */
+extern const expr_op_t expr_set_ops[];     /* $setUnion & co., $anyElementTrue (set.c) */
+extern const expr_op_t expr_trig_ops[];    /* $log, $sin & co., $degreesToRadians (trig.c) */
+extern const expr_op_t expr_regex_ops[];   /* $regexMatch $regexFind $regexFindAll (regex.c) */
+extern const expr_op_t expr_nelem_ops[];   /* $firstN & co., $sortArray, $zip (nelem.c) */
 
 /* ---- values ---- */
 
@@ -137,6 +146,10 @@ bool expr_check_type(const bson_value_t *v, bson_type_t want, int code, const ch
  * with `code` and `fmt` (as expr_check_type) for another type, 1 to go on. */
 int expr_unary(const bson_value_t *v, bson_type_t want, int code, const char *fmt,
                bson_value_t *out, dberr_t *err);
+/* The elements of the array value `arr` into *vals (bson_malloc'd, *n of
+ * them, each borrowing `arr`'s bytes); false with `err` when the loop was
+ * stopped (fiber_check). */
+bool expr_array_values(const bson_value_t *arr, bson_value_t **vals, size_t *n, dberr_t *err);
 /* A number that is a whole 32-bit integer. */
 bool expr_as_int32(const bson_value_t *v, int32_t *out);
 /* Binds `name` to `v` on top of `base` into `vars` (initialised here). */

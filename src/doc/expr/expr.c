@@ -399,11 +399,31 @@ bool expr_for_operands(const expr_t *e, const expr_ctx_t *ctx, operand_fn fn, vo
 
 /* ------------------------------------------------------------- op table */
 
+/* The operators of mongod 7 that atomdb does not implement: each refused
+ * when parsed with NotImplemented naming it, never taken for a document. */
+static bool parse_refused(expr_t *e, bson_iter_t *arg, dberr_t *err)
+{
+    return dberr_set(err, DBERR_NOT_IMPLEMENTED, "%s is not implemented by atomdb (%s)",
+                     e->op->name,
+                     !strcmp(e->op->name, "$meta")               ? "no text or search scores"
+                     : !strcmp(e->op->name, "$toHashedIndexKey") ? "no hashed indexes"
+                                                                 : "no server-side JavaScript");
+}
+
+static const expr_op_t expr_refused_ops[] = {
+    {"$accumulator", NULL, OPP_CUSTOM, 0, 0, {0}, 0, NULL, NULL, parse_refused},
+    {"$function", NULL, OPP_CUSTOM, 0, 0, {0}, 0, NULL, NULL, parse_refused},
+    {"$meta", NULL, OPP_CUSTOM, 0, 0, {0}, 0, NULL, NULL, parse_refused},
+    {"$toHashedIndexKey", NULL, OPP_CUSTOM, 0, 0, {0}, 0, NULL, NULL, parse_refused},
+    {NULL, NULL, OPP_ARGS, 0, 0, {0}, 0, NULL},
+};
+
 /* Every operator family; an operator is one row in its family's table. */
 static const expr_op_t *const expr_op_families[] = {
     expr_arith_ops, expr_cond_ops,   expr_string_ops, expr_array_ops,
     expr_type_ops,  expr_object_ops, expr_var_ops,    expr_date_ops,
-    expr_datefmt_ops,
+    expr_datefmt_ops, expr_set_ops,    expr_trig_ops,   expr_regex_ops,
+    expr_nelem_ops,   expr_refused_ops,
 };
 
 static const expr_op_t *find_op(const char *name)
@@ -624,7 +644,9 @@ static expr_t *parse_op(const expr_op_t *op, bson_iter_t *arg, dberr_t *err)
         e->args = bson_malloc0(np * sizeof *e->args);
         e->nargs = np;
         if (!BSON_ITER_HOLDS_DOCUMENT(arg)) {
-            dberr_set(err, 28646, "%s only supports an object as its argument", op->name);
+            dberr_set(err, op->named_codes[0] ? op->named_codes[0] : 28646,
+                      "%s only supports an object as its argument, found: %s", op->name,
+                      shellfmt_type_name(bson_iter_type(arg)));
             goto fail;
         }
         bson_iter_t child;
@@ -638,7 +660,8 @@ static expr_t *parse_op(const expr_op_t *op, bson_iter_t *arg, dberr_t *err)
                     break;
             }
             if (i == np) {
-                dberr_set(err, 16879, "Unrecognized parameter to %s: %s", op->name, k);
+                dberr_set(err, op->named_codes[1] ? op->named_codes[1] : 16879,
+                          "Unrecognized parameter to %s: %s", op->name, k);
                 goto fail;
             }
             expr_destroy(e->args[i]);
@@ -648,7 +671,8 @@ static expr_t *parse_op(const expr_op_t *op, bson_iter_t *arg, dberr_t *err)
         }
         for (size_t i = 0; i < np; i++)
             if (op->params[i][0] == '!' && !e->args[i]) {
-                dberr_set(err, 16880, "Missing '%s' parameter to %s", op->params[i] + 1, op->name);
+                dberr_set(err, op->missing_codes[i] ? op->missing_codes[i] : 16880,
+                          "Missing '%s' parameter to %s", op->params[i] + 1, op->name);
                 goto fail;
             }
         return e;

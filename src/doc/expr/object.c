@@ -1,6 +1,6 @@
 /* expr/object: the document operators — $mergeObjects $objectToArray
- * $arrayToObject, and $getField $setField $unsetField with their literal
- * field names. */
+ * $arrayToObject, $getField $setField $unsetField with their literal field
+ * names, and the sizes of values: $bsonSize $binarySize. */
 #include "doc/expr/expr-private.h"
 
 #include <string.h>
@@ -312,8 +312,39 @@ bool expr_parse_field_op(expr_t *e, bson_iter_t *arg, dberr_t *err)
     return true;
 }
 
+/* {$bsonSize: doc}: the bytes of the document as BSON. */
+static bool op_bsonsize(const expr_t *e, const bson_value_t *v, bson_value_t *out, dberr_t *err)
+{
+    if (expr_is_nullish(v)) {
+        expr_val_null(out);
+        return true;
+    }
+    if (v->value_type != BSON_TYPE_DOCUMENT)
+        return dberr_set(err, 31393, "$bsonSize requires a document input, found: %s",
+                         shellfmt_type_name(v->value_type));
+    expr_val_int32(out, (int32_t)v->value.v_doc.data_len);
+    return true;
+}
+
+/* {$binarySize: string or binData}: its bytes. */
+static bool op_binarysize(const expr_t *e, const bson_value_t *v, bson_value_t *out, dberr_t *err)
+{
+    if (expr_is_nullish(v))
+        expr_val_null(out);
+    else if (v->value_type == BSON_TYPE_UTF8)
+        expr_val_int32(out, (int32_t)v->value.v_utf8.len);
+    else if (v->value_type == BSON_TYPE_BINARY)
+        expr_val_int32(out, (int32_t)v->value.v_binary.data_len);
+    else
+        return dberr_set(err, 51276, "$binarySize requires a string or BinData argument, found: %s",
+                         shellfmt_type_name(v->value_type));
+    return true;
+}
+
 const expr_op_t expr_object_ops[] = {
     {"$arrayToObject", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, op_arraytoobject},
+    {"$binarySize", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, op_binarysize},
+    {"$bsonSize", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, op_bsonsize},
     {"$getField", op_getfield, OPP_FIELD, 0, 0, {0}, 0, NULL},
     {"$mergeObjects", op_mergeobjects, OPP_ARGS, 0, -1, {0}, 0, NULL},
     {"$objectToArray", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, op_objecttoarray},

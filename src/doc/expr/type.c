@@ -1,6 +1,6 @@
 /* expr/type: types and conversions — $type $isNumber $toInt $toLong
- * $toDouble $toString $toBool, and $convert (with onError and onNull) to
- * those types and to date. */
+ * $toDouble $toDecimal $toString $toBool $toObjectId, and $convert (with
+ * onError and onNull) to those types and to date. */
 #include "doc/expr/expr-private.h"
 
 #include <ctype.h>
@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "util/shellfmt.h"
 
@@ -24,6 +25,9 @@ static bool op_isnumber(const expr_t *e, const bson_value_t *v, bson_value_t *ou
     return true;
 }
 
+static bool convert_to_decimal(const bson_value_t *v, bson_value_t *out, dberr_t *err);
+static bool convert_to_oid(const bson_value_t *v, bson_value_t *out, dberr_t *err);
+
 /* Parses a whole base-10 integer string; false when not a whole number. */
 static bool parse_long(const char *s, int64_t *out)
 {
@@ -35,6 +39,79 @@ static bool parse_long(const char *s, int64_t *out)
     if (*end || errno)
         return false;
     *out = x;
+    return true;
+}
+
+/* `v` (not nullish) as Decimal128: integers exactly, a double to 15
+ * significant digits (mongod's Decimal128(double)), a string parsed. */
+static bool convert_to_decimal(const bson_value_t *v, bson_value_t *out, dberr_t *err)
+{
+    bson_decimal128_t d;
+    switch (v->value_type) {
+    case BSON_TYPE_INT32:
+    case BSON_TYPE_INT64:
+    case BSON_TYPE_DOUBLE:
+    case BSON_TYPE_DECIMAL128:
+        d = num_to_decimal(v);
+        break;
+    case BSON_TYPE_BOOL:
+    case BSON_TYPE_DATE_TIME: {
+        bson_value_t l;
+        expr_val_int64(&l, v->value_type == BSON_TYPE_BOOL ? v->value.v_bool : v->value.v_datetime);
+        d = num_to_decimal(&l);
+        break;
+    }
+    case BSON_TYPE_UTF8: {
+        const char *s = v->value.v_utf8.str;
+        if (!*s || strlen(s) != v->value.v_utf8.len || isspace((unsigned char)*s) ||
+            !bson_decimal128_from_string(s, &d) ||
+            (d.high == 0x7c00000000000000ull && d.low == 0 && strcasecmp(s, "nan") != 0 &&
+             strcasecmp(s, "-nan") != 0))
+            return dberr_set(err, 241,
+                             "Failed to parse number '%s' in $convert with no onError value: "
+                             "Failed to parse string to decimal",
+                             s);
+        break;
+    }
+    default:
+        return dberr_set(err, 241,
+                         "Unsupported conversion from %s to decimal in $convert with no onError "
+                         "value",
+                         shellfmt_type_name(v->value_type));
+    }
+    memset(out, 0, sizeof *out);
+    out->value_type = BSON_TYPE_DECIMAL128;
+    out->value.v_decimal128 = d;
+    return true;
+}
+
+/* `v` (not nullish) as an ObjectId: an ObjectId, or 24 hex digits. */
+static bool convert_to_oid(const bson_value_t *v, bson_value_t *out, dberr_t *err)
+{
+    if (v->value_type == BSON_TYPE_OID) {
+        bson_value_copy(v, out);
+        return true;
+    }
+    if (v->value_type != BSON_TYPE_UTF8)
+        return dberr_set(err, 241,
+                         "Unsupported conversion from %s to objectId in $convert with no onError "
+                         "value",
+                         shellfmt_type_name(v->value_type));
+    const char *s = v->value.v_utf8.str;
+    if (v->value.v_utf8.len != 24)
+        return dberr_set(err, 241,
+                         "Failed to parse objectId '%s' in $convert with no onError value: Invalid "
+                         "string length for parsing to OID, expected 24 but found %u",
+                         s, v->value.v_utf8.len);
+    for (int i = 0; i < 24; i++)
+        if (!isxdigit((unsigned char)s[i]))
+            return dberr_set(err, 241,
+                             "Failed to parse objectId '%s' in $convert with no onError value: "
+                             "Invalid character found in hex string: '%c'",
+                             s, s[i]);
+    memset(out, 0, sizeof *out);
+    out->value_type = BSON_TYPE_OID;
+    bson_oid_init_from_string(&out->value.v_oid, s);
     return true;
 }
 
@@ -72,6 +149,10 @@ static bool convert_to(const bson_value_t *v, bson_type_t to, bson_value_t *out,
         expr_val_bool(out, expr_truthy(v));
         return true;
     }
+    if (to == BSON_TYPE_DECIMAL128)
+        return convert_to_decimal(v, out, err);
+    if (to == BSON_TYPE_OID)
+        return convert_to_oid(v, out, err);
     double d = 0;
     int64_t l = 0;
     bool is_int = false;
@@ -247,8 +328,7 @@ static bool convert_target(const bson_value_t *to, bson_type_t *out, dberr_t *er
 
 /* $convert in mongod's order: `to` checked, a nullish input gives onNull
  * (or null), a nullish `to` null; a ConversionFailure (241) becomes
- * onError when given. objectId and decimal targets are not implemented
- * (238, which onError does not replace). */
+ * onError when given. */
 static bool op_convert(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
 {
     bson_value_t in, to;
@@ -279,16 +359,13 @@ static bool op_convert(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out
     case BSON_TYPE_BOOL:
     case BSON_TYPE_INT32:
     case BSON_TYPE_INT64:
+    case BSON_TYPE_OID:
+    case BSON_TYPE_DECIMAL128:
         ok = convert_to(&in, target, out, err);
         break;
     case BSON_TYPE_DATE_TIME:
         ok = expr_to_date(&in, out, err);
         break;
-    case BSON_TYPE_OID:
-    case BSON_TYPE_DECIMAL128:
-        dberr_set(err, DBERR_NOT_IMPLEMENTED, "atomdb's $convert does not convert to %s yet",
-                  shellfmt_type_name(target));
-        goto cleanup;
     default:
         ok = dberr_set(err, DBERR_CONVERSION_FAILURE,
                        "Unsupported conversion from %s to %s in $convert with no onError value",
@@ -309,9 +386,11 @@ const expr_op_t expr_type_ops[] = {
     {"$convert", op_convert, OPP_CUSTOM, 0, 0, {0}, 0, NULL, NULL, parse_convert},
     {"$isNumber", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, op_isnumber},
     {"$toBool", NULL, OPP_ARGS, 1, 1, {0}, BSON_TYPE_BOOL, NULL, convert_op},
+    {"$toDecimal", NULL, OPP_ARGS, 1, 1, {0}, BSON_TYPE_DECIMAL128, NULL, convert_op},
     {"$toDouble", NULL, OPP_ARGS, 1, 1, {0}, BSON_TYPE_DOUBLE, NULL, convert_op},
     {"$toInt", NULL, OPP_ARGS, 1, 1, {0}, BSON_TYPE_INT32, NULL, convert_op},
     {"$toLong", NULL, OPP_ARGS, 1, 1, {0}, BSON_TYPE_INT64, NULL, convert_op},
+    {"$toObjectId", NULL, OPP_ARGS, 1, 1, {0}, BSON_TYPE_OID, NULL, convert_op},
     {"$toString", NULL, OPP_ARGS, 1, 1, {0}, BSON_TYPE_UTF8, NULL, convert_op},
     {"$type", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, op_type},
     {NULL, NULL, OPP_ARGS, 0, 0, {0}, 0, NULL},

@@ -1,15 +1,21 @@
 /* pipeline/group: the $group stage — documents grouped by the key
  * expression in a hash table (util/hash.h), first-seen order kept — and its
- * accumulators, one row each in the accumulator table. */
+ * accumulators, one row each in the accumulator table: $sum $avg $min $max
+ * $first $last $push $addToSet $count $stdDevPop $stdDevSamp $mergeObjects
+ * $firstN $lastN $maxN $minN $top $bottom $topN $bottomN $median
+ * $percentile. */
 #include "doc/pipeline/window-private.h"
 #include "util/fiber.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "doc/compare.h"
 #include "doc/keystring.h"
 #include "doc/num.h"
+#include "doc/sortspec.h"
 #include "util/buf.h"
+#include "util/shellfmt.h"
 #include "util/hash.h"
 #include "util/table.h"
 
@@ -19,7 +25,11 @@ typedef struct acc_def acc_def_t;
 typedef struct accum {
     char *field;
     const acc_def_t *def;
-    expr_t *arg; /* NULL for $count */
+    expr_t *arg;      /* NULL for $count; the input or output of the object forms */
+    expr_t *n;        /* $firstN & co., $topN $bottomN: the n expression */
+    sortspec_t *sort; /* $top $bottom $topN $bottomN: sortBy */
+    double *ps;       /* $percentile: the p values ($median: 0.5) */
+    size_t nps;
     const collation_t *coll; /* $min/$max/$addToSet: how strings compare (borrowed) */
 } accum_t;
 
@@ -36,6 +46,15 @@ typedef struct acc_state {
     bool seen;        /* $first: a value was taken */
     bson_t *list;     /* $push/$addToSet elements (array; heap: bson_t is over-aligned) */
     uint32_t nlist;
+    /* -- the accumulators that fold with acc_def_t.fold -- */
+    int64_t n;          /* the group's n (0 until evaluated) */
+    bson_value_t *vals; /* $firstN & co.: kept values (owned); $top*: outputs */
+    bson_t **docs;      /* $top*: the sort document of each kept value */
+    double *nums;       /* $median $percentile: the numbers seen */
+    size_t nnums, numcap;
+    size_t head, nvals, cap;
+    double mean, m2; /* $stdDev*: Welford's running mean and sum of squares */
+    int64_t bytes;   /* memory held by vals/docs/nums */
 } acc_state_t;
 
 /* One row of the accumulator table. */
@@ -47,6 +66,13 @@ struct acc_def {
     /* Appends the result as field spec->field. */
     void (*emit)(const accum_t *spec, const acc_state_t *a, bson_t *out);
     int aux; /* a per-row constant: 1 for $max */
+    /* Set for the accumulators whose argument is an object ({n, input},
+     * {sortBy, output}, {input, p, method}): reads it into `acc`. */
+    bool (*parse)(accum_t *acc, const bson_t *args, dberr_t *err);
+    /* Set instead of `update` when folding can fail or needs the document
+     * (ctx->root): folds `v` in. */
+    bool (*fold)(const accum_t *spec, acc_state_t *a, const bson_value_t *v, const expr_ctx_t *ctx,
+                 dberr_t *err);
 };
 
 /* ---- the accumulators ---- */
@@ -160,6 +186,459 @@ static void list_emit(const accum_t *spec, const acc_state_t *a, bson_t *out)
     bson_append_array(out, spec->field, -1, a->list);
 }
 
+/* ---- $stdDevPop $stdDevSamp ---- */
+
+static void stddev_update(const accum_t *spec, acc_state_t *a, const bson_value_t *v)
+{
+    if (!num_is_number(v))
+        return;
+    double x = num_to_double(v);
+    a->sum.count++;
+    double d = x - a->mean;
+    a->mean += d / (double)a->sum.count;
+    a->m2 += d * (x - a->mean);
+}
+
+/* aux 0: population, 1: sample; null with too few numbers. */
+static void stddev_emit(const accum_t *spec, const acc_state_t *a, bson_t *out)
+{
+    int64_t n = a->sum.count, denom = n - spec->def->aux;
+    if (denom <= 0)
+        bson_append_null(out, spec->field, -1);
+    else
+        bson_append_double(out, spec->field, -1, sqrt(a->m2 / (double)denom));
+}
+
+/* ---- $mergeObjects ---- */
+
+static bool merge_fold(const accum_t *spec, acc_state_t *a, const bson_value_t *v,
+                       const expr_ctx_t *ctx, dberr_t *err)
+{
+    bson_t old, add, merged;
+    bson_iter_t it;
+    if (nullish(v))
+        return true;
+    if (v->value_type != BSON_TYPE_DOCUMENT) {
+        char *sv = shellfmt_value(v);
+        bool r = dberr_set(err, 40400,
+                           "$mergeObjects requires object inputs, but input %s is of type %s", sv,
+                           shellfmt_type_name(v->value_type));
+        bson_free(sv);
+        return r;
+    }
+    bson_init_static(&add, v->value.v_doc.data, v->value.v_doc.data_len);
+    if (a->val.value_type == BSON_TYPE_EOD) {
+        bson_value_copy(v, &a->val);
+        return true;
+    }
+    bson_init_static(&old, a->val.value.v_doc.data, a->val.value.v_doc.data_len);
+    bson_init(&merged);
+    /* a field already there keeps its place and takes the new value */
+    if (bson_iter_init(&it, &old))
+        while (bson_iter_next(&it)) {
+            bson_iter_t f;
+            if (bson_iter_init_find(&f, &add, bson_iter_key(&it)))
+                bson_append_value(&merged, bson_iter_key(&it), -1, bson_iter_value(&f));
+            else
+                bson_append_value(&merged, bson_iter_key(&it), -1, bson_iter_value(&it));
+        }
+    if (bson_iter_init(&it, &add))
+        while (bson_iter_next(&it))
+            if (!bson_has_field(&old, bson_iter_key(&it)))
+                bson_append_value(&merged, bson_iter_key(&it), -1, bson_iter_value(&it));
+    bson_value_destroy(&a->val);
+    expr_value_take_bson(&a->val, &merged, BSON_TYPE_DOCUMENT);
+    if (a->val.value.v_doc.data_len > EXPR_MAX_VALUE_BYTES)
+        return dberr_set(err, DBERR_BSON_OBJECT_TOO_LARGE,
+                         "$mergeObjects would build a document over the %d bytes (16 MB) a value "
+                         "may hold",
+                         EXPR_MAX_VALUE_BYTES);
+    return true;
+}
+
+/* The merged document; {} when every input was null or missing. */
+static void merge_emit(const accum_t *spec, const acc_state_t *a, bson_t *out)
+{
+    if (a->val.value_type == BSON_TYPE_EOD) {
+        bson_t empty = BSON_INITIALIZER;
+        bson_append_document(out, spec->field, -1, &empty);
+    } else {
+        bson_append_value(out, spec->field, -1, &a->val);
+    }
+}
+
+/* ---- the N accumulators: kept values ---- */
+
+/* Bytes a kept value holds. */
+static int64_t value_bytes(const bson_value_t *v)
+{
+    switch (v->value_type) {
+    case BSON_TYPE_UTF8:
+        return (int64_t)sizeof *v + v->value.v_utf8.len;
+    case BSON_TYPE_DOCUMENT:
+    case BSON_TYPE_ARRAY:
+        return (int64_t)sizeof *v + v->value.v_doc.data_len;
+    case BSON_TYPE_BINARY:
+        return (int64_t)sizeof *v + v->value.v_binary.data_len;
+    default:
+        return (int64_t)sizeof *v;
+    }
+}
+
+/* Inserts a copy of `v` (missing kept as null) at `at` of the live range
+ * [head, head + nvals), with its sort document `doc` (taken) when not NULL. */
+static void kept_insert(acc_state_t *a, size_t at, const bson_value_t *v, bson_t *doc)
+{
+    if (a->head + a->nvals == a->cap) {
+        if (a->head > 0) {
+            memmove(a->vals, a->vals + a->head, a->nvals * sizeof *a->vals);
+            if (a->docs)
+                memmove(a->docs, a->docs + a->head, a->nvals * sizeof *a->docs);
+            at -= a->head;
+            a->head = 0;
+        } else {
+            a->cap = a->cap ? a->cap * 2 : 8;
+            a->vals = bson_realloc(a->vals, a->cap * sizeof *a->vals);
+            if (doc || a->docs)
+                a->docs = bson_realloc(a->docs, a->cap * sizeof *a->docs);
+        }
+    }
+    size_t end = a->head + a->nvals;
+    memmove(a->vals + at + 1, a->vals + at, (end - at) * sizeof *a->vals);
+    if (doc) {
+        memmove(a->docs + at + 1, a->docs + at, (end - at) * sizeof *a->docs);
+        a->docs[at] = doc;
+        a->bytes += doc->len;
+    }
+    if (v->value_type == BSON_TYPE_EOD)
+        a->vals[at] = (bson_value_t){.value_type = BSON_TYPE_NULL};
+    else
+        bson_value_copy(v, &a->vals[at]);
+    a->bytes += value_bytes(&a->vals[at]);
+    a->nvals++;
+}
+
+/* Drops the kept value at `at` (the first or the last of the live range). */
+static void kept_drop(acc_state_t *a, size_t at)
+{
+    a->bytes -= value_bytes(&a->vals[at]);
+    bson_value_destroy(&a->vals[at]);
+    if (a->docs) {
+        a->bytes -= a->docs[at]->len;
+        bson_destroy(a->docs[at]);
+    }
+    if (at == a->head)
+        a->head++;
+    a->nvals--;
+}
+
+static void kept_free(acc_state_t *a)
+{
+    for (size_t i = a->head; i < a->head + a->nvals; i++) {
+        bson_value_destroy(&a->vals[i]);
+        if (a->docs)
+            bson_destroy(a->docs[i]);
+    }
+    bson_free(a->vals);
+    bson_free(a->docs);
+    bson_free(a->nums);
+}
+
+/* The kept values, in order, as an array field. */
+static void kept_emit(const accum_t *spec, const acc_state_t *a, bson_t *out)
+{
+    bson_t arr;
+    uint32_t idx = 0;
+    bson_append_array_begin(out, spec->field, -1, &arr);
+    for (size_t i = a->head; i < a->head + a->nvals; i++) {
+        char buf[16];
+        const char *k;
+        bson_uint32_to_string(idx++, &k, buf, sizeof buf);
+        bson_append_value(&arr, k, -1, &a->vals[i]);
+    }
+    bson_append_array_end(out, &arr);
+}
+
+/* $firstN (aux 0), $lastN (aux 1): nulls and missing values kept as null. */
+static bool firstlast_n_fold(const accum_t *spec, acc_state_t *a, const bson_value_t *v,
+                             const expr_ctx_t *ctx, dberr_t *err)
+{
+    if (!spec->def->aux && (int64_t)a->nvals >= a->n)
+        return true;
+    kept_insert(a, a->head + a->nvals, v, NULL);
+    if ((int64_t)a->nvals > a->n)
+        kept_drop(a, a->head);
+    return true;
+}
+
+/* $maxN (aux 1), $minN (aux 0): the n largest / smallest, best first;
+ * null and missing are skipped. */
+static bool minmax_n_fold(const accum_t *spec, acc_state_t *a, const bson_value_t *v,
+                          const expr_ctx_t *ctx, dberr_t *err)
+{
+    int dir = spec->def->aux ? -1 : 1;
+    if (nullish(v))
+        return true;
+    size_t lo = a->head, hi = a->head + a->nvals;
+    while (lo < hi) { /* after the equal ones: the first seen stays ahead */
+        size_t mid = lo + (hi - lo) / 2;
+        if (dir * compare_values(&a->vals[mid], v) <= 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if ((int64_t)a->nvals >= a->n && lo == a->head + a->nvals)
+        return true;
+    kept_insert(a, lo, v, NULL);
+    if ((int64_t)a->nvals > a->n)
+        kept_drop(a, a->head + a->nvals - 1);
+    return true;
+}
+
+/* The values of the sortBy paths of the document, as a document the
+ * sortspec compares. */
+static bson_t *sort_doc(const accum_t *spec, const expr_ctx_t *ctx)
+{
+    bson_t *d = bson_new();
+    for (int i = 0; i < sortspec_nkeys(spec->sort); i++) {
+        int dir;
+        const char *path = sortspec_key(spec->sort, i, &dir);
+        bson_iter_t it, f;
+        if (ctx->root && bson_iter_init(&it, ctx->root) && bson_iter_find_descendant(&it, path, &f))
+            bson_append_value(d, path, -1, bson_iter_value(&f));
+    }
+    return d;
+}
+
+/* Compares sort documents whose keys are the sortBy paths themselves. */
+static int sort_doc_cmp(const accum_t *spec, const bson_t *x, const bson_t *y)
+{
+    int c = 0;
+    for (int i = 0; c == 0 && i < sortspec_nkeys(spec->sort); i++) {
+        int dir;
+        const char *path = sortspec_key(spec->sort, i, &dir);
+        bson_iter_t ix, iy;
+        bson_value_t nul = {.value_type = BSON_TYPE_NULL};
+        const bson_value_t *vx = bson_iter_init_find(&ix, x, path) ? bson_iter_value(&ix) : &nul;
+        const bson_value_t *vy = bson_iter_init_find(&iy, y, path) ? bson_iter_value(&iy) : &nul;
+        c = dir * compare_values(vx, vy);
+    }
+    return c;
+}
+
+/* $top $topN (aux 0) and $bottom $bottomN (aux 1): the outputs of the n
+ * documents first / last under sortBy, kept in sort order. */
+static bool topbottom_fold(const accum_t *spec, acc_state_t *a, const bson_value_t *v,
+                           const expr_ctx_t *ctx, dberr_t *err)
+{
+    bool bottom = spec->def->aux;
+    bson_t *d = sort_doc(spec, ctx);
+    size_t lo = a->head, hi = a->head + a->nvals;
+    while (lo < hi) { /* stable: after the equal ones */
+        size_t mid = lo + (hi - lo) / 2;
+        if (sort_doc_cmp(spec, a->docs[mid], d) <= 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (!bottom && (int64_t)a->nvals >= a->n && lo == a->head + a->nvals) {
+        bson_destroy(d);
+        return true;
+    }
+    if (!a->docs && a->cap)
+        a->docs = bson_malloc0(a->cap * sizeof *a->docs);
+    kept_insert(a, lo, v, d);
+    if ((int64_t)a->nvals > a->n)
+        kept_drop(a, bottom ? a->head : a->head + a->nvals - 1);
+    return true;
+}
+
+/* $top / $bottom: the one output (null when there was none). */
+static void top1_emit(const accum_t *spec, const acc_state_t *a, bson_t *out)
+{
+    if (a->nvals)
+        bson_append_value(out, spec->field, -1, &a->vals[a->head]);
+    else
+        bson_append_null(out, spec->field, -1);
+}
+
+/* ---- $median $percentile ---- */
+
+static bool quantile_fold(const accum_t *spec, acc_state_t *a, const bson_value_t *v,
+                          const expr_ctx_t *ctx, dberr_t *err)
+{
+    if (!num_is_number(v))
+        return true;
+    double x = num_to_double(v);
+    if (isnan(x))
+        return true;
+    if (a->nnums == a->numcap) {
+        a->numcap = a->numcap ? a->numcap * 2 : 16;
+        a->nums = bson_realloc(a->nums, a->numcap * sizeof *a->nums);
+    }
+    a->nums[a->nnums++] = x;
+    a->bytes += (int64_t)sizeof x;
+    return true;
+}
+
+static int double_cmp(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return a < b ? -1 : a > b;
+}
+
+/* The value at rank ceil(p * n) of the sorted numbers (null when none). */
+static void quantile_append(const acc_state_t *a, double p, const char *key, bson_t *out)
+{
+    if (!a->nnums) {
+        bson_append_null(out, key, -1);
+        return;
+    }
+    double r = ceil(p * (double)a->nnums) - 1;
+    size_t i = r < 0 ? 0 : r >= (double)a->nnums ? a->nnums - 1 : (size_t)r;
+    bson_append_double(out, key, -1, a->nums[i]);
+}
+
+/* $median (aux 0): one number; $percentile (aux 1): one per p. */
+static void quantile_emit(const accum_t *spec, const acc_state_t *a, bson_t *out)
+{
+    qsort(a->nums, a->nnums, sizeof *a->nums, double_cmp);
+    if (!spec->def->aux) {
+        quantile_append(a, 0.5, spec->field, out);
+        return;
+    }
+    bson_t arr;
+    bson_append_array_begin(out, spec->field, -1, &arr);
+    for (size_t i = 0; i < spec->nps; i++) {
+        char buf[16];
+        const char *k;
+        bson_uint32_to_string((uint32_t)i, &k, buf, sizeof buf);
+        quantile_append(a, spec->ps[i], k, &arr);
+    }
+    bson_append_array_end(out, &arr);
+}
+
+/* ---- parsing the object forms ---- */
+
+/* $accumulator: user JavaScript, which atomdb does not run. */
+static bool parse_refused(accum_t *acc, const bson_t *args, dberr_t *err)
+{
+    return dberr_set(err, DBERR_NOT_IMPLEMENTED,
+                     "%s is not implemented by atomdb (no server-side JavaScript)", acc->def->name);
+}
+
+/* Parses the expression of field `key` of `args` into *out. */
+static bool parse_field_expr(const bson_t *args, const char *key, expr_t **out, dberr_t *err)
+{
+    bson_iter_t it;
+    if (!bson_iter_init_find(&it, args, key))
+        return true;
+    return (*out = expr_new(&it, err)) != NULL;
+}
+
+/* {n, input} of $firstN $lastN $maxN $minN. */
+static bool parse_n_input(accum_t *acc, const bson_t *args, dberr_t *err)
+{
+    bson_iter_t it;
+    bson_iter_init(&it, args);
+    while (bson_iter_next(&it))
+        if (strcmp(bson_iter_key(&it), "n") && strcmp(bson_iter_key(&it), "input"))
+            return dberr_set(err, 5787901, "Unknown argument for 'n' operator: %s",
+                             bson_iter_key(&it));
+    if (!bson_has_field(args, "n"))
+        return dberr_set(err, 5787906, "Missing value for 'n'");
+    if (!bson_has_field(args, "input"))
+        return dberr_set(err, 5787907, "Missing value for 'input'");
+    return parse_field_expr(args, "n", &acc->n, err) &&
+           parse_field_expr(args, "input", &acc->arg, err);
+}
+
+/* {sortBy, output} of $top $bottom, with n for $topN $bottomN. */
+static bool parse_top_bottom(accum_t *acc, const bson_t *args, dberr_t *err)
+{
+    bool has_n = acc->def->name[strlen(acc->def->name) - 1] == 'N';
+    bson_iter_t it;
+    bson_iter_init(&it, args);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "sortBy") && strcmp(k, "output") && (!has_n || strcmp(k, "n")))
+            return dberr_set(err, 5788002, "Unknown argument to %s '%s'", acc->def->name, k);
+    }
+    if (has_n && !bson_has_field(args, "n"))
+        return dberr_set(err, 5788003, "Missing value for 'n'");
+    if (!bson_has_field(args, "output"))
+        return dberr_set(err, 5788004, "Missing value for 'output'");
+    if (!bson_iter_init_find(&it, args, "sortBy"))
+        return dberr_set(err, 5788005, "Missing value for 'sortBy'");
+    if (!BSON_ITER_HOLDS_DOCUMENT(&it))
+        return dberr_set(err, DBERR_FAILED_TO_PARSE,
+                         "expected an object for the sortBy of %s, found %s", acc->def->name,
+                         shellfmt_type_name(bson_iter_type(&it)));
+    bson_t sb;
+    pipeline_borrow_doc(&it, &sb);
+    if (!(acc->sort = sortspec_new(&sb, err)))
+        return false;
+    return (!has_n || parse_field_expr(args, "n", &acc->n, err)) &&
+           parse_field_expr(args, "output", &acc->arg, err);
+}
+
+/* {input, method, p} of $percentile, {input, method} of $median. */
+static bool parse_quantile(accum_t *acc, const bson_t *args, dberr_t *err)
+{
+    bool want_p = acc->def->aux;
+    const char *op = acc->def->name;
+    bson_iter_t it;
+    bson_iter_init(&it, args);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "input") && strcmp(k, "method") && (!want_p || strcmp(k, "p")))
+            return dberr_set(err, 40415, "BSON field '%s.%s' is an unknown field.", op, k);
+    }
+    static const char *const required[] = {"input", "p", "method"};
+    for (int i = 0; i < 3; i++)
+        if ((i != 1 || want_p) && !bson_has_field(args, required[i]))
+            return dberr_set(err, 40414, "BSON field '%s.%s' is missing but a required field", op,
+                             required[i]);
+    if (want_p) {
+        bson_iter_init_find(&it, args, "p");
+        bson_iter_t e;
+        uint32_t np = 0;
+        if (BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &e))
+            while (bson_iter_next(&e))
+                np++;
+        if (np == 0) {
+            char *s = shellfmt_value(bson_iter_value(&it));
+            bool r = dberr_set(err, 7750301,
+                               "The $percentile 'p' field must be an array of numbers from [0.0, "
+                               "1.0], but found: %s",
+                               s);
+            bson_free(s);
+            return r;
+        }
+        acc->ps = bson_malloc(np * sizeof *acc->ps);
+        bson_iter_recurse(&it, &e);
+        while (bson_iter_next(&e)) {
+            const bson_value_t *pv = bson_iter_value(&e);
+            double p = num_is_number(pv) ? num_to_double(pv) : NAN;
+            if (!num_is_number(pv) || !(p >= 0 && p <= 1)) {
+                char *s = shellfmt_value(pv);
+                bool r = dberr_set(err, num_is_number(pv) ? 7750303 : 7750302,
+                                   "The $percentile 'p' field must be an array of numbers from "
+                                   "[0.0, 1.0], but found: %s",
+                                   s);
+                bson_free(s);
+                return r;
+            }
+            acc->ps[acc->nps++] = p;
+        }
+    }
+    bson_iter_init_find(&it, args, "method");
+    if (!BSON_ITER_HOLDS_UTF8(&it) || strcmp(bson_iter_utf8(&it, NULL), "approximate"))
+        return dberr_set(err, DBERR_BAD_VALUE,
+                         "Currently only 'approximate' can be used as a percentile 'method'.");
+    return parse_field_expr(args, "input", &acc->arg, err);
+}
+
 static const acc_def_t accumulators[] = {
     {"$sum", false, sum_update, sum_emit, 0},
     {"$avg", false, sum_update, avg_emit, 0},
@@ -170,6 +649,20 @@ static const acc_def_t accumulators[] = {
     {"$push", false, push_update, list_emit, 0},
     {"$addToSet", false, add_to_set_update, list_emit, 0},
     {"$count", true, count_update, count_emit, 0},
+    {"$stdDevPop", false, stddev_update, stddev_emit, 0},
+    {"$stdDevSamp", false, stddev_update, stddev_emit, 1},
+    {"$mergeObjects", false, NULL, merge_emit, 0, NULL, merge_fold},
+    {"$firstN", false, NULL, kept_emit, 0, parse_n_input, firstlast_n_fold},
+    {"$lastN", false, NULL, kept_emit, 1, parse_n_input, firstlast_n_fold},
+    {"$maxN", false, NULL, kept_emit, 1, parse_n_input, minmax_n_fold},
+    {"$minN", false, NULL, kept_emit, 0, parse_n_input, minmax_n_fold},
+    {"$top", false, NULL, top1_emit, 0, parse_top_bottom, topbottom_fold},
+    {"$bottom", false, NULL, top1_emit, 1, parse_top_bottom, topbottom_fold},
+    {"$topN", false, NULL, kept_emit, 0, parse_top_bottom, topbottom_fold},
+    {"$bottomN", false, NULL, kept_emit, 1, parse_top_bottom, topbottom_fold},
+    {"$median", false, NULL, quantile_emit, 0, parse_quantile, quantile_fold},
+    {"$percentile", false, NULL, quantile_emit, 1, parse_quantile, quantile_fold},
+    {"$accumulator", false, NULL, val_emit, 0, parse_refused, merge_fold},
     {NULL, false, NULL, NULL, 0},
 };
 
@@ -180,6 +673,16 @@ static const acc_def_t *find_accumulator(const char *name)
 }
 
 /* ---- parse ---- */
+
+/* Frees what `acc` holds (not `acc`). */
+static void accum_free(accum_t *acc)
+{
+    bson_free(acc->field);
+    expr_destroy(acc->arg);
+    expr_destroy(acc->n);
+    sortspec_destroy(acc->sort);
+    bson_free(acc->ps);
+}
 
 /* One `field: {$acc: expr}` into `acc`. */
 static bool parse_accum(bson_iter_t *it, accum_t *acc, dberr_t *err)
@@ -205,6 +708,22 @@ static bool parse_accum(bson_iter_t *it, accum_t *acc, dberr_t *err)
         bson_t empty;
         if (!BSON_ITER_HOLDS_DOCUMENT(&a) || (pipeline_borrow_doc(&a, &empty), !bson_empty(&empty)))
             return dberr_set(err, DBERR_TYPE_MISMATCH, "$count takes no arguments, i.e. $count:{}");
+    } else if (acc->def->parse) {
+        bson_t args;
+        if (!BSON_ITER_HOLDS_DOCUMENT(&a) && acc->def->parse == parse_refused)
+            return parse_refused(acc, NULL, err);
+        if (!BSON_ITER_HOLDS_DOCUMENT(&a)) {
+            char *sv = shellfmt_value(bson_iter_value(&a));
+            int code = acc->def->parse == parse_n_input      ? 5787900
+                       : acc->def->parse == parse_top_bottom ? 5788001
+                                                             : 7429703;
+            bool r = dberr_set(err, code, "specification must be an object; found %s: %s", op, sv);
+            bson_free(sv);
+            return r;
+        }
+        pipeline_borrow_doc(&a, &args);
+        if (!acc->def->parse(acc, &args, err))
+            return false;
     } else {
         if (BSON_ITER_HOLDS_ARRAY(&a))
             return dberr_set(err, 40237, "The %s accumulator is a unary operator", op);
@@ -232,10 +751,11 @@ static bool group_parse(stage_t *s, bson_iter_t *arg, const bson_t *let, dberr_t
                 return false;
             continue;
         }
-        accum_t acc = {NULL, NULL, NULL};
+        accum_t acc;
+        memset(&acc, 0, sizeof acc);
         bool ok = parse_accum(&it, &acc, err);
         if (!ok) {
-            expr_destroy(acc.arg);
+            accum_free(&acc);
             return false;
         }
         g->accs = bson_realloc(g->accs, (g->naccs + 1) * sizeof *g->accs);
@@ -252,7 +772,7 @@ static bool group_check_vars(stage_t *s, const bson_t *let, dberr_t *err)
     if (!expr_check_vars(g->id, let, err))
         return false;
     for (size_t i = 0; i < g->naccs; i++)
-        if (!expr_check_vars(g->accs[i].arg, let, err))
+        if (!expr_check_vars(g->accs[i].arg, let, err) || !expr_check_vars(g->accs[i].n, let, err))
             return false;
     return true;
 }
@@ -263,10 +783,8 @@ static void group_free(stage_t *s)
     if (!g)
         return;
     expr_destroy(g->id);
-    for (size_t i = 0; i < g->naccs; i++) {
-        bson_free(g->accs[i].field);
-        expr_destroy(g->accs[i].arg);
-    }
+    for (size_t i = 0; i < g->naccs; i++)
+        accum_free(&g->accs[i]);
     bson_free(g->accs);
     bson_free(g);
 }
@@ -303,6 +821,7 @@ static void group_destroy(const group_spec_t *spec, group_t *g)
         if (g->st[a].val.value_type != BSON_TYPE_EOD)
             bson_value_destroy(&g->st[a].val);
         bson_destroy(g->st[a].list);
+        kept_free(&g->st[a]);
     }
     bson_free(g->st);
     bson_free(g);
@@ -330,6 +849,30 @@ static bool group_of(const group_spec_t *spec, const expr_ctx_t *ctx, group_t **
     HASH_ADD_KEYPTR(hh, *groups, g->kbytes.data, g->kbytes.len, g);
     *out = g;
     return true;
+}
+
+/* Evaluates the n of each N accumulator for the new group `g`, against
+ * {_id: <group key>} as mongod does (n may read only the key). */
+static bool group_eval_n(const group_spec_t *spec, const expr_ctx_t *base, group_t *g, dberr_t *err)
+{
+    bool ok = true;
+    for (size_t a = 0; ok && a < spec->naccs; a++) {
+        g->st[a].n = 1;
+        if (!spec->accs[a].n)
+            continue;
+        bson_t doc;
+        bson_value_t nv;
+        expr_ctx_t ctx = *base;
+        bson_init(&doc);
+        bson_append_value(&doc, "_id", 3, &g->key);
+        ctx.root = &doc;
+        ctx.current = NULL;
+        ok = expr_eval(spec->accs[a].n, &ctx, &nv, err) && expr_check_n(&nv, &g->st[a].n, err);
+        if (nv.value_type != BSON_TYPE_EOD)
+            bson_value_destroy(&nv);
+        bson_destroy(&doc);
+    }
+    return ok;
 }
 
 /* A $push/$addToSet list within its limit (pipeline_limits); also never
@@ -367,10 +910,14 @@ static bool group_run(const stage_t *s, const expr_ctx_t *base, doclist_t *in, d
         unsigned before = HASH_COUNT(groups);
         if (!(ok = group_of(spec, &ctx, &groups, &g, err)))
             break;
-        if (HASH_COUNT(groups) != before)
+        if (HASH_COUNT(groups) != before) {
             mem += (int64_t)(sizeof *g + g->kbytes.len * 2 + spec->naccs * sizeof *g->st);
+            if (!(ok = group_eval_n(spec, base, g, err)))
+                break;
+        }
         for (size_t a = 0; a < spec->naccs; a++) {
             uint32_t had = g->st[a].list->len;
+            int64_t had_bytes = g->st[a].bytes;
             bson_value_t v;
             memset(&v, 0, sizeof v);
             v.value_type = BSON_TYPE_EOD;
@@ -378,10 +925,15 @@ static bool group_run(const stage_t *s, const expr_ctx_t *base, doclist_t *in, d
                 ok = false;
                 break;
             }
-            spec->accs[a].def->update(&spec->accs[a], &g->st[a], &v);
+            if (spec->accs[a].def->fold)
+                ok = spec->accs[a].def->fold(&spec->accs[a], &g->st[a], &v, &ctx, err);
+            else
+                spec->accs[a].def->update(&spec->accs[a], &g->st[a], &v);
             if (v.value_type != BSON_TYPE_EOD)
                 bson_value_destroy(&v);
-            mem += (int64_t)g->st[a].list->len - had;
+            if (!ok)
+                break;
+            mem += (int64_t)g->st[a].list->len - had + g->st[a].bytes - had_bytes;
             if (!(ok = group_list_within(&spec->accs[a], &g->st[a], err)))
                 break;
         }
