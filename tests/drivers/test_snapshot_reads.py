@@ -55,8 +55,9 @@ def col(server):
 class Writer:
     """Another client changing random documents in a loop: $inc of v,
     moves in the k index (to before every key, behind an ascending scan, or
-    past every key, ahead of it), deletes, and inserts of new _ids with k
-    inside the scanned range."""
+    past every key, ahead of it), deletes, inserts of new _ids with k
+    inside the scanned range, re-inserts of deleted _ids, and updates of
+    documents inserted since."""
 
     def __init__(self, server, wait_for_comment=None):
         self.client = connect(server)
@@ -67,11 +68,12 @@ class Writer:
         self.error = None
         self.rnd = random.Random(1313)
         self.next_id = N
+        self.deleted = []
         self.thread = threading.Thread(target=self.run)
 
     def one(self):
         i = self.rnd.randrange(N)
-        op = self.done % 5
+        op = self.done % 7
         if op == 0:
             self.col.update_one({"_id": i}, {"$inc": {"v": 1}})
         elif op == 1:
@@ -79,11 +81,18 @@ class Writer:
         elif op == 2:
             self.col.update_one({"_id": i}, {"$set": {"k": BIG + i, "v": 3}})  # moves ahead
         elif op == 3:
-            self.col.delete_one({"_id": i})
-        else:
+            if self.col.delete_one({"_id": i}).deleted_count:
+                self.deleted.append(i)
+        elif op == 4:
             self.col.insert_one({"_id": self.next_id, "k": self.rnd.randrange(N), "v": 4,
                                  "one": 1})
             self.next_id += 1
+        elif op == 5 and self.deleted:  # back with another version
+            self.col.insert_one({"_id": self.deleted.pop(), "k": self.rnd.randrange(N), "v": 5,
+                                 "one": 1})
+        elif op == 6 and self.next_id > N:
+            self.col.update_one({"_id": self.rnd.randrange(N, self.next_id)},
+                                {"$set": {"k": self.rnd.randrange(N), "v": 6}})
         self.done += 1
 
     def burst(self, n):
