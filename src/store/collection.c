@@ -944,9 +944,17 @@ bool collection_changed_since(const collection_t *c, const bson_value_t *id, uin
 static bool collection_query_opts_plain(collection_t *c, const collection_query_opts_t *o,
                                         recvec_t *out, collection_plan_t *plan, dberr_t *err);
 
-/* A read as of an older snapshot: the current versions made before it
- * (found by the normal plan, indexes included), and for each document
- * changed since, the version its first later change replaced. */
+/* A read as of an older snapshot: each document of the snapshot once, in
+ * the snapshot's version. The current read (the normal plan, indexes
+ * included) sees the store as it is when it starts, even when its scan
+ * yields (it then reads one snapshot taken at its first yield, when
+ * nothing else has run yet): it gives the versions of the documents
+ * unchanged since the older snapshot (those made at or before it). The
+ * changes made between the older snapshot and the start of the current
+ * read give, for each document they touched, the version its first such
+ * change replaced. A change made while the current read runs is left to
+ * it: the version it replaced is the one the read already returns, so
+ * counting it here too would list the document twice. */
 static bool collection_query_snapshot(collection_t *c, const collection_query_opts_t *o,
                                       recvec_t *out, collection_plan_t *plan, dberr_t *err)
 {
@@ -957,6 +965,7 @@ static bool collection_query_snapshot(collection_t *c, const collection_query_op
     now.sort = NULL;
     recvec_t cur;
     recvec_init(&cur);
+    uint64_t start = mvcc_current_seq();
     if (!collection_query_opts_plain(c, &now, &cur, plan, err)) {
         recvec_destroy(&cur);
         return false;
@@ -970,7 +979,7 @@ static bool collection_query_snapshot(collection_t *c, const collection_query_op
     omap_t *seen = NULL;
     buf_t key;
     buf_init(&key);
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n && ch[i].seq <= start; i++) {
         if (ch[i].coll_id != c->id)
             continue;
         bson_value_t id;

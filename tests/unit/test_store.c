@@ -2,13 +2,17 @@
  * every index in step through inserts, replaces and removes, refuse what a
  * unique index forbids without changing anything, and the planner picks the
  * plan mongod would (_id lookup, an index's equality prefix, index order for
- * a sort, a hint, else a collection scan). */
+ * a sort, a hint, else a collection scan), and a query whose scan yields
+ * (run on a fiber, with documents changed between its slices) returns each
+ * document of its snapshot once, in the snapshot's version. */
 #include <string.h>
 
 #include "doc/matcher.h"
 #include "doc/sortspec.h"
 #include "store/collection.h"
+#include "store/mvcc.h"
 #include "unit.h"
+#include "util/fiber.h"
 
 static bson_t *json(const char *s)
 {
@@ -140,10 +144,172 @@ static void test_the_planner_picks_mongods_plans(void)
     collection_destroy(c);
 }
 
+
+/* ---- reads whose scans yield ---- */
+
+enum { SLICED_DOCS = 2000 };
+
+static void sliced_set(collection_t *c, int id, const char *doc)
+{
+    bson_value_t v = {.value_type = BSON_TYPE_INT32, .value.v_int32 = id};
+    record_t *old = collection_find_id(c, &v);
+    bson_t *d = json(doc);
+    dberr_t err;
+    CHECK(old && collection_replace(c, old, d, &err), "replace %d with %s", id, doc);
+    bson_destroy(d);
+}
+
+static void sliced_remove(collection_t *c, int id)
+{
+    bson_value_t v = {.value_type = BSON_TYPE_INT32, .value.v_int32 = id};
+    record_t *old = collection_find_id(c, &v);
+    CHECK(old != NULL, "document %d is there to remove", id);
+    if (old)
+        collection_remove(c, old);
+}
+
+/* A query on a fiber, resumed by the test between its slices. */
+typedef struct sliced_read {
+    collection_t *c;
+    const char *filter;
+    const char *hint;
+    uint64_t snapshot;
+    recvec_t out;
+    bool ok;
+} sliced_read_t;
+
+static void sliced_read_body(void *arg)
+{
+    sliced_read_t *r = arg;
+    bson_t *f = json(r->filter), *h = r->hint ? json(r->hint) : NULL;
+    dberr_t err;
+    matcher_t *m = matcher_new(f, &err);
+    collection_query_opts_t o = {0};
+    o.matcher = m;
+    o.hint = h;
+    o.snapshot = r->snapshot;
+    r->ok = collection_query(r->c, &o, &r->out, NULL, &err);
+    matcher_destroy(m);
+    bson_destroy(f);
+    if (h)
+        bson_destroy(h);
+}
+
+/* {_id: i, k: i, v: 0} for i < SLICED_DOCS, indexed on k. */
+static collection_t *sliced_docs(void)
+{
+    collection_t *c = collection_new("db", "sliced", NULL);
+    index_on(c, "{\"key\": {\"k\": 1}, \"name\": \"k_1\"}");
+    char doc[64];
+    for (int i = 0; i < SLICED_DOCS; i++) {
+        snprintf(doc, sizeof doc, "{\"_id\": %d, \"k\": %d, \"v\": 0}", i, i);
+        insert(c, doc);
+    }
+    return c;
+}
+
+/* Runs `filter` (hinted by `hint`) at `snapshot` (0: the latest) on a
+ * fiber whose slices are used up at once; after its third slice (about
+ * 750 keys into the k index) updates, moves (in k), deletes and inserts
+ * documents behind and ahead of it. Returns how many results; `seen`
+ * counts each _id's results and `changed` those not as first inserted. */
+static size_t sliced_read(collection_t *c, const char *filter, const char *hint,
+                          uint64_t snapshot, int *seen, int *changed)
+{
+    sliced_read_t r = {.c = c, .filter = filter, .hint = hint, .snapshot = snapshot};
+    recvec_init(&r.out);
+    fiber_set_slice_us(0);
+    fiber_t *f = fiber_new(sliced_read_body, &r);
+    int resumes = 0;
+    bool done = false;
+    while (!done && resumes < 3) { /* a slice is at least 256 keys */
+        done = fiber_resume(f);
+        resumes++;
+    }
+    CHECK(!done, "the scan yielded before its end");
+    sliced_set(c, 400, "{\"_id\": 400, \"k\": 400, \"v\": 1}");    /* behind: updated */
+    sliced_set(c, 1500, "{\"_id\": 1500, \"k\": 1500, \"v\": 1}"); /* ahead: updated */
+    sliced_set(c, 500, "{\"_id\": 500, \"k\": 5000, \"v\": 2}");   /* behind, moves ahead */
+    sliced_set(c, 1600, "{\"_id\": 1600, \"k\": -5, \"v\": 2}");   /* ahead, moves behind */
+    sliced_remove(c, 300);                                           /* behind: deleted */
+    sliced_remove(c, 1700);                                          /* ahead: deleted */
+    insert(c, "{\"_id\": 9000, \"k\": 1800, \"v\": 3}");             /* ahead: inserted */
+    insert(c, "{\"_id\": 9001, \"k\": 200, \"v\": 3}");              /* behind: inserted */
+    sliced_set(c, 0, "{\"_id\": 0, \"k\": 0, \"v\": 4}");            /* changed again */
+    while (!done)
+        done = fiber_resume(f);
+    fiber_destroy(f);
+    fiber_set_slice_us(1000);
+    CHECK(r.ok, "the read succeeded");
+    memset(seen, 0, sizeof(int) * SLICED_DOCS);
+    *changed = 0;
+    for (size_t i = 0; i < r.out.len; i++) {
+        bson_t doc;
+        bson_iter_t it;
+        record_view(r.out.items[i], &doc);
+        int id = bson_iter_init_find(&it, &doc, "_id") ? bson_iter_int32(&it) : -1;
+        int k = bson_iter_init_find(&it, &doc, "k") ? bson_iter_int32(&it) : -1;
+        int v = bson_iter_init_find(&it, &doc, "v") ? bson_iter_int32(&it) : -1;
+        if (id >= 0 && id < SLICED_DOCS)
+            seen[id]++;
+        if (id >= SLICED_DOCS || k != id || v != 0)
+            (*changed)++;
+    }
+    size_t n = r.out.len;
+    recvec_destroy(&r.out);
+    return n;
+}
+
+static void sliced_check(const char *what, size_t n, const int *seen, int changed)
+{
+    int twice = 0, missing = 0;
+    for (int i = 0; i < SLICED_DOCS; i++) {
+        twice += seen[i] > 1;
+        missing += seen[i] == 0;
+    }
+    CHECK(twice == 0 && missing == 0 && changed == 0 && n == SLICED_DOCS,
+          "%s: %zu results, %d listed twice, %d missing, %d not the snapshot's version", what,
+          n, twice, missing, changed);
+}
+
+static void test_a_yielding_scan_reads_the_store_as_it_started(void)
+{
+    int seen[SLICED_DOCS], changed;
+    const char *plans[][2] = {{"{\"k\": {\"$gte\": -1000}}", "{\"k\": 1}"}, {"{}", NULL}};
+    for (size_t p = 0; p < 2; p++) {
+        collection_t *c = sliced_docs();
+        size_t n = sliced_read(c, plans[p][0], plans[p][1], 0, seen, &changed);
+        sliced_check(plans[p][0], n, seen, changed);
+        collection_destroy(c);
+    }
+}
+
+static void test_a_yielding_read_at_an_older_snapshot_lists_each_document_once(void)
+{
+    int seen[SLICED_DOCS], changed;
+    const char *plans[][2] = {{"{\"k\": {\"$gte\": -1000}}", "{\"k\": 1}"}, {"{}", NULL}};
+    for (size_t p = 0; p < 2; p++) {
+        collection_t *c = sliced_docs();
+        uint64_t snap = mvcc_snapshot_open();
+        /* changed after the snapshot, before the read: the read takes the
+         * snapshot's path, and these come from the change window */
+        sliced_set(c, 0, "{\"_id\": 0, \"k\": 0, \"v\": 1}");
+        sliced_set(c, 1900, "{\"_id\": 1900, \"k\": -3, \"v\": 1}");
+        sliced_remove(c, 1000);
+        insert(c, "{\"_id\": 9002, \"k\": 900, \"v\": 3}");
+        size_t n = sliced_read(c, plans[p][0], plans[p][1], snap, seen, &changed);
+        sliced_check(plans[p][0], n, seen, changed);
+        mvcc_snapshot_close(snap);
+        collection_destroy(c);
+    }
+}
+
 int main(void)
 {
     UNIT_RUN(test_indexes_follow_inserts_replaces_and_removes);
     UNIT_RUN(test_a_unique_index_refuses_a_duplicate_and_changes_nothing);
     UNIT_RUN(test_the_planner_picks_mongods_plans);
+    UNIT_RUN(test_a_yielding_scan_reads_the_store_as_it_started);
+    UNIT_RUN(test_a_yielding_read_at_an_older_snapshot_lists_each_document_once);
     return unit_finish();
 }
