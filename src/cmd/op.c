@@ -12,6 +12,7 @@
 #include "cmd/cmd-private.h"
 #include "cmd/server.h"
 #include "doc/matcher.h"
+#include "store/reaper.h"
 #include "util/shellfmt.h"
 #include "util/fiber.h"
 #include "util/log.h"
@@ -37,6 +38,7 @@ static int64_t op_next_id = 1;
 static uv_idle_t op_idle;
 static bool op_idle_ready;
 static op_t *op_cursor; /* the next suspended op to resume (round robin) */
+static bool op_reaper_hooked; /* reaper_set_wake(op_schedule) done */
 
 /* Commands that may touch many documents. */
 static bool op_is_long(const char *name)
@@ -44,7 +46,7 @@ static bool op_is_long(const char *name)
     static const char *const names[] = {"find",   "getMore", "aggregate",     "count",
                                         "distinct", "update", "delete",       "findAndModify",
                                         "findandmodify", "explain", "insert",
-                                        "commitTransaction"};
+                                        "commitTransaction", "createIndexes"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(name, names[i]) == 0)
             return true;
@@ -191,6 +193,11 @@ static void op_step(op_t *o)
 
 static void op_on_idle(uv_idle_t *h)
 {
+    /* what drops detached is freed a slice at a time, as long operations */
+    bool reaping = reaper_pending() &&
+                   reaper_step((uint64_t)(op_started_since_slice ? op_busy_slice_us
+                                                                 : fiber_slice_us()) *
+                               1000u);
     /* one slice for the next suspended op; the loop polls the sockets
      * before the next idle callback */
     op_t *o = op_cursor ? op_cursor : op_head;
@@ -201,7 +208,9 @@ static void op_on_idle(uv_idle_t *h)
             ;
     }
     if (!o) {
-        uv_idle_stop(h);
+        if (!reaping)
+            uv_idle_stop(h);
+        op_started_since_slice = 0;
         return;
     }
     op_cursor = o->next;
@@ -216,6 +225,10 @@ cmd_status_t op_run(cmd_client_t *client, const wire_request_t *req, bson_t *rep
 {
     bson_iter_t it;
     op_started_since_slice++;
+    if (!op_reaper_hooked) {
+        reaper_set_wake(op_schedule);
+        op_reaper_hooked = true;
+    }
     if (!fiber_current() && !client->op) {
         /* one opid per request, kept across its parks and reruns */
         op_client_list(client);
@@ -419,6 +432,7 @@ void op_append_status(bson_t *out)
     BSON_APPEND_INT64(out, "longestSliceMicros", (int64_t)(op_slice_max_ns / 1000));
     BSON_APPEND_INT64(out, "yieldPeriodMicros", fiber_slice_us());
     BSON_APPEND_INT64(out, "busyYieldPeriodMicros", op_busy_slice_us);
+    BSON_APPEND_INT64(out, "droppedEntriesToFree", (int64_t)reaper_pending());
 }
 
 /* ---- currentOp, killOp ---- */

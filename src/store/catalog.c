@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "store/observer.h"
+#include "store/reaper.h"
 #include "util/omap.h"
 
 /* One database: its collections by name. */
@@ -40,13 +41,16 @@ void catalog_destroy(catalog_t *cat)
 {
     if (!cat)
         return;
+    reaper_set_wake(NULL); /* the loop has stopped: free here */
     omap_destroy(cat->dbs, catalog_free_db);
+    reaper_drain();
     bson_free(cat);
 }
 
 void catalog_clear(catalog_t *cat)
 {
     omap_destroy(cat->dbs, catalog_free_db);
+    reaper_drain();
     cat->dbs = omap_new();
 }
 

@@ -564,3 +564,168 @@ def test_killop_ends_a_parked_acquire_lock(loaded):
     c.admin.command("killOp", op=op["opid"])
     th.join(timeout=60)
     assert "e" in result and result["e"].code == INTERRUPTED, result
+
+
+# ---- index builds, drops and $out in slices (issue 13, second part) ----
+
+class Spans:
+    """Runs long operations while the hot counter runs in its own process,
+    and prints what the counter did inside each (its ops and p99): timings
+    are reported, never asserted; progress is asserted by counts."""
+
+    def __init__(self, server, c):
+        c.hot.counter.replace_one({"_id": 1}, {"_id": 1, "n": 0}, upsert=True)
+        self.c = c
+        self.counter = Counter(server)
+        self.spans = []
+
+    def run(self, name, fn):
+        t0 = time.monotonic()
+        try:
+            return fn()
+        finally:
+            self.spans.append((name, t0, time.monotonic()))
+
+    def finish(self):
+        total = self.counter.finish()
+        assert self.c.hot.counter.find_one({"_id": 1})["n"] == total, \
+            "no increment was lost: the counter equals the acknowledged increments"
+        acks = self.counter.acks
+        for name, t0, t1 in self.spans:
+            inside = [t for t in acks if t0 < t < t1]
+            gaps = sorted(b - a for a, b in zip(inside, inside[1:])) or [0.0]
+            p99 = gaps[min(len(gaps) - 1, int(len(gaps) * 0.99))]
+            print("counter during %s: %d ops in %.3f s, p99 gap %.1f ms"
+                  % (name, len(inside), t1 - t0, p99 * 1000))
+            assert len(inside) >= 5, ("the counter made progress while the %s ran (it "
+                                      "completed %d increments inside it)" % (name, len(inside)))
+
+
+def writer_during(server, fn_write, running):
+    """A thread calling fn_write(db, k) for k = 0, 1, ... while `running`
+    is set; returns (thread, done list) — done holds what was acknowledged."""
+    done = []
+
+    def loop():
+        wc = connect(server)
+        k = 0
+        while running.is_set():
+            done.append(fn_write(wc.t, k))
+            k += 1
+        wc.close()
+
+    th = threading.Thread(target=loop)
+    th.start()
+    return th, done
+
+
+def test_an_index_build_over_300k_documents_yields_and_indexes_writes_made_during_it(loaded):
+    server, c = loaded
+    db = c.t
+    db.drop_collection("ib")
+    fill_into = [{"_id": i, "a": i % 1000} for i in range(DOCS)]
+    for s in range(0, DOCS, 20_000):
+        db.ib.insert_many(fill_into[s:s + 20_000])
+    spans = Spans(server, c)
+    rng = random.Random(7)
+
+    def write(wdb, k):
+        # behind the scan (negative _ids come first), ahead of it, and
+        # changes and deletes of documents the scan has or has not passed
+        kind = k % 4
+        if kind == 0:
+            wdb.ib.insert_one({"_id": -1 - k, "a": 5000 + k})
+        elif kind == 1:
+            wdb.ib.insert_one({"_id": 10_000_000 + k, "a": 6000 + k})
+        elif kind == 2:
+            wdb.ib.update_one({"_id": rng.randrange(DOCS)}, {"$set": {"a": 7000 + k}})
+        else:
+            wdb.ib.delete_one({"_id": rng.randrange(DOCS)})
+        return time.monotonic()
+
+    running = threading.Event()
+    running.set()
+    th, done = writer_during(server, write, running)
+    while len(done) < 20:
+        time.sleep(0.01)
+    t0 = time.monotonic()
+    spans.run("createIndexes over 300k", lambda: db.ib.create_index("a", name="a_1"))
+    t1 = time.monotonic()
+    running.clear()
+    th.join()
+    spans.finish()
+    during = sum(1 for t in done if t0 < t < t1)
+    print("writes acknowledged during the build: %d" % during)
+    assert during >= 5, "writes were served while the index was built (%d)" % during
+    v = db.command("validate", "ib", full=True)
+    n = db.ib.count_documents({})
+    assert v["valid"] is True and v["keysPerIndex"]["a_1"] == n, \
+        "the new index holds exactly one key per document, writes during the build included " \
+        "(%r, %d documents)" % (v, n)
+    for q in ({"a": {"$gte": 5000}}, {"a": {"$lt": 10}}, {"a": {"$gte": 7000}}):
+        by_index = sorted(d["_id"] for d in db.ib.find(q, {"_id": 1}).hint("a_1"))
+        by_scan = sorted(d["_id"] for d in db.ib.find(q, {"_id": 1}).hint("_id_"))
+        assert by_index == by_scan, "the index finds exactly what a scan finds for %r" % q
+    db.drop_collection("ib")
+
+
+def test_a_unique_build_that_meets_a_duplicate_fails_with_11000_and_leaves_no_index(loaded):
+    server, c = loaded
+    db = c.t
+    db.drop_collection("ub")
+    for s in range(0, DOCS, 20_000):
+        db.ub.insert_many([{"_id": i, "u": i} for i in range(s, min(DOCS, s + 20_000))])
+    running = threading.Event()
+    running.set()
+
+    def write(wdb, k):
+        # a document whose u another document already has: behind the scan
+        # once it started, so only the write path can see the duplicate
+        wdb.ub.insert_one({"_id": -1 - k, "u": k})
+        return time.monotonic()
+
+    th, done = writer_during(server, write, running)
+    while not done:
+        time.sleep(0.01)
+    with pytest.raises(OperationFailure) as e:
+        db.ub.create_index("u", unique=True, name="u_1")
+    running.clear()
+    th.join()
+    assert e.value.code == 11000 and "E11000" in str(e.value), \
+        "a unique build meeting a duplicate fails with DuplicateKey (got %s)" % e.value
+    assert [ix["name"] for ix in db.ub.list_indexes()] == ["_id_"], "no index was left behind"
+    assert db.command("validate", "ub", full=True)["valid"] is True
+    # a write racing the build is never refused: every acknowledged one is there
+    assert db.ub.count_documents({"_id": {"$lt": 0}}) == len(done)
+    db.drop_collection("ub")
+
+
+def test_dropping_a_300k_document_collection_and_its_database_frees_it_in_slices(loaded):
+    server, c = loaded
+    spans = Spans(server, c)
+    for target in ("collection", "database"):
+        d = c["dropme"]
+        for s in range(0, DOCS, 20_000):
+            d.big.insert_many([{"_id": i, "a": i, "s": "x%d" % i}
+                               for i in range(s, min(DOCS, s + 20_000))])
+        d.big.create_index("a")
+
+        def drop():
+            if target == "collection":
+                d.drop_collection("big")
+            else:
+                c.drop_database("dropme")
+            # the records go a slice at a time after the reply
+            for _ in range(2000):
+                st = c.admin.command("serverStatus")["atomdbOperations"]
+                if st["droppedEntriesToFree"] == 0:
+                    return
+                time.sleep(0.005)
+            raise AssertionError("the dropped records were never freed")
+
+        spans.run("drop %s of 300k" % target, drop)
+        assert "big" not in d.list_collection_names(), "the collection is gone"
+        d.big.insert_one({"_id": 1})  # the name is free again at once
+        assert d.big.count_documents({}) == 1
+        c.drop_database("dropme")
+    spans.finish()
