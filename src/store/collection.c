@@ -119,6 +119,11 @@ void collection_set_quiet(collection_t *c)
     c->quiet = true;
 }
 
+bool collection_dropped(const collection_t *c)
+{
+    return c->dropped;
+}
+
 bool collection_is_view(const collection_t *c)
 {
     return bson_has_field(&c->options, "viewOn");

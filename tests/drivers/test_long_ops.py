@@ -729,3 +729,58 @@ def test_dropping_a_300k_document_collection_and_its_database_frees_it_in_slices
         assert d.big.count_documents({}) == 1
         c.drop_database("dropme")
     spans.finish()
+
+
+def test_out_of_300k_documents_writes_in_slices_and_readers_see_the_old_or_the_new_whole(loaded):
+    server, c = loaded
+    db = c.t
+    db.drop_collection("outc")
+    db.outc.insert_many([{"_id": -i, "old": True} for i in range(1, 1001)])
+    db.outc.create_index("v", name="v_1")
+    spans = Spans(server, c)
+    running = threading.Event()
+    running.set()
+
+    def read(wdb, k):
+        return wdb.outc.count_documents({})
+
+    th, seen = writer_during(server, read, running)
+    while not seen:
+        time.sleep(0.01)
+    spans.run("$out of 300k", lambda: list(db.docs.aggregate(
+        [{"$project": {"v": 1, "g": 1}}, {"$out": "outc"}])))
+    running.clear()
+    th.join()
+    spans.finish()
+    assert set(seen) <= {1000, DOCS}, \
+        "readers saw the old target or the new one, never a mix (counts %r)" % sorted(set(seen))
+    assert db.outc.count_documents({}) == DOCS and db.outc.count_documents({"old": True}) == 0, \
+        "the target holds exactly the $out's documents"
+    assert sorted(ix["name"] for ix in db.outc.list_indexes()) == ["_id_", "v_1"], \
+        "the target keeps its indexes"
+    v = db.command("validate", "outc", full=True)
+    assert v["valid"] is True and v["keysPerIndex"]["v_1"] == DOCS, v
+    assert not [n for n in db.list_collection_names() if n.startswith("tmp.agg_out")], \
+        "no temporary collection is left"
+    # a duplicate _id in the output: the target stays as it was
+    with pytest.raises(OperationFailure) as e:
+        list(db.docs.aggregate([{"$project": {"_id": {"$mod": ["$_id", 10]}}},
+                                {"$out": "outc"}]))
+    assert e.value.code == 11000, e.value
+    assert db.outc.count_documents({}) == DOCS, "a failed $out leaves the target whole"
+    assert not [n for n in db.list_collection_names() if n.startswith("tmp.agg_out")], \
+        "the failed $out dropped its temporary collection"
+    db.drop_collection("outc")
+
+
+def test_merge_of_300k_documents_yields_between_documents(loaded):
+    server, c = loaded
+    db = c.t
+    db.drop_collection("mrg")
+    spans = Spans(server, c)
+    spans.run("$merge of 300k", lambda: list(db.docs.aggregate(
+        [{"$project": {"v": 1}},
+         {"$merge": {"into": "mrg", "whenMatched": "merge", "whenNotMatched": "insert"}}])))
+    spans.finish()
+    assert db.mrg.count_documents({}) == DOCS and db.mrg.count_documents({"v": {"$gte": 0}}) == DOCS
+    db.drop_collection("mrg")
