@@ -14,6 +14,7 @@
 #include "store/catalog.h"
 #include "txn/lockmgr.h"
 #include "txn/session.h"
+#include "util/fiber.h"
 #include "util/log.h"
 
 /* Commands a transaction may run. */
@@ -211,6 +212,21 @@ int cmd_session_prepare(cmd_ctx_t *ctx, dberr_t *err)
                          "session.",
                          (long long)ctx->txn_number, (long long)s->txn_number),
                CMD_SESSION_FAIL;
+    /* a retry of a batch still running in slices waits for its outcome
+     * (mongod's session checkout) */
+    while (s->retry_running == ctx->txn_number) {
+        uint8_t sid[16];
+        memcpy(sid, s->id, 16);
+        if (!fiber_current())
+            return dberr_set(err, DBERR_CONFLICTING_OPERATION_IN_PROGRESS,
+                             "Retryable write with txnNumber %lld is still running on this "
+                             "session",
+                             (long long)ctx->txn_number),
+                   CMD_SESSION_FAIL;
+        if (!fiber_yield_now(err))
+            return CMD_SESSION_FAIL;
+        s = ctx->session = session_get(sid, server_now_ms());
+    }
     int found = session_retry_recall(s, ctx->txn_number, ctx->reply)
                     ? 1
                     : session_retry_lookup(server.catalog, s->id, ctx->txn_number, ctx->reply, err);
@@ -246,7 +262,7 @@ bool cmd_session_finish(cmd_ctx_t *ctx, bool ok, dberr_t *err)
             err->labels |= DBERR_LABEL_TRANSIENT_TXN;
     }
     if (ok && !ctx->in_txn && s && ctx->txn_number >= 0 && txncmds_retryable(ctx->name)) {
-        if (journal_mode() != JOURNAL_NONE && !journal_pending()) {
+        if (journal_mode() != JOURNAL_NONE && !journal_pending() && !ctx->retry_progress) {
             /* it changed nothing: nothing to make durable */
             session_retry_remember(s, ctx->txn_number, ctx->reply);
         } else if (!session_retry_record(server.catalog, s->id, ctx->txn_number, ctx->reply,

@@ -784,3 +784,56 @@ def test_merge_of_300k_documents_yields_between_documents(loaded):
     spans.finish()
     assert db.mrg.count_documents({}) == DOCS and db.mrg.count_documents({"v": {"$gte": 0}}) == DOCS
     db.drop_collection("mrg")
+
+
+def test_a_retryable_insert_many_yields_between_documents(loaded):
+    # pymongo sends insert_many as retryable writes (lsid + txnNumber):
+    # batches of up to 100,000 documents, each no longer one slice
+    server, c = loaded
+    db = c.t
+    db.drop_collection("rins")
+    spans = Spans(server, c)
+    spans.run("retryable insertMany of 300k", lambda: db.rins.insert_many(
+        [{"_id": i, "p": "x" * 20} for i in range(DOCS)]))
+    spans.finish()
+    assert db.rins.count_documents({}) == DOCS
+    db.drop_collection("rins")
+
+
+def test_a_retryable_insert_stopped_part_way_is_resumed_exactly_by_its_retry(loaded):
+    from bson import SON, Int64
+    server, c = loaded
+    db = c.t
+    n = 100_000
+    docs = [{"_id": i, "p": "y" * 20} for i in range(n)]
+    stopped = None
+    with c.start_session() as s:
+        # (the pooled session may have served numbered writes already)
+        for txn in range(10**9, 10**9 + 5):  # maxTimeMS stops it part-way
+            db.drop_collection("rpart")
+            cmd = SON([("insert", "rpart"), ("documents", docs), ("txnNumber", Int64(txn))])
+            try:
+                db.command(SON(list(cmd.items()) + [("maxTimeMS", 5)]), session=s)
+            except OperationFailure as e:
+                assert e.code == MAX_TIME_MS_EXPIRED, e
+                done = db.rpart.count_documents({})
+                if 0 < done < n:
+                    stopped = (txn, done)
+                    break
+        assert stopped, "a 100,000-document insert was stopped part-way by maxTimeMS: 5"
+        txn, done = stopped
+        print("the first run inserted %d of %d documents before maxTimeMS" % (done, n))
+        # the retry (same lsid and txnNumber) runs only the statements not yet run
+        r = db.command(SON([("insert", "rpart"), ("documents", docs), ("txnNumber", Int64(txn))]),
+                       session=s)
+        assert r["n"] == n and "writeErrors" not in r, \
+            "the retry answers as one uninterrupted run: n = %d, no duplicate key errors (%r)" \
+            % (n, {k: r[k] for k in r if k != "writeErrors"})
+        assert db.rpart.count_documents({}) == n
+        # a further retry is answered from the stored outcome and writes nothing
+        db.rpart.delete_one({"_id": 0})
+        r2 = db.command(SON([("insert", "rpart"), ("documents", docs), ("txnNumber", Int64(txn))]),
+                        session=s)
+        assert r2["n"] == n and db.rpart.count_documents({}) == n - 1, \
+            "a retry of the finished write changes nothing"
+    db.drop_collection("rpart")
