@@ -453,7 +453,10 @@ static cmd_status_t cmd_run_one(cmd_client_t *client, const wire_request_t *req,
         }
         if (pinned)
             fiber_no_yield_begin();
+        uint64_t started = uv_hrtime();
         ok = def->fn(&ctx, &err);
+        if (view.txn && ctx.session) /* a transaction's statement never yields */
+            ctx.session->txn_active_ns += uv_hrtime() - started;
         if (pinned)
             fiber_no_yield_end();
         if (sliced_retry) { /* the session may have ended while it yielded */

@@ -844,10 +844,10 @@ static bool query_write_merge(collection_t *target, const char *db, const pipeli
 /* Checks a leading {$currentOp: {...}} (under `stage`): on admin, with
  * {aggregate: 1}, and only the options mongod knows. */
 static bool query_current_op_args(const cmd_ctx_t *ctx, const bson_iter_t *stage, bool *all_users,
-                                  bool *idle, dberr_t *err)
+                                  unsigned *idle, dberr_t *err)
 {
     *all_users = false; /* mongod's default: the caller's own operations */
-    *idle = false;
+    *idle = OP_LIST_IDLE_SESSIONS; /* idleSessions defaults to true */
     if (strcmp(ctx->db, "admin") != 0)
         return dberr_set(err, DBERR_INVALID_NAMESPACE,
                          "$currentOp must be run against the 'admin' database with "
@@ -881,7 +881,9 @@ static bool query_current_op_args(const cmd_ctx_t *ctx, const bson_iter_t *stage
         if (!strcmp(k, "allUsers"))
             *all_users = on;
         else if (!strcmp(k, "idleConnections"))
-            *idle = on;
+            *idle = on ? *idle | OP_LIST_IDLE_CONNECTIONS : *idle & ~OP_LIST_IDLE_CONNECTIONS;
+        else if (!strcmp(k, "idleSessions"))
+            *idle = on ? *idle | OP_LIST_IDLE_SESSIONS : *idle & ~OP_LIST_IDLE_SESSIONS;
         else if (on && (!strcmp(k, "idleCursors") ||
                         !strcmp(k, "truncateOps") || !strcmp(k, "backtrace")))
             return dberr_set(err, DBERR_NOT_IMPLEMENTED,
@@ -892,8 +894,7 @@ static bool query_current_op_args(const cmd_ctx_t *ctx, const bson_iter_t *stage
             return dberr_set(err, DBERR_FAILED_TO_PARSE,
                              "$currentOp supports targetAllNodes parameter only for sharded "
                              "clusters");
-        /* idleSessions (idle sessions are not listed: documented), localOps
-         * (one node: always local) change nothing here */
+        /* localOps (one node: always local) changes nothing here */
     }
     return true;
 }
@@ -908,7 +909,8 @@ bool cmd_aggregate(cmd_ctx_t *ctx, dberr_t *err)
     doclist_t docs;
     bson_t rest = BSON_INITIALIZER;
     bool ok = false;
-    bool sessions = false, current_ops = false, all_users = false, idle_conns = false;
+    bool sessions = false, current_ops = false, all_users = false;
+    unsigned idle_conns = 0; /* OP_LIST_IDLE_* */
     recvec_init(&recs);
     doclist_init(&docs);
     if (BSON_ITER_HOLDS_UTF8(&ctx->arg))

@@ -151,6 +151,7 @@ int cmd_session_prepare(cmd_ctx_t *ctx, dberr_t *err)
             if (!restarting) { /* a first statement that waited keeps its transaction */
                 session_begin_txn(s, ctx->txn_number, now);
                 txn_set_isolation(s->txn, level);
+                snprintf(s->txn_read_concern, sizeof s->txn_read_concern, "%s", ctx->rc.level);
             } else {
                 /* ... and, having seen nothing yet, reads from a new snapshot:
                  * the wait (SELECT ... FOR UPDATE as the first statement)

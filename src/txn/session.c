@@ -88,6 +88,9 @@ void session_begin_txn(session_t *s, int64_t number, int64_t now_ms)
     s->txn_number = number;
     s->state = SESSION_TXN_IN_PROGRESS;
     s->abort_reason[0] = '\0';
+    s->txn_opid = 0;
+    s->txn_active_ns = 0;
+    s->txn_read_concern[0] = '\0';
     s->txn = txn_new(++session_next_age, now_ms);
     txn_set_owner(s->txn, s);
 }

@@ -33,6 +33,10 @@ typedef struct session {
     char abort_reason[200];      /* why it was aborted, when the server did it */
     int64_t noop_txn;            /* the retryable write that changed nothing ... */
     bson_t *noop_reply;          /* ... and its reply (memory only), or NULL */
+    int64_t txn_opid;            /* currentOp's opid for the transaction while it is
+                                  * idle (cmd/op.c assigns it), 0: none yet */
+    uint64_t txn_active_ns;      /* time the transaction's statements ran */
+    char txn_read_concern[24];   /* readConcern level its first statement gave, "" */
     int64_t retry_running;       /* txnNumber of the retryable batch running in
                                   * slices (a retry waits for it), -1: none */
     uint64_t owner;              /* under --auth: the user who first used it (an

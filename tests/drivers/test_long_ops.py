@@ -837,3 +837,50 @@ def test_a_retryable_insert_stopped_part_way_is_resumed_exactly_by_its_retry(loa
         assert r2["n"] == n and db.rpart.count_documents({}) == n - 1, \
             "a retry of the finished write changes nothing"
     db.drop_collection("rpart")
+
+
+def uuid_bytes(u):
+    return u.bytes if hasattr(u, "bytes") else bytes(u)
+
+
+def test_an_idle_transaction_is_listed_by_current_op_and_killop_aborts_it(loaded):
+    from pymongo.errors import PyMongoError
+    server, c = loaded
+    db = c.t
+    db.idletx.replace_one({"_id": 1}, {"_id": 1, "n": 0}, upsert=True)
+    with c.start_session() as s:
+        s.start_transaction()
+        db.idletx.update_one({"_id": 1}, {"$inc": {"n": 1}}, session=s)
+        lsid = s.session_id["id"]
+        time.sleep(0.05)
+        ops = c.admin.command({"currentOp": 1, "lsid.id": lsid})["inprog"]
+        assert len(ops) == 1, "currentOp lists the idle transaction by its lsid (%r)" % ops
+        op = ops[0]
+        assert op["type"] == "idleSession" and op["active"] is False and \
+            isinstance(op["opid"], int) and uuid_bytes(op["lsid"]["id"]) == uuid_bytes(lsid), op
+        t = op["transaction"]
+        assert t["parameters"]["autocommit"] is False and \
+            t["parameters"]["txnNumber"] == s._server_session.transaction_id and \
+            isinstance(t["parameters"]["readConcern"], dict), t
+        assert t["timeOpenMicros"] == t["timeActiveMicros"] + t["timeInactiveMicros"] and \
+            t["timeInactiveMicros"] > 0 and "expiryTime" in t, t
+        staged = list(c.admin.aggregate([{"$currentOp": {"allUsers": True}},
+                                         {"$match": {"lsid.id": lsid}}]))
+        assert [o["opid"] for o in staged] == [op["opid"]], \
+            "the $currentOp stage lists it too (idleSessions defaults to true)"
+        assert not list(c.admin.aggregate([{"$currentOp": {"allUsers": True,
+                                                           "idleSessions": False}},
+                                           {"$match": {"lsid.id": lsid}}])), \
+            "idleSessions: false leaves it out"
+        assert c.admin.command("killOp", op=op["opid"])["ok"] == 1.0
+        assert not c.admin.command({"currentOp": 1, "lsid.id": lsid})["inprog"], \
+            "the killed transaction is no longer listed"
+        with pytest.raises(PyMongoError) as e:
+            db.idletx.update_one({"_id": 1}, {"$inc": {"n": 1}}, session=s)
+        assert getattr(e.value, "code", None) == 251, \
+            "its next statement gets NoSuchTransaction (got %r)" % e.value
+        with pytest.raises(PyMongoError) as e:
+            s.commit_transaction()
+        assert getattr(e.value, "code", None) == 251, \
+            "its commit gets NoSuchTransaction (got %r)" % e.value
+    assert db.idletx.find_one({"_id": 1})["n"] == 0, "the killed transaction wrote nothing"
