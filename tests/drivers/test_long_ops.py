@@ -885,3 +885,68 @@ def test_an_idle_transaction_is_listed_by_current_op_and_killop_aborts_it(loaded
         assert getattr(e.value, "code", None) == 251, \
             "its commit gets NoSuchTransaction (got %r)" % e.value
     assert db.idletx.find_one({"_id": 1})["n"] == 0, "the killed transaction wrote nothing"
+
+
+def test_after_a_kill_9_the_sliced_index_build_and_a_stopped_retryable_insert_recover_exactly(
+        atomdb):
+    from bson import SON, Int64
+    sys.path.insert(0, str(Path(__file__).parent))
+    from atomdb_testlib import restart
+    server = atomdb
+    c = connect(server)
+    db = c.t
+    for s in range(0, 100_000, 20_000):
+        db.rk.insert_many([{"_id": i, "a": i % 500} for i in range(s, s + 20_000)])
+    running = threading.Event()
+    running.set()
+
+    def write(wdb, k):
+        if k % 2:
+            wdb.rk.insert_one({"_id": -1 - k, "a": 9000 + k})
+        else:
+            wdb.rk.update_one({"_id": k * 7 % 100_000}, {"$set": {"a": 8000 + k}})
+        return time.monotonic()
+
+    th, done = writer_during(server, write, running)
+    while len(done) < 10:
+        time.sleep(0.01)
+    db.rk.create_index("a", name="a_1")
+    with pytest.raises(OperationFailure):
+        db.rk.create_index("a", unique=True, name="a_u")  # duplicates: fails, not logged
+    running.clear()
+    th.join()
+    docs = [{"_id": i} for i in range(100_000)]
+    stopped = None
+    with c.start_session() as s:
+        lsid = s.session_id
+        s._server_session.mark_dirty()
+        for txn in range(10**9, 10**9 + 5):
+            db.drop_collection("rr")
+            try:
+                db.command(SON([("insert", "rr"), ("documents", docs), ("txnNumber", Int64(txn)),
+                                ("maxTimeMS", 5)]), session=s)
+            except OperationFailure:
+                if 0 < db.rr.count_documents({}) < len(docs):
+                    stopped = txn
+                    break
+    assert stopped, "the insert was stopped part-way"
+    c.close()
+    server2 = restart(server, kill=True)
+    server.proc = server2.proc  # the fixture stops whatever now runs
+    server.port = server2.port
+    c = connect(server2)
+    db = c.t
+    v = db.command("validate", "rk", full=True)
+    assert v["valid"] is True and v["keysPerIndex"].get("a_1") == db.rk.count_documents({}), \
+        "after recovery the index holds exactly one key per document (%r)" % v
+    assert sorted(ix["name"] for ix in db.rk.list_indexes()) == ["_id_", "a_1"], \
+        "the failed unique build left nothing behind"
+    with c.start_session() as s2:  # the same lsid as before the crash
+        s2._server_session.session_id = lsid
+        s2._server_session.mark_dirty()
+        r = db.command(SON([("insert", "rr"), ("documents", docs),
+                            ("txnNumber", Int64(stopped))]), session=s2)
+    assert r["n"] == len(docs) and "writeErrors" not in r and \
+        db.rr.count_documents({}) == len(docs), \
+        "after recovery the retry runs only the statements not yet run (%r)" % {k: r[k] for k in r if k != "writeErrors"}
+    c.close()
