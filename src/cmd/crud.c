@@ -367,6 +367,10 @@ static bool crud_insert_stmt(cmd_ctx_t *ctx, const bson_iter_t *item, uint32_t i
     collection_t *c = arg;
     bson_t doc, prepared = BSON_INITIALIZER;
     bool ok = false;
+    /* dropped between two slices of the batch: the insert creates it
+     * again, as it would have done had the batch come after the drop */
+    if (collection_dropped(c) && !crud_collection(ctx, &c, err))
+        return false;
     if (!BSON_ITER_HOLDS_DOCUMENT(item) || !cmd_iter_doc(item, &doc))
         dberr_set(err, DBERR_TYPE_MISMATCH, "documents to insert must be objects");
     else if (cmd_prepare_insert_doc(&doc, &prepared, err) &&

@@ -950,3 +950,40 @@ def test_after_a_kill_9_the_sliced_index_build_and_a_stopped_retryable_insert_re
         db.rr.count_documents({}) == len(docs), \
         "after recovery the retry runs only the statements not yet run (%r)" % {k: r[k] for k in r if k != "writeErrors"}
     c.close()
+
+
+def test_an_insert_many_whose_collection_is_dropped_between_slices_recreates_it(loaded):
+    # one batch of 100,000 documents (pymongo's maxWriteBatchSize); the
+    # collection is dropped while the batch is still running: the rest of
+    # the batch goes into the collection created again, none is lost
+    server, c = loaded
+    db = c.t
+    n_docs = 100_000
+    for _ in range(5):
+        db.drop_collection("dropmid")
+        done = {}
+
+        def run():
+            rc = connect(server)
+            done["r"] = rc.t.dropmid.insert_many([{"_id": i} for i in range(n_docs)])
+            rc.close()
+
+        th = threading.Thread(target=run)
+        th.start()
+        while db.dropmid.estimated_document_count() < 1000 and th.is_alive():
+            time.sleep(0.002)
+        db.drop_collection("dropmid")
+        mid_batch = th.is_alive()
+        th.join()
+        if mid_batch:
+            break
+    assert mid_batch, "the collection was dropped while the batch ran"
+    assert len(done["r"].inserted_ids) == n_docs
+    n = db.dropmid.count_documents({})
+    first = db.dropmid.find_one(sort=[("_id", 1)])
+    print("after the drop: %d documents from _id %r" % (n, first and first["_id"]))
+    assert 0 < n < n_docs and first["_id"] == n_docs - n and \
+        db.dropmid.find_one(sort=[("_id", -1)])["_id"] == n_docs - 1, \
+        "the documents inserted after the drop are in the collection created again " \
+        "(%d documents from %r)" % (n, first)
+    db.drop_collection("dropmid")
