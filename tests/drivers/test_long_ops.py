@@ -987,3 +987,82 @@ def test_an_insert_many_whose_collection_is_dropped_between_slices_recreates_it(
         "the documents inserted after the drop are in the collection created again " \
         "(%d documents from %r)" % (n, first)
     db.drop_collection("dropmid")
+
+
+def test_killop_and_max_time_ms_stop_an_index_build_and_leave_no_index(loaded):
+    server, c = loaded
+    db = c.t
+    with pytest.raises(OperationFailure) as e:
+        db.command("createIndexes", "docs", indexes=[{"key": {"s": 1}, "name": "s_1"}],
+                   maxTimeMS=1)
+    assert e.value.code == MAX_TIME_MS_EXPIRED, e.value
+    assert "s_1" not in [ix["name"] for ix in db.docs.list_indexes()], \
+        "an expired build leaves no index"
+    result = {}
+
+    def run():
+        rc = connect(server)
+        try:
+            rc.t.command("createIndexes", "docs", indexes=[{"key": {"s": 1}, "name": "s_1"}],
+                         comment="ixkill")
+            result["r"] = True
+        except OperationFailure as err:
+            result["e"] = err
+        rc.close()
+
+    for _ in range(3):
+        result.clear()
+        th = threading.Thread(target=run)
+        th.start()
+        try:
+            op = find_op(c.admin, "ixkill", False)
+        except AssertionError:
+            th.join()
+            db.docs.drop_index("s_1")
+            continue  # it finished before it was seen
+        c.admin.command("killOp", op=op["opid"])
+        th.join()
+        if "e" in result:
+            break
+        db.docs.drop_index("s_1")
+    assert "e" in result and result["e"].code == INTERRUPTED, \
+        "a killed index build fails with Interrupted (got %r)" % result
+    assert "s_1" not in [ix["name"] for ix in db.docs.list_indexes()], \
+        "a killed build leaves no index"
+
+
+def test_dropindexes_of_an_index_being_built_aborts_the_build_with_276(loaded):
+    server, c = loaded
+    db = c.t
+    result = {}
+
+    def run():
+        rc = connect(server)
+        try:
+            rc.t.command("createIndexes", "docs", indexes=[{"key": {"s": -1}, "name": "s_-1"}],
+                         comment="ixdrop")
+            result["r"] = True
+        except OperationFailure as err:
+            result["e"] = err
+        rc.close()
+
+    for _ in range(3):
+        result.clear()
+        th = threading.Thread(target=run)
+        th.start()
+        try:
+            find_op(c.admin, "ixdrop", False)
+        except AssertionError:
+            th.join()
+            db.docs.drop_index("s_-1")
+            continue
+        try:
+            db.command("dropIndexes", "docs", index="s_-1")
+        except OperationFailure:
+            pass  # it had finished: dropped as a complete index, try again
+        th.join()
+        if "e" in result:
+            break
+    assert "e" in result and result["e"].code == 276, \
+        "dropIndexes aborts the build: IndexBuildAborted (got %r)" % result
+    assert "s_-1" not in [ix["name"] for ix in db.docs.list_indexes()]
