@@ -1066,3 +1066,19 @@ def test_dropindexes_of_an_index_being_built_aborts_the_build_with_276(loaded):
     assert "e" in result and result["e"].code == 276, \
         "dropIndexes aborts the build: IndexBuildAborted (got %r)" % result
     assert "s_-1" not in [ix["name"] for ix in db.docs.list_indexes()]
+
+
+def test_a_temporary_out_collection_left_by_a_crash_is_dropped_at_start_up(atomdb):
+    sys.path.insert(0, str(Path(__file__).parent))
+    from atomdb_testlib import restart
+    c = connect(atomdb)
+    c.t["tmp.agg_out.0badf00d-0000-4000-8000-000000000000"].insert_one({"_id": 1})
+    c.t.keep.insert_one({"_id": 1})
+    c.close()
+    server2 = restart(atomdb, kill=True)
+    atomdb.proc = server2.proc
+    atomdb.port = server2.port
+    c = connect(server2)
+    assert c.t.list_collection_names() == ["keep"], \
+        "start-up dropped the $out leftover and kept the rest (%r)" % c.t.list_collection_names()
+    c.close()
