@@ -17,7 +17,7 @@ struct collection {
     int nindexes;
     size_t count;
     size_t data_size;
-    uint64_t id;   /* mvcc collection id */
+    uint64_t id;          /* mvcc collection id */
     matcher_t *validator; /* compiled options.validator, or NULL */
     bool quiet;           /* a stand-in: its changes are not reported */
     bool validator_compiled;

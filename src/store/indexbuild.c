@@ -18,12 +18,12 @@
 #define INDEXBUILD_ALREADY_IN_PROGRESS 325
 
 struct indexbuild {
-    index_t *ix;          /* the index being built (owned until it is added) */
-    buf_t cursor;         /* keystring of the _id the scan reached */
-    bool scanned_any;     /* cursor is set */
-    bool failed;          /* a write, a drop or dropIndexes stopped it: err says why */
+    index_t *ix;      /* the index being built (owned until it is added) */
+    buf_t cursor;     /* keystring of the _id the scan reached */
+    bool scanned_any; /* cursor is set */
+    bool failed;      /* a write, a drop or dropIndexes stopped it: err says why */
     dberr_t err;
-    indexbuild_t *next;   /* the collection's other builds */
+    indexbuild_t *next; /* the collection's other builds */
 };
 
 static void indexbuild_fail(indexbuild_t *b, const dberr_t *why)
@@ -150,8 +150,8 @@ bool indexbuild_abort(collection_t *c, const char *name)
         return false;
     dberr_t err;
     dberr_set(&err, INDEXBUILD_ABORTED,
-              "Index build aborted: %s: Index build aborted due to dropIndexes command on %s",
-              name, c->ns);
+              "Index build aborted: %s: Index build aborted due to dropIndexes command on %s", name,
+              c->ns);
     indexbuild_fail(b, &err);
     return true;
 }
@@ -194,8 +194,7 @@ static bool indexbuild_check(collection_t *c, const index_t *ix, bool *exists, d
         if (!b->failed && (strcmp(b->ix->name, ix->name) == 0 ||
                            (bson_equal(&b->ix->key, &ix->key) && !b->ix->partial && !ix->partial)))
             return dberr_set(err, INDEXBUILD_ALREADY_IN_PROGRESS,
-                             "Index build already in progress: index %s on %s", b->ix->name,
-                             c->ns);
+                             "Index build already in progress: index %s on %s", b->ix->name, c->ns);
     if (c->nindexes == COLLECTION_MAX_INDEXES)
         return dberr_set(err, DBERR_CANNOT_CREATE_INDEX,
                          "add index fails, too many indexes for %s key:%s", c->ns, "...");

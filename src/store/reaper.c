@@ -11,7 +11,7 @@
 typedef struct reaper_item {
     omap_t *map;
     void (*free_value)(void *);
-    size_t left;                /* entries not yet freed, plus one for the map */
+    size_t left; /* entries not yet freed, plus one for the map */
     struct reaper_item *next;
 } reaper_item_t;
 
