@@ -178,9 +178,14 @@ static bool crud_retry_sliced(const cmd_ctx_t *ctx, crud_stmt_fn fn)
     return fn == crud_insert_stmt && ctx->txn_number >= 0 && !ctx->in_txn && ctx->session;
 }
 
-/* Records that the statements before `index` ran, with result `r`. */
-static bool crud_retry_note(cmd_ctx_t *ctx, uint32_t index, const crud_result_t *r, dberr_t *err)
+/* Records that the statements before `index` ran, with result `r`;
+ * nothing when no statement ran since the last record (`*noted`). */
+static bool crud_retry_note(cmd_ctx_t *ctx, uint32_t index, const crud_result_t *r,
+                            uint32_t *noted, dberr_t *err)
 {
+    if (index <= *noted)
+        return true;
+    *noted = index;
     bson_t partial = BSON_INITIALIZER;
     BSON_APPEND_INT32(&partial, "n", (int32_t)r->n);
     if (r->n_errors)
@@ -218,14 +223,15 @@ static uint32_t crud_retry_resume(cmd_ctx_t *ctx, crud_result_t *r)
  * used up, records the progress and yields; otherwise only the kill and
  * deadline checks (fiber_check could yield with the progress unrecorded),
  * recording the progress when they stop the batch. */
-static bool crud_retry_check(cmd_ctx_t *ctx, uint32_t index, const crud_result_t *r, dberr_t *e)
+static bool crud_retry_check(cmd_ctx_t *ctx, uint32_t index, const crud_result_t *r,
+                             uint32_t *noted, dberr_t *e)
 {
     if (fiber_due())
-        return crud_retry_note(ctx, index, r, e) && fiber_yield_now(e);
+        return crud_retry_note(ctx, index, r, noted, e) && fiber_yield_now(e);
     if (fiber_alive(e))
         return true;
     dberr_t ignored;
-    crud_retry_note(ctx, index, r, &ignored);
+    crud_retry_note(ctx, index, r, noted, &ignored);
     return false;
 }
 
@@ -243,13 +249,16 @@ static bool crud_run_batch(cmd_ctx_t *ctx, bson_iter_t *items, bool ordered, boo
     uint32_t start = crud_resume_take(ctx, &r);
     if (retry && start == 0)
         start = crud_retry_resume(ctx, &r);
+    else if (retry) /* a parked batch run again: its progress is on record */
+        ctx->retry_progress = true;
+    uint32_t noted = start; /* the statements before it are on record */
     for (uint32_t index = 0; bson_iter_next(items); index++) {
         if (index < start)
             continue;
         dberr_t e;
         dberr_clear(&e);
         /* between statements: other requests may run */
-        if (retry ? !crud_retry_check(ctx, index, &r, &e) : !fiber_check(&e))
+        if (retry ? !crud_retry_check(ctx, index, &r, &noted, &e) : !fiber_check(&e))
             return crud_park_batch(ctx, index, &r, &e, err);
         (*opcounter)++;
         if (fn(ctx, items, index, &r, arg, &e))
@@ -257,7 +266,7 @@ static bool crud_run_batch(cmd_ctx_t *ctx, bson_iter_t *items, bool ordered, boo
         if (crud_stops_batch(ctx, &e)) {
             dberr_t note_err;
             /* parked or failed: the statements before it are sealed now */
-            if (retry && !crud_retry_note(ctx, index, &r, &note_err))
+            if (retry && !crud_retry_note(ctx, index, &r, &noted, &note_err))
                 e = note_err;
             return crud_park_batch(ctx, index, &r, &e, err);
         }
