@@ -229,6 +229,8 @@ cmd_status_t op_run(cmd_client_t *client, const wire_request_t *req, bson_t *rep
     if (!op_reaper_hooked) {
         reaper_set_wake(op_schedule);
         op_reaper_hooked = true;
+        if (reaper_pending()) /* drops replayed by recovery */
+            op_schedule();
     }
     if (!fiber_current() && !client->op) {
         /* one opid per request, kept across its parks and reruns */

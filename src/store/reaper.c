@@ -27,14 +27,13 @@ void reaper_add(omap_t *map, void (*free_value)(void *))
     it->map = map;
     it->free_value = free_value;
     it->left = omap_count(map) + 1;
-    bool was_idle = !reaper_head;
     if (reaper_tail)
         reaper_tail->next = it;
     else
         reaper_head = it;
     reaper_tail = it;
     reaper_left += it->left;
-    if (was_idle && reaper_wake)
+    if (reaper_wake)
         reaper_wake();
 }
 

@@ -19,8 +19,9 @@ void reaper_add(omap_t *map, void (*free_value)(void *));
 bool reaper_step(uint64_t budget_ns);
 /* Entries still to free (serverStatus). */
 size_t reaper_pending(void);
-/* `wake` is called when work arrives and none was pending: the caller
- * schedules reaper_step (cmd/op.c runs it from its idle handle). */
+/* `wake` is called whenever work arrives: the caller schedules
+ * reaper_step (cmd/op.c runs it from its idle handle); it must be cheap
+ * when already scheduled. */
 void reaper_set_wake(void (*wake)(void));
 /* Frees everything now (shutdown, recovery starting over). */
 void reaper_drain(void);

@@ -936,6 +936,12 @@ def test_after_a_kill_9_the_sliced_index_build_and_a_stopped_retryable_insert_re
     server.port = server2.port
     c = connect(server2)
     db = c.t
+    for _ in range(500):  # what recovery's replayed drops detached is freed too
+        if c.admin.command("serverStatus")["atomdbOperations"]["droppedEntriesToFree"] == 0:
+            break
+        time.sleep(0.01)
+    assert c.admin.command("serverStatus")["atomdbOperations"]["droppedEntriesToFree"] == 0, \
+        "the reaper runs after a restart"
     v = db.command("validate", "rk", full=True)
     assert v["valid"] is True and v["keysPerIndex"].get("a_1") == db.rk.count_documents({}), \
         "after recovery the index holds exactly one key per document (%r)" % v
