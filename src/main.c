@@ -525,6 +525,7 @@ int main(int argc, char **argv)
     if (!journal_open(server.loop, &jopts, server.catalog, &err))
         return main_fail(MAIN_EXIT_UNCAUGHT, err.code == 98 ? "DBPathInUse" : "InternalError",
                          err.msg);
+    catalog_drop_temporary(server.catalog); /* an $out a crash interrupted */
     /* recovery allocates and frees as it replays: give the freed heap back, so
      * a restarted server's RSS is what it holds, not replay's high-water mark */
     malloc_trim(0);

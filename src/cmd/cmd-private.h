@@ -65,6 +65,8 @@ typedef struct cmd_ctx {
     struct session *session; /* the lsid's session, or NULL */
     int64_t txn_number;   /* txnNumber, or -1 */
     bool in_txn;          /* part of a multi-document transaction */
+    bool retry_progress;  /* a retryable batch recorded its progress (crud.c):
+                           * its outcome must be recorded durably */
     bool indexed;         /* fields[] holds every top-level field of cmd */
     uint8_t nfields;
     cmd_field_t fields[CMD_FIELDS_MAX];

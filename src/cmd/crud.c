@@ -15,6 +15,7 @@
 #include "doc/sortspec.h"
 #include "doc/updater.h"
 #include "store/catalog.h"
+#include "txn/session.h"
 #include "txn/txn.h"
 #include "util/fiber.h"
 
@@ -164,6 +165,77 @@ static void crud_reply(cmd_ctx_t *ctx, crud_result_t *r, bool is_update)
 typedef bool (*crud_stmt_fn)(cmd_ctx_t *ctx, const bson_iter_t *item, uint32_t index,
                              crud_result_t *r, void *arg, dberr_t *err);
 
+static bool crud_insert_stmt(cmd_ctx_t *ctx, const bson_iter_t *item, uint32_t index,
+                             crud_result_t *r, void *arg, dberr_t *err);
+
+/* A retryable insert batch (lsid + txnNumber, outside a transaction) runs
+ * in slices like any other: before it gives the loop back it records how
+ * many statements it has run and their result in config.transactions
+ * (txn/session.h), in the same log record as their writes, so a retry —
+ * after a crash, a kill or a disconnect — runs only the rest and answers
+ * exactly what one uninterrupted run would have. */
+static bool crud_retry_sliced(const cmd_ctx_t *ctx, crud_stmt_fn fn)
+{
+    return fn == crud_insert_stmt && ctx->txn_number >= 0 && !ctx->in_txn && ctx->session;
+}
+
+/* Records that the statements before `index` ran, with result `r`;
+ * nothing when no statement ran since the last record (`*noted`). */
+static bool crud_retry_note(cmd_ctx_t *ctx, uint32_t index, const crud_result_t *r,
+                            uint32_t *noted, dberr_t *err)
+{
+    if (index <= *noted)
+        return true;
+    *noted = index;
+    bson_t partial = BSON_INITIALIZER;
+    BSON_APPEND_INT32(&partial, "n", (int32_t)r->n);
+    if (r->n_errors)
+        BSON_APPEND_ARRAY(&partial, "writeErrors", &r->write_errors);
+    bool ok = session_retry_progress_record(server.catalog, ctx->session->id, ctx->txn_number,
+                                            index, &partial, err);
+    bson_destroy(&partial);
+    ctx->retry_progress = true;
+    return ok;
+}
+
+/* Where an earlier run of this retryable batch stopped: the first
+ * statement to run, with `r` holding what the earlier ones did. */
+static uint32_t crud_retry_resume(cmd_ctx_t *ctx, crud_result_t *r)
+{
+    uint32_t done = 0;
+    bson_t partial = BSON_INITIALIZER;
+    bson_iter_t it;
+    if (session_retry_progress(server.catalog, ctx->session->id, ctx->txn_number, &done,
+                               &partial)) {
+        if (bson_iter_init_find(&it, &partial, "n"))
+            r->n = bson_iter_as_int64(&it);
+        bson_t errs;
+        if (bson_iter_init_find(&it, &partial, "writeErrors") && cmd_iter_doc(&it, &errs)) {
+            bson_concat(&r->write_errors, &errs);
+            r->n_errors = bson_count_keys(&errs);
+        }
+        ctx->retry_progress = true;
+    }
+    bson_destroy(&partial);
+    return done;
+}
+
+/* The check between statements of a retryable batch: when the slice is
+ * used up, records the progress and yields; otherwise only the kill and
+ * deadline checks (fiber_check could yield with the progress unrecorded),
+ * recording the progress when they stop the batch. */
+static bool crud_retry_check(cmd_ctx_t *ctx, uint32_t index, const crud_result_t *r,
+                             uint32_t *noted, dberr_t *e)
+{
+    if (fiber_due())
+        return crud_retry_note(ctx, index, r, noted, e) && fiber_yield_now(e);
+    if (fiber_alive(e))
+        return true;
+    dberr_t ignored;
+    crud_retry_note(ctx, index, r, noted, &ignored);
+    return false;
+}
+
 /* The one park-and-resume loop of insert, update and delete: resumes a
  * batch that waited for a lock where it stopped, runs each statement
  * (counting it in `opcounter`), parks the batch when a statement finds a
@@ -174,19 +246,31 @@ static bool crud_run_batch(cmd_ctx_t *ctx, bson_iter_t *items, bool ordered, boo
 {
     crud_result_t r;
     crud_result_init(&r);
+    bool retry = crud_retry_sliced(ctx, fn);
     uint32_t start = crud_resume_take(ctx, &r);
+    if (retry && start == 0)
+        start = crud_retry_resume(ctx, &r);
+    else if (retry) /* a parked batch run again: its progress is on record */
+        ctx->retry_progress = true;
+    uint32_t noted = start; /* the statements before it are on record */
     for (uint32_t index = 0; bson_iter_next(items); index++) {
         if (index < start)
             continue;
         dberr_t e;
         dberr_clear(&e);
-        if (!fiber_check(&e)) /* between statements: other requests may run */
+        /* between statements: other requests may run */
+        if (retry ? !crud_retry_check(ctx, index, &r, &noted, &e) : !fiber_check(&e))
             return crud_park_batch(ctx, index, &r, &e, err);
         (*opcounter)++;
         if (fn(ctx, items, index, &r, arg, &e))
             continue;
-        if (crud_stops_batch(ctx, &e))
+        if (crud_stops_batch(ctx, &e)) {
+            dberr_t note_err;
+            /* parked or failed: the statements before it are sealed now */
+            if (retry && !crud_retry_note(ctx, index, &r, &noted, &note_err))
+                e = note_err;
             return crud_park_batch(ctx, index, &r, &e, err);
+        }
         crud_add_error(&r, index, &e);
         if (ordered)
             break;
@@ -293,6 +377,10 @@ static bool crud_insert_stmt(cmd_ctx_t *ctx, const bson_iter_t *item, uint32_t i
     collection_t *c = arg;
     bson_t doc, prepared = BSON_INITIALIZER;
     bool ok = false;
+    /* dropped between two slices of the batch: the insert creates it
+     * again, as it would have done had the batch come after the drop */
+    if (collection_dropped(c) && !crud_collection(ctx, &c, err))
+        return false;
     if (!BSON_ITER_HOLDS_DOCUMENT(item) || !cmd_iter_doc(item, &doc))
         dberr_set(err, DBERR_TYPE_MISMATCH, "documents to insert must be objects");
     else if (cmd_prepare_insert_doc(&doc, &prepared, err) &&

@@ -17,6 +17,7 @@
 #include "journal/journal.h"
 #include "store/clock.h"
 #include "txn/txn.h"
+#include "txn/session.h"
 #include "util/fiber.h"
 #include "util/log.h"
 #include "util/shellfmt.h"
@@ -441,12 +442,28 @@ static cmd_status_t cmd_run_one(cmd_client_t *client, const wire_request_t *req,
         /* a transaction's statement sees nothing change; a retryable write
          * stays one log record with its config.transactions entry, so a
          * retry after a crash finds all of it or none of it */
-        bool pinned = view.txn != NULL || ctx.txn_number >= 0;
+        /* (a retryable insert batch records its progress as it goes:
+         * crud.c) */
+        bool sliced_retry = !view.txn && ctx.txn_number >= 0 && !strcmp(ctx.name, "insert");
+        bool pinned = view.txn != NULL || (ctx.txn_number >= 0 && !sliced_retry);
+        uint8_t lsid[16];
+        if (sliced_retry) {
+            memcpy(lsid, ctx.session->id, 16);
+            ctx.session->retry_running = ctx.txn_number;
+        }
         if (pinned)
             fiber_no_yield_begin();
+        uint64_t started = uv_hrtime();
         ok = def->fn(&ctx, &err);
+        if (view.txn && ctx.session) /* a transaction's statement never yields */
+            ctx.session->txn_active_ns += uv_hrtime() - started;
         if (pinned)
             fiber_no_yield_end();
+        if (sliced_retry) { /* the session may have ended while it yielded */
+            ctx.session = session_find(lsid);
+            if (ctx.session && ctx.session->retry_running == ctx.txn_number)
+                ctx.session->retry_running = -1;
+        }
         if (!ok && err.code == VIEW_BLOCKED_CODE) {
             /* a document is locked: undo this attempt's transaction changes
              * and wait; the command runs again from its start */

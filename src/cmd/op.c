@@ -12,6 +12,8 @@
 #include "cmd/cmd-private.h"
 #include "cmd/server.h"
 #include "doc/matcher.h"
+#include "store/reaper.h"
+#include "txn/session.h"
 #include "util/shellfmt.h"
 #include "util/fiber.h"
 #include "util/log.h"
@@ -37,6 +39,7 @@ static int64_t op_next_id = 1;
 static uv_idle_t op_idle;
 static bool op_idle_ready;
 static op_t *op_cursor; /* the next suspended op to resume (round robin) */
+static bool op_reaper_hooked; /* reaper_set_wake(op_schedule) done */
 
 /* Commands that may touch many documents. */
 static bool op_is_long(const char *name)
@@ -44,7 +47,7 @@ static bool op_is_long(const char *name)
     static const char *const names[] = {"find",   "getMore", "aggregate",     "count",
                                         "distinct", "update", "delete",       "findAndModify",
                                         "findandmodify", "explain", "insert",
-                                        "commitTransaction"};
+                                        "commitTransaction", "createIndexes"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(name, names[i]) == 0)
             return true;
@@ -191,6 +194,11 @@ static void op_step(op_t *o)
 
 static void op_on_idle(uv_idle_t *h)
 {
+    /* what drops detached is freed a slice at a time, as long operations */
+    bool reaping = reaper_pending() &&
+                   reaper_step((uint64_t)(op_started_since_slice ? op_busy_slice_us
+                                                                 : fiber_slice_us()) *
+                               1000u);
     /* one slice for the next suspended op; the loop polls the sockets
      * before the next idle callback */
     op_t *o = op_cursor ? op_cursor : op_head;
@@ -201,7 +209,9 @@ static void op_on_idle(uv_idle_t *h)
             ;
     }
     if (!o) {
-        uv_idle_stop(h);
+        if (!reaping)
+            uv_idle_stop(h);
+        op_started_since_slice = 0;
         return;
     }
     op_cursor = o->next;
@@ -216,6 +226,12 @@ cmd_status_t op_run(cmd_client_t *client, const wire_request_t *req, bson_t *rep
 {
     bson_iter_t it;
     op_started_since_slice++;
+    if (!op_reaper_hooked) {
+        reaper_set_wake(op_schedule);
+        op_reaper_hooked = true;
+        if (reaper_pending()) /* drops replayed by recovery */
+            op_schedule();
+    }
     if (!fiber_current() && !client->op) {
         /* one opid per request, kept across its parks and reruns */
         op_client_list(client);
@@ -357,6 +373,8 @@ static void op_append_one(bson_t *inprog, uint32_t i, const cmd_client_t *client
     bson_append_document_end(inprog, &d);
 }
 
+static void op_iso_time(int64_t ms, char *out, size_t size);
+
 /* An idle connection's entry (currentOp $all, idleConnections). */
 static void op_append_idle(bson_t *inprog, uint32_t i, const cmd_client_t *client)
 {
@@ -366,18 +384,99 @@ static void op_append_idle(bson_t *inprog, uint32_t i, const cmd_client_t *clien
     bson_append_document_begin(inprog, key, -1, &d);
     op_append_conn(&d, client);
     BSON_APPEND_BOOL(&d, "active", false);
-    int64_t ms = server_now_ms();
-    time_t secs = (time_t)(ms / 1000);
-    struct tm tm;
-    gmtime_r(&secs, &tm);
-    size_t n = strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(when + n, sizeof when - n, ".%03dZ", (int)(ms % 1000));
+    op_iso_time(server_now_ms(), when, sizeof when);
     BSON_APPEND_UTF8(&d, "currentOpTime", when);
     bson_append_document_end(inprog, &d);
 }
 
-void op_append_current(bson_t *inprog, bool idle, const cmd_client_t *owner_of)
+/* ISO-8601 UTC text of `ms` since the epoch, as mongod prints dates in
+ * currentOp ("2026-01-02T03:04:05.678Z"). */
+static void op_iso_time(int64_t ms, char *out, size_t size)
 {
+    time_t secs = (time_t)(ms / 1000);
+    struct tm tm;
+    gmtime_r(&secs, &tm);
+    size_t n = strftime(out, size, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out + n, size - n, ".%03dZ", (int)(ms % 1000));
+}
+
+/* True when a request of session `id` is running or parked: its
+ * transaction is not idle (the request has its own entry). */
+static bool op_session_busy(const uint8_t id[16])
+{
+    for (const cmd_client_t *c = op_clients_head; c; c = c->op_next) {
+        const wire_request_t *req = c->op ? ((const op_t *)c->op)->req
+                                    : c->op_wait != CMD_WAIT_NONE ? c->op_req : NULL;
+        bson_iter_t it;
+        uint8_t sid[16];
+        dberr_t err;
+        if (req && bson_iter_init_find(&it, &req->cmd, "lsid") &&
+            session_parse_lsid(&it, sid, &err) && memcmp(sid, id, 16) == 0)
+            return true;
+    }
+    return false;
+}
+
+typedef struct op_idle_txns {
+    bson_t *inprog;
+    uint32_t *i;
+    const cmd_client_t *owner_of; /* only this user's sessions, or NULL */
+} op_idle_txns_t;
+
+/* One idle transaction's entry, in mongod's idleSession shape; its opid
+ * reaches it with killOp. */
+static void op_append_idle_txn(const session_t *cs, void *arg)
+{
+    op_idle_txns_t *a = arg;
+    if (cs->state != SESSION_TXN_IN_PROGRESS || !cs->txn || op_session_busy(cs->id))
+        return;
+    if (a->owner_of && cs->owner != access_owner(a->owner_of))
+        return;
+    session_t *s = session_find(cs->id);
+    if (!s->txn_opid)
+        s->txn_opid = op_next_id++;
+    char key[16], when[40];
+    snprintf(key, sizeof key, "%u", (*a->i)++);
+    int64_t now = server_now_ms(), started = txn_started_ms(s->txn);
+    int64_t open_us = now > started ? (now - started) * 1000 : 0;
+    int64_t active_us = (int64_t)(s->txn_active_ns / 1000);
+    if (active_us > open_us)
+        active_us = open_us;
+    bson_t d, lsid, txn, params, rc;
+    bson_append_document_begin(a->inprog, key, -1, &d);
+    BSON_APPEND_UTF8(&d, "type", "idleSession");
+    BSON_APPEND_UTF8(&d, "host", "localhost");
+    BSON_APPEND_UTF8(&d, "desc", "inactive transaction");
+    BSON_APPEND_BOOL(&d, "active", false);
+    BSON_APPEND_INT64(&d, "opid", s->txn_opid);
+    op_iso_time(now, when, sizeof when);
+    BSON_APPEND_UTF8(&d, "currentOpTime", when);
+    bson_append_document_begin(&d, "lsid", -1, &lsid);
+    bson_append_binary(&lsid, "id", 2, BSON_SUBTYPE_UUID, s->id, 16);
+    bson_append_document_end(&d, &lsid);
+    bson_append_document_begin(&d, "transaction", -1, &txn);
+    bson_append_document_begin(&txn, "parameters", -1, &params);
+    BSON_APPEND_INT64(&params, "txnNumber", s->txn_number);
+    BSON_APPEND_BOOL(&params, "autocommit", false);
+    bson_append_document_begin(&params, "readConcern", -1, &rc);
+    if (s->txn_read_concern[0])
+        BSON_APPEND_UTF8(&rc, "level", s->txn_read_concern);
+    bson_append_document_end(&params, &rc);
+    bson_append_document_end(&txn, &params);
+    op_iso_time(started, when, sizeof when);
+    BSON_APPEND_UTF8(&txn, "startWallClockTime", when);
+    BSON_APPEND_INT64(&txn, "timeOpenMicros", open_us);
+    BSON_APPEND_INT64(&txn, "timeActiveMicros", active_us);
+    BSON_APPEND_INT64(&txn, "timeInactiveMicros", open_us - active_us);
+    BSON_APPEND_DATE_TIME(&txn, "expiryTime", started + (int64_t)server.txn_lifetime_s * 1000);
+    bson_append_document_end(&d, &txn);
+    BSON_APPEND_BOOL(&d, "waitingForLock", false);
+    bson_append_document_end(a->inprog, &d);
+}
+
+void op_append_current(bson_t *inprog, unsigned what, const cmd_client_t *owner_of)
+{
+    bool idle = what & OP_LIST_IDLE_CONNECTIONS;
     uint32_t i = 0;
     for (const cmd_client_t *c = op_clients_head; c; c = c->op_next) {
         if (owner_of && access_owner(c) != access_owner(owner_of))
@@ -389,6 +488,26 @@ void op_append_current(bson_t *inprog, bool idle, const cmd_client_t *owner_of)
             op_append_one(inprog, i++, c, c->op_req, NULL);
         else if (idle)
             op_append_idle(inprog, i++, c);
+    }
+    if (what & OP_LIST_IDLE_SESSIONS) {
+        op_idle_txns_t a = {inprog, &i, owner_of};
+        session_foreach(op_append_idle_txn, &a);
+    }
+}
+
+/* killOp of an idle transaction's opid: the transaction is aborted. */
+typedef struct op_txn_kill {
+    int64_t opid;
+    bool found;
+    uint8_t id[16];
+} op_txn_kill_t;
+
+static void op_find_txn(const session_t *s, void *arg)
+{
+    op_txn_kill_t *k = arg;
+    if (!k->found && s->state == SESSION_TXN_IN_PROGRESS && s->txn_opid == k->opid) {
+        k->found = true;
+        memcpy(k->id, s->id, 16);
     }
 }
 
@@ -407,6 +526,14 @@ bool op_kill(int64_t opid)
             cmd_lock_wait_kill(c);
             return true;
         }
+    /* an idle transaction (currentOp lists it with this opid) */
+    op_txn_kill_t k = {.opid = opid};
+    session_foreach(op_find_txn, &k);
+    session_t *s = k.found ? session_find(k.id) : NULL;
+    if (s) {
+        session_abort_txn(s, "it was killed by killOp");
+        return true;
+    }
     return false;
 }
 
@@ -419,6 +546,7 @@ void op_append_status(bson_t *out)
     BSON_APPEND_INT64(out, "longestSliceMicros", (int64_t)(op_slice_max_ns / 1000));
     BSON_APPEND_INT64(out, "yieldPeriodMicros", fiber_slice_us());
     BSON_APPEND_INT64(out, "busyYieldPeriodMicros", op_busy_slice_us);
+    BSON_APPEND_INT64(out, "droppedEntriesToFree", (int64_t)reaper_pending());
 }
 
 /* ---- currentOp, killOp ---- */
@@ -448,7 +576,10 @@ bool cmd_current_op(cmd_ctx_t *ctx, dberr_t *err)
     if (!m)
         return false;
     bson_t ops = BSON_INITIALIZER, arr;
-    op_append_current(&ops, all, own ? ctx->client : NULL);
+    /* idle transactions always, as mongod (they hold locks); idle
+     * connections with $all */
+    op_append_current(&ops, OP_LIST_IDLE_SESSIONS | (all ? OP_LIST_IDLE_CONNECTIONS : 0),
+                      own ? ctx->client : NULL);
     bson_append_array_begin(ctx->reply, "inprog", -1, &arr);
     uint32_t n = 0;
     char key[16];

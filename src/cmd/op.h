@@ -30,17 +30,27 @@ void op_client_closed(cmd_client_t *client);
  * such commands do not run long). */
 void op_set_max_time(int64_t ms);
 
+/* What op_append_current lists besides the operations in progress. */
+enum {
+    OP_LIST_IDLE_CONNECTIONS = 1, /* $all, idleConnections */
+    OP_LIST_IDLE_SESSIONS = 2,    /* idle transactions: idleSessions (default true) */
+};
+
 /* Appends one document per operation in progress to array `inprog`
  * (mongod's currentOp shape): those running in slices and the requests
  * parked on a document lock or a lease (waitingForLock: true, and
- * atomdb's waitingFor); `idle` adds an active: false entry per idle
- * connection ($all, idleConnections); with owner_of, only the entries of
- * the user logged in on that connection ($ownOps, allUsers: false). */
-void op_append_current(bson_t *inprog, bool idle, const cmd_client_t *owner_of);
+ * atomdb's waitingFor); OP_LIST_IDLE_CONNECTIONS adds an active: false
+ * entry per idle connection, OP_LIST_IDLE_SESSIONS one (type:
+ * "idleSession", with its lsid, transaction and an opid killOp takes)
+ * per transaction no request is running for; with owner_of, only the
+ * entries of the user logged in on that connection ($ownOps, allUsers:
+ * false). */
+void op_append_current(bson_t *inprog, unsigned what, const cmd_client_t *owner_of);
 
 /* Interrupts operation `opid` with Interrupted (11601) at its next slice;
  * a request parked on a document lock or a lease leaves the wait and
- * fails at once. False when no such operation runs. */
+ * fails at once; an idle transaction is aborted (its next statement or
+ * commit gets NoSuchTransaction 251). False when no such operation runs. */
 bool op_kill(int64_t opid);
 
 /* The slice of a suspended operation while other requests keep arriving

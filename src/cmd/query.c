@@ -716,45 +716,53 @@ static void query_session_doc(const session_t *s, void *ctx)
     doclist_push(docs, doc);
 }
 
-/* Inserts each of docs into c, stopping at the first failure. */
-static bool query_insert_all(collection_t *c, const doclist_t *docs, dberr_t *err)
+/* The name of a fresh temporary collection for $out, as mongod names
+ * them ("tmp.agg_out.<UUID>"). */
+static void query_out_tmp_name(char *out, size_t size)
 {
-    bool ok = true;
-    for (size_t i = 0; ok && i < docs->len; i++) {
-        bson_t prepared = BSON_INITIALIZER;
-        ok = cmd_prepare_insert_doc(docs->docs[i], &prepared, err) &&
-             collection_insert(c, &prepared, err);
-        bson_destroy(&prepared);
-    }
-    return ok;
+    uint8_t u[16];
+    for (int i = 0; i < 16; i++)
+        u[i] = (uint8_t)(rand() & 0xff);
+    u[6] = (u[6] & 0x0f) | 0x40;
+    u[8] = (u[8] & 0x3f) | 0x80;
+    snprintf(out, size,
+             "tmp.agg_out.%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+             u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12],
+             u[13], u[14], u[15]);
 }
 
-/* Replaces the documents of `target` by `docs` ($out): checked in a
- * scratch collection first, so a duplicate _id changes nothing. */
+/* Replaces the documents of `target` by `docs` ($out), as mongod does: the
+ * documents go into a temporary collection with the target's options and
+ * indexes, a slice at a time (others run between slices and see the old
+ * target whole), which is then renamed over the target in one step; a
+ * duplicate key or an interruption drops the temporary collection and
+ * leaves the target as it was. */
 static bool query_write_out(collection_t *target, const char *db, const char *coll,
                             doclist_t *docs, dberr_t *err)
 {
-    const store_observer_t *saved = store_observer_get();
-    store_observer_t keep;
-    if (saved)
-        keep = *saved;
-    store_observer_set(NULL); /* the scratch collection is not logged */
-    collection_t *tmp = collection_new(db, coll, NULL);
-    bool ok = query_insert_all(tmp, docs, err);
-    store_observer_set(saved ? &keep : NULL);
-    if (ok) {
-        recvec_t all;
-        recvec_init(&all);
-        matcher_t *m = matcher_new(NULL, err);
-        collection_query_opts_t o = {.matcher = m};
-        collection_query(target, &o, &all, NULL, err);
-        for (size_t i = 0; i < all.len; i++)
-            collection_remove(target, all.items[i]);
-        recvec_destroy(&all);
-        matcher_destroy(m);
-        ok = query_insert_all(target, docs, err);
+    char tmp_name[64];
+    query_out_tmp_name(tmp_name, sizeof tmp_name);
+    collection_t *tmp = catalog_create(server.catalog, db, tmp_name, collection_options(target), err);
+    if (!tmp)
+        return false;
+    bool ok = true;
+    for (int i = 1; ok && i < collection_nindexes(target); i++) {
+        bool created;
+        ok = collection_create_index(tmp, &collection_index(target, i)->spec, &created, err);
     }
-    collection_destroy(tmp);
+    for (size_t i = 0; ok && i < docs->len; i++) {
+        bson_t prepared = BSON_INITIALIZER;
+        ok = cmd_prepare_insert_doc(docs->docs[i], &prepared, err) &&
+             collection_insert(tmp, &prepared, err) && fiber_check(err);
+        bson_destroy(&prepared);
+        if (ok && collection_dropped(tmp)) /* by someone else, between slices */
+            ok = dberr_set(err, DBERR_NAMESPACE_NOT_FOUND,
+                           "$out's temporary collection %s.%s was dropped", db, tmp_name);
+    }
+    if (ok)
+        ok = catalog_rename(server.catalog, db, tmp_name, db, coll, true, err);
+    if (!ok && !collection_dropped(tmp))
+        catalog_drop(server.catalog, db, tmp_name);
     return ok;
 }
 
@@ -792,11 +800,21 @@ static bool query_merge_find(collection_t *target, const pipeline_output_t *o, c
     return ok;
 }
 
-/* Writes `docs` into the target of a $merge. */
-static bool query_write_merge(collection_t *target, const pipeline_output_t *o, doclist_t *docs,
-                              dberr_t *err)
+/* Writes `docs` into the target of a $merge (`db`.`o->coll`), one
+ * document at a time, each atomic, with other requests running between
+ * slices (mongod's $merge is not isolated either). */
+static bool query_write_merge(collection_t *target, const char *db, const pipeline_output_t *o,
+                              doclist_t *docs, dberr_t *err)
 {
     for (size_t i = 0; i < docs->len; i++) {
+        if (i > 0 && !fiber_check(err))
+            return false;
+        if (collection_dropped(target)) {
+            /* dropped between slices: the next write creates it again */
+            target = catalog_get_or_create(server.catalog, db, o->coll, err);
+            if (!target)
+                return false;
+        }
         bson_t doc = BSON_INITIALIZER;
         if (!cmd_prepare_insert_doc(docs->docs[i], &doc, err)) {
             bson_destroy(&doc);
@@ -873,10 +891,10 @@ static bool query_write_merge(collection_t *target, const pipeline_output_t *o, 
 /* Checks a leading {$currentOp: {...}} (under `stage`): on admin, with
  * {aggregate: 1}, and only the options mongod knows. */
 static bool query_current_op_args(const cmd_ctx_t *ctx, const bson_iter_t *stage, bool *all_users,
-                                  bool *idle, dberr_t *err)
+                                  unsigned *idle, dberr_t *err)
 {
     *all_users = false; /* mongod's default: the caller's own operations */
-    *idle = false;
+    *idle = OP_LIST_IDLE_SESSIONS; /* idleSessions defaults to true */
     if (strcmp(ctx->db, "admin") != 0)
         return dberr_set(err, DBERR_INVALID_NAMESPACE,
                          "$currentOp must be run against the 'admin' database with "
@@ -910,7 +928,9 @@ static bool query_current_op_args(const cmd_ctx_t *ctx, const bson_iter_t *stage
         if (!strcmp(k, "allUsers"))
             *all_users = on;
         else if (!strcmp(k, "idleConnections"))
-            *idle = on;
+            *idle = on ? *idle | OP_LIST_IDLE_CONNECTIONS : *idle & ~OP_LIST_IDLE_CONNECTIONS;
+        else if (!strcmp(k, "idleSessions"))
+            *idle = on ? *idle | OP_LIST_IDLE_SESSIONS : *idle & ~OP_LIST_IDLE_SESSIONS;
         else if (on && (!strcmp(k, "idleCursors") ||
                         !strcmp(k, "truncateOps") || !strcmp(k, "backtrace")))
             return dberr_set(err, DBERR_NOT_IMPLEMENTED,
@@ -921,8 +941,7 @@ static bool query_current_op_args(const cmd_ctx_t *ctx, const bson_iter_t *stage
             return dberr_set(err, DBERR_FAILED_TO_PARSE,
                              "$currentOp supports targetAllNodes parameter only for sharded "
                              "clusters");
-        /* idleSessions (idle sessions are not listed: documented), localOps
-         * (one node: always local) change nothing here */
+        /* localOps (one node: always local) changes nothing here */
     }
     return true;
 }
@@ -945,7 +964,8 @@ static bool query_aggregate(cmd_ctx_t *ctx, const char *verbosity, dberr_t *err)
     doclist_t docs;
     bson_t rest = BSON_INITIALIZER;
     bool ok = false;
-    bool sessions = false, current_ops = false, all_users = false, idle_conns = false;
+    bool sessions = false, current_ops = false, all_users = false;
+    unsigned idle_conns = 0; /* OP_LIST_IDLE_* */
     pipeline_source_t source;
     uint64_t snap = 0;
     recvec_init(&recs);
@@ -1141,7 +1161,7 @@ static bool query_aggregate(cmd_ctx_t *ctx, const char *verbosity, dberr_t *err)
             dberr_set(err, 166, "Namespace %s.%s is a view, not a collection", db, out->coll);
             goto cleanup;
         }
-        if (!(out->is_merge ? query_write_merge(target, out, &docs, err)
+        if (!(out->is_merge ? query_write_merge(target, db, out, &docs, err)
                             : query_write_out(target, db, out->coll, &docs, err)))
             goto cleanup;
         doclist_destroy(&docs);

@@ -14,6 +14,7 @@
 #include "store/catalog.h"
 #include "txn/lockmgr.h"
 #include "txn/session.h"
+#include "util/fiber.h"
 #include "util/log.h"
 
 /* Commands a transaction may run. */
@@ -150,6 +151,7 @@ int cmd_session_prepare(cmd_ctx_t *ctx, dberr_t *err)
             if (!restarting) { /* a first statement that waited keeps its transaction */
                 session_begin_txn(s, ctx->txn_number, now);
                 txn_set_isolation(s->txn, level);
+                snprintf(s->txn_read_concern, sizeof s->txn_read_concern, "%s", ctx->rc.level);
             } else {
                 /* ... and, having seen nothing yet, reads from a new snapshot:
                  * the wait (SELECT ... FOR UPDATE as the first statement)
@@ -211,6 +213,21 @@ int cmd_session_prepare(cmd_ctx_t *ctx, dberr_t *err)
                          "session.",
                          (long long)ctx->txn_number, (long long)s->txn_number),
                CMD_SESSION_FAIL;
+    /* a retry of a batch still running in slices waits for its outcome
+     * (mongod's session checkout) */
+    while (s->retry_running == ctx->txn_number) {
+        uint8_t sid[16];
+        memcpy(sid, s->id, 16);
+        if (!fiber_current())
+            return dberr_set(err, DBERR_CONFLICTING_OPERATION_IN_PROGRESS,
+                             "Retryable write with txnNumber %lld is still running on this "
+                             "session",
+                             (long long)ctx->txn_number),
+                   CMD_SESSION_FAIL;
+        if (!fiber_yield_now(err))
+            return CMD_SESSION_FAIL;
+        s = ctx->session = session_get(sid, server_now_ms());
+    }
     int found = session_retry_recall(s, ctx->txn_number, ctx->reply)
                     ? 1
                     : session_retry_lookup(server.catalog, s->id, ctx->txn_number, ctx->reply, err);
@@ -246,7 +263,7 @@ bool cmd_session_finish(cmd_ctx_t *ctx, bool ok, dberr_t *err)
             err->labels |= DBERR_LABEL_TRANSIENT_TXN;
     }
     if (ok && !ctx->in_txn && s && ctx->txn_number >= 0 && txncmds_retryable(ctx->name)) {
-        if (journal_mode() != JOURNAL_NONE && !journal_pending()) {
+        if (journal_mode() != JOURNAL_NONE && !journal_pending() && !ctx->retry_progress) {
             /* it changed nothing: nothing to make durable */
             session_retry_remember(s, ctx->txn_number, ctx->reply);
         } else if (!session_retry_record(server.catalog, s->id, ctx->txn_number, ctx->reply,

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "store/observer.h"
+#include "store/reaper.h"
 #include "util/omap.h"
 
 /* One database: its collections by name. */
@@ -40,13 +41,16 @@ void catalog_destroy(catalog_t *cat)
 {
     if (!cat)
         return;
+    reaper_set_wake(NULL); /* the loop has stopped: free here */
     omap_destroy(cat->dbs, catalog_free_db);
+    reaper_drain();
     bson_free(cat);
 }
 
 void catalog_clear(catalog_t *cat)
 {
     omap_destroy(cat->dbs, catalog_free_db);
+    reaper_drain();
     cat->dbs = omap_new();
 }
 
@@ -242,6 +246,37 @@ bool catalog_rename(catalog_t *cat, const char *db, const char *coll, const char
     if (omap_count(d->colls) == 0)
         catalog_free_db(omap_remove(cat->dbs, db, strlen(db)));
     return true;
+}
+
+typedef struct catalog_temp {
+    char *db;
+    char *coll;
+} catalog_temp_t;
+
+size_t catalog_drop_temporary(catalog_t *cat)
+{
+    static const char prefix[] = "tmp.agg_out.";
+    catalog_temp_t *found = NULL;
+    size_t n = 0;
+    for (omap_node_t *d = omap_seek(cat->dbs, NULL, 0); d; d = omap_next(d)) {
+        catalog_db_t *db = omap_node_value(d);
+        for (omap_node_t *c = omap_seek(db->colls, NULL, 0); c; c = omap_next(c)) {
+            const char *name = collection_name(omap_node_value(c));
+            if (strncmp(name, prefix, sizeof prefix - 1) != 0)
+                continue;
+            found = bson_realloc(found, (n + 1) * sizeof *found);
+            found[n].db = bson_strdup(db->name);
+            found[n].coll = bson_strdup(name);
+            n++;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        catalog_drop(cat, found[i].db, found[i].coll);
+        bson_free(found[i].db);
+        bson_free(found[i].coll);
+    }
+    bson_free(found);
+    return n;
 }
 
 bool catalog_drop_db(catalog_t *cat, const char *db)

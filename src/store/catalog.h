@@ -57,6 +57,11 @@ bool catalog_drop(catalog_t *cat, const char *db, const char *coll);
 bool catalog_rename(catalog_t *cat, const char *db, const char *coll, const char *to_db,
                     const char *to_coll, bool drop_target, dberr_t *err);
 
+/* Drops every temporary collection an interrupted $out left behind
+ * ("tmp.agg_out.*": a crash between its slices), as mongod does at
+ * start-up. Returns how many. */
+size_t catalog_drop_temporary(catalog_t *cat);
+
 /* Drops a database and all its collections; false when it did not exist. */
 bool catalog_drop_db(catalog_t *cat, const char *db);
 

@@ -2,6 +2,7 @@
  * (point lookup by _id, an index range on an equality prefix, an index that
  * already gives the sort order, or a full scan in _id order). */
 #include "store/collection.h"
+#include "store/collection-private.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include "store/mvcc.h"
 #include "store/textindex.h"
 #include "store/observer.h"
+#include "store/reaper.h"
 #include "util/bsonview.h"
 #include "util/fiber.h"
 #include "util/hash.h"
@@ -20,23 +22,6 @@
 #include "util/omap.h"
 #include "util/shellfmt.h"
 
-struct collection {
-    char *db;
-    char *name;
-    char *ns;
-    bson_t options;
-    uint8_t uuid[16];
-    index_t *indexes[COLLECTION_MAX_INDEXES]; /* [0] is _id_, which owns the records */
-    int nindexes;
-    size_t count;
-    size_t data_size;
-    uint64_t id;   /* mvcc collection id */
-    matcher_t *validator; /* compiled options.validator, or NULL */
-    bool quiet;           /* a stand-in: its changes are not reported */
-    bool validator_compiled;
-    collation_t *collation; /* parsed options.collation (the default), or NULL */
-    bool collation_parsed;
-};
 
 static bool collection_no_table_scan; /* setParameter notablescan */
 
@@ -79,10 +64,14 @@ static void collection_unref_value(void *r)
 static void collection_free(void *p)
 {
     collection_t *c = p;
-    omap_destroy(c->indexes[0]->map, collection_unref_value);
+    /* the records and index entries go a slice at a time (store/reaper.h) */
+    reaper_add(c->indexes[0]->map, collection_unref_value);
     c->indexes[0]->map = NULL;
-    for (int i = 0; i < c->nindexes; i++)
+    for (int i = 0; i < c->nindexes; i++) {
+        reaper_add(c->indexes[i]->map, NULL);
+        c->indexes[i]->map = NULL;
         index_destroy(c->indexes[i]);
+    }
     matcher_destroy(c->validator);
     collation_destroy(c->collation);
     bson_destroy(&c->options);
@@ -94,13 +83,24 @@ static void collection_free(void *p)
 
 void collection_destroy(collection_t *c)
 {
-    if (c) /* a suspended scan may still read it (util/fiber.h) */
-        fiber_defer_free(collection_free, c);
+    if (!c)
+        return;
+    c->dropped = true;
+    indexbuild_abort_all(c, "collection dropped");
+    /* a suspended scan may still read it (util/fiber.h) */
+    fiber_defer_free(collection_free, c);
+}
+
+void collection_index_free(index_t *ix)
+{
+    reaper_add(ix->map, NULL);
+    ix->map = NULL;
+    index_destroy(ix);
 }
 
 static void collection_free_index(void *ix)
 {
-    index_destroy(ix);
+    collection_index_free(ix);
 }
 
 void collection_set_options(collection_t *c, const bson_t *options)
@@ -141,6 +141,11 @@ collation_t *collection_collation(collection_t *c)
 void collection_set_quiet(collection_t *c)
 {
     c->quiet = true;
+}
+
+bool collection_dropped(const collection_t *c)
+{
+    return c->dropped;
 }
 
 bool collection_is_view(const collection_t *c)
@@ -286,8 +291,7 @@ index_t *collection_index(const collection_t *c, int i)
     return i >= 0 && i < c->nindexes ? c->indexes[i] : NULL;
 }
 
-/* The _id of `doc`; false when it has none. */
-static bool collection_doc_id(const bson_t *doc, bson_value_t *id)
+bool collection_doc_id(const bson_t *doc, bson_value_t *id)
 {
     bson_iter_t it;
     if (!bson_iter_init_find(&it, doc, "_id"))
@@ -348,9 +352,8 @@ static bool collection_check_unique(collection_t *c, const bson_t *doc,
     return true;
 }
 
-/* Puts r under each of its keys in ix, or with r NULL takes them out. */
-static void collection_index_put(index_t *ix, const index_keys_t *keys, const bson_value_t *id,
-                                 record_t *r)
+void collection_index_put(index_t *ix, const index_keys_t *keys, const bson_value_t *id,
+                          record_t *r)
 {
     if (keys->skip)
         return;
@@ -382,6 +385,7 @@ bool collection_insert(collection_t *c, const bson_t *doc, dberr_t *err)
     mvcc_inserted(c->id, r);
     for (int i = 0; i < c->nindexes; i++)
         collection_index_put(c->indexes[i], &keys.per[i], &id, r);
+    indexbuild_note_insert(c, doc, r);
     c->count++;
     c->data_size += doc->len;
     const store_observer_t *obs = c->quiet ? NULL : store_observer_get();
@@ -446,7 +450,7 @@ bool collection_replace(collection_t *c, record_t *old, const bson_t *doc, dberr
     record_view(old, &old_doc);
     if (!collection_doc_id(&old_doc, &id))
         return dberr_set(err, DBERR_INTERNAL_ERROR, "stored document has no _id");
-    if (c->nindexes == 1 && collection_replace_id_only(c, old, &old_doc, &id, doc))
+    if (c->nindexes == 1 && !c->builds && collection_replace_id_only(c, old, &old_doc, &id, doc))
         return true;
     if (!collection_keys_of(c, &old_doc, &old_keys, err) ||
         !collection_keys_of(c, doc, &new_keys, err))
@@ -475,6 +479,8 @@ bool collection_replace(collection_t *c, record_t *old, const bson_t *doc, dberr
         }
     }
     buf_destroy(&mk);
+    indexbuild_note_remove(c, &old_doc, old);
+    indexbuild_note_insert(c, doc, r);
     c->data_size += doc->len;
     c->data_size -= old->len;
     const store_observer_t *obs = c->quiet ? NULL : store_observer_get();
@@ -509,6 +515,7 @@ void collection_remove(collection_t *c, record_t *old)
         buf_destroy(&key);
     }
     collection_keys_destroy(&keys);
+    indexbuild_note_remove(c, &old_doc, old);
     c->count--;
     c->data_size -= old->len;
     const store_observer_t *obs = c->quiet ? NULL : store_observer_get();
@@ -518,9 +525,8 @@ void collection_remove(collection_t *c, record_t *old)
     record_unref(old);
 }
 
-/* Reports an index change {op: coll, spec|name} to the observer. */
-static void collection_emit_ddl(const collection_t *c, const char *op, const bson_t *spec,
-                                const char *name)
+void collection_emit_ddl(const collection_t *c, const char *op, const bson_t *spec,
+                         const char *name)
 {
     const store_observer_t *obs = c->quiet ? NULL : store_observer_get();
     if (!obs || !obs->ddl)
@@ -1215,98 +1221,6 @@ static bool collection_finish(recvec_t *out, size_t first, const collection_quer
     return true;
 }
 
-bool collection_create_index(collection_t *c, const bson_t *spec, bool *created, dberr_t *err)
-{
-    *created = false;
-    index_t *ix = index_new(spec, err);
-    if (!ix)
-        return false;
-    for (int i = 0; i < c->nindexes; i++) {
-        index_t *old = c->indexes[i];
-        bool same_key = bson_equal(&old->key, &ix->key);
-        bool same_name = strcmp(old->name, ix->name) == 0;
-        if (same_key && same_name) {
-            bool same_opts = old->unique == ix->unique && old->sparse == ix->sparse &&
-                             old->expire_after_s == ix->expire_after_s &&
-                             !old->partial == !ix->partial;
-            if (old->text && ix->text && !textindex_same(old->text, ix->text))
-                same_opts = false;
-            index_destroy(ix);
-            if (!same_opts && !old->is_id)
-                return dberr_set(err, DBERR_INDEX_OPTIONS_CONFLICT,
-                                 "An existing index has the same name as the requested index. "
-                                 "When index names are not specified, they are auto generated "
-                                 "and can cause conflicts. Please refer to our documentation. "
-                                 "Requested index: %s, existing index: %s",
-                                 old->name, old->name);
-            return true;
-        }
-        if (same_name)  {
-            dberr_set(err, DBERR_INDEX_KEY_SPECS_CONFLICT,
-                      "An existing index has the same name as the requested index. When index "
-                      "names are not specified, they are auto generated and can cause conflicts. "
-                      "Please refer to our documentation. Requested index: %s, existing index: %s",
-                      ix->name, old->name);
-            index_destroy(ix);
-            return false;
-        }
-        if (same_key && !old->partial && !ix->partial) {
-            dberr_set(err, DBERR_INDEX_OPTIONS_CONFLICT,
-                      "Index already exists with a different name: %s", old->name);
-            index_destroy(ix);
-            return false;
-        }
-    }
-    for (int i = 0; ix->text && i < c->nindexes; i++)
-        if (c->indexes[i]->text) {
-            dberr_set(err, DBERR_CANNOT_CREATE_INDEX,
-                      "only one text index per collection allowed, found existing text index "
-                      "\"%s\"",
-                      c->indexes[i]->name);
-            index_destroy(ix);
-            return false;
-        }
-    if (c->nindexes == COLLECTION_MAX_INDEXES) {
-        index_destroy(ix);
-        return dberr_set(err, DBERR_CANNOT_CREATE_INDEX,
-                         "add index fails, too many indexes for %s key:%s", c->ns, "...");
-    }
-    /* build from the existing documents */
-    buf_t mk;
-    buf_init(&mk);
-    for (omap_node_t *n = omap_seek(c->indexes[0]->map, NULL, 0); n; n = omap_next(n)) {
-        record_t *r = omap_node_value(n);
-        bson_t doc;
-        bson_value_t id;
-        record_view(r, &doc);
-        collection_doc_id(&doc, &id);
-        index_keys_t keys;
-        index_keys_init(&keys);
-        if (!index_keys_of(ix, &doc, &keys, err)) {
-            index_keys_destroy(&keys);
-            goto fail;
-        }
-        if (ix->unique && !keys.skip)
-            for (size_t k = 0; k < keys.len; k++)
-                if (index_unique_conflict(ix, &keys.keys[k], r)) {
-                    index_dup_error(ix, c->ns, &doc, err);
-                    index_keys_destroy(&keys);
-                    goto fail;
-                }
-        collection_index_put(ix, &keys, &id, r);
-        index_keys_destroy(&keys);
-    }
-    buf_destroy(&mk);
-    c->indexes[c->nindexes++] = ix;
-    *created = true;
-    collection_emit_ddl(c, "createIndex", &ix->spec, NULL);
-    return true;
-fail:
-    buf_destroy(&mk);
-    index_destroy(ix);
-    return false;
-}
-
 bool collection_set_index_hidden(collection_t *c, const char *name, bool hidden)
 {
     for (int i = 0; i < c->nindexes; i++) {
@@ -1353,11 +1267,13 @@ static int collection_droppable(const collection_t *c, const char *name, dberr_t
 
 bool collection_can_drop_index(const collection_t *c, const char *name, dberr_t *err)
 {
-    return collection_droppable(c, name, err) > 0;
+    return indexbuild_running(c, name) || collection_droppable(c, name, err) > 0;
 }
 
 bool collection_drop_index(collection_t *c, const char *name, dberr_t *err)
 {
+    if (indexbuild_abort(c, name)) /* dropping an index being built stops the build (mongod) */
+        return true;
     int i = collection_droppable(c, name, err);
     if (i < 0)
         return false;

@@ -49,6 +49,10 @@ collation_t *collection_collation(collection_t *c);
 
 /* True when the collection is a view ({viewOn, pipeline} in its options). */
 bool collection_is_view(const collection_t *c);
+/* True once `c` was dropped (detached from the catalog): a long operation
+ * that held it across a yield checks this (the memory stays valid until
+ * it ends, util/fiber.h). */
+bool collection_dropped(const collection_t *c);
 
 /* Checks `doc` against the collection's validator, if any (options
  * validator / validationLevel / validationAction). `old_doc` is the version

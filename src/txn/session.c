@@ -62,6 +62,7 @@ session_t *session_get(const uint8_t id[16], int64_t now_ms)
         s = bson_malloc0(sizeof *s);
         memcpy(s->id, id, 16);
         s->txn_number = -1;
+        s->retry_running = -1;
         omap_insert(session_table(), id, 16, s);
     }
     s->last_used_ms = now_ms;
@@ -87,6 +88,9 @@ void session_begin_txn(session_t *s, int64_t number, int64_t now_ms)
     s->txn_number = number;
     s->state = SESSION_TXN_IN_PROGRESS;
     s->abort_reason[0] = '\0';
+    s->txn_opid = 0;
+    s->txn_active_ns = 0;
+    s->txn_read_concern[0] = '\0';
     s->txn = txn_new(++session_next_age, now_ms);
     txn_set_owner(s->txn, s);
 }
@@ -186,8 +190,9 @@ int session_retry_lookup(catalog_t *cat, const uint8_t id[16], int64_t txn_numbe
         return -1;
     }
     bson_t stored_reply;
-    if (txn_number > stored || !bsonview_field(&doc, "reply", &stored_reply))
-        return 0;
+    if (txn_number > stored || bson_iter_init_find(&it, &doc, "stmtsDone") ||
+        !bsonview_field(&doc, "reply", &stored_reply))
+        return 0; /* new, or begun and not finished (session_retry_progress) */
     bson_concat(reply, &stored_reply);
     return 1;
 }
@@ -226,4 +231,42 @@ bool session_retry_record(catalog_t *cat, const uint8_t id[16], int64_t txn_numb
     bool ok = old ? collection_replace(c, old, &doc, err) : collection_insert(c, &doc, err);
     bson_destroy(&doc);
     return ok;
+}
+
+bool session_retry_progress_record(catalog_t *cat, const uint8_t id[16], int64_t txn_number,
+                                   uint32_t stmts_done, const bson_t *partial, dberr_t *err)
+{
+    collection_t *c = catalog_get_or_create(cat, SESSION_RETRY_DB, SESSION_RETRY_COLL, err);
+    if (!c)
+        return false;
+    bson_t doc = BSON_INITIALIZER;
+    bson_append_binary(&doc, "_id", 3, BSON_SUBTYPE_UUID, id, 16);
+    BSON_APPEND_INT64(&doc, "txnNum", txn_number);
+    BSON_APPEND_DOCUMENT(&doc, "reply", partial);
+    BSON_APPEND_INT64(&doc, "stmtsDone", stmts_done);
+    bson_iter_t it;
+    bson_iter_init_find(&it, &doc, "_id");
+    record_t *old = collection_find_id(c, bson_iter_value(&it));
+    bool ok = old ? collection_replace(c, old, &doc, err) : collection_insert(c, &doc, err);
+    bson_destroy(&doc);
+    return ok;
+}
+
+bool session_retry_progress(catalog_t *cat, const uint8_t id[16], int64_t txn_number,
+                            uint32_t *stmts_done, bson_t *partial)
+{
+    bson_value_t key = {.value_type = BSON_TYPE_BINARY};
+    key.value.v_binary.subtype = BSON_SUBTYPE_UUID;
+    key.value.v_binary.data = (uint8_t *)id;
+    key.value.v_binary.data_len = 16;
+    bson_t doc, reply;
+    bson_iter_t it;
+    if (!catalog_view_id(cat, SESSION_RETRY_DB, SESSION_RETRY_COLL, &key, &doc) ||
+        !bson_iter_init_find(&it, &doc, "txnNum") || bson_iter_as_int64(&it) != txn_number ||
+        !bson_iter_init_find(&it, &doc, "stmtsDone") || !BSON_ITER_HOLDS_INT64(&it) ||
+        !bsonview_field(&doc, "reply", &reply))
+        return false;
+    *stmts_done = (uint32_t)bson_iter_int64(&it);
+    bson_concat(partial, &reply);
+    return true;
 }

@@ -33,6 +33,12 @@ typedef struct session {
     char abort_reason[200];      /* why it was aborted, when the server did it */
     int64_t noop_txn;            /* the retryable write that changed nothing ... */
     bson_t *noop_reply;          /* ... and its reply (memory only), or NULL */
+    int64_t txn_opid;            /* currentOp's opid for the transaction while it is
+                                  * idle (cmd/op.c assigns it), 0: none yet */
+    uint64_t txn_active_ns;      /* time the transaction's statements ran */
+    char txn_read_concern[24];   /* readConcern level its first statement gave, "" */
+    int64_t retry_running;       /* txnNumber of the retryable batch running in
+                                  * slices (a retry waits for it), -1: none */
     uint64_t owner;              /* under --auth: the user who first used it (an
                                   * opaque id, cmd/access.c), 0: not yet */
 } session_t;
@@ -73,6 +79,21 @@ int session_retry_lookup(catalog_t *cat, const uint8_t id[16], int64_t txn_numbe
  * share one log record. */
 bool session_retry_record(catalog_t *cat, const uint8_t id[16], int64_t txn_number,
                           const bson_t *reply, dberr_t *err);
+
+/* Durably records that retryable write (`id`, `txn_number`), a batch,
+ * has run its first `stmts_done` statements with result `partial` (n,
+ * writeErrors): written before the batch gives the loop back, so it
+ * shares a log record with those statements' writes. A retry (after a
+ * crash, a kill or a disconnect) runs only the statements after them, as
+ * mongod does with its per-statement records; session_retry_lookup does
+ * not answer from it. */
+bool session_retry_progress_record(catalog_t *cat, const uint8_t id[16], int64_t txn_number,
+                                   uint32_t stmts_done, const bson_t *partial, dberr_t *err);
+/* The progress session_retry_progress_record left for (`id`,
+ * `txn_number`): its statement count and partial result (appended to
+ * `partial`, initialised). False when there is none. */
+bool session_retry_progress(catalog_t *cat, const uint8_t id[16], int64_t txn_number,
+                            uint32_t *stmts_done, bson_t *partial);
 
 /* Remembers, in memory only, `reply` as the outcome of retryable write
  * `txn_number` that changed nothing: a retry in this process gets the

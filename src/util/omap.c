@@ -73,6 +73,24 @@ void omap_destroy(omap_t *m, void (*free_value)(void *))
     bson_free(m);
 }
 
+bool omap_destroy_some(omap_t *m, void (*free_value)(void *), size_t max)
+{
+    omap_node_t *n = m->head->next[0];
+    for (size_t i = 0; n && i < max; i++) {
+        omap_node_t *next = n->next[0];
+        if (free_value)
+            free_value(n->value);
+        bson_free(n);
+        n = next;
+    }
+    m->head->next[0] = n;
+    if (n)
+        return false;
+    bson_free(m->head);
+    bson_free(m);
+    return true;
+}
+
 static int omap_random_level(omap_t *m)
 {
     m->rng ^= m->rng << 13;

@@ -18,6 +18,12 @@ omap_t *omap_new(void);
  * value. */
 void omap_destroy(omap_t *m, void (*free_value)(void *));
 
+/* Frees at most `max` entries of `m` from its front (calling `free_value`
+ * on each value), and the map itself once empty: a large map is freed a
+ * slice at a time. True when the map is gone. No other call may be made
+ * on a map being freed this way. */
+bool omap_destroy_some(omap_t *m, void (*free_value)(void *), size_t max);
+
 /* Inserts a copy of `key` → `value`. False (and nothing changes) when the
  * key is already present. */
 bool omap_insert(omap_t *m, const void *key, size_t klen, void *value);

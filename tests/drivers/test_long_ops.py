@@ -564,3 +564,527 @@ def test_killop_ends_a_parked_acquire_lock(loaded):
     c.admin.command("killOp", op=op["opid"])
     th.join(timeout=60)
     assert "e" in result and result["e"].code == INTERRUPTED, result
+
+
+# ---- index builds, drops and $out in slices (issue 13, second part) ----
+
+class Spans:
+    """Runs long operations while the hot counter runs in its own process,
+    and prints what the counter did inside each (its ops and p99): timings
+    are reported, never asserted; progress is asserted by counts."""
+
+    def __init__(self, server, c):
+        c.hot.counter.replace_one({"_id": 1}, {"_id": 1, "n": 0}, upsert=True)
+        self.c = c
+        self.counter = Counter(server)
+        self.spans = []
+
+    def run(self, name, fn):
+        t0 = time.monotonic()
+        try:
+            return fn()
+        finally:
+            self.spans.append((name, t0, time.monotonic()))
+
+    def finish(self):
+        total = self.counter.finish()
+        assert self.c.hot.counter.find_one({"_id": 1})["n"] == total, \
+            "no increment was lost: the counter equals the acknowledged increments"
+        acks = self.counter.acks
+        for name, t0, t1 in self.spans:
+            inside = [t for t in acks if t0 < t < t1]
+            gaps = sorted(b - a for a, b in zip(inside, inside[1:])) or [0.0]
+            p99 = gaps[min(len(gaps) - 1, int(len(gaps) * 0.99))]
+            print("counter during %s: %d ops in %.3f s, p99 gap %.1f ms"
+                  % (name, len(inside), t1 - t0, p99 * 1000))
+            assert len(inside) >= 5, ("the counter made progress while the %s ran (it "
+                                      "completed %d increments inside it)" % (name, len(inside)))
+
+
+def writer_during(server, fn_write, running):
+    """A thread calling fn_write(db, k) for k = 0, 1, ... while `running`
+    is set; returns (thread, done list) — done holds what was acknowledged."""
+    done = []
+
+    def loop():
+        wc = connect(server)
+        k = 0
+        while running.is_set():
+            done.append(fn_write(wc.t, k))
+            k += 1
+        wc.close()
+
+    th = threading.Thread(target=loop)
+    th.start()
+    return th, done
+
+
+def test_an_index_build_over_300k_documents_yields_and_indexes_writes_made_during_it(loaded):
+    server, c = loaded
+    db = c.t
+    db.drop_collection("ib")
+    fill_into = [{"_id": i, "a": i % 1000} for i in range(DOCS)]
+    for s in range(0, DOCS, 20_000):
+        db.ib.insert_many(fill_into[s:s + 20_000])
+    spans = Spans(server, c)
+    rng = random.Random(7)
+
+    def write(wdb, k):
+        # behind the scan (negative _ids come first), ahead of it, and
+        # changes and deletes of documents the scan has or has not passed
+        kind = k % 4
+        if kind == 0:
+            wdb.ib.insert_one({"_id": -1 - k, "a": 5000 + k})
+        elif kind == 1:
+            wdb.ib.insert_one({"_id": 10_000_000 + k, "a": 6000 + k})
+        elif kind == 2:
+            wdb.ib.update_one({"_id": rng.randrange(DOCS)}, {"$set": {"a": 7000 + k}})
+        else:
+            wdb.ib.delete_one({"_id": rng.randrange(DOCS)})
+        return time.monotonic()
+
+    running = threading.Event()
+    running.set()
+    th, done = writer_during(server, write, running)
+    while len(done) < 20:
+        time.sleep(0.01)
+    t0 = time.monotonic()
+    spans.run("createIndexes over 300k", lambda: db.ib.create_index("a", name="a_1"))
+    t1 = time.monotonic()
+    running.clear()
+    th.join()
+    spans.finish()
+    during = sum(1 for t in done if t0 < t < t1)
+    print("writes acknowledged during the build: %d" % during)
+    assert during >= 5, "writes were served while the index was built (%d)" % during
+    v = db.command("validate", "ib", full=True)
+    n = db.ib.count_documents({})
+    assert v["valid"] is True and v["keysPerIndex"]["a_1"] == n, \
+        "the new index holds exactly one key per document, writes during the build included " \
+        "(%r, %d documents)" % (v, n)
+    for q in ({"a": {"$gte": 5000}}, {"a": {"$lt": 10}}, {"a": {"$gte": 7000}}):
+        by_index = sorted(d["_id"] for d in db.ib.find(q, {"_id": 1}).hint("a_1"))
+        by_scan = sorted(d["_id"] for d in db.ib.find(q, {"_id": 1}).hint("_id_"))
+        assert by_index == by_scan, "the index finds exactly what a scan finds for %r" % q
+    db.drop_collection("ib")
+
+
+def test_a_unique_build_that_meets_a_duplicate_fails_with_11000_and_leaves_no_index(loaded):
+    server, c = loaded
+    db = c.t
+    db.drop_collection("ub")
+    for s in range(0, DOCS, 20_000):
+        db.ub.insert_many([{"_id": i, "u": i} for i in range(s, min(DOCS, s + 20_000))])
+    running = threading.Event()
+    running.set()
+
+    def write(wdb, k):
+        # a document whose u another document already has: behind the scan
+        # once it started, so only the write path can see the duplicate
+        wdb.ub.insert_one({"_id": -1 - k, "u": k})
+        return time.monotonic()
+
+    th, done = writer_during(server, write, running)
+    while not done:
+        time.sleep(0.01)
+    with pytest.raises(OperationFailure) as e:
+        db.ub.create_index("u", unique=True, name="u_1")
+    running.clear()
+    th.join()
+    assert e.value.code == 11000 and "E11000" in str(e.value), \
+        "a unique build meeting a duplicate fails with DuplicateKey (got %s)" % e.value
+    assert [ix["name"] for ix in db.ub.list_indexes()] == ["_id_"], "no index was left behind"
+    assert db.command("validate", "ub", full=True)["valid"] is True
+    # a write racing the build is never refused: every acknowledged one is there
+    assert db.ub.count_documents({"_id": {"$lt": 0}}) == len(done)
+    db.drop_collection("ub")
+
+
+def test_dropping_a_300k_document_collection_and_its_database_frees_it_in_slices(loaded):
+    server, c = loaded
+    spans = Spans(server, c)
+    for target in ("collection", "database"):
+        d = c["dropme"]
+        for s in range(0, DOCS, 20_000):
+            d.big.insert_many([{"_id": i, "a": i, "s": "x%d" % i}
+                               for i in range(s, min(DOCS, s + 20_000))])
+        d.big.create_index("a")
+
+        def drop():
+            if target == "collection":
+                d.drop_collection("big")
+            else:
+                c.drop_database("dropme")
+            # the records go a slice at a time after the reply
+            for _ in range(2000):
+                st = c.admin.command("serverStatus")["atomdbOperations"]
+                if st["droppedEntriesToFree"] == 0:
+                    return
+                time.sleep(0.005)
+            raise AssertionError("the dropped records were never freed")
+
+        spans.run("drop %s of 300k" % target, drop)
+        assert "big" not in d.list_collection_names(), "the collection is gone"
+        d.big.insert_one({"_id": 1})  # the name is free again at once
+        assert d.big.count_documents({}) == 1
+        c.drop_database("dropme")
+    spans.finish()
+
+
+def test_out_of_300k_documents_writes_in_slices_and_readers_see_the_old_or_the_new_whole(loaded):
+    server, c = loaded
+    db = c.t
+    db.drop_collection("outc")
+    db.outc.insert_many([{"_id": -i, "old": True} for i in range(1, 1001)])
+    db.outc.create_index("v", name="v_1")
+    spans = Spans(server, c)
+    running = threading.Event()
+    running.set()
+
+    def read(wdb, k):
+        return wdb.outc.count_documents({})
+
+    th, seen = writer_during(server, read, running)
+    while not seen:
+        time.sleep(0.01)
+    spans.run("$out of 300k", lambda: list(db.docs.aggregate(
+        [{"$project": {"v": 1, "g": 1}}, {"$out": "outc"}])))
+    running.clear()
+    th.join()
+    spans.finish()
+    assert set(seen) <= {1000, DOCS}, \
+        "readers saw the old target or the new one, never a mix (counts %r)" % sorted(set(seen))
+    assert db.outc.count_documents({}) == DOCS and db.outc.count_documents({"old": True}) == 0, \
+        "the target holds exactly the $out's documents"
+    assert sorted(ix["name"] for ix in db.outc.list_indexes()) == ["_id_", "v_1"], \
+        "the target keeps its indexes"
+    v = db.command("validate", "outc", full=True)
+    assert v["valid"] is True and v["keysPerIndex"]["v_1"] == DOCS, v
+    assert not [n for n in db.list_collection_names() if n.startswith("tmp.agg_out")], \
+        "no temporary collection is left"
+    # a duplicate _id in the output: the target stays as it was
+    with pytest.raises(OperationFailure) as e:
+        list(db.docs.aggregate([{"$project": {"_id": {"$mod": ["$_id", 10]}}},
+                                {"$out": "outc"}]))
+    assert e.value.code == 11000, e.value
+    assert db.outc.count_documents({}) == DOCS, "a failed $out leaves the target whole"
+    assert not [n for n in db.list_collection_names() if n.startswith("tmp.agg_out")], \
+        "the failed $out dropped its temporary collection"
+    db.drop_collection("outc")
+
+
+def test_merge_of_300k_documents_yields_between_documents(loaded):
+    server, c = loaded
+    db = c.t
+    db.drop_collection("mrg")
+    spans = Spans(server, c)
+    spans.run("$merge of 300k", lambda: list(db.docs.aggregate(
+        [{"$project": {"v": 1}},
+         {"$merge": {"into": "mrg", "whenMatched": "merge", "whenNotMatched": "insert"}}])))
+    spans.finish()
+    assert db.mrg.count_documents({}) == DOCS and db.mrg.count_documents({"v": {"$gte": 0}}) == DOCS
+    db.drop_collection("mrg")
+
+
+def test_a_retryable_insert_many_yields_between_documents(loaded):
+    # pymongo sends insert_many as retryable writes (lsid + txnNumber):
+    # batches of up to 100,000 documents, each no longer one slice
+    server, c = loaded
+    db = c.t
+    db.drop_collection("rins")
+    spans = Spans(server, c)
+    spans.run("retryable insertMany of 300k", lambda: db.rins.insert_many(
+        [{"_id": i, "p": "x" * 20} for i in range(DOCS)]))
+    spans.finish()
+    assert db.rins.count_documents({}) == DOCS
+    db.drop_collection("rins")
+
+
+def test_a_retryable_insert_stopped_part_way_is_resumed_exactly_by_its_retry(loaded):
+    from bson import SON, Int64
+    server, c = loaded
+    db = c.t
+    n = 100_000
+    docs = [{"_id": i, "p": "y" * 20} for i in range(n)]
+    stopped = None
+    with c.start_session() as s:
+        # (the pooled session may have served numbered writes already)
+        for txn in range(10**9, 10**9 + 5):  # maxTimeMS stops it part-way
+            db.drop_collection("rpart")
+            cmd = SON([("insert", "rpart"), ("documents", docs), ("txnNumber", Int64(txn))])
+            try:
+                db.command(SON(list(cmd.items()) + [("maxTimeMS", 5)]), session=s)
+            except OperationFailure as e:
+                assert e.code == MAX_TIME_MS_EXPIRED, e
+                done = db.rpart.count_documents({})
+                if 0 < done < n:
+                    stopped = (txn, done)
+                    break
+        assert stopped, "a 100,000-document insert was stopped part-way by maxTimeMS: 5"
+        txn, done = stopped
+        print("the first run inserted %d of %d documents before maxTimeMS" % (done, n))
+        # the retry (same lsid and txnNumber) runs only the statements not yet run
+        r = db.command(SON([("insert", "rpart"), ("documents", docs), ("txnNumber", Int64(txn))]),
+                       session=s)
+        assert r["n"] == n and "writeErrors" not in r, \
+            "the retry answers as one uninterrupted run: n = %d, no duplicate key errors (%r)" \
+            % (n, {k: r[k] for k in r if k != "writeErrors"})
+        assert db.rpart.count_documents({}) == n
+        # a further retry is answered from the stored outcome and writes nothing
+        db.rpart.delete_one({"_id": 0})
+        r2 = db.command(SON([("insert", "rpart"), ("documents", docs), ("txnNumber", Int64(txn))]),
+                        session=s)
+        assert r2["n"] == n and db.rpart.count_documents({}) == n - 1, \
+            "a retry of the finished write changes nothing"
+        s._server_session.mark_dirty()  # its numbers are ahead of pymongo's: not pooled
+    db.drop_collection("rpart")
+
+
+def uuid_bytes(u):
+    return u.bytes if hasattr(u, "bytes") else bytes(u)
+
+
+def test_an_idle_transaction_is_listed_by_current_op_and_killop_aborts_it(loaded):
+    from pymongo.errors import PyMongoError
+    server, c = loaded
+    db = c.t
+    db.idletx.replace_one({"_id": 1}, {"_id": 1, "n": 0}, upsert=True)
+    with c.start_session() as s:
+        s.start_transaction()
+        db.idletx.update_one({"_id": 1}, {"$inc": {"n": 1}}, session=s)
+        lsid = s.session_id["id"]
+        time.sleep(0.05)
+        ops = c.admin.command({"currentOp": 1, "lsid.id": lsid})["inprog"]
+        assert len(ops) == 1, "currentOp lists the idle transaction by its lsid (%r)" % ops
+        op = ops[0]
+        assert op["type"] == "idleSession" and op["active"] is False and \
+            isinstance(op["opid"], int) and uuid_bytes(op["lsid"]["id"]) == uuid_bytes(lsid), op
+        t = op["transaction"]
+        assert t["parameters"]["autocommit"] is False and \
+            t["parameters"]["txnNumber"] == s._server_session.transaction_id and \
+            isinstance(t["parameters"]["readConcern"], dict), t
+        assert t["timeOpenMicros"] == t["timeActiveMicros"] + t["timeInactiveMicros"] and \
+            t["timeInactiveMicros"] > 0 and "expiryTime" in t, t
+        staged = list(c.admin.aggregate([{"$currentOp": {"allUsers": True}},
+                                         {"$match": {"lsid.id": lsid}}]))
+        assert [o["opid"] for o in staged] == [op["opid"]], \
+            "the $currentOp stage lists it too (idleSessions defaults to true)"
+        assert not list(c.admin.aggregate([{"$currentOp": {"allUsers": True,
+                                                           "idleSessions": False}},
+                                           {"$match": {"lsid.id": lsid}}])), \
+            "idleSessions: false leaves it out"
+        assert c.admin.command("killOp", op=op["opid"])["ok"] == 1.0
+        assert not c.admin.command({"currentOp": 1, "lsid.id": lsid})["inprog"], \
+            "the killed transaction is no longer listed"
+        with pytest.raises(PyMongoError) as e:
+            db.idletx.update_one({"_id": 1}, {"$inc": {"n": 1}}, session=s)
+        assert getattr(e.value, "code", None) == 251, \
+            "its next statement gets NoSuchTransaction (got %r)" % e.value
+        with pytest.raises(PyMongoError) as e:
+            s.commit_transaction()
+        assert getattr(e.value, "code", None) == 251, \
+            "its commit gets NoSuchTransaction (got %r)" % e.value
+    assert db.idletx.find_one({"_id": 1})["n"] == 0, "the killed transaction wrote nothing"
+
+
+def test_after_a_kill_9_the_sliced_index_build_and_a_stopped_retryable_insert_recover_exactly(
+        atomdb):
+    from bson import SON, Int64
+    sys.path.insert(0, str(Path(__file__).parent))
+    from atomdb_testlib import restart
+    server = atomdb
+    c = connect(server)
+    db = c.t
+    for s in range(0, 100_000, 20_000):
+        db.rk.insert_many([{"_id": i, "a": i % 500} for i in range(s, s + 20_000)])
+    running = threading.Event()
+    running.set()
+
+    def write(wdb, k):
+        if k % 2:
+            wdb.rk.insert_one({"_id": -1 - k, "a": 9000 + k})
+        else:
+            wdb.rk.update_one({"_id": k * 7 % 100_000}, {"$set": {"a": 8000 + k}})
+        return time.monotonic()
+
+    th, done = writer_during(server, write, running)
+    while len(done) < 10:
+        time.sleep(0.01)
+    db.rk.create_index("a", name="a_1")
+    with pytest.raises(OperationFailure):
+        db.rk.create_index("a", unique=True, name="a_u")  # duplicates: fails, not logged
+    running.clear()
+    th.join()
+    docs = [{"_id": i} for i in range(100_000)]
+    stopped = None
+    with c.start_session() as s:
+        lsid = s.session_id
+        s._server_session.mark_dirty()
+        for txn in range(10**9, 10**9 + 5):
+            db.drop_collection("rr")
+            try:
+                db.command(SON([("insert", "rr"), ("documents", docs), ("txnNumber", Int64(txn)),
+                                ("maxTimeMS", 5)]), session=s)
+            except OperationFailure:
+                if 0 < db.rr.count_documents({}) < len(docs):
+                    stopped = txn
+                    break
+    assert stopped, "the insert was stopped part-way"
+    c.close()
+    server2 = restart(server, kill=True)
+    server.proc = server2.proc  # the fixture stops whatever now runs
+    server.port = server2.port
+    c = connect(server2)
+    db = c.t
+    for _ in range(500):  # what recovery's replayed drops detached is freed too
+        if c.admin.command("serverStatus")["atomdbOperations"]["droppedEntriesToFree"] == 0:
+            break
+        time.sleep(0.01)
+    assert c.admin.command("serverStatus")["atomdbOperations"]["droppedEntriesToFree"] == 0, \
+        "the reaper runs after a restart"
+    v = db.command("validate", "rk", full=True)
+    assert v["valid"] is True and v["keysPerIndex"].get("a_1") == db.rk.count_documents({}), \
+        "after recovery the index holds exactly one key per document (%r)" % v
+    assert sorted(ix["name"] for ix in db.rk.list_indexes()) == ["_id_", "a_1"], \
+        "the failed unique build left nothing behind"
+    with c.start_session() as s2:  # the same lsid as before the crash
+        s2._server_session.session_id = lsid
+        s2._server_session.mark_dirty()
+        r = db.command(SON([("insert", "rr"), ("documents", docs),
+                            ("txnNumber", Int64(stopped))]), session=s2)
+    assert r["n"] == len(docs) and "writeErrors" not in r and \
+        db.rr.count_documents({}) == len(docs), \
+        "after recovery the retry runs only the statements not yet run (%r)" % {k: r[k] for k in r if k != "writeErrors"}
+    c.close()
+
+
+def test_an_insert_many_whose_collection_is_dropped_between_slices_recreates_it(loaded):
+    # one batch of 100,000 documents (pymongo's maxWriteBatchSize); the
+    # collection is dropped while the batch is still running: the rest of
+    # the batch goes into the collection created again, none is lost
+    server, c = loaded
+    db = c.t
+    n_docs = 100_000
+    for _ in range(5):
+        db.drop_collection("dropmid")
+        done = {}
+
+        def run():
+            rc = connect(server)
+            done["r"] = rc.t.dropmid.insert_many([{"_id": i} for i in range(n_docs)])
+            rc.close()
+
+        th = threading.Thread(target=run)
+        th.start()
+        while db.dropmid.estimated_document_count() < 1000 and th.is_alive():
+            time.sleep(0.002)
+        db.drop_collection("dropmid")
+        mid_batch = th.is_alive()
+        th.join()
+        if mid_batch:
+            break
+    assert mid_batch, "the collection was dropped while the batch ran"
+    assert len(done["r"].inserted_ids) == n_docs
+    n = db.dropmid.count_documents({})
+    first = db.dropmid.find_one(sort=[("_id", 1)])
+    print("after the drop: %d documents from _id %r" % (n, first and first["_id"]))
+    assert 0 < n < n_docs and first["_id"] == n_docs - n and \
+        db.dropmid.find_one(sort=[("_id", -1)])["_id"] == n_docs - 1, \
+        "the documents inserted after the drop are in the collection created again " \
+        "(%d documents from %r)" % (n, first)
+    db.drop_collection("dropmid")
+
+
+def test_killop_and_max_time_ms_stop_an_index_build_and_leave_no_index(loaded):
+    server, c = loaded
+    db = c.t
+    with pytest.raises(OperationFailure) as e:
+        db.command("createIndexes", "docs", indexes=[{"key": {"s": 1}, "name": "s_1"}],
+                   maxTimeMS=1)
+    assert e.value.code == MAX_TIME_MS_EXPIRED, e.value
+    assert "s_1" not in [ix["name"] for ix in db.docs.list_indexes()], \
+        "an expired build leaves no index"
+    result = {}
+
+    def run():
+        rc = connect(server)
+        try:
+            rc.t.command("createIndexes", "docs", indexes=[{"key": {"s": 1}, "name": "s_1"}],
+                         comment="ixkill")
+            result["r"] = True
+        except OperationFailure as err:
+            result["e"] = err
+        rc.close()
+
+    for _ in range(3):
+        result.clear()
+        th = threading.Thread(target=run)
+        th.start()
+        try:
+            op = find_op(c.admin, "ixkill", False)
+        except AssertionError:
+            th.join()
+            db.docs.drop_index("s_1")
+            continue  # it finished before it was seen
+        c.admin.command("killOp", op=op["opid"])
+        th.join()
+        if "e" in result:
+            break
+        db.docs.drop_index("s_1")
+    assert "e" in result and result["e"].code == INTERRUPTED, \
+        "a killed index build fails with Interrupted (got %r)" % result
+    assert "s_1" not in [ix["name"] for ix in db.docs.list_indexes()], \
+        "a killed build leaves no index"
+
+
+def test_dropindexes_of_an_index_being_built_aborts_the_build_with_276(loaded):
+    server, c = loaded
+    db = c.t
+    result = {}
+
+    def run():
+        rc = connect(server)
+        try:
+            rc.t.command("createIndexes", "docs", indexes=[{"key": {"s": -1}, "name": "s_-1"}],
+                         comment="ixdrop")
+            result["r"] = True
+        except OperationFailure as err:
+            result["e"] = err
+        rc.close()
+
+    for _ in range(3):
+        result.clear()
+        th = threading.Thread(target=run)
+        th.start()
+        try:
+            find_op(c.admin, "ixdrop", False)
+        except AssertionError:
+            th.join()
+            db.docs.drop_index("s_-1")
+            continue
+        try:
+            db.command("dropIndexes", "docs", index="s_-1")
+        except OperationFailure:
+            pass  # it had finished: dropped as a complete index, try again
+        th.join()
+        if "e" in result:
+            break
+    assert "e" in result and result["e"].code == 276, \
+        "dropIndexes aborts the build: IndexBuildAborted (got %r)" % result
+    assert "s_-1" not in [ix["name"] for ix in db.docs.list_indexes()]
+
+
+def test_a_temporary_out_collection_left_by_a_crash_is_dropped_at_start_up(atomdb):
+    sys.path.insert(0, str(Path(__file__).parent))
+    from atomdb_testlib import restart
+    c = connect(atomdb)
+    c.t["tmp.agg_out.0badf00d-0000-4000-8000-000000000000"].insert_one({"_id": 1})
+    c.t.keep.insert_one({"_id": 1})
+    c.close()
+    server2 = restart(atomdb, kill=True)
+    atomdb.proc = server2.proc
+    atomdb.port = server2.port
+    c = connect(server2)
+    assert c.t.list_collection_names() == ["keep"], \
+        "start-up dropped the $out leftover and kept the rest (%r)" % c.t.list_collection_names()
+    c.close()

@@ -2,15 +2,19 @@
  * every index in step through inserts, replaces and removes, refuse what a
  * unique index forbids without changing anything, and the planner picks the
  * plan mongod would (_id lookup, an index's equality prefix, index order for
- * a sort, a hint, else a collection scan), and a query whose scan yields
+ * a sort, a hint, else a collection scan); a query whose scan yields
  * (run on a fiber, with documents changed between its slices) returns each
- * document of its snapshot once, in the snapshot's version. */
+ * document of its snapshot once, in the snapshot's version; an index built
+ * in slices holds exactly the keys of documents written between its slices,
+ * and a duplicate written meanwhile fails a unique build; a dropped
+ * collection's records are freed by the reaper a slice at a time. */
 #include <string.h>
 
 #include "doc/matcher.h"
 #include "doc/sortspec.h"
 #include "store/collection.h"
 #include "store/mvcc.h"
+#include "store/reaper.h"
 #include "unit.h"
 #include "util/fiber.h"
 
@@ -304,8 +308,116 @@ static void test_a_yielding_read_at_an_older_snapshot_lists_each_document_once(v
     }
 }
 
+/* An index build running on a fiber that yields every few records. */
+typedef struct build_run {
+    collection_t *c;
+    const char *spec;
+    bool ok;
+    dberr_t err;
+} build_run_t;
+
+static void build_body(void *arg)
+{
+    build_run_t *b = arg;
+    bson_t *s = json(b->spec);
+    bool created;
+    b->ok = collection_create_index(b->c, s, &created, &b->err);
+    bson_destroy(s);
+}
+
+static void put(collection_t *c, int id, int a)
+{
+    char doc[80];
+    snprintf(doc, sizeof doc, "{\"_id\": %d, \"a\": %d}", id, a);
+    bson_value_t v = {.value_type = BSON_TYPE_INT32};
+    v.value.v_int32 = id;
+    record_t *old = collection_find_id(c, &v);
+    bson_t *d = json(doc);
+    dberr_t err;
+    CHECK(old ? collection_replace(c, old, d, &err) : collection_insert(c, d, &err), "put %s: %s",
+          doc, err.msg);
+    bson_destroy(d);
+}
+
+static void drop_id(collection_t *c, int id)
+{
+    bson_value_t v = {.value_type = BSON_TYPE_INT32};
+    v.value.v_int32 = id;
+    record_t *r = collection_find_id(c, &v);
+    if (r)
+        collection_remove(c, r);
+}
+
+/* Builds `spec` on `c` in slices, writing between slices: before and
+ * behind the scan, ahead of it, changing and deleting. Returns the run. */
+static build_run_t build_with_writes(collection_t *c, const char *spec, int dup_a)
+{
+    build_run_t b = {.c = c, .spec = spec};
+    fiber_set_slice_us(0); /* a yield at every clock read */
+    fiber_t *f = fiber_new(build_body, &b);
+    int k = 0, yields = 0;
+    while (!fiber_resume(f)) {
+        yields++;
+        put(c, -1 - k, dup_a >= 0 ? dup_a : 5000 + k); /* behind the scan */
+        put(c, 100000 + k, 6000 + k);                  /* ahead of it */
+        put(c, (k * 37) % 2000, 7000 + k);             /* a change, either side */
+        drop_id(c, (k * 53 + 11) % 2000);              /* a delete, either side */
+        k++;
+    }
+    fiber_destroy(f);
+    fiber_set_slice_us(1000);
+    CHECK(yields > (dup_a >= 0 ? 0 : 10), "the build gave the loop back between slices (%d times)",
+          yields);
+    return b;
+}
+
+static void test_an_index_built_in_slices_holds_the_writes_made_between_them(void)
+{
+    collection_t *c = collection_new("db", "slices", NULL);
+    for (int i = 0; i < 2000; i++)
+        put(c, i, i % 50);
+    build_run_t b = build_with_writes(c, "{\"key\": {\"a\": 1}, \"name\": \"a_1\"}", -1);
+    CHECK(b.ok, "the build succeeded: %s", b.err.msg);
+    CHECK(collection_nindexes(c) == 2, "the index was added");
+    collection_plan_t plan;
+    size_t all = collection_count(c);
+    CHECK(query(c, "{\"a\": {\"$gte\": 0}}", NULL, "{\"a\": 1}", &plan) == all,
+          "the index holds every document (%zu)", all);
+    CHECK(omap_count(collection_index(c, 1)->map) == all, "and exactly one key each");
+    for (int a = 0; a < 8000; a += 997) {
+        char f[64];
+        snprintf(f, sizeof f, "{\"a\": %d}", a);
+        size_t by_index = query(c, f, NULL, "{\"a\": 1}", &plan);
+        size_t by_scan = query(c, f, NULL, "{\"_id\": 1}", &plan);
+        CHECK(by_index == by_scan, "a = %d: the index finds what a scan finds (%zu, %zu)", a,
+              by_index, by_scan);
+    }
+    collection_destroy(c);
+    CHECK(reaper_pending() > 0, "the dropped records wait for the reaper");
+    while (reaper_step(100000))
+        ;
+    CHECK(reaper_pending() == 0, "the reaper freed them all");
+}
+
+static void test_a_duplicate_written_between_slices_fails_a_unique_build(void)
+{
+    collection_t *c = collection_new("db", "uslices", NULL);
+    for (int i = 0; i < 2000; i++)
+        put(c, i, i);
+    build_run_t b = build_with_writes(c, "{\"key\": {\"a\": 1}, \"name\": \"a_u\", "
+                                         "\"unique\": true}",
+                                      0);
+    CHECK(!b.ok && b.err.code == 11000, "the unique build failed with 11000 (%d %s)", b.err.code,
+          b.err.msg);
+    CHECK(collection_nindexes(c) == 1, "and left no index");
+    collection_destroy(c);
+    reaper_drain();
+}
+
 int main(void)
 {
+    UNIT_RUN(test_an_index_built_in_slices_holds_the_writes_made_between_them);
+    UNIT_RUN(test_a_duplicate_written_between_slices_fails_a_unique_build);
     UNIT_RUN(test_indexes_follow_inserts_replaces_and_removes);
     UNIT_RUN(test_a_unique_index_refuses_a_duplicate_and_changes_nothing);
     UNIT_RUN(test_the_planner_picks_mongods_plans);

@@ -337,11 +337,13 @@ int measure_server(const char *atomdb_path, bool quick, long docs, const char *p
 /* ---- mixed (mixed.c) ---- */
 
 /* `atomdb-bench mixed`: `clients` hot-counter processes alone and with one
- * reporter looping a $group / GROUP BY over `docs` rows, on atomdb and/or
- * PostgreSQL; medians of `repeat` runs of `duration_s`; `yield_us` >= 0 sets
- * atomdb's atomdbYieldPeriodMicros first. Exit status. */
+ * reporter looping `report` over `docs` rows ("group": a $group / GROUP BY,
+ * "index": createIndexes + dropIndexes / CREATE + DROP INDEX, "out": an
+ * $out / CREATE TABLE AS), on atomdb and/or PostgreSQL; medians of `repeat`
+ * runs of `duration_s`; `yield_us` >= 0 sets atomdb's
+ * atomdbYieldPeriodMicros first. Exit status. */
 int mixed_main(const char *atomdb, int clients, double duration_s, long docs, int repeat,
-               bool atomdb_on, bool pg_on, long yield_us);
+               bool atomdb_on, bool pg_on, long yield_us, const char *report);
 
 /* ---- joins (joins.c) ---- */
 

@@ -47,6 +47,7 @@ static void main_usage(FILE *f)
             "                    [--only startup,cpu,memory,restart,journal,mms,connect] [--perf DIR]\n"
             "       atomdb-bench mixed [--clients 16] [--duration 3] [--docs 300000] [--repeat 3]\n"
             "                    [--engines atomdb,postgres] [--yield-us N] [--atomdb PATH]\n"
+            "                    [--report group|index|out]\n"
             "       atomdb-bench joins [--orders 10000] [--items 1000] [--repeat 20]\n"
             "                    [--engines atomdb,postgres] [--atomdb PATH]\n"
             "                    ($lookup by _id beside PostgreSQL's LEFT JOIN)\n"
@@ -421,6 +422,7 @@ int main(int argc, char **argv)
         double duration = 3.0;
         long docs = 300000, yield_us = -1;
         bool on_atomdb = true, on_pg = true;
+        const char *report = "group";
         char atomdb[PATH_MAX];
         main_default_atomdb(atomdb, sizeof atomdb);
         for (int i = 2; i < argc; i++) {
@@ -434,6 +436,8 @@ int main(int argc, char **argv)
                 repeat = atoi(argv[++i]);
             else if (!strcmp(argv[i], "--yield-us") && i + 1 < argc)
                 yield_us = atol(argv[++i]);
+            else if (!strcmp(argv[i], "--report") && i + 1 < argc)
+                report = argv[++i];
             else if (!strcmp(argv[i], "--atomdb") && i + 1 < argc)
                 snprintf(atomdb, sizeof atomdb, "%s", argv[++i]);
             else if (!strcmp(argv[i], "--engines") && i + 1 < argc) {
@@ -449,7 +453,7 @@ int main(int argc, char **argv)
         mongoc_log_set_handler(main_mongoc_log, NULL);
         engine_install_signals();
         int rc = mixed_main(atomdb, clients, duration, docs, repeat, on_atomdb, on_pg,
-                            yield_us);
+                            yield_us, report);
         engine_stop_all();
         mongoc_cleanup();
         return rc;

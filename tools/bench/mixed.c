@@ -1,7 +1,8 @@
 /* mixed.c: `atomdb-bench mixed` (issue 13) — K hot-counter client processes
  * ($inc on one document / UPDATE ... SET n = n + 1) alone, then with one
  * more process running a reporting query over N rows in a loop (an
- * aggregate $group on atomdb, GROUP BY on PostgreSQL). Reports the
+ * aggregate $group on atomdb, GROUP BY on PostgreSQL; or, with --report,
+ * an index build or an $out over the same rows). Reports the
  * counter's ops/s, p50 and p99 with and without the reporter, medians of
  * --repeat runs, and how many reports completed. */
 #include "bench.h"
@@ -82,20 +83,61 @@ static bool mixed_load(const engine_t *e, long docs, char *err)
     return ok;
 }
 
-/* One report: the $group / GROUP BY over every row; false on error. */
-static bool mixed_report(const engine_t *e, void *conn, char *err)
+/* The long operation the reporter loops (--report). */
+typedef enum {
+    MIXED_GROUP, /* $group by g with a count and a sum / GROUP BY */
+    MIXED_INDEX, /* createIndexes {v: 1} then dropIndexes / CREATE INDEX, DROP INDEX */
+    MIXED_OUT,   /* $out of every row to bench.out / CREATE TABLE AS */
+} mixed_kind_t;
+
+static mixed_kind_t mixed_kind = MIXED_GROUP;
+static const char *const mixed_kind_names[] = {"group", "index", "out"};
+
+/* Runs an atomdb command on database bench; false with err. */
+static bool mixed_command(mongoc_client_t *c, bson_t *cmd, char *err)
+{
+    bson_error_t be;
+    bool ok = mongoc_client_command_simple(c, "bench", cmd, NULL, NULL, &be);
+    if (!ok)
+        snprintf(err, ERRLEN, "report: %s", be.message);
+    bson_destroy(cmd);
+    return ok;
+}
+
+/* One report over every row; false on error. */
+static bool mixed_report(const engine_t *e, void *conn, mongoc_client_t *mc, char *err)
 {
     if (e->conf.kind == ENG_POSTGRES) {
-        PGresult *r = PQexec(conn, "SELECT g, count(*), sum(v) FROM docs GROUP BY g");
-        bool ok = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 100;
+        static const char *const sql[] = {
+            "SELECT g, count(*), sum(v) FROM docs GROUP BY g",
+            "CREATE INDEX docs_v ON docs (v); DROP INDEX docs_v",
+            "DROP TABLE IF EXISTS docs_out; CREATE TABLE docs_out AS SELECT id, g, v FROM docs"};
+        PGresult *r = PQexec(conn, sql[mixed_kind]);
+        bool ok = mixed_kind == MIXED_GROUP
+                      ? PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 100
+                      : PQresultStatus(r) == PGRES_COMMAND_OK ||
+                            PQresultStatus(r) == PGRES_TUPLES_OK;
         if (!ok)
             snprintf(err, ERRLEN, "report: %s", PQerrorMessage(conn));
         PQclear(r);
         return ok;
     }
-    bson_t *pipeline = BCON_NEW("pipeline", "[", "{", "$group", "{", "_id", BCON_UTF8("$g"), "n",
-                                "{", "$sum", BCON_INT32(1), "}", "t", "{", "$sum",
-                                BCON_UTF8("$v"), "}", "}", "}", "]");
+    if (mixed_kind == MIXED_INDEX)
+        return mixed_command(mc,
+                             BCON_NEW("createIndexes", BCON_UTF8("docs"), "indexes", "[", "{",
+                                      "key", "{", "v", BCON_INT32(1), "}", "name",
+                                      BCON_UTF8("v_1"), "}", "]"),
+                             err) &&
+               mixed_command(mc, BCON_NEW("dropIndexes", BCON_UTF8("docs"), "index",
+                                          BCON_UTF8("v_1")),
+                             err);
+    bson_t *pipeline =
+        mixed_kind == MIXED_OUT
+            ? BCON_NEW("pipeline", "[", "{", "$project", "{", "g", BCON_INT32(1), "v",
+                       BCON_INT32(1), "}", "}", "{", "$out", BCON_UTF8("out"), "}", "]")
+            : BCON_NEW("pipeline", "[", "{", "$group", "{", "_id", BCON_UTF8("$g"), "n", "{",
+                       "$sum", BCON_INT32(1), "}", "t", "{", "$sum", BCON_UTF8("$v"), "}", "}",
+                       "}", "]");
     mongoc_cursor_t *cur = mongoc_collection_aggregate(conn, MONGOC_QUERY_NONE, pipeline, NULL,
                                                        NULL);
     const bson_t *doc;
@@ -103,9 +145,10 @@ static bool mixed_report(const engine_t *e, void *conn, char *err)
     while (mongoc_cursor_next(cur, &doc))
         n++;
     bson_error_t be;
-    bool ok = !mongoc_cursor_error(cur, &be) && n == 100;
+    int want = mixed_kind == MIXED_OUT ? 0 : 100;
+    bool ok = !mongoc_cursor_error(cur, &be) && n == want;
     if (!ok)
-        snprintf(err, ERRLEN, "report: %s (%d groups)", be.message, n);
+        snprintf(err, ERRLEN, "report: %s (%d documents)", be.message, n);
     mongoc_cursor_destroy(cur);
     bson_destroy(pipeline);
     return ok;
@@ -128,7 +171,7 @@ static void mixed_reporter(const engine_t *e, mixed_shared_t *sh)
     while (!sh->go)
         bench_sleep_us(100);
     while (!sh->stop_reporter) {
-        if (!mixed_report(e, conn, err)) {
+        if (!mixed_report(e, conn, mc, err)) {
             snprintf(sh->reporter_error, ERRLEN, "%s", err);
             break;
         }
@@ -265,16 +308,29 @@ static bool mixed_set_yield(const engine_t *e, long us, char *err)
 }
 
 int mixed_main(const char *atomdb, int clients, double duration_s, long docs, int repeat,
-               bool atomdb_on, bool pg_on, long yield_us)
+               bool atomdb_on, bool pg_on, long yield_us, const char *report)
 {
+    bool known = false;
+    for (int k = 0; k < 3; k++)
+        if (!strcmp(report, mixed_kind_names[k])) {
+            mixed_kind = (mixed_kind_t)k;
+            known = true;
+        }
+    if (!known) {
+        fprintf(stderr, "atomdb-bench mixed: --report group|index|out\n");
+        return 2;
+    }
     if (clients < 1 || clients > MIXED_MAX_CLIENTS || repeat < 1 || repeat > MIXED_MAX_REPEAT) {
         fprintf(stderr, "atomdb-bench mixed: --clients 1..%d, --repeat 1..%d\n",
                 MIXED_MAX_CLIENTS, MIXED_MAX_REPEAT);
         return 2;
     }
+    static const char *const what[] = {"a $group / GROUP BY",
+                                       "createIndexes + dropIndexes / CREATE + DROP INDEX",
+                                       "an $out / CREATE TABLE AS"};
     printf("mixed: %d hot-counter clients, %.1f s per run, median of %d runs; reporter: one "
-           "client looping a $group / GROUP BY over %ld rows",
-           clients, duration_s, repeat, docs);
+           "client looping %s over %ld rows",
+           clients, duration_s, repeat, what[mixed_kind], docs);
     if (yield_us >= 0)
         printf("; atomdb yields every %ld us", yield_us);
     printf("\n\n");
