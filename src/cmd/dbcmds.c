@@ -11,6 +11,7 @@
 #include "doc/pipeline.h"
 #include "cmd/view.h"
 #include "txn/txn.h"
+#include "store/capped.h"
 #include "store/catalog.h"
 #include "store/cursor.h"
 #include "util/vec.h"
@@ -266,11 +267,11 @@ bool cmd_create(cmd_ctx_t *ctx, dberr_t *err)
     const char *coll;
     if (!cmd_collection_name(ctx, &coll, err))
         return false;
-    bson_t options = BSON_INITIALIZER;
-    bson_iter_t it;
+    bson_t options = BSON_INITIALIZER, rest = BSON_INITIALIZER;
+    bson_iter_t it, capped_it, size_it, max_it;
     bson_iter_init(&it, ctx->cmd);
     bson_iter_next(&it);
-    bool ok = true;
+    bool ok = true, has_capped = false, has_size = false, has_max = false;
     while (bson_iter_next(&it)) {
         const char *k = bson_iter_key(&it);
         if (k[0] == '$' || !strcmp(k, "lsid") || !strcmp(k, "txnNumber") ||
@@ -279,15 +280,27 @@ bool cmd_create(cmd_ctx_t *ctx, dberr_t *err)
             !strcmp(k, "apiVersion") || !strcmp(k, "apiStrict") ||
             !strcmp(k, "apiDeprecationErrors"))
             continue;
-        if ((!strcmp(k, "capped") && bson_iter_as_bool(&it)) || !strcmp(k, "timeseries") ||
+        /* capped, size and max: checked together, stored first (store/capped.h) */
+        if (!strcmp(k, "capped") || !strcmp(k, "size") || !strcmp(k, "max")) {
+            bool *has = k[0] == 'c' ? &has_capped : k[0] == 's' ? &has_size : &has_max;
+            *has = true;
+            *(k[0] == 'c' ? &capped_it : k[0] == 's' ? &size_it : &max_it) = it;
+            continue;
+        }
+        if (!strcmp(k, "timeseries") ||
             !strcmp(k, "clusteredIndex") || !strcmp(k, "encryptedFields") ||
             !strcmp(k, "collation")) {
             ok = dberr_set(err, DBERR_NOT_IMPLEMENTED,
                            "atomdb does not support the create option '%s' yet", k);
             break;
         }
-        bson_append_value(&options, k, -1, bson_iter_value(&it));
+        bson_append_value(&rest, k, -1, bson_iter_value(&it));
     }
+    if (ok)
+        ok = capped_parse_options(has_capped ? &capped_it : NULL, has_size ? &size_it : NULL,
+                                  has_max ? &max_it : NULL, &options, err);
+    bson_concat(&options, &rest);
+    bson_destroy(&rest);
     if (ok)
         ok = dbcmds_check_options(&options, err);
     collection_t *existing = ok ? catalog_get(server.catalog, ctx->db, coll) : NULL;
@@ -476,7 +489,11 @@ bool cmd_coll_stats(cmd_ctx_t *ctx, dberr_t *err)
         BSON_APPEND_INT64(&sizes, collection_index(c, i)->name, 0);
     bson_append_document_end(ctx->reply, &sizes);
     BSON_APPEND_INT32(ctx->reply, "scaleFactor", 1);
-    BSON_APPEND_BOOL(ctx->reply, "capped", false);
+    BSON_APPEND_BOOL(ctx->reply, "capped", collection_is_capped(c));
+    if (collection_is_capped(c)) {
+        BSON_APPEND_INT64(ctx->reply, "max", collection_capped_max(c));
+        BSON_APPEND_INT64(ctx->reply, "maxSize", collection_capped_size(c));
+    }
     return true;
 }
 

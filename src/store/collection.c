@@ -8,6 +8,7 @@
 
 #include "doc/compare.h"
 #include "doc/keystring.h"
+#include "store/capped.h"
 #include "store/mvcc.h"
 #include "store/observer.h"
 #include "util/bsonview.h"
@@ -30,9 +31,11 @@ struct collection {
     matcher_t *validator; /* compiled options.validator, or NULL */
     bool quiet;           /* a stand-in: its changes are not reported */
     bool validator_compiled;
+    capped_t *capped;     /* bounds and insertion order of a capped collection, or NULL */
 };
 
 static bool collection_no_table_scan; /* setParameter notablescan */
+static bool collection_no_capped_trim; /* journal replay: the log holds the deletes */
 
 void collection_set_notablescan(bool on)
 {
@@ -42,6 +45,76 @@ void collection_set_notablescan(bool on)
 bool collection_notablescan(void)
 {
     return collection_no_table_scan;
+}
+
+void collection_set_capped_trim(bool on)
+{
+    collection_no_capped_trim = !on;
+}
+
+/* Rebuilds the capped state from the options: a collection that became
+ * capped (convertToCapped) takes its documents in their current (_id)
+ * order; one that is no longer capped forgets it. */
+static void collection_capped_reset(collection_t *c)
+{
+    capped_destroy(c->capped);
+    c->capped = capped_new(&c->options);
+    if (!c->capped)
+        return;
+    for (omap_node_t *n = omap_seek(c->indexes[0]->map, NULL, 0); n; n = omap_next(n)) {
+        record_t *r = omap_node_value(n);
+        bson_t doc;
+        bson_iter_t it;
+        record_view(r, &doc);
+        if (bson_iter_init_find(&it, &doc, "_id"))
+            capped_append(c->capped, bson_iter_value(&it), r);
+    }
+}
+
+/* Removes the oldest documents (never `keep`, the one just inserted)
+ * until the collection is within its bounds; each removal is reported to
+ * the observer, so the log holds it. */
+static void collection_capped_trim(collection_t *c, const record_t *keep)
+{
+    int64_t size = capped_size(c->capped), max = capped_max(c->capped);
+    while ((int64_t)c->data_size > size || (max > 0 && (int64_t)c->count > max)) {
+        uint64_t pos;
+        record_t *oldest = capped_next(c->capped, 0, &pos);
+        if (!oldest || oldest == keep)
+            break;
+        collection_remove(c, oldest);
+    }
+}
+
+void collection_capped_trim_now(collection_t *c)
+{
+    if (c->capped)
+        collection_capped_trim(c, NULL);
+}
+
+bool collection_is_capped(const collection_t *c)
+{
+    return c->capped != NULL;
+}
+
+int64_t collection_capped_size(const collection_t *c)
+{
+    return c->capped ? capped_size(c->capped) : 0;
+}
+
+int64_t collection_capped_max(const collection_t *c)
+{
+    return c->capped ? capped_max(c->capped) : 0;
+}
+
+record_t *collection_natural_next(const collection_t *c, uint64_t after, uint64_t *pos)
+{
+    return c->capped ? capped_next(c->capped, after, pos) : NULL;
+}
+
+bool collection_natural_holds(const collection_t *c, uint64_t pos)
+{
+    return c->capped && capped_holds(c->capped, pos);
 }
 
 collection_t *collection_new(const char *db, const char *name, const bson_t *options)
@@ -61,6 +134,7 @@ collection_t *collection_new(const char *db, const char *name, const bson_t *opt
     c->indexes[0] = index_new_id();
     c->nindexes = 1;
     c->id = mvcc_new_collection_id();
+    c->capped = capped_new(&c->options);
     return c;
 }
 
@@ -77,6 +151,7 @@ static void collection_free(void *p)
     for (int i = 0; i < c->nindexes; i++)
         index_destroy(c->indexes[i]);
     matcher_destroy(c->validator);
+    capped_destroy(c->capped);
     bson_destroy(&c->options);
     bson_free(c->db);
     bson_free(c->name);
@@ -102,6 +177,7 @@ void collection_set_options(collection_t *c, const bson_t *options)
     matcher_destroy(c->validator);
     c->validator = NULL;
     c->validator_compiled = false;
+    collection_capped_reset(c);
     const store_observer_t *obs = c->quiet ? NULL : store_observer_get();
     if (obs && obs->ddl) {
         bson_t op = BSON_INITIALIZER;
@@ -171,6 +247,17 @@ bool collection_validate(collection_t *c, const bson_t *doc, const bson_t *old_d
 void collection_foreach(const collection_t *c, bool (*fn)(const bson_t *doc, void *ctx),
                         void *ctx)
 {
+    if (c->capped) { /* in natural order, so a snapshot keeps it */
+        uint64_t pos = 0;
+        record_t *r;
+        while ((r = capped_next(c->capped, pos, &pos))) {
+            bson_t doc;
+            record_view(r, &doc);
+            if (!fn(&doc, ctx))
+                return;
+        }
+        return;
+    }
     for (omap_node_t *n = omap_seek(c->indexes[0]->map, NULL, 0); n; n = omap_next(n)) {
         bson_t doc;
         record_view(omap_node_value(n), &doc);
@@ -331,6 +418,10 @@ bool collection_insert(collection_t *c, const bson_t *doc, dberr_t *err)
     collection_keys_t keys = {0};
     if (!collection_doc_id(doc, &id))
         return dberr_set(err, DBERR_INTERNAL_ERROR, "document to insert has no _id");
+    if (c->capped && (int64_t)doc->len > capped_size(c->capped)) {
+        dberr_set(err, DBERR_BAD_VALUE, "object to insert exceeds cappedMaxSize");
+        goto cleanup;
+    }
     if (!collection_keys_of(c, doc, &keys, err))
         goto cleanup;
     if (!collection_check_unique(c, doc, &keys, NULL, err))
@@ -345,6 +436,11 @@ bool collection_insert(collection_t *c, const bson_t *doc, dberr_t *err)
     const store_observer_t *obs = c->quiet ? NULL : store_observer_get();
     if (obs && obs->insert)
         obs->insert(c->db, c->name, c->uuid, doc, obs->ctx);
+    if (c->capped) {
+        capped_append(c->capped, &id, r);
+        if (!collection_no_capped_trim)
+            collection_capped_trim(c, r);
+    }
     ok = true;
 cleanup:
     collection_keys_destroy(&keys);
@@ -386,6 +482,8 @@ static bool collection_replace_id_only(collection_t *c, record_t *old, const bso
     mvcc_stamp(r);
     mvcc_replaced(c->id, r, old);
     omap_node_set_value(n, r);
+    if (c->capped)
+        capped_replace(c->capped, id, r);
     c->data_size += doc->len;
     c->data_size -= old->len;
     const store_observer_t *obs = c->quiet ? NULL : store_observer_get();
@@ -433,6 +531,8 @@ bool collection_replace(collection_t *c, record_t *old, const bson_t *doc, dberr
         }
     }
     buf_destroy(&mk);
+    if (c->capped)
+        capped_replace(c->capped, &id, r);
     c->data_size += doc->len;
     c->data_size -= old->len;
     const store_observer_t *obs = c->quiet ? NULL : store_observer_get();
@@ -467,6 +567,8 @@ void collection_remove(collection_t *c, record_t *old)
         buf_destroy(&key);
     }
     collection_keys_destroy(&keys);
+    if (c->capped)
+        capped_remove(c->capped, &id);
     c->count--;
     c->data_size -= old->len;
     const store_observer_t *obs = c->quiet ? NULL : store_observer_get();
@@ -970,6 +1072,35 @@ bool collection_query(collection_t *c, const collection_query_opts_t *o, recvec_
     return collection_query_opts_plain(c, o, out, plan, err);
 }
 
+/* Visits a capped collection in natural (insertion) order, matching each
+ * record. On a fiber it gives the loop back between slices and goes on
+ * after the position it stopped at (documents inserted meanwhile come
+ * after it, as a tailable cursor sees them). */
+static bool collection_run_natural(collection_t *c, const collection_query_opts_t *o,
+                                   int64_t want, recvec_t *out, collection_plan_t *plan,
+                                   dberr_t *err)
+{
+    size_t first = out->len;
+    uint64_t pos = 0;
+    for (;;) {
+        /* a yield may remove records: fetch the next one after it */
+        if ((plan->docs_examined & 15) == 15 && !fiber_check(err))
+            return false;
+        record_t *r = c->capped ? capped_next(c->capped, pos, &pos) : NULL;
+        if (!r)
+            break;
+        plan->docs_examined++;
+        bson_t doc;
+        record_view(r, &doc);
+        if (!matcher_matches(o->matcher, &doc, NULL))
+            continue;
+        recvec_push_ref(out, r);
+        if (want > 0 && (int64_t)out->len - (int64_t)first >= want)
+            break;
+    }
+    return true;
+}
+
 /* The latest data, by the best plan. */
 static bool collection_query_opts_plain(collection_t *c, const collection_query_opts_t *o,
                                         recvec_t *out, collection_plan_t *plan, dberr_t *err)
@@ -1023,6 +1154,13 @@ static bool collection_query_opts_plain(collection_t *c, const collection_query_
                          "error processing query: ns=%s planner returned error :: caused by :: "
                          "No indexed plans available, and running with 'notablescan'",
                          c->ns);
+    if (!have_best && c->capped && !need_sort) {
+        strcpy(plan->stage, "COLLSCAN");
+        plan->reason = "no index bounds the filter: the capped collection in natural order";
+        if (!collection_run_natural(c, o, want, out, plan, err))
+            return false;
+        return collection_finish(out, first, o, false, false, err);
+    }
     if (!have_best) {
         collection_plan_index(c->indexes[0], o->matcher, &best); /* full _id scan */
         strcpy(plan->stage, "COLLSCAN");

@@ -1,0 +1,251 @@
+"""Capped collections and tailable cursors (issue 20) through pymongo against
+a real atomdb, with mongod 7's semantics: create's size/max checks, the
+oldest documents removed by an insert past size or max, insertion (natural)
+order kept across updates, a clean restart and kill -9, convertToCapped,
+tailable and awaitData cursors (a document inserted by another client
+arrives within the await time), CappedPositionLost and the error codes."""
+
+import threading
+import time
+
+import pytest
+from bson.son import SON
+from pymongo import MongoClient, CursorType
+from pymongo.errors import OperationFailure
+
+from atomdb_testlib import restart
+
+INVALID_OPTIONS = 72
+BAD_VALUE = 2
+FAILED_TO_PARSE = 9
+CAPPED_POSITION_LOST = 136
+NOT_IN_TXN = 263
+
+
+def connect(server, **kw):
+    kw.setdefault("serverSelectionTimeoutMS", 10000)
+    return MongoClient(server.uri("directConnection=true"), **kw)
+
+
+@pytest.fixture
+def client(atomdb):
+    c = connect(atomdb)
+    yield c
+    c.close()
+
+
+def cmd_error(db, command):
+    with pytest.raises(OperationFailure) as e:
+        db.command(command)
+    return e.value
+
+
+def ids(coll, **kw):
+    return [d["_id"] for d in coll.find({}, **kw)]
+
+
+def test_create_stores_capped_options_as_mongod(client):
+    db = client.capped
+    db.command(SON([("create", "log"), ("capped", True), ("size", 1000), ("max", 5)]))
+    info = list(db.list_collections(filter={"name": "log"}))[0]
+    # mongod 7.0 rounds size up to a multiple of 256
+    assert info["options"] == {"capped": True, "size": 1024, "max": 5}, info
+    stats = db.command("collStats", "log")
+    assert stats["capped"] is True and stats["maxSize"] == 1024 and stats["max"] == 5, stats
+    assert db.log.options() == {"capped": True, "size": 1024, "max": 5}
+    assert db.command("collStats", "log")["capped"] is True
+    db.create_collection("plain")
+    assert db.command("collStats", "plain")["capped"] is False
+
+
+def test_create_errors_match_mongod(client):
+    db = client.capped
+    e = cmd_error(db, SON([("create", "a"), ("capped", True)]))
+    assert e.code == INVALID_OPTIONS
+    assert "the 'size' field is required when 'capped' is true" in str(e)
+    e = cmd_error(db, SON([("create", "b"), ("capped", True), ("max", 3)]))
+    assert e.code == INVALID_OPTIONS
+    e = cmd_error(db, SON([("create", "c"), ("size", 4096)]))
+    assert e.code == INVALID_OPTIONS
+    assert "the 'capped' field needs to be true" in str(e)
+    e = cmd_error(db, SON([("create", "d"), ("capped", True), ("size", 0)]))
+    assert e.code == 51024 and "BSON field 'size' value must be >= 1" in str(e)
+    e = cmd_error(db, SON([("create", "e"), ("capped", True), ("size", "big")]))
+    assert e.code == 14
+    assert db.list_collection_names() == [], "nothing was created"
+
+
+def test_max_removes_the_oldest_in_insertion_order(client):
+    db = client.capped
+    db.create_collection("log", capped=True, size=100000, max=3)
+    # _ids out of order: the natural order is insertion order, not _id order
+    for i in [5, 1, 4, 2, 3]:
+        db.log.insert_one({"_id": i})
+    assert ids(db.log) == [4, 2, 3], "the two oldest were removed, order kept"
+    assert db.log.count_documents({}) == 3
+    # an update keeps the document's place, even when it grows (mongod >= 6.0)
+    db.log.update_one({"_id": 2}, {"$set": {"pad": "x" * 100}})
+    db.log.insert_one({"_id": 9})
+    assert ids(db.log) == [2, 3, 9]
+    # deletes are allowed (mongod >= 5.0)
+    assert db.log.delete_one({"_id": 3}).deleted_count == 1
+    assert ids(db.log) == [2, 9]
+    # an index keeps working on a capped collection
+    db.log.create_index("k")
+    db.log.insert_many([{"_id": 10, "k": 1}, {"_id": 11, "k": 2}])
+    assert ids(db.log) == [9, 10, 11]
+    assert [d["_id"] for d in db.log.find({"k": 2})] == [11]
+
+
+def test_size_removes_the_oldest(client):
+    db = client.capped
+    db.create_collection("log", capped=True, size=256)  # 256 bytes of BSON
+    doc_len = 50  # {_id: int32, s: 30 chars} = 4+ (1+4+4) + (1+2+4+31) + 1 = 52
+    for i in range(20):
+        db.log.insert_one({"_id": i, "s": "y" * 30})
+    got = ids(db.log)
+    stats = db.command("collStats", "log")
+    assert stats["size"] <= 256, stats
+    assert got == list(range(20 - len(got), 20)), "the newest survive in order: %r" % got
+    assert len(got) == 256 // (doc_len + 2), got
+    # a document larger than the whole collection is refused
+    with pytest.raises(OperationFailure) as e:
+        db.log.insert_one({"_id": "big", "s": "z" * 300})
+    assert e.value.code == BAD_VALUE
+    assert ids(db.log) == got
+
+
+def test_restart_and_kill_keep_order_and_bound(atomdb):
+    c = connect(atomdb)
+    db = c.capped
+    db.create_collection("log", capped=True, size=4096, max=4)
+    for i in [7, 3, 9, 1, 8, 2]:
+        db.log.insert_one({"_id": i})
+    assert ids(db.log) == [9, 1, 8, 2]
+    c.close()
+    server = restart(atomdb)
+    try:
+        c = connect(server)
+        db = c.capped
+        assert ids(db.log) == [9, 1, 8, 2], "a snapshot keeps the natural order"
+        assert db.log.options() == {"capped": True, "size": 4096, "max": 4}
+        db.log.insert_one({"_id": 0})
+        db.log.insert_one({"_id": 5})
+        assert ids(db.log) == [8, 2, 0, 5]
+        c.close()
+        server2 = restart(server, kill=True)
+    finally:
+        if server.alive():
+            server.stop()
+        server.cleanup()
+    try:
+        c = connect(server2)
+        db = c.capped
+        assert ids(db.log) == [8, 2, 0, 5], "the log's removals replay as they happened"
+        db.log.insert_one({"_id": 6})
+        assert ids(db.log) == [2, 0, 5, 6], "the bound holds after recovery"
+        c.close()
+    finally:
+        problems = server2.stop()
+        server2.cleanup()
+        assert problems == [], problems
+
+
+def test_capped_writes_refused_in_transactions(client):
+    db = client.capped
+    db.create_collection("log", capped=True, size=4096)
+    db.log.insert_one({"_id": 1})
+    with client.start_session() as s:
+        with pytest.raises(OperationFailure) as e:
+            with s.start_transaction():
+                db.log.insert_one({"_id": 2}, session=s)
+        assert e.value.code == NOT_IN_TXN
+    assert ids(db.log) == [1]
+
+
+def test_tailable_errors(client):
+    db = client.capped
+    db.create_collection("plain")
+    db.plain.insert_one({"_id": 1})
+    e = cmd_error(db, SON([("find", "plain"), ("tailable", True)]))
+    assert e.code == BAD_VALUE
+    assert "tailable cursor requested on non capped collection" in str(e)
+    assert str(e).startswith("error processing query: ")
+    e = cmd_error(db, SON([("find", "plain"), ("awaitData", True)]))
+    assert e.code == FAILED_TO_PARSE
+    assert "Cannot set 'awaitData' without also setting 'tailable'" in str(e)
+    db.create_collection("log", capped=True, size=4096)
+    db.log.insert_one({"_id": 1})
+    e = cmd_error(db, SON([("find", "log"), ("tailable", True), ("sort", {"_id": 1})]))
+    assert e.code == BAD_VALUE and "{$natural: 1}" in str(e)
+    e = cmd_error(db, SON([("find", "log"), ("tailable", True), ("singleBatch", True)]))
+    assert e.code == BAD_VALUE
+    # a plain tailable cursor refuses a getMore maxTimeMS, as mongod
+    r = db.command(SON([("find", "log"), ("tailable", True)]))
+    cid = r["cursor"]["id"]
+    assert cid != 0 and [d["_id"] for d in r["cursor"]["firstBatch"]] == [1]
+    e = cmd_error(db, SON([("getMore", cid), ("collection", "log"), ("maxTimeMS", 10)]))
+    assert e.code == BAD_VALUE and "non-awaitData" in str(e)
+
+
+def test_tailable_cursor_returns_later_inserts(client):
+    db = client.capped
+    db.create_collection("log", capped=True, size=100000)
+    # an empty capped collection: mongod keeps no tailable cursor
+    r = db.command(SON([("find", "log"), ("tailable", True)]))
+    assert r["cursor"]["id"] == 0
+    db.log.insert_many([{"_id": i, "even": i % 2 == 0} for i in range(3)])
+    cur = db.log.find({"even": True}, cursor_type=CursorType.TAILABLE)
+    assert [d["_id"] for d in cur] == [0, 2]
+    assert cur.alive, "a tailable cursor stays open at the end of the data"
+    db.log.insert_many([{"_id": i, "even": i % 2 == 0} for i in range(3, 7)])
+    assert [d["_id"] for d in cur] == [4, 6], "only later matching documents"
+    assert cur.alive
+    cur.close()
+
+
+def test_await_data_receives_insert_from_another_client(atomdb, client):
+    db = client.capped
+    db.create_collection("log", capped=True, size=100000)
+    db.log.insert_one({"_id": 0})
+    cur = db.log.find({}, cursor_type=CursorType.TAILABLE_AWAIT).max_await_time_ms(5000)
+    assert cur.next()["_id"] == 0
+
+    def writer():
+        time.sleep(0.3)
+        w = connect(atomdb)
+        w.capped.log.insert_one({"_id": 1, "from": "writer"})
+        w.close()
+
+    t = threading.Thread(target=writer)
+    t0 = time.monotonic()
+    t.start()
+    doc = cur.next()  # the getMore parks until the writer's insert commits
+    waited = time.monotonic() - t0
+    t.join()
+    assert doc == {"_id": 1, "from": "writer"}
+    assert 0.2 < waited < 4.0, "woken by the insert, not by maxTimeMS: %.2fs" % waited
+    # with nothing inserted the getMore answers empty after its maxTimeMS
+    r = db.command(SON([("find", "log"), ("tailable", True), ("awaitData", True)]))
+    cid = r["cursor"]["id"]
+    t0 = time.monotonic()
+    r = db.command(SON([("getMore", cid), ("collection", "log"), ("maxTimeMS", 300)]))
+    waited = time.monotonic() - t0
+    assert r["cursor"]["nextBatch"] == [] and r["cursor"]["id"] == cid
+    assert 0.25 < waited < 2.5, waited
+    cur.close()
+
+
+def test_capped_position_lost(client):
+    db = client.capped
+    db.create_collection("log", capped=True, size=100000, max=3)
+    db.log.insert_many([{"_id": i} for i in range(3)])
+    r = db.command(SON([("find", "log"), ("tailable", True), ("batchSize", 1)]))
+    cid = r["cursor"]["id"]
+    assert [d["_id"] for d in r["cursor"]["firstBatch"]] == [0]
+    db.log.insert_many([{"_id": i} for i in range(3, 6)])  # removes 0, 1, 2
+    e = cmd_error(db, SON([("getMore", cid), ("collection", "log")]))
+    assert e.code == CAPPED_POSITION_LOST
+    assert e.details["codeName"] == "CappedPositionLost"
+    e = cmd_error(db, SON([("getMore", cid), ("collection", "log")]))
+    assert e.code == 43, "the cursor died"
