@@ -249,3 +249,43 @@ def test_capped_position_lost(client):
     assert e.details["codeName"] == "CappedPositionLost"
     e = cmd_error(db, SON([("getMore", cid), ("collection", "log")]))
     assert e.code == 43, "the cursor died"
+
+
+def test_convert_to_capped_keeps_the_newest(client):
+    db = client.capped
+    db.events.insert_many([{"_id": i, "s": "x" * 40} for i in range(10)])
+    db.events.create_index("s")
+    db.command(SON([("create", "v"), ("viewOn", "events"), ("pipeline", [])]))
+    e = cmd_error(db, SON([("convertToCapped", "events")]))
+    assert e.code == 40414 and "size" in str(e)
+    e = cmd_error(db, SON([("convertToCapped", "missing"), ("size", 1000)]))
+    assert e.code == 26
+    e = cmd_error(db, SON([("convertToCapped", "v"), ("size", 1000)]))
+    assert e.code == 166
+    e = cmd_error(db, SON([("convertToCapped", "events"), ("size", 1000), ("max", 2)]))
+    assert e.code == 40415
+    db.command(SON([("convertToCapped", "events"), ("size", 200)]))  # 256 after rounding
+    assert db.events.options() == {"capped": True, "size": 256}
+    got = ids(db.events)
+    assert got == list(range(10 - len(got), 10)) and 0 < len(got) < 10, got
+    assert [ix["name"] for ix in db.events.list_indexes()] == ["_id_"], \
+        "as mongod, only the _id index survives"
+    db.events.insert_one({"_id": 10, "s": "x" * 40})
+    assert ids(db.events)[-1] == 10 and len(ids(db.events)) == len(got)
+
+
+def test_clone_collection_as_capped(client):
+    db = client.capped
+    db.src.insert_many([{"_id": i} for i in range(50)])
+    e = cmd_error(db, SON([("cloneCollectionAsCapped", "nosuch"), ("toCollection", "x"),
+                           ("size", 1000)]))
+    assert e.code == 26
+    db.command(SON([("cloneCollectionAsCapped", "src"), ("toCollection", "dst"),
+                    ("size", 256)]))
+    assert db.src.count_documents({}) == 50 and not db.src.options().get("capped")
+    assert db.dst.options() == {"capped": True, "size": 256}
+    got = ids(db.dst)
+    assert got == list(range(50 - len(got), 50)) and len(got) == 256 // 14, got
+    e = cmd_error(db, SON([("cloneCollectionAsCapped", "src"), ("toCollection", "dst"),
+                           ("size", 1000)]))
+    assert e.code == 48
