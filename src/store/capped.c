@@ -114,6 +114,12 @@ void capped_destroy(capped_t *cap)
     bson_free(cap);
 }
 
+void capped_set_bounds(capped_t *cap, const capped_t *from)
+{
+    cap->size = from->size;
+    cap->max = from->max;
+}
+
 int64_t capped_size(const capped_t *cap)
 {
     return cap->size;

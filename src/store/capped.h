@@ -30,6 +30,9 @@ capped_t *capped_new(const bson_t *options);
 /* Frees the order (not the records, which it borrows); accepts NULL. */
 void capped_destroy(capped_t *cap);
 
+/* Takes the bounds of `from`, keeping the order. */
+void capped_set_bounds(capped_t *cap, const capped_t *from);
+
 /* Bounds: bytes of BSON, and documents (0: none). */
 int64_t capped_size(const capped_t *cap);
 int64_t capped_max(const capped_t *cap);

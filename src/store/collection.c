@@ -52,13 +52,19 @@ void collection_set_capped_trim(bool on)
     collection_no_capped_trim = !on;
 }
 
-/* Rebuilds the capped state from the options: a collection that became
- * capped (convertToCapped) takes its documents in their current (_id)
- * order; one that is no longer capped forgets it. */
+/* Follows the options: a capped collection keeps its order and takes the
+ * new bounds; one that became capped (convertToCapped) takes its documents
+ * in their current (_id) order; one no longer capped forgets it. */
 static void collection_capped_reset(collection_t *c)
 {
+    capped_t *now = capped_new(&c->options);
+    if (c->capped && now) {
+        capped_set_bounds(c->capped, now);
+        capped_destroy(now);
+        return;
+    }
     capped_destroy(c->capped);
-    c->capped = capped_new(&c->options);
+    c->capped = now;
     if (!c->capped)
         return;
     for (omap_node_t *n = omap_seek(c->indexes[0]->map, NULL, 0); n; n = omap_next(n)) {

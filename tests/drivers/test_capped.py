@@ -289,3 +289,15 @@ def test_clone_collection_as_capped(client):
     e = cmd_error(db, SON([("cloneCollectionAsCapped", "src"), ("toCollection", "dst"),
                            ("size", 1000)]))
     assert e.code == 48
+
+
+def test_coll_mod_keeps_natural_order(client):
+    db = client.capped
+    db.create_collection("log", capped=True, size=4096, max=5)
+    for i in [3, 1, 2]:
+        db.log.insert_one({"_id": i})
+    db.command(SON([("collMod", "log"), ("validator", {"_id": {"$gte": 0}})]))
+    assert ids(db.log) == [3, 1, 2], "collMod leaves the insertion order alone"
+    e = cmd_error(db, SON([("collMod", "log"), ("cappedSize", 8192)]))
+    assert e.code == INVALID_OPTIONS, "not yet: refused, not ignored"
+    assert db.log.options()["size"] == 4096
