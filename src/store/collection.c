@@ -1078,6 +1078,29 @@ bool collection_query(collection_t *c, const collection_query_opts_t *o, recvec_
     return collection_query_opts_plain(c, o, out, plan, err);
 }
 
+/* A {$natural: 1|-1} sort or hint: *dir 1 or -1 (0: neither). A $natural
+ * sort with other keys is refused (not yet). */
+static bool collection_natural_dir(const collection_query_opts_t *o, int *dir, dberr_t *err)
+{
+    bson_iter_t it;
+    *dir = 0;
+    if (o->hint && bson_iter_init(&it, o->hint) && bson_iter_next(&it) &&
+        !strcmp(bson_iter_key(&it), "$natural")) {
+        *dir = BSON_ITER_HOLDS_NUMBER(&it) && bson_iter_as_double(&it) < 0 ? -1 : 1;
+    }
+    int n = o->sort ? sortspec_nkeys(o->sort) : 0;
+    for (int i = 0; i < n; i++) {
+        int d;
+        if (strcmp(sortspec_key(o->sort, i, &d), "$natural") != 0)
+            continue;
+        if (n > 1)
+            return dberr_set(err, DBERR_NOT_IMPLEMENTED,
+                             "atomdb does not support a $natural sort with other keys yet");
+        *dir = d < 0 ? -1 : 1;
+    }
+    return true;
+}
+
 /* Visits a capped collection in natural (insertion) order, matching each
  * record. On a fiber it gives the loop back between slices and goes on
  * after the position it stopped at (documents inserted meanwhile come
@@ -1114,11 +1137,37 @@ static bool collection_query_opts_plain(collection_t *c, const collection_query_
     size_t first = out->len;
     bool need_sort = o->sort && sortspec_nkeys(o->sort) > 0;
     int64_t want = o->limit > 0 ? o->skip + o->limit : 0;
+    int natural = 0;
+    if (!collection_natural_dir(o, &natural, err))
+        return false;
+    if (natural && o->sort && sortspec_nkeys(o->sort) == 1 &&
+        !strcmp(sortspec_key(o->sort, 0, NULL), "$natural"))
+        need_sort = false; /* the $natural sort is the scan's order */
+    if (natural && c->capped) {
+        strcpy(plan->stage, "COLLSCAN");
+        plan->direction = natural;
+        plan->reason = "$natural: the capped collection in insertion order";
+        if (!collection_run_natural(c, o, natural > 0 && !need_sort ? want : 0, out, plan, err))
+            return false;
+        return collection_finish(out, first, o, need_sort, !need_sort && natural < 0, err);
+    }
     /* choose */
     scan_plan_t best = {0};
     bool have_best = false;
     bool reverse = false;
-    bool use_hint = o->hint_name || (o->hint && !bson_empty(o->hint));
+    bool use_hint = !natural && (o->hint_name || (o->hint && !bson_empty(o->hint)));
+    if (natural) {
+        /* not capped: atomdb stores documents in _id order, its natural order */
+        collection_plan_index(c->indexes[0], o->matcher, &best);
+        strcpy(plan->stage, "COLLSCAN");
+        plan->direction = natural;
+        plan->reason = "$natural: the collection in storage (_id) order";
+        bool unordered = false;
+        bool ok = collection_run_scan(c, &best, o, natural > 0 && !need_sort, want, out, plan,
+                                      &unordered, err);
+        scan_plan_destroy(&best);
+        return ok && collection_finish(out, first, o, need_sort, !need_sort && natural < 0, err);
+    }
     if (use_hint) {
         index_t *ix = collection_hinted(c, o, err);
         if (!ix)

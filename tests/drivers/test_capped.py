@@ -301,3 +301,21 @@ def test_coll_mod_keeps_natural_order(client):
     e = cmd_error(db, SON([("collMod", "log"), ("cappedSize", 8192)]))
     assert e.code == INVALID_OPTIONS, "not yet: refused, not ignored"
     assert db.log.options()["size"] == 4096
+
+
+def test_natural_sort_and_hint(client):
+    db = client.capped
+    db.create_collection("log", capped=True, size=4096)
+    for i in [3, 1, 2]:
+        db.log.insert_one({"_id": i})
+    assert ids(db.log, sort=[("$natural", -1)]) == [2, 1, 3], "newest first"
+    assert ids(db.log, sort=[("$natural", 1)], limit=2) == [3, 1]
+    assert [d["_id"] for d in db.log.find().hint([("$natural", -1)])] == [2, 1, 3]
+    plan = db.log.find().sort("$natural", -1).explain()["queryPlanner"]["winningPlan"]
+    assert plan["stage"] == "COLLSCAN" and plan["direction"] == "backward", plan
+    # not capped: atomdb's natural order is its storage (_id) order
+    db.plain.insert_many([{"_id": i} for i in [2, 3, 1]])
+    assert ids(db.plain, sort=[("$natural", -1)]) == [3, 2, 1]
+    with pytest.raises(OperationFailure) as e:
+        list(db.log.find(sort=[("$natural", 1), ("x", 1)]))
+    assert e.value.code == 238, "refused, not ignored"
