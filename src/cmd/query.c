@@ -495,7 +495,12 @@ bool cmd_find_cmd(cmd_ctx_t *ctx, dberr_t *err)
     collection_t *c = catalog_get(server.catalog, ctx->db, coll);
     char ns[512];
     snprintf(ns, sizeof ns, "%s.%s", ctx->db, coll);
-    if (q.tailable && c && !collection_is_view(c)) {
+    if (q.tailable && c && collection_is_view(c)) { /* a view's find is an aggregate */
+        dberr_set(err, DBERR_INVALID_PIPELINE_OPERATOR,
+                  "Option tailable not supported in aggregation.");
+        goto cleanup;
+    }
+    if (q.tailable && c) {
         ctx->cursor_no_timeout = q.no_cursor_timeout;
         ok = tailable_find(ctx, c, ns, m, p, q.await_data, q.skip, q.batch_size, err);
         m = NULL; /* the cursor took both */

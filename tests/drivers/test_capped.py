@@ -180,6 +180,9 @@ def test_tailable_errors(client):
     assert e.code == BAD_VALUE and "{$natural: 1}" in str(e)
     e = cmd_error(db, SON([("find", "log"), ("tailable", True), ("singleBatch", True)]))
     assert e.code == BAD_VALUE
+    db.command(SON([("create", "v"), ("viewOn", "log"), ("pipeline", [])]))
+    e = cmd_error(db, SON([("find", "v"), ("tailable", True)]))
+    assert e.code == 168 and "Option tailable not supported in aggregation." in str(e)
     # a plain tailable cursor refuses a getMore maxTimeMS, as mongod
     r = db.command(SON([("find", "log"), ("tailable", True)]))
     cid = r["cursor"]["id"]
