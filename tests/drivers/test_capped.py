@@ -301,9 +301,34 @@ def test_coll_mod_keeps_natural_order(client):
         db.log.insert_one({"_id": i})
     db.command(SON([("collMod", "log"), ("validator", {"_id": {"$gte": 0}})]))
     assert ids(db.log) == [3, 1, 2], "collMod leaves the insertion order alone"
-    e = cmd_error(db, SON([("collMod", "log"), ("cappedSize", 8192)]))
-    assert e.code == INVALID_OPTIONS, "not yet: refused, not ignored"
-    assert db.log.options()["size"] == 4096
+
+
+def test_coll_mod_capped_size_and_max(client):
+    # mongod's jstests/core/capped_resize.js, scaled down
+    db = client.capped
+    db.create_collection("log", capped=True, size=4096, max=2)
+    db.log.insert_many([{"_id": i} for i in range(5)])
+    assert ids(db.log) == [3, 4]
+    db.command(SON([("collMod", "log"), ("cappedMax", 4)]))
+    stats = db.command("collStats", "log")
+    assert stats["max"] == 4 and stats["maxSize"] == 4096
+    db.log.insert_many([{"_id": i} for i in range(5, 9)])
+    assert ids(db.log) == [5, 6, 7, 8], "the larger bound holds four"
+    # a smaller bound removes the excess at the next insert, as mongod
+    db.command(SON([("collMod", "log"), ("cappedMax", 2), ("cappedSize", 8192)]))
+    assert db.log.count_documents({}) == 4
+    db.log.insert_one({"_id": 9})
+    assert ids(db.log) == [8, 9]
+    assert db.log.options() == {"capped": True, "size": 8192, "max": 2}
+    db.command(SON([("collMod", "log"), ("cappedMax", 0)]))
+    assert db.command("collStats", "log")["max"] == 0x7fffffff, "<= 0: no bound"
+    for bad in [0, -1, 0x4000000000000 + 1]:
+        e = cmd_error(db, SON([("collMod", "log"), ("cappedSize", bad)]))
+        assert e.code == 51024, bad
+    db.create_collection("plain")
+    e = cmd_error(db, SON([("collMod", "plain"), ("cappedSize", 8192)]))
+    assert e.code == INVALID_OPTIONS
+    assert db.plain.options() == {}
 
 
 def test_natural_sort_and_hint(client):
