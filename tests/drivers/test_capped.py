@@ -347,3 +347,19 @@ def test_natural_sort_and_hint(client):
     with pytest.raises(OperationFailure) as e:
         list(db.log.find(sort=[("$natural", 1), ("x", 1)]))
     assert e.value.code == 238, "refused, not ignored"
+
+
+def test_db_hash_lists_capped_collections(client):
+    db = client.capped
+    db.create_collection("log", capped=True, size=4096)
+    db.plain.insert_one({"_id": 1})
+    for i in [2, 1]:
+        db.log.insert_one({"_id": i})
+    r = db.command("dbHash")
+    assert r["capped"] == ["log"] and set(r["collections"]) == {"log", "plain"}
+    before = r["collections"]["log"]
+    db.log2.insert_many([{"_id": 1}, {"_id": 2}])  # same documents, _id order
+    db.command(SON([("convertToCapped", "log2"), ("size", 4096)]))
+    r = db.command("dbHash")
+    assert r["capped"] == ["log", "log2"]
+    assert r["collections"]["log2"] != before, "hashed in natural order, as mongod"
