@@ -1,7 +1,8 @@
 /* tailable: find's tailable cursors over capped collections — the cursor
  * stays open at the end of the data and later getMores return what was
  * inserted since; with awaitData a getMore with nothing to return parks in
- * changestream.c's table until a commit or its maxTimeMS. Loop thread only. */
+ * changestream.c's table until a commit or its maxTimeMS. Loop thread only.
+ * See docs/capped.md. */
 #ifndef ATOMDB_TAILABLE_H
 #define ATOMDB_TAILABLE_H
 

@@ -1,7 +1,7 @@
 /* capped: what makes a collection capped — its bounds (size in bytes, max
  * documents) and its natural order, the order documents were inserted in,
  * which scans, snapshots and tailable cursors follow. collection.c keeps it
- * in step with the records; loop thread only. */
+ * in step with the records; loop thread only. See docs/capped.md. */
 #ifndef ATOMDB_CAPPED_H
 #define ATOMDB_CAPPED_H
 
