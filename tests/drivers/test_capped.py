@@ -82,6 +82,8 @@ def test_max_removes_the_oldest_in_insertion_order(client):
     for i in [5, 1, 4, 2, 3]:
         db.log.insert_one({"_id": i})
     assert ids(db.log) == [4, 2, 3], "the two oldest were removed, order kept"
+    assert [d["_id"] for d in db.log.aggregate([{"$match": {}}])] == [4, 2, 3], \
+        "aggregate reads in natural order too"
     assert db.log.count_documents({}) == 3
     # an update keeps the document's place, even when it grows (mongod >= 6.0)
     db.log.update_one({"_id": 2}, {"$set": {"pad": "x" * 100}})
