@@ -365,3 +365,34 @@ def test_db_hash_lists_capped_collections(client):
     r = db.command("dbHash")
     assert r["capped"] == ["log", "log2"]
     assert r["collections"]["log2"] != before, "hashed in natural order, as mongod"
+
+
+def test_a_lowered_bound_survives_snapshot_and_log_replay(atomdb):
+    # collMod lowers max; the excess stays until the next insert, across a
+    # clean restart (snapshot) and then kill -9 (log replay of the removals)
+    c = connect(atomdb)
+    db = c.capped
+    db.create_collection("log", capped=True, size=4096, max=5)
+    db.log.insert_many([{"_id": i} for i in range(5)])
+    db.command(SON([("collMod", "log"), ("cappedMax", 2)]))
+    c.close()
+    server = restart(atomdb)
+    try:
+        c = connect(server)
+        assert ids(c.capped.log) == [0, 1, 2, 3, 4], "the snapshot loads what was there"
+        c.capped.log.insert_one({"_id": 5})
+        assert ids(c.capped.log) == [4, 5]
+        c.close()
+        server2 = restart(server, kill=True)
+    finally:
+        if server.alive():
+            server.stop()
+        server.cleanup()
+    try:
+        c = connect(server2)
+        assert ids(c.capped.log) == [4, 5]
+        c.close()
+    finally:
+        problems = server2.stop()
+        server2.cleanup()
+        assert problems == [], problems
