@@ -1086,6 +1086,11 @@ bool cmd_aggregate(cmd_ctx_t *ctx, dberr_t *err)
             dberr_set(err, 166, "Namespace %s.%s is a view, not a collection", db, out->coll);
             goto cleanup;
         }
+        if (!out->is_merge && collection_is_capped(target)) { /* as mongod 7 */
+            dberr_set(err, 17152, "namespace '%s.%s' is capped so it can't be used for $out", db,
+                      out->coll);
+            goto cleanup;
+        }
         if (!(out->is_merge ? query_write_merge(target, out, &docs, err)
                             : query_write_out(target, db, out->coll, &docs, err)))
             goto cleanup;

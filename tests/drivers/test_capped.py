@@ -396,3 +396,14 @@ def test_a_lowered_bound_survives_snapshot_and_log_replay(atomdb):
         problems = server2.stop()
         server2.cleanup()
         assert problems == [], problems
+
+
+def test_out_refuses_a_capped_target(client):
+    db = client.capped
+    db.create_collection("log", capped=True, size=4096)
+    db.log.insert_one({"_id": "kept"})
+    db.src.insert_one({"_id": 1})
+    with pytest.raises(OperationFailure) as e:
+        list(db.src.aggregate([{"$out": "log"}]))
+    assert e.value.code == 17152 and "is capped so it can't be used for $out" in str(e.value)
+    assert ids(db.log) == ["kept"], "nothing written"
