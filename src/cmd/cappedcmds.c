@@ -26,8 +26,7 @@ static bool cappedcmds_options(const cmd_ctx_t *ctx, const char *extra, const co
             return dberr_set(err, 40415, "BSON field '%s.%s' is an unknown field.", cmd, k);
     }
     if (!cmd_find(ctx, "size", &size))
-        return dberr_set(err, 40414, "BSON field '%s.size' is missing but a required field",
-                         cmd);
+        return dberr_set(err, 40414, "BSON field '%s.size' is missing but a required field", cmd);
     bson_t flag = BSON_INITIALIZER;
     BSON_APPEND_BOOL(&flag, "capped", true);
     bson_iter_t capped;
@@ -87,8 +86,9 @@ bool cmd_clone_collection_as_capped(cmd_ctx_t *ctx, dberr_t *err)
     if (!src)
         return false;
     if (!cmd_find(ctx, "toCollection", &to_it))
-        return dberr_set(err, 40414, "BSON field 'cloneCollectionAsCapped.toCollection' is "
-                                     "missing but a required field");
+        return dberr_set(err, 40414,
+                         "BSON field 'cloneCollectionAsCapped.toCollection' is "
+                         "missing but a required field");
     if (!BSON_ITER_HOLDS_UTF8(&to_it))
         return dberr_set(err, DBERR_TYPE_MISMATCH,
                          "BSON field 'cloneCollectionAsCapped.toCollection' is the wrong type "
@@ -123,8 +123,8 @@ bool cmd_clone_collection_as_capped(cmd_ctx_t *ctx, dberr_t *err)
         if ((i & 63) == 63 && !fiber_check(err))
             break;
         if (catalog_get(server.catalog, ctx->db, to) != dst) {
-            dberr_set(err, DBERR_NAMESPACE_NOT_FOUND, "%s.%s was dropped during the copy",
-                      ctx->db, to);
+            dberr_set(err, DBERR_NAMESPACE_NOT_FOUND, "%s.%s was dropped during the copy", ctx->db,
+                      to);
             dst = NULL;
             break;
         }

@@ -18,9 +18,9 @@
 struct tailable {
     char db[128];
     char coll[256];
-    uint64_t coll_id;  /* the collection it tails: another one by that name ends it */
-    uint64_t last;     /* natural position of the last document scanned, 0: none yet */
-    int64_t skip;      /* matching documents still to skip (the find's skip) */
+    uint64_t coll_id; /* the collection it tails: another one by that name ends it */
+    uint64_t last;    /* natural position of the last document scanned, 0: none yet */
+    int64_t skip;     /* matching documents still to skip (the find's skip) */
     bool await_data;
 };
 
@@ -49,8 +49,7 @@ bool tailable_check_find(bool tailable, bool await_data, const bson_t *sort, boo
 }
 
 /* Appends the documents after the cursor's position to array `arr`. */
-static bool tailable_fill(cursor_t *c, bson_t *arr, int64_t batch_size, uint32_t *n,
-                          dberr_t *err)
+static bool tailable_fill(cursor_t *c, bson_t *arr, int64_t batch_size, uint32_t *n, dberr_t *err)
 {
     struct tailable *t = c->tail;
     collection_t *coll = catalog_get(server.catalog, t->db, t->coll);
@@ -123,8 +122,7 @@ static bool tailable_batch(bson_t *reply, cursor_t *c, const char *field, int64_
 }
 
 bool tailable_find(cmd_ctx_t *ctx, collection_t *coll, const char *ns, matcher_t *m,
-                   projection_t *p, bool await_data, int64_t skip, int64_t batch_size,
-                   dberr_t *err)
+                   projection_t *p, bool await_data, int64_t skip, int64_t batch_size, dberr_t *err)
 {
     if (!collection_is_capped(coll) || ctx->view->txn) {
         matcher_destroy(m);

@@ -28,9 +28,8 @@ bool tailable_check_find(bool tailable, bool await_data, const bson_t *sort, boo
  * `c` is not capped, OperationNotSupportedInTransaction 263 in a
  * transaction. Takes over `m` (the
  * filter) and `p` (the projection, may be NULL) in every case. */
-bool tailable_find(cmd_ctx_t *ctx, collection_t *c, const char *ns, matcher_t *m,
-                   projection_t *p, bool await_data, int64_t skip, int64_t batch_size,
-                   dberr_t *err);
+bool tailable_find(cmd_ctx_t *ctx, collection_t *c, const char *ns, matcher_t *m, projection_t *p,
+                   bool await_data, int64_t skip, int64_t batch_size, dberr_t *err);
 
 /* getMore on a tailable cursor (query.c hands it over): the documents
  * after its position; with awaitData and none yet, parks up to maxTimeMS

@@ -11,11 +11,11 @@
 #include "util/shellfmt.h"
 
 struct capped {
-    int64_t size;      /* bytes of BSON the collection may hold */
-    int64_t max;       /* documents it may hold, 0: no bound */
-    omap_t *order;     /* 8-byte big-endian position → record_t* (borrowed) */
-    omap_t *position;  /* _id keystring → position (as a pointer-sized integer) */
-    uint64_t next;     /* the position the next insert takes */
+    int64_t size;     /* bytes of BSON the collection may hold */
+    int64_t max;      /* documents it may hold, 0: no bound */
+    omap_t *order;    /* 8-byte big-endian position → record_t* (borrowed) */
+    omap_t *position; /* _id keystring → position (as a pointer-sized integer) */
+    uint64_t next;    /* the position the next insert takes */
 };
 
 static bool capped_number(const bson_iter_t *it, const char *field, int64_t *out, dberr_t *err)
