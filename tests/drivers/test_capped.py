@@ -407,3 +407,14 @@ def test_out_refuses_a_capped_target(client):
         list(db.src.aggregate([{"$out": "log"}]))
     assert e.value.code == 17152 and "is capped so it can't be used for $out" in str(e.value)
     assert ids(db.log) == ["kept"], "nothing written"
+
+
+def test_change_stream_sees_inserts_and_capping_deletes(client):
+    db = client.capped
+    db.create_collection("log", capped=True, size=4096, max=2)
+    with db.log.watch(max_await_time_ms=200) as cs:
+        db.log.insert_many([{"_id": i} for i in range(3)])
+        got = [(ev["operationType"], ev["documentKey"]["_id"]) for ev in
+               (cs.next() for _ in range(4))]
+    # mongod >= 5.0 replicates a capped collection's removals as deletes
+    assert got == [("insert", 0), ("insert", 1), ("insert", 2), ("delete", 0)], got
