@@ -60,6 +60,7 @@ static const char *const priv_action_names[ACT__COUNT] = {
     [ACT_KILLOP] = "killop",
     [ACT_TOP] = "top",
     [ACT_ENABLE_PROFILER] = "enableProfiler",
+    [ACT_CONVERT_TO_CAPPED] = "convertToCapped",
 };
 
 const char *priv_action_name(priv_action_t a)
@@ -195,14 +196,15 @@ static const priv_actions_t priv_read = B(ACT_FIND) | B(ACT_LIST_COLLECTIONS) |
 static const priv_actions_t priv_write = B(ACT_INSERT) | B(ACT_UPDATE) | B(ACT_REMOVE) |
                                          B(ACT_CREATE_COLLECTION) | B(ACT_DROP_COLLECTION) |
                                          B(ACT_CREATE_INDEX) | B(ACT_DROP_INDEX) |
-                                         B(ACT_RENAME_COLLECTION_SAME_DB);
+                                         B(ACT_RENAME_COLLECTION_SAME_DB) |
+                                         B(ACT_CONVERT_TO_CAPPED);
 static const priv_actions_t priv_lock = B(ACT_LOCK) | B(ACT_LOCK_INFO) | B(ACT_FENCE);
 static const priv_actions_t priv_db_admin =
     B(ACT_COLL_MOD) | B(ACT_COLL_STATS) | B(ACT_CREATE_COLLECTION) | B(ACT_CREATE_INDEX) |
     B(ACT_DB_STATS) | B(ACT_DB_HASH) | B(ACT_DROP_COLLECTION) | B(ACT_DROP_DATABASE) |
     B(ACT_DROP_INDEX) | B(ACT_LIST_COLLECTIONS) | B(ACT_LIST_INDEXES) |
     B(ACT_PLAN_CACHE_READ) | B(ACT_RENAME_COLLECTION_SAME_DB) | B(ACT_VALIDATE) |
-    B(ACT_BYPASS_DOCUMENT_VALIDATION) | B(ACT_ENABLE_PROFILER);
+    B(ACT_BYPASS_DOCUMENT_VALIDATION) | B(ACT_ENABLE_PROFILER) | B(ACT_CONVERT_TO_CAPPED);
 static const priv_actions_t priv_user_admin =
     B(ACT_CHANGE_CUSTOM_DATA) | B(ACT_CHANGE_PASSWORD) | B(ACT_CREATE_ROLE) |
     B(ACT_CREATE_USER) | B(ACT_DROP_ROLE) | B(ACT_DROP_USER) | B(ACT_GRANT_ROLE) |

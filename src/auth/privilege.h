@@ -68,6 +68,7 @@ typedef enum priv_action {
     ACT_KILLOP,        /* killOp */
     ACT_TOP,           /* top */
     ACT_ENABLE_PROFILER, /* profile */
+    ACT_CONVERT_TO_CAPPED, /* convertToCapped */
     ACT__COUNT
 } priv_action_t;
 

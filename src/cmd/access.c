@@ -233,6 +233,20 @@ static bool access_check_rename(cmd_ctx_t *ctx, dberr_t *err)
            access_need(ctx, PRIV_TARGET_NS, to_db, to_coll, ACT_CREATE_INDEX, err);
 }
 
+/* cloneCollectionAsCapped: find on the source, insert and createCollection
+ * on the target (mongod's clone_collection.cpp). */
+static bool access_check_clone_capped(cmd_ctx_t *ctx, dberr_t *err)
+{
+    bson_iter_t to;
+    const char *from = access_arg_coll(ctx);
+    if (!from || !cmd_find(ctx, "toCollection", &to) || !BSON_ITER_HOLDS_UTF8(&to))
+        return true; /* the handler refuses it */
+    return access_need(ctx, PRIV_TARGET_NS, ctx->db, from, ACT_FIND, err) &&
+           access_need(ctx, PRIV_TARGET_NS, ctx->db, bson_iter_utf8(&to, NULL), ACT_INSERT, err) &&
+           access_need(ctx, PRIV_TARGET_NS, ctx->db, bson_iter_utf8(&to, NULL),
+                       ACT_CREATE_COLLECTION, err);
+}
+
 static bool access_check_get_more(cmd_ctx_t *ctx, dberr_t *err)
 {
     bson_iter_t it;
@@ -287,6 +301,8 @@ static const access_rule_t access_rules[] = {
     DB("dbStats", ACT_DB_STATS), DB("dbstats", ACT_DB_STATS), NS("collStats", ACT_COLL_STATS),
     NS("collstats", ACT_COLL_STATS), NS("createIndexes", ACT_CREATE_INDEX),
     NS("collMod", ACT_COLL_MOD), NS("listIndexes", ACT_LIST_INDEXES),
+    NS("convertToCapped", ACT_CONVERT_TO_CAPPED),
+    CUSTOM("cloneCollectionAsCapped", access_check_clone_capped),
     NS("dropIndexes", ACT_DROP_INDEX), NS("deleteIndexes", ACT_DROP_INDEX),
     CUSTOM("renameCollection", access_check_rename), NS("validate", ACT_VALIDATE),
     DB("dbHash", ACT_DB_HASH), DB("dbhash", ACT_DB_HASH),

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cmd/access.h"
+#include "cmd/tailable.h"
 #include "journal/journal.h"
 #include "store/catalog.h"
 #include "util/log.h"
@@ -358,16 +359,18 @@ static bool cs_try_answer(cs_park_t *p, uint64_t now, cs_answer_t *a)
     a->reply = bson_new();
     a->park = *p;
     a->close = false;
-    if (!c || !c->stream) {
+    if (!c || (!c->stream && !c->tail)) {
         dberr_set(&err, 237, "cursor id %lld was killed while its getMore waited",
                   (long long)p->cursor_id);
         cmd_error_reply(a->reply, &err);
         return true;
     }
-    cs_stream_t *s = c->stream;
+    cs_stream_t *s = c->stream; /* NULL: a tailable cursor (cmd/tailable.c) */
     uint32_t n = 0;
-    bool ok = cs_reply(a->reply, c, "nextBatch", p->batch_size, &n, &err);
-    if (ok && n == 0 && !s->invalidated && p->deadline_ms > now && !server.stopping) {
+    bool ok = s ? cs_reply(a->reply, c, "nextBatch", p->batch_size, &n, &err)
+                : tailable_reply(a->reply, c, p->batch_size, &n, &err);
+    bool ended = s && s->invalidated;
+    if (ok && n == 0 && !ended && p->deadline_ms > now && !server.stopping) {
         bson_destroy(a->reply);
         a->reply = NULL;
         return false;
@@ -379,7 +382,7 @@ static bool cs_try_answer(cs_park_t *p, uint64_t now, cs_answer_t *a)
         bson_reinit(a->reply);
         cmd_error_reply(a->reply, &err);
     }
-    a->close = !ok || s->invalidated;
+    a->close = !ok || ended;
     return true;
 }
 
@@ -437,6 +440,12 @@ bool changestream_get_more(cmd_ctx_t *ctx, cursor_t *c, int64_t batch_size, dber
         return ok;
     }
     bson_destroy(&reply);
+    changestream_park(ctx, c, batch_size, await_ms);
+    return true;
+}
+
+void changestream_park(cmd_ctx_t *ctx, cursor_t *c, int64_t batch_size, int64_t await_ms)
+{
     if (!cs.hooked) { /* the first wait: be told of commits from now on */
         journal_set_commit_hook(cs_on_commit);
         cs.hooked = true;
@@ -449,10 +458,9 @@ bool changestream_get_more(cmd_ctx_t *ctx, cursor_t *c, int64_t batch_size, dber
                                         uv_now(server.loop) + (uint64_t)await_ms};
     ctx->parked = true;
     uint64_t lsn;
-    if (cs_pending(s, &lsn))
+    if (c->stream && cs_pending(c->stream, &lsn))
         cs_watch(lsn);
     cs_arm((uint64_t)await_ms);
-    return true;
 }
 
 void changestream_client_closed(cmd_client_t *client)

@@ -78,6 +78,11 @@ bool cs_check_history(cs_pos_t pos, dberr_t *err);
 /* getMore on a change stream cursor (query.c hands it over). */
 bool changestream_get_more(cmd_ctx_t *ctx, cursor_t *c, int64_t batch_size, dberr_t *err);
 
+/* Parks the getMore of `ctx` on awaitData cursor `c` (a change stream or
+ * a tailable cursor, cmd/tailable.c) until a commit gives it something to
+ * return or `await_ms` passes; the reply is sent then. */
+void changestream_park(cmd_ctx_t *ctx, cursor_t *c, int64_t batch_size, int64_t await_ms);
+
 /* aggregate whose first stage is $changeStream (query.c hands it over). */
 bool changestream_aggregate(cmd_ctx_t *ctx, const char *coll, const bson_iter_t *pipeline,
                             int64_t batch_size, dberr_t *err);

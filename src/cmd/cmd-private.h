@@ -265,6 +265,9 @@ bool cmd_atomdb_fault(cmd_ctx_t *ctx, dberr_t *err);
 bool cmd_list_databases(cmd_ctx_t *ctx, dberr_t *err);
 bool cmd_list_collections(cmd_ctx_t *ctx, dberr_t *err);
 bool cmd_create(cmd_ctx_t *ctx, dberr_t *err);
+/* cappedcmds.c */
+bool cmd_convert_to_capped(cmd_ctx_t *ctx, dberr_t *err);
+bool cmd_clone_collection_as_capped(cmd_ctx_t *ctx, dberr_t *err);
 /* maint.c */
 bool cmd_rename_collection(cmd_ctx_t *ctx, dberr_t *err);
 bool cmd_validate(cmd_ctx_t *ctx, dberr_t *err);

@@ -13,6 +13,7 @@
 #include "doc/pipeline.h"
 #include "cmd/view.h"
 #include "txn/txn.h"
+#include "store/capped.h"
 #include "store/catalog.h"
 #include "store/cursor.h"
 #include "util/bsonview.h"
@@ -272,11 +273,11 @@ bool cmd_create(cmd_ctx_t *ctx, dberr_t *err)
     const char *coll;
     if (!cmd_collection_name(ctx, &coll, err))
         return false;
-    bson_t options = BSON_INITIALIZER;
-    bson_iter_t it;
+    bson_t options = BSON_INITIALIZER, rest = BSON_INITIALIZER;
+    bson_iter_t it, capped_it, size_it, max_it;
     bson_iter_init(&it, ctx->cmd);
     bson_iter_next(&it);
-    bool ok = true;
+    bool ok = true, has_capped = false, has_size = false, has_max = false;
     while (bson_iter_next(&it)) {
         const char *k = bson_iter_key(&it);
         if (k[0] == '$' || !strcmp(k, "lsid") || !strcmp(k, "txnNumber") ||
@@ -285,7 +286,14 @@ bool cmd_create(cmd_ctx_t *ctx, dberr_t *err)
             !strcmp(k, "apiVersion") || !strcmp(k, "apiStrict") ||
             !strcmp(k, "apiDeprecationErrors"))
             continue;
-        if ((!strcmp(k, "capped") && bson_iter_as_bool(&it)) || !strcmp(k, "timeseries") ||
+        /* capped, size and max: checked together, stored first (store/capped.h) */
+        if (!strcmp(k, "capped") || !strcmp(k, "size") || !strcmp(k, "max")) {
+            bool *has = k[0] == 'c' ? &has_capped : k[0] == 's' ? &has_size : &has_max;
+            *has = true;
+            *(k[0] == 'c' ? &capped_it : k[0] == 's' ? &size_it : &max_it) = it;
+            continue;
+        }
+        if (!strcmp(k, "timeseries") ||
             !strcmp(k, "clusteredIndex") || !strcmp(k, "encryptedFields")) {
             ok = dberr_set(err, DBERR_NOT_IMPLEMENTED,
                            "atomdb does not support the create option '%s' yet", k);
@@ -298,12 +306,17 @@ bool cmd_create(cmd_ctx_t *ctx, dberr_t *err)
             if (!(ok = collation_parse_iter(&it, &dflt, err)))
                 break;
             if (dflt)
-                collation_append(dflt, &options, "collation");
+                collation_append(dflt, &rest, "collation");
             collation_destroy(dflt);
             continue;
         }
-        bson_append_value(&options, k, -1, bson_iter_value(&it));
+        bson_append_value(&rest, k, -1, bson_iter_value(&it));
     }
+    if (ok)
+        ok = capped_parse_options(has_capped ? &capped_it : NULL, has_size ? &size_it : NULL,
+                                  has_max ? &max_it : NULL, &options, err);
+    bson_concat(&options, &rest);
+    bson_destroy(&rest);
     if (ok)
         ok = dbcmds_check_options(&options, err);
     bson_iter_t von, vcoll;
@@ -352,6 +365,55 @@ bool cmd_create(cmd_ctx_t *ctx, dberr_t *err)
 
 /* ---- collMod ---- */
 
+/* collMod cappedSize / cappedMax (mongod >= 6.0): a capped collection's
+ * new bound into *out; cappedMax <= 0 means no bound (2^31 - 1). The
+ * documents past a smaller bound go at the next insert, as mongod. */
+static bool dbcmds_capped_bound(const collection_t *c, const bson_iter_t *it, int64_t *out,
+                                dberr_t *err)
+{
+    const char *k = bson_iter_key(it);
+    if (!collection_is_capped(c))
+        return dberr_set(err, DBERR_INVALID_OPTIONS,
+                         "Cannot set '%s' on a collection that is not capped: %s", k,
+                         collection_ns(c));
+    if (!BSON_ITER_HOLDS_NUMBER(it))
+        return dberr_set(err, DBERR_TYPE_MISMATCH,
+                         "BSON field 'collMod.%s' is the wrong type '%s', expected types '[long, "
+                         "int, decimal, double]'",
+                         k, shellfmt_type_name(bson_iter_type(it)));
+    int64_t v = bson_iter_as_int64(it);
+    if (k[6] == 'S' && v <= 0)
+        return dberr_set(err, 51024, "BSON field 'cappedSize' value must be > 0, actual value "
+                                     "'%lld'",
+                         (long long)v);
+    if (k[6] == 'S' && v > CAPPED_MAX_SIZE)
+        return dberr_set(err, 51024, "BSON field 'cappedSize' value must be <= %lld, actual "
+                                     "value '%lld'",
+                         (long long)CAPPED_MAX_SIZE, (long long)v);
+    if (k[6] == 'M' && v >= (1LL << 31))
+        return dberr_set(err, DBERR_BAD_VALUE,
+                         "max in a capped collection has to be < 2^31 or not set");
+    *out = k[6] == 'M' && v <= 0 ? 0x7fffffff : v;
+    return true;
+}
+
+/* Appends {capped: true, size, max} with the new bounds (-1: unchanged). */
+static void dbcmds_capped_head(const collection_t *c, int64_t size, int64_t max, bson_t *out)
+{
+    bson_iter_t it;
+    BSON_APPEND_BOOL(out, "capped", true);
+    if (size < 0)
+        size = collection_capped_size(c);
+    if (max < 0 && bson_iter_init_find(&it, collection_options(c), "max"))
+        max = bson_iter_as_int64(&it);
+    if (size <= INT32_MAX)
+        BSON_APPEND_INT32(out, "size", (int32_t)size);
+    else
+        BSON_APPEND_INT64(out, "size", size);
+    if (max >= 0)
+        BSON_APPEND_INT32(out, "max", (int32_t)max);
+}
+
 bool cmd_coll_mod(cmd_ctx_t *ctx, dberr_t *err)
 {
     const char *coll;
@@ -372,12 +434,17 @@ bool cmd_coll_mod(cmd_ctx_t *ctx, dberr_t *err)
     bson_iter_init(&cit, ctx->cmd);
     bson_iter_next(&cit);
     bool ok = true;
+    int64_t capped_size = -1, capped_max = -1; /* cappedSize / cappedMax given */
     while (bson_iter_next(&cit)) {
         const char *k = bson_iter_key(&cit);
         if (k[0] == '$' || !strcmp(k, "lsid") || !strcmp(k, "txnNumber") ||
             !strcmp(k, "writeConcern") || !strcmp(k, "comment") || !strcmp(k, "maxTimeMS"))
             continue;
-        if (!strcmp(k, "validator") || !strcmp(k, "validationLevel") ||
+        if (!strcmp(k, "cappedSize") || !strcmp(k, "cappedMax")) {
+            if (!(ok = dbcmds_capped_bound(c, &cit, k[6] == 'S' ? &capped_size : &capped_max,
+                                           err)))
+                break;
+        } else if (!strcmp(k, "validator") || !strcmp(k, "validationLevel") ||
             !strcmp(k, "validationAction") || !strcmp(k, "viewOn") || !strcmp(k, "pipeline") ||
             !strcmp(k, "changeStreamPreAndPostImages")) {
             bson_append_value(&changes, k, -1, bson_iter_value(&cit));
@@ -439,8 +506,12 @@ bool cmd_coll_mod(cmd_ctx_t *ctx, dberr_t *err)
         }
     }
     if (ok) {
+        if (capped_size >= 0 || capped_max >= 0) /* capped, size, max first, as create */
+            dbcmds_capped_head(c, capped_size, capped_max, &options);
         while (bson_iter_next(&it))
-            if (!bson_has_field(&changes, bson_iter_key(&it)))
+            if (!bson_has_field(&changes, bson_iter_key(&it)) &&
+                !((capped_size >= 0 || capped_max >= 0) && bson_has_field(&options,
+                                                                          bson_iter_key(&it))))
                 bson_append_value(&options, bson_iter_key(&it), -1, bson_iter_value(&it));
         bson_concat(&options, &changes);
         ok = dbcmds_check_options(&options, err);
@@ -536,7 +607,11 @@ bool cmd_coll_stats(cmd_ctx_t *ctx, dberr_t *err)
         BSON_APPEND_INT64(&sizes, collection_index(c, i)->name, 0);
     bson_append_document_end(ctx->reply, &sizes);
     BSON_APPEND_INT32(ctx->reply, "scaleFactor", 1);
-    BSON_APPEND_BOOL(ctx->reply, "capped", false);
+    BSON_APPEND_BOOL(ctx->reply, "capped", collection_is_capped(c));
+    if (collection_is_capped(c)) {
+        BSON_APPEND_INT64(ctx->reply, "max", collection_capped_max(c));
+        BSON_APPEND_INT64(ctx->reply, "maxSize", collection_capped_size(c));
+    }
     return true;
 }
 

@@ -80,6 +80,8 @@ static const cmd_def_t cmd_table[] = {
     {"collstats", cmd_coll_stats, CMD_COUNT_COMMAND, false},
     {"createIndexes", cmd_create_indexes, CMD_COUNT_COMMAND, false, true},
     {"collMod", cmd_coll_mod, CMD_COUNT_COMMAND, false, true},
+    {"convertToCapped", cmd_convert_to_capped, CMD_COUNT_COMMAND, false, true},
+    {"cloneCollectionAsCapped", cmd_clone_collection_as_capped, CMD_COUNT_COMMAND, false, true},
     {"listIndexes", cmd_list_indexes, CMD_COUNT_COMMAND, false},
     {"dropIndexes", cmd_drop_indexes, CMD_COUNT_COMMAND, false, true},
     {"deleteIndexes", cmd_drop_indexes, CMD_COUNT_COMMAND, false, true},

@@ -18,7 +18,7 @@ void explain_append_plan(bson_t *qp, const collection_plan_t *plan, bool exists)
         BSON_APPEND_UTF8(&wp, "stage", "EOF");
     } else if (strcmp(plan->stage, "COLLSCAN") == 0) {
         BSON_APPEND_UTF8(&wp, "stage", "COLLSCAN");
-        BSON_APPEND_UTF8(&wp, "direction", "forward");
+        BSON_APPEND_UTF8(&wp, "direction", plan->direction < 0 ? "backward" : "forward");
     } else if (strcmp(plan->stage, "IDHACK") == 0) {
         BSON_APPEND_UTF8(&wp, "stage", "IDHACK");
     } else if (strcmp(plan->stage, "TEXT_MATCH") == 0) {

@@ -165,6 +165,8 @@ typedef struct maint_dbhash {
     const bson_t *only;   /* the collections asked for, or NULL: all */
     bson_t *hashes, *uuids;
     EVP_MD_CTX *all;
+    bson_t *capped;       /* the capped collections' names (hashed in natural order) */
+    uint32_t ncapped;
 } maint_dbhash_t;
 
 static bool maint_wanted(const bson_t *only, const char *name)
@@ -192,6 +194,11 @@ static void maint_hash_coll(collection_t *c, void *ctx)
     char hex[2 * EVP_MAX_MD_SIZE + 1];
     maint_md5_hex(h.md, hex);
     BSON_APPEND_UTF8(d->hashes, name, hex);
+    if (collection_is_capped(c)) {
+        char key[16];
+        const char *k = cmd_index_key(d->ncapped++, key, sizeof key);
+        BSON_APPEND_UTF8(d->capped, k, name);
+    }
     bson_append_binary(d->uuids, name, -1, BSON_SUBTYPE_UUID, collection_uuid(c), 16);
     EVP_DigestUpdate(d->all, hex, strlen(hex));
 }
@@ -214,8 +221,8 @@ bool cmd_db_hash(cmd_ctx_t *ctx, dberr_t *err)
         }
     }
     int64_t t0 = server_now_ms();
-    bson_t hashes = BSON_INITIALIZER, uuids = BSON_INITIALIZER;
-    maint_dbhash_t d = {has_only ? &only : NULL, &hashes, &uuids, EVP_MD_CTX_new()};
+    bson_t hashes = BSON_INITIALIZER, uuids = BSON_INITIALIZER, capped = BSON_INITIALIZER;
+    maint_dbhash_t d = {has_only ? &only : NULL, &hashes, &uuids, EVP_MD_CTX_new(), &capped, 0};
     EVP_DigestInit_ex(d.all, EVP_md5(), NULL);
     catalog_foreach_coll(server.catalog, ctx->db, maint_hash_coll, &d);
     char hex[2 * EVP_MAX_MD_SIZE + 1];
@@ -223,7 +230,8 @@ bool cmd_db_hash(cmd_ctx_t *ctx, dberr_t *err)
     BSON_APPEND_UTF8(ctx->reply, "host", server.config.advertise);
     BSON_APPEND_DOCUMENT(ctx->reply, "collections", &hashes);
     bson_t empty = BSON_INITIALIZER;
-    BSON_APPEND_ARRAY(ctx->reply, "capped", &empty);
+    BSON_APPEND_ARRAY(ctx->reply, "capped", &capped);
+    bson_destroy(&capped);
     BSON_APPEND_DOCUMENT(ctx->reply, "uuids", &uuids);
     BSON_APPEND_UTF8(ctx->reply, "md5", hex);
     BSON_APPEND_INT64(ctx->reply, "timeMillis", server_now_ms() - t0);

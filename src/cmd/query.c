@@ -5,6 +5,7 @@
 #include "cmd/op.h"
 #include "cmd/access.h"
 #include "cmd/changestream.h"
+#include "cmd/tailable.h"
 #include "cmd/view.h"
 
 #include <string.h>
@@ -152,6 +153,8 @@ bool cmd_get_more(cmd_ctx_t *ctx, dberr_t *err)
                          ns, c->ns);
     if (c->stream) /* a change stream: awaitData, maxTimeMS is its wait */
         return changestream_get_more(ctx, c, batch_size, err);
+    if (c->tail) /* a tailable cursor: reads on from its position */
+        return tailable_get_more(ctx, c, batch_size, err);
     if (cmd_find(ctx, "maxTimeMS", &mt))
         return dberr_set(err, DBERR_BAD_VALUE,
                          "cannot set maxTimeMS on getMore command for a non-awaitData cursor");
@@ -218,6 +221,7 @@ typedef struct query_find {
     bool allow_disk_use;
     bson_iter_t coll_field; /* the command's `collation` (has_coll_field) */
     bool has_coll_field;
+    bool tailable, await_data; /* cmd/tailable.c */
     collation_t *coll; /* owned, from query_resolve_collation; NULL: simple */
 } query_find_t;
 
@@ -300,9 +304,17 @@ static bool query_parse_find(cmd_ctx_t *ctx, query_find_t *q, dberr_t *err)
     if (show_record_id)
         return dberr_set(err, DBERR_NOT_IMPLEMENTED,
                          "atomdb has no record ids: showRecordId is not supported");
-    if ((cmd_find(ctx, "tailable", &it) && bson_iter_as_bool(&it)) ||
-        (cmd_find(ctx, "awaitData", &it) && bson_iter_as_bool(&it)))
-        return dberr_set(err, DBERR_BAD_VALUE, "atomdb does not support tailable cursors yet");
+    if (!cmd_opt_bool(ctx, "tailable", &q->tailable, err) ||
+        !cmd_opt_bool(ctx, "awaitData", &q->await_data, err))
+        return false;
+    if (!tailable_check_find(q->tailable, q->await_data, q->has_sort ? &q->sort : NULL,
+                             q->single_batch, err))
+        return false;
+    if (q->tailable && (q->limit > 0 || q->has_min || q->has_max || q->return_key))
+        return dberr_set(err, DBERR_NOT_IMPLEMENTED, "atomdb's tailable cursors do not support "
+                                                     "limit, min, max or returnKey yet");
+    if (q->tailable)
+        q->has_sort = false; /* {$natural: 1}: the order a tailable cursor reads in */
     if ((cmd_find(ctx, "readOnce", &it) && bson_iter_as_bool(&it)) ||
         (cmd_find(ctx, "oplogReplay", &it) && bson_iter_as_bool(&it)) ||
         cmd_find(ctx, "maxScan", &it) || cmd_find(ctx, "snapshot", &it))
@@ -519,10 +531,22 @@ bool cmd_find_cmd(cmd_ctx_t *ctx, dberr_t *err)
         goto cleanup;
     if (p && q.coll)
         projection_set_collation(p, q.coll);
-    if (!query_run(ctx, c, coll, &q, m, s, &recs, NULL, err))
-        goto cleanup;
     char ns[512];
     snprintf(ns, sizeof ns, "%s.%s", ctx->db, coll);
+    if (q.tailable && c && collection_is_view(c)) { /* a view's find is an aggregate */
+        dberr_set(err, DBERR_INVALID_PIPELINE_OPERATOR,
+                  "Option tailable not supported in aggregation.");
+        goto cleanup;
+    }
+    if (q.tailable && c) {
+        ctx->cursor_no_timeout = q.no_cursor_timeout;
+        ok = tailable_find(ctx, c, ns, m, p, q.await_data, q.skip, q.batch_size, err);
+        m = NULL; /* the cursor took both */
+        p = NULL;
+        goto cleanup;
+    }
+    if (!query_run(ctx, c, coll, &q, m, s, &recs, NULL, err))
+        goto cleanup;
     bool positional = p && projection_is_positional(p);
     if (q.return_key) { /* the keys are the result: no projection */
         projection_destroy(p);
@@ -1159,6 +1183,11 @@ static bool query_aggregate(cmd_ctx_t *ctx, const char *verbosity, dberr_t *err)
             goto cleanup;
         if (collection_is_view(target)) {
             dberr_set(err, 166, "Namespace %s.%s is a view, not a collection", db, out->coll);
+            goto cleanup;
+        }
+        if (!out->is_merge && collection_is_capped(target)) { /* as mongod 7 */
+            dberr_set(err, 17152, "namespace '%s.%s' is capped so it can't be used for $out", db,
+                      out->coll);
             goto cleanup;
         }
         if (!(out->is_merge ? query_write_merge(target, db, out, &docs, err)

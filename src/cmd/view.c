@@ -326,6 +326,11 @@ bool view_lock(view_t *v, collection_t *c, const bson_t *doc, dberr_t *err)
 {
     bson_value_t id;
     const char *coll = collection_name(c);
+    if (v->txn && collection_is_capped(c)) /* as mongod 7: capped writes are not transactional */
+        return dberr_set(err, DBERR_OPERATION_NOT_SUPPORTED_IN_TRANSACTION,
+                         "Collection '%s' is a capped collection. Writes in transactions are "
+                         "not allowed on capped collections.",
+                         collection_ns(c));
     if (!view_doc_id(doc, &id))
         return true;
     lockmgr_key(v->db, coll, &id, &v->blocked_key);

@@ -367,7 +367,10 @@ static bool journal_apply_op(catalog_t *cat, const bson_t *op, dberr_t *err)
     if (strcmp(kind, "i") == 0) {
         if (!bsonview_field(op, "doc", &doc))
             return dberr_set(err, DBERR_INTERNAL_ERROR, "insert without doc");
-        return collection_insert(c, &doc, err);
+        collection_set_capped_trim(false); /* the log's next ops remove what it removed */
+        bool ok = collection_insert(c, &doc, err);
+        collection_set_capped_trim(true);
+        return ok;
     }
     if (strcmp(kind, "r") == 0) {
         if (!bsonview_field(op, "doc", &doc) || !bson_iter_init_find(&id, &doc, "_id"))

@@ -234,7 +234,12 @@ bool snapshot_load(const char *path, catalog_t *cat, uint64_t *lsn, dberr_t *err
                 }
             }
         } else if (tag == 'D') {
-            if (!cur || !collection_insert(cur, &doc, err)) {
+            /* a capped collection may hold more than a lowered bound until
+             * its next insert: load exactly what was written */
+            collection_set_capped_trim(false);
+            bool loaded = cur && collection_insert(cur, &doc, err);
+            collection_set_capped_trim(true);
+            if (!loaded) {
                 if (cur)
                     dberr_set(err, DBERR_INTERNAL_ERROR,
                               "%s: cannot load document at offset "

@@ -3,6 +3,7 @@
 #ifndef ATOMDB_COLLECTION_PRIVATE_H
 #define ATOMDB_COLLECTION_PRIVATE_H
 
+#include "store/capped.h"
 #include "store/collection.h"
 
 typedef struct indexbuild indexbuild_t;
@@ -23,6 +24,7 @@ struct collection {
     bool validator_compiled;
     collation_t *collation; /* parsed options.collation (the default), or NULL */
     bool collation_parsed;
+    capped_t *capped;     /* bounds and insertion order of a capped collection, or NULL */
     bool dropped;         /* detached from the catalog: a suspended build stops */
     indexbuild_t *builds; /* index builds in progress (store/indexbuild.c) */
 };

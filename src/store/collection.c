@@ -11,6 +11,7 @@
 #include "doc/compare.h"
 #include "doc/docvalidation.h"
 #include "doc/keystring.h"
+#include "store/capped.h"
 #include "store/mvcc.h"
 #include "store/textindex.h"
 #include "store/observer.h"
@@ -24,6 +25,7 @@
 
 
 static bool collection_no_table_scan; /* setParameter notablescan */
+static bool collection_no_capped_trim; /* journal replay: the log holds the deletes */
 
 void collection_set_notablescan(bool on)
 {
@@ -33,6 +35,82 @@ void collection_set_notablescan(bool on)
 bool collection_notablescan(void)
 {
     return collection_no_table_scan;
+}
+
+void collection_set_capped_trim(bool on)
+{
+    collection_no_capped_trim = !on;
+}
+
+/* Follows the options: a capped collection keeps its order and takes the
+ * new bounds; one that became capped (convertToCapped) takes its documents
+ * in their current (_id) order; one no longer capped forgets it. */
+static void collection_capped_reset(collection_t *c)
+{
+    capped_t *now = capped_new(&c->options);
+    if (c->capped && now) {
+        capped_set_bounds(c->capped, now);
+        capped_destroy(now);
+        return;
+    }
+    capped_destroy(c->capped);
+    c->capped = now;
+    if (!c->capped)
+        return;
+    for (omap_node_t *n = omap_seek(c->indexes[0]->map, NULL, 0); n; n = omap_next(n)) {
+        record_t *r = omap_node_value(n);
+        bson_t doc;
+        bson_iter_t it;
+        record_view(r, &doc);
+        if (bson_iter_init_find(&it, &doc, "_id"))
+            capped_append(c->capped, bson_iter_value(&it), r);
+    }
+}
+
+/* Removes the oldest documents (never `keep`, the one just inserted)
+ * until the collection is within its bounds; each removal is reported to
+ * the observer, so the log holds it. */
+static void collection_capped_trim(collection_t *c, const record_t *keep)
+{
+    int64_t size = capped_size(c->capped), max = capped_max(c->capped);
+    while ((int64_t)c->data_size > size || (max > 0 && (int64_t)c->count > max)) {
+        uint64_t pos;
+        record_t *oldest = capped_next(c->capped, 0, &pos);
+        if (!oldest || oldest == keep)
+            break;
+        collection_remove(c, oldest);
+    }
+}
+
+void collection_capped_trim_now(collection_t *c)
+{
+    if (c->capped)
+        collection_capped_trim(c, NULL);
+}
+
+bool collection_is_capped(const collection_t *c)
+{
+    return c->capped != NULL;
+}
+
+int64_t collection_capped_size(const collection_t *c)
+{
+    return c->capped ? capped_size(c->capped) : 0;
+}
+
+int64_t collection_capped_max(const collection_t *c)
+{
+    return c->capped ? capped_max(c->capped) : 0;
+}
+
+record_t *collection_natural_next(const collection_t *c, uint64_t after, uint64_t *pos)
+{
+    return c->capped ? capped_next(c->capped, after, pos) : NULL;
+}
+
+bool collection_natural_holds(const collection_t *c, uint64_t pos)
+{
+    return c->capped && capped_holds(c->capped, pos);
 }
 
 collection_t *collection_new(const char *db, const char *name, const bson_t *options)
@@ -53,6 +131,7 @@ collection_t *collection_new(const char *db, const char *name, const bson_t *opt
     c->nindexes = 1;
     c->id = mvcc_new_collection_id();
     index_set_id_collation(c->indexes[0], collection_collation(c)); /* as mongod */
+    c->capped = capped_new(&c->options);
     return c;
 }
 
@@ -74,6 +153,7 @@ static void collection_free(void *p)
     }
     matcher_destroy(c->validator);
     collation_destroy(c->collation);
+    capped_destroy(c->capped);
     bson_destroy(&c->options);
     bson_free(c->db);
     bson_free(c->name);
@@ -115,6 +195,7 @@ void collection_set_options(collection_t *c, const bson_t *options)
     c->collation_parsed = false;
     if (c->count == 0 && !collation_same(c->indexes[0]->collation, collection_collation(c)))
         index_set_id_collation(c->indexes[0], collection_collation(c)); /* a new collection */
+    collection_capped_reset(c);
     const store_observer_t *obs = c->quiet ? NULL : store_observer_get();
     if (obs && obs->ddl) {
         bson_t op = BSON_INITIALIZER;
@@ -218,6 +299,17 @@ bool collection_validate(collection_t *c, const bson_t *doc, const bson_t *old_d
 void collection_foreach(const collection_t *c, bool (*fn)(const bson_t *doc, void *ctx),
                         void *ctx)
 {
+    if (c->capped) { /* in natural order, so a snapshot keeps it */
+        uint64_t pos = 0;
+        record_t *r;
+        while ((r = capped_next(c->capped, pos, &pos))) {
+            bson_t doc;
+            record_view(r, &doc);
+            if (!fn(&doc, ctx))
+                return;
+        }
+        return;
+    }
     for (omap_node_t *n = omap_seek(c->indexes[0]->map, NULL, 0); n; n = omap_next(n)) {
         bson_t doc;
         record_view(omap_node_value(n), &doc);
@@ -376,6 +468,10 @@ bool collection_insert(collection_t *c, const bson_t *doc, dberr_t *err)
     collection_keys_t keys = {0};
     if (!collection_doc_id(doc, &id))
         return dberr_set(err, DBERR_INTERNAL_ERROR, "document to insert has no _id");
+    if (c->capped && (int64_t)doc->len > capped_size(c->capped)) {
+        dberr_set(err, DBERR_BAD_VALUE, "object to insert exceeds cappedMaxSize");
+        goto cleanup;
+    }
     if (!collection_keys_of(c, doc, &keys, err))
         goto cleanup;
     if (!collection_check_unique(c, doc, &keys, NULL, err))
@@ -391,6 +487,11 @@ bool collection_insert(collection_t *c, const bson_t *doc, dberr_t *err)
     const store_observer_t *obs = c->quiet ? NULL : store_observer_get();
     if (obs && obs->insert)
         obs->insert(c->db, c->name, c->uuid, doc, obs->ctx);
+    if (c->capped) {
+        capped_append(c->capped, &id, r);
+        if (!collection_no_capped_trim)
+            collection_capped_trim(c, r);
+    }
     ok = true;
 cleanup:
     collection_keys_destroy(&keys);
@@ -432,6 +533,8 @@ static bool collection_replace_id_only(collection_t *c, record_t *old, const bso
     mvcc_stamp(r);
     mvcc_replaced(c->id, r, old);
     omap_node_set_value(n, r);
+    if (c->capped)
+        capped_replace(c->capped, id, r);
     c->data_size += doc->len;
     c->data_size -= old->len;
     const store_observer_t *obs = c->quiet ? NULL : store_observer_get();
@@ -481,6 +584,8 @@ bool collection_replace(collection_t *c, record_t *old, const bson_t *doc, dberr
     buf_destroy(&mk);
     indexbuild_note_remove(c, &old_doc, old);
     indexbuild_note_insert(c, doc, r);
+    if (c->capped)
+        capped_replace(c->capped, &id, r);
     c->data_size += doc->len;
     c->data_size -= old->len;
     const store_observer_t *obs = c->quiet ? NULL : store_observer_get();
@@ -516,6 +621,8 @@ void collection_remove(collection_t *c, record_t *old)
     }
     collection_keys_destroy(&keys);
     indexbuild_note_remove(c, &old_doc, old);
+    if (c->capped)
+        capped_remove(c->capped, &id);
     c->count--;
     c->data_size -= old->len;
     const store_observer_t *obs = c->quiet ? NULL : store_observer_get();
@@ -1081,6 +1188,58 @@ static bool collection_query_text(collection_t *c, const collection_query_opts_t
     return collection_finish(out, first, o, need_sort, false, err);
 }
 
+/* A {$natural: 1|-1} sort or hint: *dir 1 or -1 (0: neither). A $natural
+ * sort with other keys is refused (not yet). */
+static bool collection_natural_dir(const collection_query_opts_t *o, int *dir, dberr_t *err)
+{
+    bson_iter_t it;
+    *dir = 0;
+    if (o->hint && bson_iter_init(&it, o->hint) && bson_iter_next(&it) &&
+        !strcmp(bson_iter_key(&it), "$natural")) {
+        *dir = BSON_ITER_HOLDS_NUMBER(&it) && bson_iter_as_double(&it) < 0 ? -1 : 1;
+    }
+    int n = o->sort ? sortspec_nkeys(o->sort) : 0;
+    for (int i = 0; i < n; i++) {
+        int d;
+        if (strcmp(sortspec_key(o->sort, i, &d), "$natural") != 0)
+            continue;
+        if (n > 1)
+            return dberr_set(err, DBERR_NOT_IMPLEMENTED,
+                             "atomdb does not support a $natural sort with other keys yet");
+        *dir = d < 0 ? -1 : 1;
+    }
+    return true;
+}
+
+/* Visits a capped collection in natural (insertion) order, matching each
+ * record. On a fiber it gives the loop back between slices and goes on
+ * after the position it stopped at (documents inserted meanwhile come
+ * after it, as a tailable cursor sees them). */
+static bool collection_run_natural(collection_t *c, const collection_query_opts_t *o,
+                                   int64_t want, recvec_t *out, collection_plan_t *plan,
+                                   dberr_t *err)
+{
+    size_t first = out->len;
+    uint64_t pos = 0;
+    for (;;) {
+        /* a yield may remove records: fetch the next one after it */
+        if ((plan->docs_examined & 15) == 15 && !fiber_check(err))
+            return false;
+        record_t *r = c->capped ? capped_next(c->capped, pos, &pos) : NULL;
+        if (!r)
+            break;
+        plan->docs_examined++;
+        bson_t doc;
+        record_view(r, &doc);
+        if (!matcher_matches(o->matcher, &doc, NULL))
+            continue;
+        recvec_push_ref(out, r);
+        if (want > 0 && (int64_t)out->len - (int64_t)first >= want)
+            break;
+    }
+    return true;
+}
+
 /* The latest data, by the best plan. */
 static bool collection_query_opts_plain(collection_t *c, const collection_query_opts_t *o,
                                         recvec_t *out, collection_plan_t *plan, dberr_t *err)
@@ -1091,11 +1250,37 @@ static bool collection_query_opts_plain(collection_t *c, const collection_query_
     size_t first = out->len;
     bool need_sort = o->sort && sortspec_nkeys(o->sort) > 0;
     int64_t want = o->limit > 0 ? o->skip + o->limit : 0;
+    int natural = 0;
+    if (!collection_natural_dir(o, &natural, err))
+        return false;
+    if (natural && o->sort && sortspec_nkeys(o->sort) == 1 &&
+        !strcmp(sortspec_key(o->sort, 0, NULL), "$natural"))
+        need_sort = false; /* the $natural sort is the scan's order */
+    if (natural && c->capped) {
+        strcpy(plan->stage, "COLLSCAN");
+        plan->direction = natural;
+        plan->reason = "$natural: the capped collection in insertion order";
+        if (!collection_run_natural(c, o, natural > 0 && !need_sort ? want : 0, out, plan, err))
+            return false;
+        return collection_finish(out, first, o, need_sort, !need_sort && natural < 0, err);
+    }
     /* choose */
     scan_plan_t best = {0};
     bool have_best = false;
     bool reverse = false;
-    bool use_hint = o->hint_name || (o->hint && !bson_empty(o->hint));
+    bool use_hint = !natural && (o->hint_name || (o->hint && !bson_empty(o->hint)));
+    if (natural) {
+        /* not capped: atomdb stores documents in _id order, its natural order */
+        collection_plan_index(c->indexes[0], o->matcher, &best);
+        strcpy(plan->stage, "COLLSCAN");
+        plan->direction = natural;
+        plan->reason = "$natural: the collection in storage (_id) order";
+        bool unordered = false;
+        bool ok = collection_run_scan(c, &best, o, natural > 0 && !need_sort, want, out, plan,
+                                      &unordered, err);
+        scan_plan_destroy(&best);
+        return ok && collection_finish(out, first, o, need_sort, !need_sort && natural < 0, err);
+    }
     if (use_hint) {
         index_t *ix = collection_hinted(c, o, err);
         if (!ix)
@@ -1137,6 +1322,13 @@ static bool collection_query_opts_plain(collection_t *c, const collection_query_
                          "error processing query: ns=%s planner returned error :: caused by :: "
                          "No indexed plans available, and running with 'notablescan'",
                          c->ns);
+    if (!have_best && c->capped && !need_sort) {
+        strcpy(plan->stage, "COLLSCAN");
+        plan->reason = "no index bounds the filter: the capped collection in natural order";
+        if (!collection_run_natural(c, o, want, out, plan, err))
+            return false;
+        return collection_finish(out, first, o, false, false, err);
+    }
     if (!have_best) {
         collection_plan_index(c->indexes[0], o->matcher, &best); /* full _id scan */
         strcpy(plan->stage, "COLLSCAN");

@@ -173,6 +173,27 @@ void collection_drop_all_indexes(collection_t *c);
 int collection_nindexes(const collection_t *c);
 index_t *collection_index(const collection_t *c, int i);
 
+/* ---- capped collections (store/capped.h) ---- */
+
+/* True when the collection is capped (options capped: true). */
+bool collection_is_capped(const collection_t *c);
+/* Its bounds: bytes (size) and documents (max, 0: none); 0 when not capped. */
+int64_t collection_capped_size(const collection_t *c);
+int64_t collection_capped_max(const collection_t *c);
+/* The first record of a capped collection after natural position `after`
+ * (0: from the start), its position in *pos; NULL at the end or when the
+ * collection is not capped. Borrowed until the next write. */
+record_t *collection_natural_next(const collection_t *c, uint64_t after, uint64_t *pos);
+/* True while natural position `pos` still holds a document (a tailable
+ * cursor whose position was removed has lost it). */
+bool collection_natural_holds(const collection_t *c, uint64_t pos);
+/* Removes the oldest documents until the collection is within its bounds
+ * (convertToCapped; inserts do it themselves). */
+void collection_capped_trim_now(collection_t *c);
+/* While off, inserts into capped collections remove nothing: journal
+ * replay, where the log holds the removals that followed each insert. */
+void collection_set_capped_trim(bool on);
+
 /* Deletes documents whose TTL index date is older than `now_ms` minus the
  * index's expireAfterSeconds. Returns how many were deleted. */
 size_t collection_ttl_reap(collection_t *c, int64_t now_ms);

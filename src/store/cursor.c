@@ -19,6 +19,7 @@ static void cursor_free(void *p)
     matcher_destroy(c->matcher);
     if (c->stream && c->stream_free)
         c->stream_free(c->stream);
+    bson_free(c->tail);
     bson_free(c);
 }
 

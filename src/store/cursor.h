@@ -29,6 +29,8 @@ typedef struct cursor {
     bool no_timeout;          /* noCursorTimeout: never reaped for idleness */
     void *stream;             /* a change stream's state (cmd/changestream.c), or NULL */
     void (*stream_free)(void *stream); /* frees `stream` when the cursor closes */
+    struct tailable *tail;    /* a tailable cursor's position (cmd/tailable.c; plain memory,
+                               * freed with the cursor), or NULL */
 } cursor_t;
 
 typedef struct cursors cursors_t;

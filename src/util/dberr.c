@@ -48,6 +48,7 @@ static const struct {
     {10334, "BSONObjectTooLarge"},
     {279, "ClientDisconnect"},
     {175, "QueryPlanKilled"},
+    {136, "CappedPositionLost"},
     {24, "LockTimeout"},
     {146, "ExceededMemoryLimit"},
     {232, "MaxSubPipelineDepthExceeded"},
