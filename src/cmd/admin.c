@@ -383,8 +383,8 @@ bool cmd_top(cmd_ctx_t *ctx, dberr_t *err)
 
 /* profile: mongod's profiling level and the slow-operation log's settings.
  * Level 0 (log slow operations, profile nothing) is the one atomdb has:
- * levels 1 and 2 write system.profile, a capped collection, and atomdb has
- * no capped collections yet. */
+ * levels 1 and 2 write every (slow) operation to system.profile, which
+ * atomdb does not write yet. */
 bool cmd_profile(cmd_ctx_t *ctx, dberr_t *err)
 {
     static const char *const known[] = {"slowms", "sampleRate", "filter"};
@@ -401,9 +401,9 @@ bool cmd_profile(cmd_ctx_t *ctx, dberr_t *err)
                          (long long)level);
     if (level == 1 || level == 2)
         return dberr_set(err, DBERR_ILLEGAL_OPERATION,
-                         "profiling level %lld is not supported by atomdb yet: it writes "
-                         "system.profile, a capped collection, and atomdb has no capped "
-                         "collections; level 0 with slowms logs slow operations",
+                         "profiling level %lld is not supported by atomdb yet: atomdb does "
+                         "not write system.profile; level 0 with slowms logs slow "
+                         "operations",
                          (long long)level);
     bson_iter_t it;
     if (cmd_find(ctx, "filter", &it))

@@ -207,9 +207,9 @@ static bool set_profile(options_t *o, const option_value_t *v, dberr_t *err)
     if (!strcmp(v->s, "1") || !strcmp(v->s, "2") || !strcmp(v->s, "slowOp") ||
         !strcmp(v->s, "all"))
         return dberr_set(err, DBERR_BAD_VALUE,
-                         "%s %s is not supported by atomdb yet: profiling writes "
-                         "system.profile, a capped collection, and atomdb has no capped "
-                         "collections; slow operations are logged with level 0 (--slowms)",
+                         "%s %s is not supported by atomdb yet: atomdb does not write "
+                         "system.profile; slow operations are logged with level 0 "
+                         "(--slowms)",
                          v->name, v->s);
     return dberr_set(err, DBERR_BAD_VALUE, "%s must be 0, 1 or 2 (off, slowOp, all), got '%s'",
                      v->name, v->s);
