@@ -161,7 +161,8 @@ static void conn_reply(conn_t *c, const wire_request_t *req, const bson_t *body)
         return; /* w: 0 / fire-and-forget: no reply at all */
     buf_t frame;
     buf_init(&frame);
-    int compressor = wire_command_compressible(&req->cmd) ? req->compressor : -1;
+    int compressor =
+        req->compressor >= 0 && wire_command_compressible(&req->cmd) ? req->compressor : -1;
     wire_reply_append(&frame, req, ++c->last_reply_id, body, 0, compressor);
     conn_send(c, &frame);
 }
