@@ -251,7 +251,11 @@ static void conn_on_durable(journal_waiter_t *w, bool ok, const char *errmsg)
  * moved once built). */
 static bool conn_run(conn_t *c)
 {
-    bson_t reply = BSON_INITIALIZER;
+    bson_t reply;
+    bson_init(&reply);
+    /* sized once: a reply with $clusterTime outgrows the inline bytes */
+    if (bson_reserve_buffer(&reply, 256))
+        bson_reinit(&reply);
     c->has_pending = true;
     cmd_status_t st = cmd_run(&c->client, &c->pending, &reply);
     switch (st) {
