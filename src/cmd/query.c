@@ -25,6 +25,7 @@
 #include "store/observer.h"
 #include "txn/session.h"
 #include "util/fiber.h"
+#include "util/strjoin.h"
 #include "util/vec.h"
 
 #define QUERY_DEFAULT_BATCH 101
@@ -505,7 +506,7 @@ bool cmd_find_cmd(cmd_ctx_t *ctx, dberr_t *err)
     if (!query_run(ctx, c, coll, &q, m, s, &recs, NULL, err))
         goto cleanup;
     char ns[512];
-    snprintf(ns, sizeof ns, "%s.%s", ctx->db, coll);
+    strjoin3(ns, sizeof ns, ctx->db, ".", coll);
     bool positional = p && projection_is_positional(p);
     if (q.return_key) { /* the keys are the result: no projection */
         projection_destroy(p);
