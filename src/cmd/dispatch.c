@@ -716,6 +716,7 @@ void cmd_ctx_index(cmd_ctx_t *ctx)
     bson_iter_t it;
     ctx->indexed = false;
     ctx->nfields = 0;
+    ctx->first_bits = 0;
     if (!bson_iter_init(&it, ctx->cmd))
         return;
     while (bson_iter_next(&it)) {
@@ -724,6 +725,7 @@ void cmd_ctx_index(cmd_ctx_t *ctx)
         cmd_field_t *f = &ctx->fields[ctx->nfields++];
         f->key = bson_iter_key(&it);
         f->it = it;
+        ctx->first_bits |= (uint64_t)1 << ((unsigned char)f->key[0] & 63);
     }
     ctx->indexed = true;
 }
@@ -732,6 +734,8 @@ bool cmd_find(const cmd_ctx_t *ctx, const char *key, bson_iter_t *out)
 {
     if (!ctx->indexed)
         return bson_iter_init_find(out, ctx->cmd, key);
+    if (!(ctx->first_bits & ((uint64_t)1 << ((unsigned char)key[0] & 63))))
+        return false; /* most optional arguments are absent: no key starts so */
     for (unsigned i = 0; i < ctx->nfields; i++) {
         if (ctx->fields[i].key[0] == key[0] && strcmp(ctx->fields[i].key, key) == 0) {
             *out = ctx->fields[i].it;
