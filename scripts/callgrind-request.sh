@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Instructions the server spends per request on the two hot paths of the seed
 # scenarios, counted by callgrind: the hot counter (update by _id with $inc,
-# with lsid + txnNumber as drivers send it) and the sold-out conditional sale.
+# with lsid + txnNumber as drivers send it), the sold-out conditional sale,
+# findAndModify by _id ($inc, upsert, new) and find by _id.
 #
 # Usage: scripts/callgrind-request.sh [--bin PATH] [--small N] [--large N]
-#                                     [--only counter|soldout] [--keep DIR] [--auth]
+#                                     [--only counter|soldout|famupsert|findid] [--keep DIR] [--auth]
 # For each workload it starts the server twice under
 # `valgrind --tool=callgrind` (--journal none, a free 127.0.0.1 port, a fresh
 # --dbpath), sends the same set-up and then N identical requests through a
@@ -117,18 +118,33 @@ if workload == "counter":
     cmd({"insert": "courses", "ordered": True, "$db": "test"}, ("documents", [{"_id": 1, "favCount": 0}]))
     update = {"q": {"_id": 1}, "u": {"$inc": {"favCount": 1}}}
     want_modified = 1
-else:
+elif workload == "soldout":
     cmd({"insert": "items", "ordered": True, "$db": "test"}, ("documents", [{"_id": "sku1", "stock": 0}]))
     update = {"q": {"_id": "sku1", "stock": {"$gte": 1}}, "u": {"$inc": {"stock": -1}}}
     want_modified = 0
-coll = "courses" if workload == "counter" else "items"
-# Identical requests, as a driver sends them: command fields in the body,
-# the statements in a kind-1 "updates" sequence, a new txnNumber each time.
+else:
+    cmd({"insert": "plays", "ordered": True, "$db": "test"}, ("documents", [{"_id": 1, "count": 0, "v": 1}]))
+coll = {"counter": "courses", "soldout": "items"}.get(workload, "plays")
+# Identical requests, as a driver sends them (and as atomdb-bench --client
+# wire does): update with its statements in a kind-1 "updates" sequence;
+# findAndModify (upsert, new) and find by _id with every field in the body;
+# writes carry a new txnNumber each time.
 for i in range(n):
-    r = cmd({"update": coll, "ordered": True, "lsid": lsid, "txnNumber": bson.Int64(i + 1), "$db": "test"},
-            ("updates", [update]))
-    if r.get("nModified") != want_modified:
-        sys.exit("unexpected write result %r" % (r,))
+    if workload == "famupsert":
+        r = cmd({"findAndModify": "plays", "query": {"_id": 1}, "update": {"$inc": {"count": bson.Int64(1)}},
+                 "new": True, "upsert": True, "lsid": lsid, "txnNumber": bson.Int64(i + 1), "$db": "test"})
+        if r.get("value", {}).get("count") != i + 1:
+            sys.exit("unexpected findAndModify result %r" % (r,))
+    elif workload == "findid":
+        r = cmd({"find": "plays", "filter": {"_id": 1}, "projection": {"count": 1, "v": 1}, "limit": 1,
+                 "singleBatch": True, "lsid": lsid, "$db": "test"})
+        if len(r["cursor"]["firstBatch"]) != 1:
+            sys.exit("unexpected find result %r" % (r,))
+    else:
+        r = cmd({"update": coll, "ordered": True, "lsid": lsid, "txnNumber": bson.Int64(i + 1), "$db": "test"},
+                ("updates", [update]))
+        if r.get("nModified") != want_modified:
+            sys.exit("unexpected write result %r" % (r,))
 try:
     wp.send(sock, wp.op_msg({"shutdown": 1, "$db": "admin"}))
     wp.outcome(sock, timeout=60)
@@ -146,7 +162,7 @@ PY
   echo "$total"
 }
 
-for workload in counter soldout; do
+for workload in counter soldout famupsert findid; do
   if [ -n "$only" ] && [ "$only" != "$workload" ]; then
     continue
   fi
@@ -156,6 +172,8 @@ for workload in counter soldout; do
   case $workload in
     counter) what='hot counter ($inc by _id, lsid+txnNumber)' ;;
     soldout) what='sold-out sale (conditional $inc, matches nothing)' ;;
+    famupsert) what='findAndModify by _id ($inc, upsert, new)' ;;
+    findid) what='find by _id (projection, limit 1)' ;;
   esac
   printf '%-52s %8d instructions/request  (N=%d: %d, N=%d: %d)\n' \
     "$what" "$per" "$small" "$a" "$large" "$b"

@@ -69,6 +69,7 @@ typedef struct cmd_ctx {
                            * its outcome must be recorded durably */
     bool indexed;         /* fields[] holds every top-level field of cmd */
     uint8_t nfields;
+    uint64_t first_bits; /* bit (c & 63) for the first byte c of each key in fields[] */
     cmd_field_t fields[CMD_FIELDS_MAX];
 } cmd_ctx_t;
 

@@ -172,11 +172,39 @@ static const access_rule_t *cmd_rule(const cmd_def_t *def)
     return cmd_rules[i];
 }
 
+/* The command table by name: an open-addressed hash of the names (FNV-1a),
+ * built on first use, so a lookup is one hash and usually one strcmp
+ * instead of a scan of the whole table. */
+#define CMD_HASH_SLOTS 512 /* a power of two, over 4x the table */
+
+static uint16_t cmd_hash_slots[CMD_HASH_SLOTS]; /* table index + 1; 0 = empty */
+
+static uint32_t cmd_name_hash(const char *name)
+{
+    uint32_t h = 2166136261u;
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+        h = (h ^ *p) * 16777619u;
+    return h;
+}
+
 static const cmd_def_t *cmd_lookup(const char *name)
 {
-    for (size_t i = 0; i < sizeof cmd_table / sizeof cmd_table[0]; i++)
-        if (cmd_table[i].name[0] == name[0] && strcmp(cmd_table[i].name, name) == 0)
-            return &cmd_table[i];
+    static bool built;
+    if (!built) {
+        for (size_t i = 0; i < CMD_N; i++) {
+            uint32_t h = cmd_name_hash(cmd_table[i].name) & (CMD_HASH_SLOTS - 1);
+            while (cmd_hash_slots[h])
+                h = (h + 1) & (CMD_HASH_SLOTS - 1);
+            cmd_hash_slots[h] = (uint16_t)(i + 1);
+        }
+        built = true;
+    }
+    uint32_t h = cmd_name_hash(name) & (CMD_HASH_SLOTS - 1);
+    for (; cmd_hash_slots[h]; h = (h + 1) & (CMD_HASH_SLOTS - 1)) {
+        const cmd_def_t *def = &cmd_table[cmd_hash_slots[h] - 1];
+        if (strcmp(def->name, name) == 0)
+            return def;
+    }
     return NULL;
 }
 
@@ -188,14 +216,19 @@ static const cmd_def_t *cmd_lookup(const char *name)
 void cmd_append_cluster_time(bson_t *reply)
 {
     static const uint8_t zero_hash[20];
+    static bson_t sig; /* the same for every reply: built once */
+    static bool sig_built;
+    if (!sig_built) {
+        bson_init(&sig);
+        bson_append_binary(&sig, "hash", 4, BSON_SUBTYPE_BINARY, zero_hash, sizeof zero_hash);
+        BSON_APPEND_INT64(&sig, "keyId", 0);
+        sig_built = true;
+    }
     clock_ts_t now = clock_now();
-    bson_t ct, sig;
+    bson_t ct;
     bson_append_document_begin(reply, "$clusterTime", 12, &ct);
     BSON_APPEND_TIMESTAMP(&ct, "clusterTime", now.t, now.i);
-    bson_append_document_begin(&ct, "signature", 9, &sig);
-    bson_append_binary(&sig, "hash", 4, BSON_SUBTYPE_BINARY, zero_hash, sizeof zero_hash);
-    BSON_APPEND_INT64(&sig, "keyId", 0);
-    bson_append_document_end(&ct, &sig);
+    bson_append_document(&ct, "signature", 9, &sig);
     bson_append_document_end(reply, &ct);
     BSON_APPEND_TIMESTAMP(reply, "operationTime", now.t, now.i);
 }
@@ -702,6 +735,7 @@ void cmd_ctx_index(cmd_ctx_t *ctx)
     bson_iter_t it;
     ctx->indexed = false;
     ctx->nfields = 0;
+    ctx->first_bits = 0;
     if (!bson_iter_init(&it, ctx->cmd))
         return;
     while (bson_iter_next(&it)) {
@@ -710,6 +744,7 @@ void cmd_ctx_index(cmd_ctx_t *ctx)
         cmd_field_t *f = &ctx->fields[ctx->nfields++];
         f->key = bson_iter_key(&it);
         f->it = it;
+        ctx->first_bits |= (uint64_t)1 << ((unsigned char)f->key[0] & 63);
     }
     ctx->indexed = true;
 }
@@ -718,6 +753,8 @@ bool cmd_find(const cmd_ctx_t *ctx, const char *key, bson_iter_t *out)
 {
     if (!ctx->indexed)
         return bson_iter_init_find(out, ctx->cmd, key);
+    if (!(ctx->first_bits & ((uint64_t)1 << ((unsigned char)key[0] & 63))))
+        return false; /* most optional arguments are absent: no key starts so */
     for (unsigned i = 0; i < ctx->nfields; i++) {
         if (ctx->fields[i].key[0] == key[0] && strcmp(ctx->fields[i].key, key) == 0) {
             *out = ctx->fields[i].it;

@@ -255,7 +255,7 @@ cmd_status_t op_run(cmd_client_t *client, const wire_request_t *req, bson_t *rep
     o->client = client;
     o->req = req;
     o->run = run;
-    o->reply = bson_new();
+    o->reply = bson_sized_new(256); /* a write's reply, $clusterTime included, fits */
     op_link(o);
     client->op = o;
     if (fiber_resume(o->fiber)) {

@@ -27,6 +27,7 @@
 #include "store/observer.h"
 #include "txn/session.h"
 #include "util/fiber.h"
+#include "util/strjoin.h"
 #include "util/vec.h"
 
 #define QUERY_DEFAULT_BATCH 101
@@ -532,7 +533,7 @@ bool cmd_find_cmd(cmd_ctx_t *ctx, dberr_t *err)
     if (p && q.coll)
         projection_set_collation(p, q.coll);
     char ns[512];
-    snprintf(ns, sizeof ns, "%s.%s", ctx->db, coll);
+    strjoin3(ns, sizeof ns, ctx->db, ".", coll);
     if (q.tailable && c && collection_is_view(c)) { /* a view's find is an aggregate */
         dberr_set(err, DBERR_INVALID_PIPELINE_OPERATOR,
                   "Option tailable not supported in aggregation.");

@@ -13,6 +13,7 @@
 #include "doc/path.h"
 #include "doc/projection-private.h"
 #include "util/bsonview.h"
+#include "util/strjoin.h"
 
 typedef enum pn_kind {
     PN_TRUE,       /* include the field */
@@ -313,7 +314,7 @@ static bool parse_elem(pctx_t *pc, pnode_t *parent, bson_iter_t *it, const char 
     size_t klen = strlen(key);
     bool positional = klen >= 2 && strcmp(key + klen - 2, ".$") == 0;
     char full[512];
-    snprintf(full, sizeof full, "%s%s%s", prefix, *prefix ? "." : "", key);
+    strjoin3(full, sizeof full, prefix, *prefix ? "." : "", key);
 
     if (klen == 0)
         return dberr_set(err, 15998, "FieldPath field names may not be empty strings.");

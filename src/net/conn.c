@@ -161,7 +161,8 @@ static void conn_reply(conn_t *c, const wire_request_t *req, const bson_t *body)
         return; /* w: 0 / fire-and-forget: no reply at all */
     buf_t frame;
     buf_init(&frame);
-    int compressor = wire_command_compressible(&req->cmd) ? req->compressor : -1;
+    int compressor =
+        req->compressor >= 0 && wire_command_compressible(&req->cmd) ? req->compressor : -1;
     wire_reply_append(&frame, req, ++c->last_reply_id, body, 0, compressor);
     conn_send(c, &frame);
 }
@@ -250,7 +251,11 @@ static void conn_on_durable(journal_waiter_t *w, bool ok, const char *errmsg)
  * moved once built). */
 static bool conn_run(conn_t *c)
 {
-    bson_t reply = BSON_INITIALIZER;
+    bson_t reply;
+    bson_init(&reply);
+    /* sized once: a reply with $clusterTime outgrows the inline bytes */
+    if (bson_reserve_buffer(&reply, 256))
+        bson_reinit(&reply);
     c->has_pending = true;
     cmd_status_t st = cmd_run(&c->client, &c->pending, &reply);
     switch (st) {

@@ -395,7 +395,8 @@ bool collection_doc_id(const bson_t *doc, bson_value_t *id)
 record_t *collection_find_id(const collection_t *c, const bson_value_t *id)
 {
     buf_t key;
-    buf_init(&key);
+    uint8_t key_room[64];
+    buf_init_fixed(&key, key_room, sizeof key_room);
     keystring_append_coll(&key, id, false, c->indexes[0]->collation);
     record_t *r = omap_get(c->indexes[0]->map, key.data, key.len);
     buf_destroy(&key);
@@ -450,7 +451,8 @@ void collection_index_put(index_t *ix, const index_keys_t *keys, const bson_valu
     if (keys->skip)
         return;
     buf_t mk;
-    buf_init(&mk);
+    uint8_t mk_room[128];
+    buf_init_fixed(&mk, mk_room, sizeof mk_room);
     for (size_t k = 0; k < keys->len; k++) {
         index_map_key(ix, &keys->keys[k], id, &mk);
         if (r)
@@ -519,8 +521,9 @@ static bool collection_replace_id_only(collection_t *c, record_t *old, const bso
     if (!collection_doc_id(doc, &new_id))
         return false;
     buf_t key, new_key;
-    buf_init(&key);
-    buf_init(&new_key);
+    uint8_t key_room[64], new_key_room[64];
+    buf_init_fixed(&key, key_room, sizeof key_room);
+    buf_init_fixed(&new_key, new_key_room, sizeof new_key_room);
     keystring_append_coll(&key, id, false, c->indexes[0]->collation);
     keystring_append_coll(&new_key, &new_id, false, c->indexes[0]->collation);
     bool same = key.len == new_key.len && memcmp(key.data, new_key.data, key.len) == 0;
@@ -564,7 +567,8 @@ bool collection_replace(collection_t *c, record_t *old, const bson_t *doc, dberr
     mvcc_stamp(r);
     mvcc_replaced(c->id, r, old);
     buf_t mk;
-    buf_init(&mk);
+    uint8_t mk_room[128];
+    buf_init_fixed(&mk, mk_room, sizeof mk_room);
     for (int i = 0; i < c->nindexes; i++) {
         index_t *ix = c->indexes[i];
         if (collection_same_keys(&old_keys.per[i], &new_keys.per[i])) {

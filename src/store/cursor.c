@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "util/omap.h"
+#include "util/strjoin.h"
 
 struct cursors {
     omap_t *byid; /* 8-byte id → cursor_t* (owned) */
@@ -43,7 +44,7 @@ cursor_t *cursors_open(cursors_t *t, const char *ns, int64_t now_ms)
 {
     cursor_t *c = bson_malloc0(sizeof *c);
     recvec_init(&c->recs);
-    snprintf(c->ns, sizeof c->ns, "%s", ns);
+    strjoin3(c->ns, sizeof c->ns, ns, NULL, NULL);
     c->last_used_ms = now_ms;
     do {
         t->rng ^= t->rng << 13;

@@ -3,6 +3,26 @@
 
 #include <string.h>
 
+/* Whether the `n` bytes at `s` are UTF-8: plain ASCII (the keys and strings
+ * of nearly every request) is answered by a word-at-a-time scan, anything
+ * else by libbson's validator. A NUL byte is ASCII: it is allowed here only
+ * when `allow_nul` (keys come through strlen, so they hold none). */
+static bool bsoncheck_utf8(const char *s, size_t n, bool allow_nul)
+{
+    size_t i = 0;
+    uint64_t high = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        high |= w;
+    }
+    for (; i < n; i++)
+        high |= (uint8_t)s[i];
+    if (!(high & 0x8080808080808080ull) && (allow_nul || !memchr(s, 0, n)))
+        return true;
+    return bson_utf8_validate(s, n, allow_nul);
+}
+
 bsoncheck_fault_t bsoncheck_doc(const bson_t *doc, uint32_t *at)
 {
     /* bson_iter_t is over-aligned, so it cannot be an array element itself. */
@@ -29,7 +49,7 @@ bsoncheck_fault_t bsoncheck_doc(const bson_t *doc, uint32_t *at)
         }
         *at = it->off;
         const char *key = bson_iter_key(it);
-        if (!bson_utf8_validate(key, strlen(key), false))
+        if (!bsoncheck_utf8(key, bson_iter_key_len(it), false))
             return BSONCHECK_BAD_UTF8;
 
         const uint8_t *sub = NULL;
@@ -70,9 +90,9 @@ bsoncheck_fault_t bsoncheck_doc(const bson_t *doc, uint32_t *at)
         default:
             break;
         }
-        if (str && !bson_utf8_validate(str, n, true))
+        if (str && !bsoncheck_utf8(str, n, true))
             return BSONCHECK_BAD_UTF8;
-        if (str2 && !bson_utf8_validate(str2, strlen(str2), false))
+        if (str2 && !bsoncheck_utf8(str2, strlen(str2), false))
             return BSONCHECK_BAD_UTF8;
         if (!sub)
             continue;

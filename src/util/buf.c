@@ -8,40 +8,44 @@ void buf_init(buf_t *b)
 {
     b->data = NULL;
     b->len = b->cap = 0;
+    b->fixed = NULL;
+}
+
+void buf_init_fixed(buf_t *b, uint8_t *storage, size_t size)
+{
+    b->data = b->fixed = storage;
+    b->len = 0;
+    b->cap = size;
 }
 
 void buf_destroy(buf_t *b)
 {
     if (!b)
         return;
-    bson_free(b->data);
+    if (b->data != b->fixed)
+        bson_free(b->data);
     buf_init(b);
+}
+
+void buf_grow(buf_t *b, size_t extra)
+{
+    size_t cap = b->cap ? b->cap : 64;
+    while (cap < b->len + extra)
+        cap *= 2;
+    if (b->data && b->data == b->fixed) {
+        uint8_t *heap = bson_malloc(cap); /* aborts on OOM */
+        memcpy(heap, b->data, b->len);
+        b->data = heap;
+    } else {
+        b->data = bson_realloc(b->data, cap); /* aborts on OOM */
+    }
+    b->cap = cap;
 }
 
 void buf_reserve(buf_t *b, size_t extra)
 {
-    if (b->len + extra <= b->cap)
-        return;
-    size_t cap = b->cap ? b->cap : 64;
-    while (cap < b->len + extra)
-        cap *= 2;
-    b->data = bson_realloc(b->data, cap); /* aborts on OOM */
-    b->cap = cap;
-}
-
-void buf_append(buf_t *b, const void *p, size_t n)
-{
-    if (n == 0)
-        return;
-    buf_reserve(b, n);
-    memcpy(b->data + b->len, p, n);
-    b->len += n;
-}
-
-void buf_push(buf_t *b, uint8_t byte)
-{
-    buf_reserve(b, 1);
-    b->data[b->len++] = byte;
+    if (b->len + extra > b->cap)
+        buf_grow(b, extra);
 }
 
 void buf_append_i32le(buf_t *b, int32_t v)
@@ -64,6 +68,10 @@ void buf_consume(buf_t *b, size_t n)
 uint8_t *buf_steal(buf_t *b, size_t *len)
 {
     uint8_t *p = b->data;
+    if (p && p == b->fixed) { /* the caller's storage: hand out a heap copy */
+        p = bson_malloc(b->len ? b->len : 1);
+        memcpy(p, b->data, b->len);
+    }
     if (len)
         *len = b->len;
     buf_init(b);

@@ -1,5 +1,5 @@
-/* buf: a growable byte buffer (append-only, heap-owned), used for wire
- * frames, index keys and log records. */
+/* buf: a growable byte buffer (append-only, heap-owned, or starting in
+ * caller's storage), used for wire frames, index keys and log records. */
 #ifndef ATOMDB_BUF_H
 #define ATOMDB_BUF_H
 
@@ -8,23 +8,47 @@
 #include <stdint.h>
 #include <string.h>
 
-/* A byte buffer; `data` is heap-owned by the buffer, NULL while empty. */
+/* A byte buffer; `data` is heap-owned by the buffer (NULL while empty),
+ * unless it is `fixed`: the caller's storage given to buf_init_fixed, used
+ * until the bytes outgrow it. */
 typedef struct buf {
-    uint8_t *data; /* bytes [0, len) are valid */
-    size_t len;    /* bytes in use */
-    size_t cap;    /* bytes allocated */
+    uint8_t *data;  /* bytes [0, len) are valid */
+    size_t len;     /* bytes in use */
+    size_t cap;     /* bytes allocated */
+    uint8_t *fixed; /* caller's storage (not freed), or NULL */
 } buf_t;
 
 /* Initialises an empty buffer in caller's storage. */
 void buf_init(buf_t *b);
+/* Initialises an empty buffer whose first `size` bytes live in `storage`
+ * (e.g. a stack array that outlives the buffer): short keys then cost no
+ * malloc/free. Past `size` bytes it moves to the heap as any buffer. */
+void buf_init_fixed(buf_t *b, uint8_t *storage, size_t size);
 /* Frees the bytes (accepts NULL) and leaves the buffer empty. */
 void buf_destroy(buf_t *b);
 /* Makes room for `extra` more bytes; aborts on out-of-memory like libbson. */
 void buf_reserve(buf_t *b, size_t extra);
+/* Grows the bytes for buf_reserve (out of line: the rare case). */
+void buf_grow(buf_t *b, size_t extra);
+
 /* Appends `n` bytes. */
-void buf_append(buf_t *b, const void *p, size_t n);
+static inline void buf_append(buf_t *b, const void *p, size_t n)
+{
+    if (n == 0)
+        return;
+    if (b->len + n > b->cap)
+        buf_grow(b, n);
+    memcpy(b->data + b->len, p, n);
+    b->len += n;
+}
+
 /* Appends one byte. */
-void buf_push(buf_t *b, uint8_t byte);
+static inline void buf_push(buf_t *b, uint8_t byte)
+{
+    if (b->len + 1 > b->cap)
+        buf_grow(b, 1);
+    b->data[b->len++] = byte;
+}
 /* Appends little-endian integers. */
 void buf_append_i32le(buf_t *b, int32_t v);
 

@@ -128,21 +128,20 @@ wire_frame_status_t wire_frame_peek(const uint8_t *data, size_t len, int32_t *fr
     return len >= (size_t)n ? WIRE_FRAME_READY : WIRE_FRAME_NEED_MORE;
 }
 
-/* Fills req->db from the $db field of `body`, if any. */
-static wire_parse_status_t take_db(const bson_t *body, wire_request_t *req, dberr_t *err)
+/* Fills req->db from the $db field `it` of the body (NULL: none). */
+static wire_parse_status_t take_db(const bson_iter_t *it, wire_request_t *req, dberr_t *err)
 {
     wire_parse_status_t st = WIRE_PARSE_OK;
-    bson_iter_t it;
     uint32_t n = 0;
     const char *s;
 
-    if (!bson_iter_init_find(&it, body, "$db"))
+    if (!it)
         goto cleanup;
-    if (!BSON_ITER_HOLDS_UTF8(&it))
+    if (!BSON_ITER_HOLDS_UTF8(it))
         REPLY_WITH(DBERR_TYPE_MISMATCH,
                    "BSON field 'OpMsg.$db' is the wrong type '%s', expected type 'string'",
-                   shellfmt_type_name(bson_iter_type(&it)));
-    s = bson_iter_utf8(&it, &n);
+                   shellfmt_type_name(bson_iter_type(it)));
+    s = bson_iter_utf8(it, &n);
     if (n == 0 || n >= sizeof req->db || memchr(s, '\0', n))
         REPLY_WITH(DBERR_INVALID_NAMESPACE, "Invalid database name: '%.*s'", (int)(n > 64 ? 64 : n),
                    s);
@@ -254,6 +253,25 @@ static wire_parse_status_t parse_msg(const uint8_t *msg, size_t len, wire_reques
         goto cleanup;
     }
     bson_init_static(&b, body, body_len);
+    /* one pass over the body's top-level keys finds $db and the sequences
+     * the body also holds (a dotted identifier names a path: libbson's
+     * bson_has_field answers that one) */
+    uint64_t in_body = 0; /* bit i: sequence i (i < 64) is a body field */
+    bool have_db = false;
+    bson_iter_t db_it, it;
+    if (bson_iter_init(&it, &b)) {
+        while (bson_iter_next(&it)) {
+            const char *k = bson_iter_key(&it);
+            if (!have_db && k[0] == '$' && strcmp(k, "$db") == 0) {
+                db_it = it;
+                have_db = true;
+            }
+            for (size_t i = 0; i < nseq && i < 64; i++)
+                if (k[0] == seqs[i].name[0] && strcmp(k, seqs[i].name) == 0)
+                    in_body |= (uint64_t)1 << i;
+        }
+    }
+    size_t cmd_size = body_len;
     for (size_t i = 0; i < nseq; i++) {
         for (size_t j = 0; j < i; j++)
             if (strcmp(seqs[i].name, seqs[j].name) == 0)
@@ -261,14 +279,22 @@ static wire_parse_status_t parse_msg(const uint8_t *msg, size_t len, wire_reques
                            seqs[i].name);
         if (seqs[i].name[0] == '\0')
             REPLY_WITH(DBERR_BAD_VALUE, "OP_MSG document sequence has an empty identifier");
-        if (bson_has_field(&b, seqs[i].name))
+        bool dup = i < 64 && !strchr(seqs[i].name, '.') ? (in_body >> i) & 1
+                                                         : bson_has_field(&b, seqs[i].name);
+        if (dup)
             REPLY_WITH(WIRE_ERR_SEQUENCE_IN_BODY,
                        "Duplicate field between body and document sequence %s", seqs[i].name);
+        /* the array element: type, name, length, terminator; each document
+         * gains a type byte and an index key of at most 10 digits */
+        cmd_size += strlen(seqs[i].name) + 7 + seqs[i].len + (seqs[i].len / 5) * 12;
     }
-    st = take_db(&b, req, err);
+    st = take_db(have_db ? &db_it : NULL, req, err);
     if (st != WIRE_PARSE_OK)
         goto cleanup;
 
+    /* sized once: the command is built without growing it again */
+    if (cmd_size < WIRE_MAX_MESSAGE_SIZE && bson_reserve_buffer(&req->cmd, (uint32_t)cmd_size))
+        bson_reinit(&req->cmd);
     bson_concat(&req->cmd, &b);
     for (size_t i = 0; i < nseq; i++) {
         bson_t arr;
@@ -568,6 +594,7 @@ static void reply_append(buf_t *out, const wire_request_t *req, int32_t reply_id
     buf_t z;
 
     buf_init(&z);
+    buf_reserve(out, 36 + body->len); /* the largest header, then the body */
     buf_append_i32le(out, 0); /* messageLength, patched below */
     buf_append_i32le(out, reply_id);
     buf_append_i32le(out, response_to);

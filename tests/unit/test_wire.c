@@ -371,6 +371,20 @@ static void test_op_msg_sequence_named_like_a_body_field_is_an_error_reply(void)
     expect_reply_error(&b, 40431, "two sequences with one name");
     buf_destroy(&b);
     bson_destroy(body);
+
+    /* found by the one pass over the body, wherever the field stands, and
+     * a dotted identifier still read as a path into the body */
+    body = json("{\"insert\": \"c\", \"$db\": \"test\", \"ordered\": true, \"documents\": 1}");
+    build_msg(&b, 1, 0, body, seqs, 1, false);
+    expect_reply_error(&b, 40433, "sequence duplicates the body's last field");
+    buf_destroy(&b);
+    bson_destroy(body);
+    body = json("{\"insert\": \"c\", \"a\": {\"b\": 1}, \"$db\": \"test\"}");
+    seq_spec_t dotted[] = {{"a.b", {d1}, 1}};
+    build_msg(&b, 1, 0, body, dotted, 1, false);
+    expect_reply_error(&b, 40433, "dotted sequence name names a body path");
+    buf_destroy(&b);
+    bson_destroy(body);
     bson_destroy(d1);
 }
 
