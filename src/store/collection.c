@@ -12,6 +12,7 @@
 #include "doc/keystring.h"
 #include "store/mvcc.h"
 #include "store/textindex.h"
+#include "store/wildcard.h"
 #include "store/observer.h"
 #include "util/bsonview.h"
 #include "util/fiber.h"
@@ -576,6 +577,7 @@ typedef struct scan_plan {
     buf_t hi;
     bool has_hi;
     int score;
+    char wc_path[WILDCARD_PATH_MAX]; /* a wildcard index's scanned path, else "" */
 } scan_plan_t;
 
 static void scan_plan_destroy(scan_plan_t *p)
@@ -608,6 +610,83 @@ static bool collection_value_has_string(const bson_value_t *v)
     return false;
 }
 
+/* True when a wildcard index holds every document a bound `v` on a
+ * covered path can match, under that path: not null (it matches missing
+ * paths), nor a non-empty document (keyed by its leaves), nor MinKey,
+ * MaxKey, arrays or regexes. Range bounds take no documents at all. */
+static bool collection_wildcard_value_ok(const bson_value_t *v, bool range)
+{
+    switch (v->value_type) {
+    case BSON_TYPE_NULL:
+    case BSON_TYPE_UNDEFINED:
+    case BSON_TYPE_MINKEY:
+    case BSON_TYPE_MAXKEY:
+    case BSON_TYPE_ARRAY:
+    case BSON_TYPE_REGEX:
+        return false;
+    case BSON_TYPE_DOCUMENT:
+        return !range && v->value.v_doc.data_len <= 5;
+    default:
+        return true;
+    }
+}
+
+/* The bounds `m` allows on the wildcard index `ix`: as mongod's planner,
+ * which expands $** into one {$_path: 1, <path>: 1} index per queried
+ * path, it scans the best-bounded covered path (equality over range) from
+ * the filter's top-level AND; 0 when none qualifies ($exists, $ne, $not,
+ * null, $or and sort-only queries are never answered from it). */
+static int collection_plan_wildcard(index_t *ix, const matcher_t *m, scan_plan_t *p)
+{
+    bool same_coll = collation_same(ix->collation, matcher_collation(m));
+    const char *paths[32];
+    int n = matcher_bound_paths(m, paths, 32);
+    int best = 0;
+    const char *best_path = NULL;
+    matcher_bounds_t bb;
+    for (int i = 0; i < n; i++) {
+        matcher_bounds_t b;
+        if (strlen(paths[i]) >= WILDCARD_PATH_MAX || !wildcard_covers(ix->wildcard, paths[i]) ||
+            !matcher_bounds(m, paths[i], &b))
+            continue;
+        int score = 0;
+        if (b.has_eq && collection_wildcard_value_ok(&b.eq, false) &&
+            (same_coll || !collection_value_has_string(&b.eq)))
+            score = 2;
+        else if ((b.has_lower || b.has_upper) &&
+                 (!b.has_lower || (collection_wildcard_value_ok(&b.lower, true) &&
+                                   (same_coll || !collection_value_has_string(&b.lower)))) &&
+                 (!b.has_upper || (collection_wildcard_value_ok(&b.upper, true) &&
+                                   (same_coll || !collection_value_has_string(&b.upper)))))
+            score = 1;
+        if (score > best) {
+            best = score;
+            best_path = paths[i];
+            bb = b;
+        }
+    }
+    p->score = best;
+    if (!best)
+        return 0;
+    snprintf(p->wc_path, sizeof p->wc_path, "%s", best_path);
+    wildcard_append_path(&p->prefix, best_path);
+    if (best == 2) {
+        keystring_append_coll(&p->prefix, &bb.eq, false, ix->collation);
+        buf_append(&p->lo, p->prefix.data, p->prefix.len);
+        return best;
+    }
+    buf_append(&p->lo, p->prefix.data, p->prefix.len);
+    if (bb.has_lower)
+        keystring_append_coll(&p->lo, &bb.lower, false, ix->collation);
+    /* an array's elements may meet the two bounds separately */
+    if (bb.has_upper && !(ix->multikey && bb.has_lower)) {
+        buf_append(&p->hi, p->prefix.data, p->prefix.len);
+        keystring_append_coll(&p->hi, &bb.upper, false, ix->collation);
+        p->has_hi = true;
+    }
+    return best;
+}
+
 /* Works out the bounds `m` allows on `ix`; returns the plan's score (0 =
  * the index narrows nothing). As mongod: bounds that hold strings are used
  * only when the query's collation is the index's. */
@@ -619,6 +698,9 @@ static int collection_plan_index(index_t *ix, const matcher_t *m, scan_plan_t *p
     buf_init(&p->hi);
     p->ix = ix;
     p->has_hi = false;
+    p->wc_path[0] = '\0';
+    if (ix->wildcard)
+        return collection_plan_wildcard(ix, m, p);
     int score = 0;
     for (int f = 0; f < ix->nfields; f++) {
         matcher_bounds_t b;
@@ -1085,7 +1167,16 @@ static bool collection_query_opts_plain(collection_t *c, const collection_query_
         index_t *ix = collection_hinted(c, o, err);
         if (!ix)
             return false;
-        collection_plan_index(ix, o->matcher, &best);
+        if (ix->wildcard && collection_plan_index(ix, o->matcher, &best) == 0) {
+            /* as mongod: the planner finds no plan on a $** index for it */
+            scan_plan_destroy(&best);
+            return dberr_set(err, DBERR_BAD_VALUE,
+                             "error processing query: ns=%s planner returned error :: caused "
+                             "by :: hint provided does not correspond to an existing index",
+                             c->ns);
+        }
+        if (!ix->wildcard)
+            collection_plan_index(ix, o->matcher, &best);
         have_best = true;
     } else {
         for (int i = 0; i < c->nindexes; i++) {
@@ -1133,6 +1224,7 @@ static bool collection_query_opts_plain(collection_t *c, const collection_query_
     } else {
         strcpy(plan->stage, "IXSCAN");
         plan->index = best.ix;
+        memcpy(plan->wildcard_path, best.wc_path, sizeof plan->wildcard_path);
         plan->reason = use_hint                ? "the index the hint names"
                        : best.score == 0       ? "the index's order gives the sort"
                        : best.ix->partial      ? "the index bounds the filter best; the filter "
@@ -1222,6 +1314,8 @@ bool collection_create_index(collection_t *c, const bson_t *spec, bool *created,
                              !old->partial == !ix->partial;
             if (old->text && ix->text && !textindex_same(old->text, ix->text))
                 same_opts = false;
+            if (!wildcard_same(old->wildcard, ix->wildcard))
+                same_opts = false;
             index_destroy(ix);
             if (!same_opts && !old->is_id)
                 return dberr_set(err, DBERR_INDEX_OPTIONS_CONFLICT,
@@ -1241,7 +1335,8 @@ bool collection_create_index(collection_t *c, const bson_t *spec, bool *created,
             index_destroy(ix);
             return false;
         }
-        if (same_key && !old->partial && !ix->partial) {
+        if (same_key && !old->partial && !ix->partial &&
+            wildcard_same(old->wildcard, ix->wildcard)) { /* another projection: another index */
             dberr_set(err, DBERR_INDEX_OPTIONS_CONFLICT,
                       "Index already exists with a different name: %s", old->name);
             index_destroy(ix);
