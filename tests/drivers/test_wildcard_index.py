@@ -372,3 +372,18 @@ def test_wildcard_index_survives_restarts(atomdb):
         problems = server2.stop()
         server2.cleanup()
         assert problems == [], problems
+
+
+def test_slow_query_plan_summary_names_the_path(atomdb_factory):
+    import json
+    server = atomdb_factory("--slowms", "-1")
+    c = MongoClient(server.uri(), serverSelectionTimeoutMS=10000)
+    c.w.s.create_index([("$**", 1)])
+    c.w.s.insert_many([{"_id": i, "a": {"b": i % 5}} for i in range(20)])
+    assert len(list(c.w.s.find({"a.b": 3}).comment("wc"))) == 4
+    c.close()
+    lines = [json.loads(l) for l in server.log().splitlines() if '"Slow query"' in l]
+    found = [l["attr"] for l in lines if l["attr"].get("command", {}).get("comment") == "wc"]
+    assert found, "the find is logged"
+    assert found[0]["planSummary"] == "IXSCAN { $_path: 1, a.b: 1 }", found[0]
+    assert found[0]["keysExamined"] == 4 and found[0]["docsExamined"] == 4, found[0]
