@@ -1306,15 +1306,15 @@ bool collection_create_index(collection_t *c, const bson_t *spec, bool *created,
         return false;
     for (int i = 0; i < c->nindexes; i++) {
         index_t *old = c->indexes[i];
-        bool same_key = bson_equal(&old->key, &ix->key);
+        /* as mongod, a wildcardProjection is part of what an index is */
+        bool same_key = bson_equal(&old->key, &ix->key) &&
+                        wildcard_same(old->wildcard, ix->wildcard);
         bool same_name = strcmp(old->name, ix->name) == 0;
         if (same_key && same_name) {
             bool same_opts = old->unique == ix->unique && old->sparse == ix->sparse &&
                              old->expire_after_s == ix->expire_after_s &&
                              !old->partial == !ix->partial;
             if (old->text && ix->text && !textindex_same(old->text, ix->text))
-                same_opts = false;
-            if (!wildcard_same(old->wildcard, ix->wildcard))
                 same_opts = false;
             index_destroy(ix);
             if (!same_opts && !old->is_id)
@@ -1335,8 +1335,7 @@ bool collection_create_index(collection_t *c, const bson_t *spec, bool *created,
             index_destroy(ix);
             return false;
         }
-        if (same_key && !old->partial && !ix->partial &&
-            wildcard_same(old->wildcard, ix->wildcard)) { /* another projection: another index */
+        if (same_key && !old->partial && !ix->partial) {
             dberr_set(err, DBERR_INDEX_OPTIONS_CONFLICT,
                       "Index already exists with a different name: %s", old->name);
             index_destroy(ix);
