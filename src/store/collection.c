@@ -1452,6 +1452,16 @@ bool collection_drop_index(collection_t *c, const char *name, dberr_t *err)
 
 bool collection_drop_index_by_key(collection_t *c, const bson_t *key, dberr_t *err)
 {
+    int matches = 0; /* wildcard indexes of other projections share a key pattern */
+    for (int i = 0; i < c->nindexes; i++)
+        matches += index_key_equals(c->indexes[i], key);
+    if (matches > 1) {
+        char *shown = shellfmt_doc(key);
+        dberr_set(err, 119 /* AmbiguousIndexKeyPattern */,
+                  "%d indexes found for key: %s, identify by name instead.", matches, shown);
+        bson_free(shown);
+        return false;
+    }
     for (int i = 0; i < c->nindexes; i++) {
         if (index_key_equals(c->indexes[i], key)) {
             if (i == 0)

@@ -270,6 +270,12 @@ def test_two_projections_of_one_key_pattern(client):
           "same name, other projection")
     # an identical request is a no-op
     c.create_index([("$**", 1)], wildcardProjection={"a": 1}, name="wa")
+    # dropping by the shared key pattern is ambiguous, as mongod
+    drop = SON([("dropIndexes", "twice"), ("index", {"$**": 1})])
+    fails(119, lambda: client.w.command(drop), "drop by shared key")
+    c.drop_index("wb")
+    client.w.command(drop)
+    assert sorted(i["name"] for i in c.list_indexes()) == ["_id_"]
 
 
 def create(client, key, **opts):
