@@ -17,7 +17,6 @@ struct wildcard {
     char **paths;    /* dotted paths, _id resolved (excluded unless asked for) */
     size_t npaths;
     size_t cap;
-    bson_t proj;     /* the wildcardProjection as given (empty when none) */
 };
 
 /* How the projection treats a path. */
@@ -196,7 +195,6 @@ wildcard_t *wildcard_new(const bson_t *spec, bson_t *key_out, char *name, size_t
                          dberr_t *err)
 {
     wildcard_t *w = bson_malloc0(sizeof *w);
-    bson_init(&w->proj);
     bson_iter_t it, kit;
     bson_t key;
     if (!bson_iter_init_find(&it, spec, "key") || !BSON_ITER_HOLDS_DOCUMENT(&it)) {
@@ -260,8 +258,7 @@ wildcard_t *wildcard_new(const bson_t *spec, bson_t *key_out, char *name, size_t
                       "The 'wildcardProjection' field can't be an empty object");
             goto fail;
         }
-        bson_concat(&w->proj, &proj);
-        if (!wc_parse_projection(w, &w->proj, err))
+        if (!wc_parse_projection(w, &proj, err))
             goto fail;
     } else if (w->root) {
         w->inclusion = true;
@@ -288,7 +285,6 @@ void wildcard_destroy(wildcard_t *w)
         bson_free(w->paths[i]);
     bson_free(w->paths);
     bson_free(w->root);
-    bson_destroy(&w->proj);
     bson_free(w);
 }
 
