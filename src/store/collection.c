@@ -679,7 +679,7 @@ static int collection_plan_wildcard(index_t *ix, const matcher_t *m, scan_plan_t
     if (bb.has_lower)
         keystring_append_coll(&p->lo, &bb.lower, false, ix->collation);
     /* an array's elements may meet the two bounds separately */
-    if (bb.has_upper && !(ix->multikey && bb.has_lower)) {
+    if (bb.has_upper && !(wildcard_path_multikey(ix->wildcard, best_path) && bb.has_lower)) {
         buf_append(&p->hi, p->prefix.data, p->prefix.len);
         keystring_append_coll(&p->hi, &bb.upper, false, ix->collation);
         p->has_hi = true;

@@ -9,7 +9,14 @@
 
 #include "doc/keystring.h"
 #include "util/bsonview.h"
+#include "util/hash.h"
 #include "util/vec.h"
+
+/* A path some document had an array at (mongod's multikey metadata keys). */
+typedef struct wc_multikey {
+    char *path;
+    UT_hash_handle hh;
+} wc_multikey_t;
 
 struct wildcard {
     char *root;      /* "a.b" of {"a.b.$**": 1}, or NULL for {"$**": 1} */
@@ -17,6 +24,7 @@ struct wildcard {
     char **paths;    /* dotted paths, _id resolved (excluded unless asked for) */
     size_t npaths;
     size_t cap;
+    wc_multikey_t *multikey; /* paths found multikey; never cleared, as mongod */
 };
 
 /* How the projection treats a path. */
@@ -285,6 +293,13 @@ void wildcard_destroy(wildcard_t *w)
         bson_free(w->paths[i]);
     bson_free(w->paths);
     bson_free(w->root);
+    wc_multikey_t *e, *tmp;
+    HASH_ITER(hh, w->multikey, e, tmp)
+    {
+        HASH_DEL(w->multikey, e);
+        bson_free(e->path);
+        bson_free(e);
+    }
     bson_free(w);
 }
 
@@ -380,10 +395,37 @@ static void wc_project(const wildcard_t *w, bson_iter_t *it, bool in_array, wc_p
 /* ---- keys ---- */
 
 typedef struct wc_keys {
+    wildcard_t *w;
     const collation_t *coll;
     index_keys_t *out;
     bool *multikey;
 } wc_keys_t;
+
+static void wc_mark_multikey(wildcard_t *w, const char *path)
+{
+    wc_multikey_t *e;
+    size_t len = strlen(path);
+    HASH_FIND(hh, w->multikey, path, len, e);
+    if (e)
+        return;
+    e = bson_malloc0(sizeof *e);
+    e->path = bson_strdup(path);
+    HASH_ADD_KEYPTR(hh, w->multikey, e->path, len, e);
+}
+
+bool wildcard_path_multikey(const wildcard_t *w, const char *path)
+{
+    size_t len = strlen(path);
+    for (size_t end = 1; end <= len; end++) {
+        if (end < len && path[end] != '.')
+            continue;
+        wc_multikey_t *e;
+        HASH_FIND(hh, w->multikey, path, end, e);
+        if (e)
+            return true;
+    }
+    return false;
+}
 
 void wildcard_append_path(buf_t *key, const char *path)
 {
@@ -417,8 +459,10 @@ static void wc_traverse(wc_keys_t *k, bson_iter_t *it, bool is_array, wc_path_t 
             wc_add_key(k, wc_path_str(path), v); /* a nested array is a value */
         } else if (BSON_ITER_HOLDS_ARRAY(it) || BSON_ITER_HOLDS_DOCUMENT(it)) {
             bool arr = BSON_ITER_HOLDS_ARRAY(it);
-            if (arr)
+            if (arr) {
                 *k->multikey = true;
+                wc_mark_multikey(k->w, wc_path_str(path));
+            }
             bson_t sub;
             bsonview_iter(it, &sub);
             if (bson_empty(&sub)) {
@@ -436,7 +480,7 @@ static void wc_traverse(wc_keys_t *k, bson_iter_t *it, bool is_array, wc_path_t 
     }
 }
 
-bool wildcard_keys_of(const wildcard_t *w, const collation_t *coll, const bson_t *doc,
+bool wildcard_keys_of(wildcard_t *w, const collation_t *coll, const bson_t *doc,
                       index_keys_t *out, bool *multikey, dberr_t *err)
 {
     (void)err;
@@ -446,7 +490,7 @@ bool wildcard_keys_of(const wildcard_t *w, const collation_t *coll, const bson_t
     bson_iter_t it;
     if (bson_iter_init(&it, doc))
         wc_project(w, &it, false, &path, &projected);
-    wc_keys_t k = {.coll = coll, .out = out, .multikey = multikey};
+    wc_keys_t k = {.w = w, .coll = coll, .out = out, .multikey = multikey};
     wc_path_pop(&path, 0);
     if (bson_iter_init(&it, &projected))
         wc_traverse(&k, &it, false, &path);

@@ -37,9 +37,15 @@ bool wildcard_same(const wildcard_t *a, const wildcard_t *b);
 /* Appends the keys of `doc`: keystring(path) then keystring(value under
  * `coll`), one per distinct leaf; empty arrays give undefined, empty
  * documents themselves, arrays nested in arrays are values. Sets
- * *multikey when an array was traversed. */
-bool wildcard_keys_of(const wildcard_t *w, const collation_t *coll, const bson_t *doc,
+ * *multikey, and records the path as multikey in `w`, when an array was
+ * traversed. */
+bool wildcard_keys_of(wildcard_t *w, const collation_t *coll, const bson_t *doc,
                       index_keys_t *out, bool *multikey, dberr_t *err);
+
+/* True when some indexed document had an array at `path` or at one of its
+ * prefixes (mongod's per-path multikey metadata): then two range bounds on
+ * it may be met by different elements, and explain shows isMultiKey. */
+bool wildcard_path_multikey(const wildcard_t *w, const char *path);
 
 /* True when every value the query path `path` can match is in the index
  * under `path` itself: the projection keeps the path, and no component is

@@ -100,6 +100,9 @@ def test_subtree_index_from_the_manual(client):
     plan = scan(c, q)
     assert plan["inputStage"]["indexName"] == "product_attributes.$**_1"
     assert plan["inputStage"]["isMultiKey"] is True
+    # multikey is tracked per path, as mongod's metadata keys
+    plan = scan(c, {"product_attributes.size.length": {"$gt": 60}})
+    assert plan["inputStage"]["isMultiKey"] is False
     q = {"product_attributes.secret_feature.name": "laser"}
     assert ids(c.find(q)) == [2]
     assert ixscan_path(c, q) == "product_attributes.secret_feature.name"
@@ -189,6 +192,20 @@ def test_range_on_an_array_meets_each_bound_separately(client):
     q = {"a": {"$gt": 3, "$lt": 5}}
     assert ixscan_path(c, q) == "a"
     assert ids(c.find(q)) == [1, 2]
+
+
+def test_range_on_a_path_without_arrays_uses_both_bounds(client):
+    c = client.w.bounded
+    c.create_index([("$**", 1)])
+    c.insert_many([{"_id": i, "x": i, "arr": [i, i + 100]} for i in range(200)])
+    q = {"x": {"$gt": 10, "$lt": 20}}
+    assert ids(c.find(q)) == list(range(11, 20))
+    stats = c.find(q).explain()["executionStats"]
+    assert stats["totalKeysExamined"] <= 11, stats
+    # on an array path one element may meet each bound: the scan runs on
+    q = {"arr": {"$gt": 10, "$lt": 20}}
+    assert ids(c.find(q)) == list(range(20))  # i < 20 and i + 100 > 10
+    assert c.find(q).explain()["queryPlanner"]["winningPlan"]["inputStage"]["isMultiKey"] is True
 
 
 def test_keys_follow_inserts_updates_and_deletes(client):
