@@ -997,6 +997,27 @@ static index_t *collection_hinted(collection_t *c, const collection_query_opts_t
     return NULL;
 }
 
+/* A hint by key pattern that several wildcard indexes share (other
+ * projections): as mongod, any of them that answers the filter serves.
+ * Replaces `best` (score 0) with the first that does. */
+static bool collection_hinted_wildcard(collection_t *c, const collection_query_opts_t *o,
+                                       scan_plan_t *best)
+{
+    for (int i = 0; i < c->nindexes; i++) {
+        index_t *ix = c->indexes[i];
+        if (ix->hidden || !ix->wildcard || ix == best->ix || !index_key_equals(ix, o->hint))
+            continue;
+        scan_plan_t p;
+        if (collection_plan_index(ix, o->matcher, &p) > 0) {
+            scan_plan_destroy(best);
+            *best = p;
+            return true;
+        }
+        scan_plan_destroy(&p);
+    }
+    return false;
+}
+
 /* The _id of a stored version (every record has one). */
 static bool collection_record_id(const record_t *r, bson_value_t *id)
 {
@@ -1167,7 +1188,8 @@ static bool collection_query_opts_plain(collection_t *c, const collection_query_
         index_t *ix = collection_hinted(c, o, err);
         if (!ix)
             return false;
-        if (ix->wildcard && collection_plan_index(ix, o->matcher, &best) == 0) {
+        if (ix->wildcard && collection_plan_index(ix, o->matcher, &best) == 0 &&
+            !(o->hint && !o->hint_name && collection_hinted_wildcard(c, o, &best))) {
             /* as mongod: the planner finds no plan on a $** index for it */
             scan_plan_destroy(&best);
             return dberr_set(err, DBERR_BAD_VALUE,

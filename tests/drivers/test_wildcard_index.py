@@ -287,6 +287,13 @@ def test_two_projections_of_one_key_pattern(client):
           "same name, other projection")
     # an identical request is a no-op
     c.create_index([("$**", 1)], wildcardProjection={"a": 1}, name="wa")
+    c.insert_many([{"_id": 1, "a": 1, "b": 2}, {"_id": 2, "a": 3, "b": 4}])
+    # a hint by the shared key pattern: whichever covers the filter serves
+    plan = c.find({"b": 4}).hint([("$**", 1)]).explain()["queryPlanner"]["winningPlan"]
+    assert plan["inputStage"]["indexName"] == "wb", plan
+    assert ids(c.find({"b": 4}).hint([("$**", 1)])) == [2]
+    assert ids(c.find({"a": 1}).hint([("$**", 1)])) == [1]
+    fails(2, lambda: list(c.find({"z": 1}).hint([("$**", 1)])), "hint, neither covers")
     # dropping by the shared key pattern is ambiguous, as mongod
     drop = SON([("dropIndexes", "twice"), ("index", {"$**": 1})])
     fails(119, lambda: client.w.command(drop), "drop by shared key")
