@@ -9,6 +9,7 @@
 #include "doc/fts.h"
 #include "doc/pipeline.h"
 #include "store/index.h"
+#include "store/wildcard.h"
 
 void explain_append_plan(bson_t *qp, const collection_plan_t *plan, bool exists)
 {
@@ -45,9 +46,20 @@ void explain_append_plan(bson_t *qp, const collection_plan_t *plan, bool exists)
         BSON_APPEND_UTF8(&wp, "stage", "FETCH");
         bson_append_document_begin(&wp, "inputStage", -1, &in);
         BSON_APPEND_UTF8(&in, "stage", "IXSCAN");
-        BSON_APPEND_DOCUMENT(&in, "keyPattern", &plan->index->key);
+        if (plan->index->wildcard) { /* as mongod: the $** index expanded for one path */
+            bson_t kp;
+            bson_append_document_begin(&in, "keyPattern", -1, &kp);
+            BSON_APPEND_INT32(&kp, "$_path", 1);
+            BSON_APPEND_INT32(&kp, plan->wildcard_path, 1);
+            bson_append_document_end(&in, &kp);
+        } else {
+            BSON_APPEND_DOCUMENT(&in, "keyPattern", &plan->index->key);
+        }
         BSON_APPEND_UTF8(&in, "indexName", plan->index->name);
-        BSON_APPEND_BOOL(&in, "isMultiKey", plan->index->multikey);
+        BSON_APPEND_BOOL(&in, "isMultiKey",
+                         plan->index->wildcard
+                             ? wildcard_path_multikey(plan->index->wildcard, plan->wildcard_path)
+                             : plan->index->multikey);
         BSON_APPEND_BOOL(&in, "isUnique", plan->index->unique);
         BSON_APPEND_UTF8(&in, "direction", plan->direction < 0 ? "backward" : "forward");
         bson_append_document_end(&wp, &in);

@@ -413,6 +413,15 @@ static bool query_apply_key_options(collection_t *c, const query_find_t *q,
     const bson_t *pattern = query_hinted_pattern(c, q);
     if (!pattern && plan->index)
         pattern = &plan->index->key;
+    bson_t wc_pattern = BSON_INITIALIZER; /* a wildcard scan's {path: 1} */
+    const char *wc_path = plan->index && plan->index->wildcard ? plan->wildcard_path : NULL;
+    if (wc_path) {
+        if (q->has_min || q->has_max)
+            return dberr_set(err, DBERR_NOT_IMPLEMENTED,
+                             "atomdb does not support min/max with a wildcard index yet");
+        BSON_APPEND_INT32(&wc_pattern, wc_path, 1);
+        pattern = &wc_pattern;
+    }
     if ((q->has_min || q->has_max) && pattern) {
         const bson_t *bounds[2] = {q->has_min ? &q->min : NULL, q->has_max ? &q->max : NULL};
         for (int b = 0; b < 2; b++) {
@@ -433,6 +442,8 @@ static bool query_apply_key_options(collection_t *c, const query_find_t *q,
         record_t *r = recs->items[i];
         bson_t doc, key = BSON_INITIALIZER;
         record_view(r, &doc);
+        if (wc_path) /* as mongod: {$_path: "a.b", "a.b": value} */
+            BSON_APPEND_UTF8(&key, "$_path", wc_path);
         if (pattern)
             query_index_key_of(pattern, &doc, &key);
         bool in = !pattern || ((!q->has_min || query_key_cmp(pattern, &key, &q->min) >= 0) &&
@@ -448,6 +459,7 @@ static bool query_apply_key_options(collection_t *c, const query_find_t *q,
         bson_destroy(&key);
     }
     recs->len = keep;
+    bson_destroy(&wc_pattern);
     return true;
 }
 

@@ -166,8 +166,18 @@ static void view_note_plan(view_t *v, const collection_plan_t *plan)
     }
     memcpy(v->plan_stage, plan->stage, sizeof v->plan_stage);
     v->plan_stage[sizeof v->plan_stage - 1] = '\0';
-    if (plan->index && strcmp(plan->stage, "IDHACK") != 0 &&
-        plan->index->key.len <= sizeof v->plan_key) {
+    if (plan->index && plan->index->wildcard && plan->wildcard_path[0]) {
+        /* as mongod's planSummary: IXSCAN { $_path: 1, a.b: 1 } */
+        bson_t kp = BSON_INITIALIZER;
+        BSON_APPEND_INT32(&kp, "$_path", 1);
+        BSON_APPEND_INT32(&kp, plan->wildcard_path, 1);
+        if (kp.len <= sizeof v->plan_key) {
+            memcpy(v->plan_key, bson_get_data(&kp), kp.len);
+            v->plan_key_len = kp.len;
+        }
+        bson_destroy(&kp);
+    } else if (plan->index && strcmp(plan->stage, "IDHACK") != 0 &&
+               plan->index->key.len <= sizeof v->plan_key) {
         memcpy(v->plan_key, bson_get_data(&plan->index->key), plan->index->key.len);
         v->plan_key_len = plan->index->key.len;
     }

@@ -1291,6 +1291,39 @@ bool matcher_bounds(const matcher_t *m, const char *path, matcher_bounds_t *out)
     return out->has_eq || out->has_lower || out->has_upper;
 }
 
+static void bound_paths_collect(const mnode_t *n, const char **out, int cap, int *len)
+{
+    if (n->kind == MN_AND) {
+        for (size_t i = 0; i < n->nkids; i++)
+            bound_paths_collect(n->kids[i], out, cap, len);
+        return;
+    }
+    if (!n->path || *len >= cap)
+        return;
+    switch (n->kind) {
+    case MN_EQ:
+    case MN_GT:
+    case MN_GTE:
+    case MN_LT:
+    case MN_LTE:
+        for (int i = 0; i < *len; i++)
+            if (strcmp(out[i], n->path) == 0)
+                return;
+        out[(*len)++] = n->path;
+        break;
+    default:
+        break;
+    }
+}
+
+int matcher_bound_paths(const matcher_t *m, const char **out, int cap)
+{
+    int len = 0;
+    if (m->root)
+        bound_paths_collect(m->root, out, cap, &len);
+    return len;
+}
+
 bool matcher_iter_filter(const bson_t *filter, int depth, bson_iter_t *it, dberr_t *err)
 {
     if (depth > MATCHER_MAX_DEPTH)

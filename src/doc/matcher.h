@@ -95,6 +95,12 @@ typedef struct matcher_bounds {
  * it in no way the planner can use. */
 bool matcher_bounds(const matcher_t *m, const char *path, matcher_bounds_t *out);
 
+/* The distinct paths of the comparison predicates ($eq, $gt, $gte, $lt,
+ * $lte) of the filter's top-level AND, in filter order, at most `cap` into
+ * `out` (borrowed from the matcher); returns how many. A wildcard index
+ * plans on one of them. */
+int matcher_bound_paths(const matcher_t *m, const char **out, int cap);
+
 /* Builds the document an upsert starts from: the filter's equality
  * predicates (top level, under $and, {$eq: v}), dotted paths expanded into
  * nested documents, `_id` first when present. Operators other than equality

@@ -14,6 +14,7 @@
 #include "store/capped.h"
 #include "store/mvcc.h"
 #include "store/textindex.h"
+#include "store/wildcard.h"
 #include "store/observer.h"
 #include "store/reaper.h"
 #include "util/bsonview.h"
@@ -693,6 +694,7 @@ typedef struct scan_plan {
     buf_t hi;
     bool has_hi;
     int score;
+    char wc_path[WILDCARD_PATH_MAX]; /* a wildcard index's scanned path, else "" */
 } scan_plan_t;
 
 static void scan_plan_destroy(scan_plan_t *p)
@@ -725,6 +727,83 @@ static bool collection_value_has_string(const bson_value_t *v)
     return false;
 }
 
+/* True when a wildcard index holds every document a bound `v` on a
+ * covered path can match, under that path: not null (it matches missing
+ * paths), nor a non-empty document (keyed by its leaves), nor MinKey,
+ * MaxKey, arrays or regexes. Range bounds take no documents at all. */
+static bool collection_wildcard_value_ok(const bson_value_t *v, bool range)
+{
+    switch (v->value_type) {
+    case BSON_TYPE_NULL:
+    case BSON_TYPE_UNDEFINED:
+    case BSON_TYPE_MINKEY:
+    case BSON_TYPE_MAXKEY:
+    case BSON_TYPE_ARRAY:
+    case BSON_TYPE_REGEX:
+        return false;
+    case BSON_TYPE_DOCUMENT:
+        return !range && v->value.v_doc.data_len <= 5;
+    default:
+        return true;
+    }
+}
+
+/* The bounds `m` allows on the wildcard index `ix`: as mongod's planner,
+ * which expands $** into one {$_path: 1, <path>: 1} index per queried
+ * path, it scans the best-bounded covered path (equality over range) from
+ * the filter's top-level AND; 0 when none qualifies ($exists, $ne, $not,
+ * null, $or and sort-only queries are never answered from it). */
+static int collection_plan_wildcard(index_t *ix, const matcher_t *m, scan_plan_t *p)
+{
+    bool same_coll = collation_same(ix->collation, matcher_collation(m));
+    const char *paths[32];
+    int n = matcher_bound_paths(m, paths, 32);
+    int best = 0;
+    const char *best_path = NULL;
+    matcher_bounds_t bb;
+    for (int i = 0; i < n; i++) {
+        matcher_bounds_t b;
+        if (strlen(paths[i]) >= WILDCARD_PATH_MAX || !wildcard_covers(ix->wildcard, paths[i]) ||
+            !matcher_bounds(m, paths[i], &b))
+            continue;
+        int score = 0;
+        if (b.has_eq && collection_wildcard_value_ok(&b.eq, false) &&
+            (same_coll || !collection_value_has_string(&b.eq)))
+            score = 2;
+        else if ((b.has_lower || b.has_upper) &&
+                 (!b.has_lower || (collection_wildcard_value_ok(&b.lower, true) &&
+                                   (same_coll || !collection_value_has_string(&b.lower)))) &&
+                 (!b.has_upper || (collection_wildcard_value_ok(&b.upper, true) &&
+                                   (same_coll || !collection_value_has_string(&b.upper)))))
+            score = 1;
+        if (score > best) {
+            best = score;
+            best_path = paths[i];
+            bb = b;
+        }
+    }
+    p->score = best;
+    if (!best)
+        return 0;
+    snprintf(p->wc_path, sizeof p->wc_path, "%s", best_path);
+    wildcard_append_path(&p->prefix, best_path);
+    if (best == 2) {
+        keystring_append_coll(&p->prefix, &bb.eq, false, ix->collation);
+        buf_append(&p->lo, p->prefix.data, p->prefix.len);
+        return best;
+    }
+    buf_append(&p->lo, p->prefix.data, p->prefix.len);
+    if (bb.has_lower)
+        keystring_append_coll(&p->lo, &bb.lower, false, ix->collation);
+    /* an array's elements may meet the two bounds separately */
+    if (bb.has_upper && !(wildcard_path_multikey(ix->wildcard, best_path) && bb.has_lower)) {
+        buf_append(&p->hi, p->prefix.data, p->prefix.len);
+        keystring_append_coll(&p->hi, &bb.upper, false, ix->collation);
+        p->has_hi = true;
+    }
+    return best;
+}
+
 /* Works out the bounds `m` allows on `ix`; returns the plan's score (0 =
  * the index narrows nothing). As mongod: bounds that hold strings are used
  * only when the query's collation is the index's. */
@@ -736,6 +815,9 @@ static int collection_plan_index(index_t *ix, const matcher_t *m, scan_plan_t *p
     buf_init(&p->hi);
     p->ix = ix;
     p->has_hi = false;
+    p->wc_path[0] = '\0';
+    if (ix->wildcard)
+        return collection_plan_wildcard(ix, m, p);
     int score = 0;
     for (int f = 0; f < ix->nfields; f++) {
         matcher_bounds_t b;
@@ -1032,6 +1114,27 @@ static index_t *collection_hinted(collection_t *c, const collection_query_opts_t
     return NULL;
 }
 
+/* A hint by key pattern that several wildcard indexes share (other
+ * projections): as mongod, any of them that answers the filter serves.
+ * Replaces `best` (score 0) with the first that does. */
+static bool collection_hinted_wildcard(collection_t *c, const collection_query_opts_t *o,
+                                       scan_plan_t *best)
+{
+    for (int i = 0; i < c->nindexes; i++) {
+        index_t *ix = c->indexes[i];
+        if (ix->hidden || !ix->wildcard || ix == best->ix || !index_key_equals(ix, o->hint))
+            continue;
+        scan_plan_t p;
+        if (collection_plan_index(ix, o->matcher, &p) > 0) {
+            scan_plan_destroy(best);
+            *best = p;
+            return true;
+        }
+        scan_plan_destroy(&p);
+    }
+    return false;
+}
+
 /* The _id of a stored version (every record has one). */
 static bool collection_record_id(const record_t *r, bson_value_t *id)
 {
@@ -1289,7 +1392,17 @@ static bool collection_query_opts_plain(collection_t *c, const collection_query_
         index_t *ix = collection_hinted(c, o, err);
         if (!ix)
             return false;
-        collection_plan_index(ix, o->matcher, &best);
+        if (ix->wildcard && collection_plan_index(ix, o->matcher, &best) == 0 &&
+            !(o->hint && !o->hint_name && collection_hinted_wildcard(c, o, &best))) {
+            /* as mongod: the planner finds no plan on a $** index for it */
+            scan_plan_destroy(&best);
+            return dberr_set(err, DBERR_BAD_VALUE,
+                             "error processing query: ns=%s planner returned error :: caused "
+                             "by :: hint provided does not correspond to an existing index",
+                             c->ns);
+        }
+        if (!ix->wildcard)
+            collection_plan_index(ix, o->matcher, &best);
         have_best = true;
     } else {
         for (int i = 0; i < c->nindexes; i++) {
@@ -1344,6 +1457,7 @@ static bool collection_query_opts_plain(collection_t *c, const collection_query_
     } else {
         strcpy(plan->stage, "IXSCAN");
         plan->index = best.ix;
+        memcpy(plan->wildcard_path, best.wc_path, sizeof plan->wildcard_path);
         plan->reason = use_hint                ? "the index the hint names"
                        : best.score == 0       ? "the index's order gives the sort"
                        : best.ix->partial      ? "the index bounds the filter best; the filter "
@@ -1479,6 +1593,16 @@ bool collection_drop_index(collection_t *c, const char *name, dberr_t *err)
 
 bool collection_drop_index_by_key(collection_t *c, const bson_t *key, dberr_t *err)
 {
+    int matches = 0; /* wildcard indexes of other projections share a key pattern */
+    for (int i = 0; i < c->nindexes; i++)
+        matches += index_key_equals(c->indexes[i], key);
+    if (matches > 1) {
+        char *shown = shellfmt_doc(key);
+        dberr_set(err, 119 /* AmbiguousIndexKeyPattern */,
+                  "%d indexes found for key: %s, identify by name instead.", matches, shown);
+        bson_free(shown);
+        return false;
+    }
     for (int i = 0; i < c->nindexes; i++) {
         if (index_key_equals(c->indexes[i], key)) {
             if (i == 0)

@@ -13,6 +13,7 @@
 #include "doc/matcher.h"
 #include "doc/sortspec.h"
 #include "store/index.h"
+#include "store/wildcard.h"
 #include "store/record.h"
 #include "util/dberr.h"
 
@@ -117,6 +118,7 @@ typedef struct collection_plan {
     size_t docs_examined;
     const char *reason;    /* why this plan was chosen (static text), for explain */
     const fts_query_t *text; /* TEXT_MATCH: the filter's $text, bound (the matcher's) */
+    char wildcard_path[WILDCARD_PATH_MAX]; /* IXSCAN of a wildcard index: the path scanned */
 } collection_plan_t;
 
 /* What to fetch. */

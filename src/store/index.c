@@ -8,6 +8,7 @@
 #include "doc/bsonhash.h"
 #include "doc/keystring.h"
 #include "store/textindex.h"
+#include "store/wildcard.h"
 #include "util/bsonview.h"
 #include "util/shellfmt.h"
 #include "util/vec.h"
@@ -180,6 +181,11 @@ bool index_keys_of(index_t *ix, const bson_t *doc, index_keys_t *out, dberr_t *e
     }
     if (ix->text) {
         if (!textindex_keys_of(ix->text, doc, out, err))
+            return false;
+        goto distinct;
+    }
+    if (ix->wildcard) {
+        if (!wildcard_keys_of(ix->wildcard, ix->collation, doc, out, &ix->multikey, err))
             return false;
         goto distinct;
     }
@@ -365,6 +371,8 @@ index_t *index_new(const bson_t *spec, dberr_t *err)
     char generated[512] = "";
     bson_t text_opts = BSON_INITIALIZER; /* a text index's resolved options */
     bool is_text = textindex_is_text_spec(spec);
+    bool is_wild = !is_text && wildcard_is_spec(spec);
+    int version = 2;
     if (!bson_iter_init(&it, spec))
         goto bad;
     while (bson_iter_next(&it)) {
@@ -377,6 +385,18 @@ index_t *index_new(const bson_t *spec, dberr_t *err)
             ix->multikey = true; /* a document has a key per term, as mongod reports */
         } else if (is_text && textindex_is_text_option(k)) {
             /* parsed with the key (textindex_new) */
+        } else if (strcmp(k, "key") == 0 && is_wild) {
+            ix->wildcard = wildcard_new(spec, &ix->key, generated, sizeof generated, err);
+            if (!ix->wildcard)
+                goto fail;
+            have_key = true;
+        } else if (strcmp(k, "wildcardProjection") == 0) {
+            if (!is_wild) {
+                dberr_set(err, DBERR_BAD_VALUE,
+                          "The field 'wildcardProjection' is only allowed in an 'wildcard' index");
+                goto fail;
+            }
+            /* parsed with the key (wildcard_new) */
         } else if (strcmp(k, "key") == 0) {
             if (!BSON_ITER_HOLDS_DOCUMENT(&it)) {
                 dberr_set(err, DBERR_TYPE_MISMATCH, "The 'key' field must be an object");
@@ -480,6 +500,7 @@ index_t *index_new(const bson_t *spec, dberr_t *err)
                           "Invalid index specification: index version must be 1 or 2");
                 goto fail;
             }
+            version = (int)bson_iter_as_int64(&it);
         } else if (strcmp(k, "collation") == 0) {
             if (!collation_parse_iter(&it, &ix->collation, err))
                 goto fail;
@@ -492,7 +513,7 @@ index_t *index_new(const bson_t *spec, dberr_t *err)
             goto fail;
         } else if (strcmp(k, "2dsphereIndexVersion") == 0 || strcmp(k, "bits") == 0 ||
                    strcmp(k, "min") == 0 || strcmp(k, "max") == 0 ||
-                   strcmp(k, "wildcardProjection") == 0 || strcmp(k, "storageEngine") == 0 ||
+                   strcmp(k, "storageEngine") == 0 ||
                    strcmp(k, "prepareUnique") == 0 || strcmp(k, "clustered") == 0) {
             dberr_set(err, DBERR_NOT_IMPLEMENTED,
                       "atomdb does not support the index option '%s' yet", k);
@@ -508,6 +529,21 @@ index_t *index_new(const bson_t *spec, dberr_t *err)
         dberr_set(err, DBERR_FAILED_TO_PARSE,
                   "Error in specification { name: ... } :: caused by :: The 'key' field is a "
                   "required property of an index specification");
+        goto fail;
+    }
+    if (ix->wildcard && (ix->sparse || ix->unique || ix->expire_after_s >= 0 || version < 2)) {
+        /* as mongod's IndexCatalogImpl::_isSpecOk, in its order */
+        if (ix->sparse || ix->unique)
+            dberr_set(err, DBERR_CANNOT_CREATE_INDEX,
+                      "Index type 'wildcard' does not support the %s option",
+                      ix->sparse ? "sparse" : "unique");
+        else if (ix->expire_after_s >= 0)
+            dberr_set(err, DBERR_CANNOT_CREATE_INDEX, "Index type 'wildcard' cannot be a TTL index");
+        else
+            dberr_set(err, DBERR_CANNOT_CREATE_INDEX,
+                      "Index version v=%d does not support the key type '$**'; wildcard indexes "
+                      "need v=2",
+                      version);
         goto fail;
     }
     if (ix->hashed >= 0 && ix->unique) {
@@ -576,6 +612,7 @@ void index_destroy(index_t *ix)
     matcher_destroy(ix->partial);
     collation_destroy(ix->collation);
     textindex_destroy(ix->text);
+    wildcard_destroy(ix->wildcard);
     omap_destroy(ix->map, NULL);
     bson_free(ix);
 }

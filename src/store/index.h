@@ -26,6 +26,7 @@ typedef struct index_keys {
 } index_keys_t;
 
 typedef struct textindex textindex_t;
+typedef struct wildcard wildcard_t;
 
 typedef struct index {
     char *name;                  /* "_id_", "a_1_b_-1", ... */
@@ -46,6 +47,8 @@ typedef struct index {
     omap_t *map;                 /* key (+ _id key unless unique) → record_t* (borrowed) */
     textindex_t *text;           /* a text index's spec (owned; store/textindex.h), or NULL;
                                   * then nfields is 0: the planner uses it for $text only */
+    wildcard_t *wildcard;        /* a wildcard index's paths (owned; store/wildcard.h), or
+                                  * NULL; then nfields is 0: keys are (path, value) pairs */
 } index_t;
 
 /* Builds an index from a createIndexes spec ({key, name, unique, ...}).

@@ -9,6 +9,7 @@
 #include "doc/keystring.h"
 #include "store/collection-private.h"
 #include "store/textindex.h"
+#include "store/wildcard.h"
 #include "util/buf.h"
 #include "util/fiber.h"
 #include "util/omap.h"
@@ -164,7 +165,9 @@ static bool indexbuild_check(collection_t *c, const index_t *ix, bool *exists, d
     *exists = false;
     for (int i = 0; i < c->nindexes; i++) {
         index_t *old = c->indexes[i];
-        bool same_key = bson_equal(&old->key, &ix->key);
+        /* as mongod, a wildcardProjection is part of what an index is */
+        bool same_key = bson_equal(&old->key, &ix->key) &&
+                        wildcard_same(old->wildcard, ix->wildcard);
         bool same_name = strcmp(old->name, ix->name) == 0;
         if (same_key && same_name) {
             bool same_opts = old->unique == ix->unique && old->sparse == ix->sparse &&

@@ -69,6 +69,7 @@ static const struct {
     {96, "OperationFailed"},
     {112, "WriteConflict"},
     {115, "CommandNotSupported"},
+    {119, "AmbiguousIndexKeyPattern"},
     {125, "CommandFailed"},
     {168, "InvalidPipelineOperator"},
     {197, "InvalidIndexSpecificationOption"},
