@@ -16,6 +16,7 @@
 #include "doc/expr.h"
 #include "doc/matcher-private.h"
 #include "doc/path.h"
+#include "geo/geo.h"
 #include "util/bsonview.h"
 
 
@@ -42,6 +43,7 @@ typedef enum {
     MN_ELEM_OBJ,
     MN_ELEM_VAL,
     MN_BITS,
+    MN_GEO,
 } mkind_t;
 
 /* A compiled regular expression and the BSON regex it came from. */
@@ -70,6 +72,7 @@ typedef struct mnode {
     matcher_t *sub;        /* ELEM_OBJ */
     expr_t *expr;          /* EXPR */
     bits_t *bits;          /* BITS */
+    geo_pred_t *geo;       /* GEO */
     const collation_t *coll; /* string order of EQ/IN/comparisons (the matcher's) */
 } mnode_t;
 
@@ -138,6 +141,7 @@ static void node_destroy(mnode_t *n)
     matcher_destroy(n->sub);
     expr_destroy(n->expr);
     bits_destroy(n->bits);
+    geo_pred_destroy(n->geo);
     bson_free(n->path);
     bson_free(n);
 }
@@ -367,6 +371,8 @@ static bool leaf_test(const mnode_t *n, const bson_value_t *v, int *elem_pos)
         return regex_test(n->re, v);
     case MN_BITS:
         return bits_test(n->bits, v);
+    case MN_GEO:
+        return geo_pred_test(n->geo, v);
     case MN_SIZE: {
         if (v->value_type != BSON_TYPE_ARRAY || n->size < 0)
             return false;
@@ -878,6 +884,13 @@ static bool parse_ops(const char *path, const bson_iter_t *ops, mnode_t *and_nod
             n = node_new(MN_BITS, path);
             n->bits = bits_new(op, v, err);
             if (!n->bits) {
+                node_destroy(n);
+                return false;
+            }
+        } else if (geo_pred_is_operator(op)) {
+            n = node_new(MN_GEO, path);
+            n->geo = geo_pred_new(op, v, err);
+            if (!n->geo) {
                 node_destroy(n);
                 return false;
             }

@@ -50,6 +50,7 @@ static const struct {
     {175, "QueryPlanKilled"},
     {24, "LockTimeout"},
     {146, "ExceededMemoryLimit"},
+    {291, "NoQueryExecutionPlans"},
     {292, "QueryExceededMemoryLimitNoDiskUseAllowed"},
     {52, "DollarPrefixedFieldName"},
     {53, "InvalidIdField"},

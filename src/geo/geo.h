@@ -1,0 +1,64 @@
+/* geo: geometries (GeoJSON and legacy coordinate pairs) parsed and validated
+ * as mongod's GeoParser does, and the geospatial query predicates
+ * ($geoWithin, $geoIntersects) the matcher runs; S2 does the sphere. */
+#ifndef ATOMDB_GEO_H
+#define ATOMDB_GEO_H
+
+#include <bson/bson.h>
+#include <stdbool.h>
+
+#include "util/dberr.h"
+
+/* mongod's earth radius in metres (kRadiusOfEarthInMeters). */
+#define GEO_EARTH_RADIUS_M 6378100.0
+
+/* The kinds of geometry. */
+typedef enum {
+    GEO_POINT,
+    GEO_LINESTRING,
+    GEO_POLYGON,
+    GEO_MULTIPOINT,
+    GEO_MULTILINESTRING,
+    GEO_MULTIPOLYGON,
+    GEO_COLLECTION,
+} geo_type_t;
+
+/* A parsed geometry; opaque. */
+typedef struct geo_shape geo_shape_t;
+
+/* Parses a stored location as mongod's parseFromStorage: a legacy point
+ * ([x, y] or {x, y}, extra fields allowed) or a GeoJSON object. NULL with
+ * BadValue in `err` (mongod's wording) when it is not a valid geometry. */
+geo_shape_t *geo_shape_from_stored(const bson_value_t *v, dberr_t *err);
+
+/* Parses the GeoJSON object `obj` (the value of a query's $geometry);
+ * `allow_strict`: the strict-winding CRS (a big polygon) is accepted. */
+geo_shape_t *geo_shape_from_geojson(const bson_t *obj, bool allow_strict, dberr_t *err);
+
+/* Frees `s`; accepts NULL. */
+void geo_shape_destroy(geo_shape_t *s);
+
+/* The shape's kind. */
+geo_type_t geo_shape_type(const geo_shape_t *s);
+
+/* -- query predicates (geopred.c) -- */
+
+/* A compiled $geoWithin / $geoIntersects argument; opaque. */
+typedef struct geo_pred geo_pred_t;
+
+/* True for the field operators handled here ($geoWithin, $within,
+ * $geoIntersects) and those that need a geo index ($near, $nearSphere). */
+bool geo_pred_is_operator(const char *op);
+
+/* Compiles {op: arg}; NULL with mongod's error in `err`. $near and
+ * $nearSphere fail with 291 (no geo index can exist yet). */
+geo_pred_t *geo_pred_new(const char *op, const bson_value_t *arg, dberr_t *err);
+
+/* True when the stored value `v` (one value the path reaches) satisfies
+ * the predicate; values that are not geometries never match. */
+bool geo_pred_test(const geo_pred_t *p, const bson_value_t *v);
+
+/* Frees `p`; accepts NULL. */
+void geo_pred_destroy(geo_pred_t *p);
+
+#endif
