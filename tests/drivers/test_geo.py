@@ -1,0 +1,172 @@
+"""Geospatial queries through pymongo: $geoWithin ($geometry, $centerSphere,
+$box, $center, $polygon) and $geoIntersects by full scan, as mongod permits
+without an index, on MongoDB's documentation examples; GeoJSON validation
+errors as mongod's; what needs a geo index ($near, $nearSphere, $geoNear,
+2dsphere / 2d indexes) refused with mongod's code or a clear error."""
+
+import pytest
+from bson.son import SON
+from pymongo import MongoClient
+from pymongo.errors import OperationFailure
+
+MILES = 3963.2  # the documentation's earth radius in miles for $centerSphere
+
+
+@pytest.fixture
+def db(atomdb):
+    c = MongoClient(atomdb.uri())
+    yield c.geo
+    c.close()
+
+
+def ids(cur):
+    return sorted(d["_id"] for d in cur)
+
+
+@pytest.fixture
+def places(db):
+    # the $geoNear page's `places`, plus legacy pairs and non-point shapes
+    t = db.places
+    t.insert_many([
+        {"_id": 1, "name": "Central Park", "category": "Parks",
+         "location": {"type": "Point", "coordinates": [-73.97, 40.77]}},
+        {"_id": 2, "name": "Sara D. Roosevelt Park", "category": "Parks",
+         "location": {"type": "Point", "coordinates": [-73.9928, 40.7193]}},
+        {"_id": 3, "name": "Polo Grounds", "category": "Stadiums",
+         "location": {"type": "Point", "coordinates": [-73.9375, 40.8303]}},
+        {"_id": 4, "name": "legacy pair", "location": [-73.97, 40.77]},
+        {"_id": 5, "name": "a street", "location": {
+            "type": "LineString", "coordinates": [[-74.0, 40.70], [-73.90, 40.80]]}},
+        {"_id": 6, "name": "no location"},
+        {"_id": 7, "name": "not a geometry", "location": "here"},
+    ])
+    return t
+
+
+# Lower Manhattan up to 40.79 N: holds Central Park and Sara D. Roosevelt Park
+MANHATTAN = {"type": "Polygon", "coordinates": [[
+    [-74.02, 40.70], [-73.95, 40.70], [-73.95, 40.79], [-74.02, 40.79], [-74.02, 40.70]]]}
+
+
+def test_geowithin_polygon_holds_points_and_legacy_pairs(places):
+    got = ids(places.find({"location": {"$geoWithin": {"$geometry": MANHATTAN}}}))
+    assert got == [1, 2, 4], "points (GeoJSON and legacy) inside; the street leaves it"
+    assert ids(places.find({"location": {"$within": {"$geometry": MANHATTAN}}})) == [1, 2, 4], \
+        "$within is the deprecated spelling of $geoWithin"
+
+
+def test_geointersects_polygon_meets_points_and_crossing_line(places):
+    got = ids(places.find({"location": {"$geoIntersects": {"$geometry": MANHATTAN}}}))
+    assert got == [1, 2, 4, 5], "the street crosses the polygon"
+    far = {"type": "Polygon", "coordinates": [[[0, 0], [3, 6], [6, 1], [0, 0]]]}
+    assert ids(places.find({"location": {"$geoIntersects": {"$geometry": far}}})) == []
+
+
+def test_geointersects_with_a_point_finds_the_neighborhood_holding_it(db):
+    # the tutorial: which neighborhood is the user in?
+    n = db.neighborhoods
+    n.insert_many([
+        {"_id": 1, "name": "West", "geometry": {"type": "Polygon", "coordinates": [[
+            [-74.0, 40.80], [-73.94, 40.80], [-73.94, 40.84], [-74.0, 40.84], [-74.0, 40.80]]]}},
+        {"_id": 2, "name": "East", "geometry": {"type": "Polygon", "coordinates": [[
+            [-73.94, 40.80], [-73.90, 40.80], [-73.90, 40.84], [-73.94, 40.84], [-73.94, 40.80]]]}},
+    ])
+    user = {"type": "Point", "coordinates": [-73.93414657, 40.82302903]}
+    got = list(n.find({"geometry": {"$geoIntersects": {"$geometry": user}}}))
+    assert [d["name"] for d in got] == ["East"]
+
+
+def test_centersphere_selects_within_miles(places):
+    # Central Park to Polo Grounds is about 4.5 miles, to Sara D. Roosevelt Park about 3.9
+    near = {"$centerSphere": [[-73.97, 40.77], 1 / MILES]}
+    assert ids(places.find({"location": {"$geoWithin": near}})) == [1, 4]
+    wide = {"$centerSphere": [[-73.97, 40.77], 4.2 / MILES]}
+    assert ids(places.find({"location": {"$geoWithin": wide}})) == [1, 2, 4]
+    wider = {"$centerSphere": [[-73.97, 40.77], 5.5 / MILES]}  # the street ends 5.1 miles away
+    assert ids(places.find({"location": {"$geoWithin": wider}})) == [1, 2, 3, 4, 5]
+
+
+def test_centersphere_documentation_example(db):
+    # $centerSphere page: within 10 miles of (-88, 30)
+    t = db.docs_cs
+    t.insert_many([{"_id": 1, "loc": [-88, 30]}, {"_id": 2, "loc": [-88.1, 30.1]},
+                   {"_id": 3, "loc": [-88, 30.2]}, {"_id": 4, "loc": [-87, 30]}])
+    got = ids(t.find({"loc": {"$geoWithin": {"$centerSphere": [[-88, 30], 10 / MILES]}}}))
+    assert got == [1, 2], "13.8 miles (0.2 degrees of latitude) is outside, 6.6 miles inside"
+
+
+def test_legacy_flat_shapes(db):
+    t = db.legacy
+    t.insert_many([{"_id": 1, "loc": [1, 1]}, {"_id": 2, "loc": [50, 50]},
+                   {"_id": 3, "loc": [150, 50]}, {"_id": 4, "loc": {"x": 2, "y": 1}},
+                   {"_id": 5, "loc": [-70, 45]}, {"_id": 6, "loc": [-60, 45]},
+                   {"_id": 7, "loc": {"type": "Point", "coordinates": [3, 2]}}])
+    assert ids(t.find({"loc": {"$geoWithin": {"$box": [[0, 0], [100, 100]]}}})) == [1, 2, 4, 7]
+    assert ids(t.find({"loc": {"$geoWithin": {"$center": [[-74, 40.74], 10]}}})) == [5]
+    assert ids(t.find({"loc": {"$geoWithin": {"$polygon": [[0, 0], [3, 6], [6, 0]]}}})) == [1, 4, 7]
+
+
+def test_geo_operators_in_count_and_elemmatch(places, db):
+    assert places.count_documents({"location": {"$geoWithin": {"$geometry": MANHATTAN}}}) == 3
+    t = db.multi
+    t.insert_many([{"_id": 1, "stops": [[1, 1], [50, 50]]}, {"_id": 2, "stops": [[150, 50]]}])
+    q = {"stops": {"$geoWithin": {"$box": [[40, 40], [60, 60]]}}}
+    assert ids(t.find(q)) == [1], "an array of legacy pairs matches through any element"
+
+
+@pytest.mark.parametrize("geometry,msg", [
+    ({"type": "Polygon", "coordinates": [[[0, 0], [1, 1], [0, 1]]]},
+     "Loop is not closed, first vertex does not equal last vertex: [ [ 0, 0 ], [ 1, 1 ], [ 0, 1 ] ]"),
+    ({"type": "Polygon", "coordinates": [[[0, 0], [1, 1], [0, 1], [1, 0], [0, 0]]]},
+     "Loop is not valid: [ [ 0, 0 ], [ 1, 1 ], [ 0, 1 ], [ 1, 0 ], [ 0, 0 ] ] "),
+    ({"type": "Polygon", "coordinates": [[[0, 0], [10, 0], [10, 10], [0, 10], [0, 0]],
+                                         [[20, 20], [21, 20], [21, 21], [20, 20]]]},
+     "Secondary loops not contained by first exterior loop - secondary loops must be holes"),
+    ({"type": "Point", "coordinates": [181, 0]},
+     "Longitude/latitude is out of bounds, lng: 181 lat: 0"),
+    ({"type": "LineString", "coordinates": [[1, 1]]},
+     "GeoJSON LineString must have at least 2 vertices, instead got 1 vertices"),
+    ({"type": "Triangle", "coordinates": [1, 2]}, "unknown GeoJSON type: "),
+])
+def test_invalid_query_geometry_is_bad_value(places, geometry, msg):
+    with pytest.raises(OperationFailure) as e:
+        list(places.find({"location": {"$geoIntersects": {"$geometry": geometry}}}))
+    assert e.value.code == 2 and e.value.details["codeName"] == "BadValue"
+    assert e.value.details["errmsg"].startswith(msg), e.value.details["errmsg"]
+
+
+def test_bad_geo_operator_arguments(places):
+    cases = [
+        ({"$geoWithin": {"$geometry": {"type": "Point", "coordinates": [1, 2]}}},
+         "$within not supported with provided geometry: "),
+        ({"$geoIntersects": {"$box": [[0, 0], [1, 1]]}}, "$geoIntersect not supported"),
+        ({"$geoWithin": {"$circle": [[0, 0], 1]}}, "unknown geo specifier: $circle: [ [ 0, 0 ], 1 ]"),
+        ({"$geoWithin": {}}, "geo query doesn't have any geometry"),
+        ({"$geoWithin": {"$centerSphere": [[0, 0], -1]}}, "Radius must be a non-negative number"),
+    ]
+    for op, msg in cases:
+        with pytest.raises(OperationFailure) as e:
+            list(places.find({"location": op}))
+        assert e.value.code == 2, op
+        assert e.value.details["errmsg"].startswith(msg), e.value.details["errmsg"]
+
+
+def test_near_without_a_geo_index_is_291_as_mongod(places, db):
+    for op in ("$near", "$nearSphere"):
+        with pytest.raises(OperationFailure) as e:
+            list(places.find({"location": {op: {"$geometry": {
+                "type": "Point", "coordinates": [-73.97, 40.77]}}, "$maxDistance": 1000}}))
+        assert e.value.code == 291 and e.value.details["codeName"] == "NoQueryExecutionPlans"
+        assert "unable to find index for $geoNear query" in e.value.details["errmsg"]
+
+
+def test_what_needs_a_geo_index_is_refused_clearly(places, db):
+    for kind in ("2dsphere", "2d"):
+        with pytest.raises(OperationFailure) as e:
+            db.command(SON([("createIndexes", "places"),
+                            ("indexes", [{"key": {"location": kind}, "name": "g"}])]))
+        assert e.value.code == 67 and kind in e.value.details["errmsg"]
+    with pytest.raises(OperationFailure) as e:
+        list(places.aggregate([{"$geoNear": {"near": [-73.97, 40.77], "distanceField": "d"}}]))
+    assert e.value.code == 238 and "$geoNear" in e.value.details["errmsg"]
+    assert places.count_documents({}) == 7, "nothing was written"
