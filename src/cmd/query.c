@@ -457,6 +457,18 @@ static bool query_run(cmd_ctx_t *ctx, collection_t *c, const char *coll, const q
     return true;
 }
 
+/* A $near / $nearSphere fails in the matcher with mongod's 291 (no geo
+ * index); where the collection has a 2dsphere index mongod would run it,
+ * so atomdb says what it lacks instead. */
+static void query_refuse_near(collection_t *c, dberr_t *err)
+{
+    for (int i = 0; c && err->code == 291 && i < collection_nindexes(c); i++) {
+        if (collection_index(c, i)->is_2dsphere)
+            dberr_set(err, DBERR_NOT_IMPLEMENTED,
+                      "atomdb does not run $near / $nearSphere on 2dsphere indexes yet");
+    }
+}
+
 bool cmd_find_cmd(cmd_ctx_t *ctx, dberr_t *err)
 {
     const char *coll;
@@ -472,8 +484,10 @@ bool cmd_find_cmd(cmd_ctx_t *ctx, dberr_t *err)
     if (!catalog_valid_coll_name(ctx->db, coll, err))
         return false;
     m = cmd_matcher_new(ctx, &q.filter, err);
-    if (!m)
+    if (!m) {
+        query_refuse_near(catalog_get(server.catalog, ctx->db, coll), err);
         goto cleanup;
+    }
     if (q.has_sort && !(s = sortspec_new(&q.sort, err)))
         goto cleanup;
     query_apply_collation(&q, m, s);

@@ -41,6 +41,19 @@ void geo_shape_destroy(geo_shape_t *s);
 /* The shape's kind. */
 geo_type_t geo_shape_type(const geo_shape_t *s);
 
+/* -- 2dsphere index keys (geoindex.c) -- */
+
+/* Most cells one geometry gives a 2dsphere index (mongod's
+ * maxCellsInCovering). */
+#define GEO_INDEX_MAX_CELLS 50
+
+/* The 2dsphere index keys of the stored value `v`: its S2 cells (levels
+ * and cell counts as mongod's S2IndexingParams), each as an int64 whose
+ * order is the cells' order. Writes up to `cap` into `out` and their number
+ * (which may exceed `cap`) into `*n`. False with BadValue when `v` is not a geometry a 2dsphere
+ * index takes (the caller words mongod's 16755). */
+bool geo_index_cells(const bson_value_t *v, int64_t *out, size_t cap, size_t *n, dberr_t *err);
+
 /* -- query predicates (geopred.c) -- */
 
 /* A compiled $geoWithin / $geoIntersects argument; opaque. */

@@ -3,6 +3,7 @@
 // rest is S2's MutableS2ShapeIndex and S2BooleanOperation.
 #include "geo/s2shim.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <vector>
@@ -12,6 +13,9 @@
 #include <s2/s2cap.h>
 #include <s2/s2closest_edge_query.h>
 #include <s2/s2error.h>
+#include <s2/s2metrics.h>
+#include <s2/s2region_coverer.h>
+#include <s2/s2shape_index_region.h>
 #include <s2/s2latlng.h>
 #include <s2/s2loop.h>
 #include <s2/s2point_vector_shape.h>
@@ -20,6 +24,7 @@
 
 struct s2shim_geom {
     MutableS2ShapeIndex index;
+    std::vector<S2Point> points;    // the points alone
     std::vector<S2Point> vertices;  // every vertex, for cap containment
     std::vector<std::unique_ptr<S2Polyline>> lines;
     std::vector<std::unique_ptr<S2Polygon>> polygons;
@@ -66,6 +71,7 @@ extern "C" void s2shim_geom_add_point(s2shim_geom_t *g, double lng, double lat)
 {
     S2Point p = to_point(lng, lat);
     g->vertices.push_back(p);
+    g->points.push_back(p);
     g->index.Add(std::make_unique<S2PointVectorShape>(std::vector<S2Point>{p}));
 }
 
@@ -162,4 +168,33 @@ extern "C" double s2shim_geom_distance(const s2shim_geom_t *g, double lng, doubl
     q.mutable_options()->set_include_interiors(true);
     S2ClosestEdgeQuery::PointTarget target(to_point(lng, lat));
     return q.GetDistance(&target).ToAngle().radians();
+}
+
+extern "C" size_t s2shim_geom_cover(const s2shim_geom_t *g, int coarsest_level, int finest_level,
+                                    int max_cells, uint64_t *out, size_t cap)
+{
+    std::vector<S2CellId> cells;
+    if (g->lines.empty() && g->polygons.empty()) {
+        for (const S2Point &p : g->points)
+            cells.push_back(S2CellId(p).parent(finest_level));
+        std::sort(cells.begin(), cells.end());
+        cells.erase(std::unique(cells.begin(), cells.end()), cells.end());
+    } else {
+        S2RegionCoverer::Options opts;
+        opts.set_min_level(coarsest_level);
+        opts.set_max_level(finest_level);
+        opts.set_max_cells(max_cells);
+        S2RegionCoverer coverer(opts);
+        MutableS2ShapeIndex &index = const_cast<MutableS2ShapeIndex &>(g->index);
+        S2CellUnion u = coverer.GetCovering(MakeS2ShapeIndexRegion(&index));
+        cells = u.cell_ids();
+    }
+    for (size_t i = 0; i < cells.size() && i < cap; i++)
+        out[i] = cells[i].id();
+    return cells.size();
+}
+
+extern "C" int s2shim_level_for_metres(double metres, double earth_radius)
+{
+    return S2::kAvgEdge.GetClosestLevel(metres / earth_radius);
 }

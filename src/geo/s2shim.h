@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -62,6 +63,17 @@ bool s2shim_geom_contains(const s2shim_geom_t *region, const s2shim_geom_t *g);
 /* True when every vertex of `g` lies within `radians` of (lng, lat), as
  * mongod tests a $centerSphere. */
 bool s2shim_cap_contains(double lng, double lat, double radians, const s2shim_geom_t *g);
+/* The S2 cell ids an index holds for `g` (mongod's S2IndexingParams): a
+ * geometry of points alone gives each point's cell at `finest_level`;
+ * others the region coverer's cells between the two levels, at most
+ * `max_cells`. Writes up to `cap` ids into `out`; returns how many there
+ * are (may exceed `cap`). */
+size_t s2shim_geom_cover(const s2shim_geom_t *g, int coarsest_level, int finest_level,
+                         int max_cells, uint64_t *out, size_t cap);
+/* The S2 level whose average cell edge is closest to `metres` on mongod's
+ * earth. */
+int s2shim_level_for_metres(double metres, double earth_radius);
+
 /* Shortest distance in radians between the point (lng, lat) and `g`. */
 double s2shim_geom_distance(const s2shim_geom_t *g, double lng, double lat);
 

@@ -160,13 +160,92 @@ def test_near_without_a_geo_index_is_291_as_mongod(places, db):
         assert "unable to find index for $geoNear query" in e.value.details["errmsg"]
 
 
-def test_what_needs_a_geo_index_is_refused_clearly(places, db):
-    for kind in ("2dsphere", "2d"):
+def test_2dsphere_index_spec_and_listindexes_as_mongod(places, db):
+    places.delete_one({"_id": 7})  # not a geometry: the build would refuse it (16755)
+    assert places.create_index([("location", "2dsphere")]) == "location_2dsphere"
+    assert places.create_index([("location", "2dsphere"), ("category", 1)]) == \
+        "location_2dsphere_category_1"
+    specs = {i["name"]: i for i in places.list_indexes()}
+    assert dict(specs["location_2dsphere"]) == {
+        "v": 2, "key": {"location": "2dsphere"}, "name": "location_2dsphere",
+        "2dsphereIndexVersion": 3}, "mongod adds the version it built"
+    assert list(specs["location_2dsphere_category_1"]["key"].items()) == \
+        [("location", "2dsphere"), ("category", 1)]
+    # the queries still answer (by full scan) with the index present
+    assert ids(places.find({"location": {"$geoWithin": {"$geometry": MANHATTAN}}})) == [1, 2, 4]
+    with pytest.raises(OperationFailure) as e:
+        db.command(SON([("createIndexes", "places"), ("indexes", [
+            {"key": {"x": "2dsphere"}, "name": "x", "2dsphereIndexVersion": 1}])]))
+    assert e.value.code == 238
+
+
+def test_2dsphere_index_refuses_what_is_not_a_geometry_16755(places, db):
+    # the fixture's "not a geometry" string is already there: the build fails as mongod's
+    with pytest.raises(OperationFailure) as e:
+        places.create_index([("location", "2dsphere")])
+    assert "Can't extract geo keys" in str(e.value)
+    assert [i["name"] for i in places.list_indexes()] == ["_id_"], "no index was left behind"
+    places.delete_one({"_id": 7})
+    places.create_index([("location", "2dsphere")])
+    bad = [
+        ({"_id": 10, "location": {"type": "Point", "coordinates": [200, 1]}},
+         "Longitude/latitude is out of bounds, lng: 200 lat: 1"),
+        ({"_id": 11, "location": {"type": "Polygon", "coordinates": [[[0, 0], [1, 1], [0, 1]]]}},
+         "Loop is not closed"),
+        ({"_id": 12, "location": [1, "a"]}, "Point must only contain numeric elements"),
+    ]
+    for doc, why in bad:
         with pytest.raises(OperationFailure) as e:
-            db.command(SON([("createIndexes", "places"),
-                            ("indexes", [{"key": {"location": kind}, "name": "g"}])]))
-        assert e.value.code == 67 and kind in e.value.details["errmsg"]
+            places.insert_one(doc)
+        assert e.value.code == 16755
+        assert e.value.details["errmsg"].startswith("Can't extract geo keys: { _id: %d" % doc["_id"])
+        assert why in e.value.details["errmsg"]
+    with pytest.raises(OperationFailure) as e:
+        places.update_one({"_id": 1}, {"$set": {"location": "x"}})
+    assert e.value.code == 16755
+    assert places.find_one({"_id": 1})["location"]["coordinates"] == [-73.97, 40.77], \
+        "nothing was written"
+    assert places.count_documents({}) == 6
+    # documents without the field are not indexed, and are accepted
+    places.insert_one({"_id": 13, "name": "still no location"})
+    places.insert_one({"_id": 14, "location": None})
+
+
+def test_2dsphere_index_is_rebuilt_on_restart(atomdb):
+    from atomdb_testlib import restart
+    c = MongoClient(atomdb.uri())
+    c.geo.r.insert_one({"_id": 1, "loc": {"type": "Point", "coordinates": [1, 2]}})
+    c.geo.r.create_index([("loc", "2dsphere")])
+    c.close()
+    server = restart(atomdb)
+    try:
+        c = MongoClient(server.uri())
+        assert "loc_2dsphere" in [i["name"] for i in c.geo.r.list_indexes()]
+        with pytest.raises(OperationFailure) as e:
+            c.geo.r.insert_one({"_id": 2, "loc": {"type": "Point", "coordinates": [1, 95]}})
+        assert e.value.code == 16755, "the rebuilt index still validates"
+        c.close()
+    finally:
+        problems = server.stop()
+        server.cleanup()
+        assert problems == [], problems
+
+
+def test_what_the_geo_index_does_not_serve_yet_is_refused_clearly(places, db):
+    places.delete_one({"_id": 7})
+    places.create_index([("location", "2dsphere")])
+    with pytest.raises(OperationFailure) as e:
+        list(places.find({"location": {"$nearSphere": [-73.97, 40.77]}}))
+    assert e.value.code == 238 and "$near" in e.value.details["errmsg"]
+    with pytest.raises(OperationFailure) as e:
+        list(places.find({"location": {"$geoWithin": {"$geometry": MANHATTAN}}})
+             .hint("location_2dsphere"))
+    assert e.value.code == 238 and "2dsphere" in e.value.details["errmsg"]
+    with pytest.raises(OperationFailure) as e:
+        db.command(SON([("createIndexes", "places"),
+                        ("indexes", [{"key": {"location": "2d"}, "name": "g"}])]))
+    assert e.value.code == 67 and "2d" in e.value.details["errmsg"]
     with pytest.raises(OperationFailure) as e:
         list(places.aggregate([{"$geoNear": {"near": [-73.97, 40.77], "distanceField": "d"}}]))
     assert e.value.code == 238 and "$geoNear" in e.value.details["errmsg"]
-    assert places.count_documents({}) == 7, "nothing was written"
+    assert places.count_documents({}) == 6, "nothing was written"
