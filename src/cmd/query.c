@@ -419,6 +419,67 @@ static bool query_apply_key_options(collection_t *c, const query_find_t *q,
     return true;
 }
 
+/* find's matcher: as cmd_matcher_new, with $near / $nearSphere allowed. */
+static matcher_t *query_find_matcher(cmd_ctx_t *ctx, const bson_t *filter, dberr_t *err)
+{
+    matcher_t *m = matcher_new_near(filter, err);
+    bson_iter_t it;
+    bson_t let;
+    if (m && cmd_find(ctx, "let", &it) && BSON_ITER_HOLDS_DOCUMENT(&it) && cmd_iter_doc(&it, &let))
+        matcher_set_let(m, &let);
+    return m;
+}
+
+/* A $near needs a 2dsphere index on its path, as mongod's planner (291). */
+static bool query_near_index(collection_t *c, const char *path, dberr_t *err)
+{
+    for (int i = 0; i < collection_nindexes(c); i++) {
+        const index_t *ix = collection_index(c, i);
+        for (int f = 0; ix->is_2dsphere && f < ix->nfields; f++) {
+            if (ix->sphere[f] && strcmp(ix->paths[f], path) == 0)
+                return true;
+        }
+    }
+    return dberr_set(err, 291,
+                     "error processing query: ns=%s planner returned error :: caused by :: "
+                     "unable to find index for $geoNear query",
+                     collection_ns(c));
+}
+
+typedef struct query_near_ent {
+    double dist;
+    size_t pos; /* keeps equal distances in scan order */
+    record_t *rec;
+} query_near_ent_t;
+
+static int query_near_cmp(const void *a, const void *b)
+{
+    const query_near_ent_t *x = a, *y = b;
+    if (x->dist != y->dist)
+        return x->dist < y->dist ? -1 : 1;
+    return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+/* Orders the records of `out` by their distance from the $near point. */
+static bool query_near_order(const matcher_t *m, recvec_t *out, dberr_t *err)
+{
+    query_near_ent_t *e = bson_malloc((out->len ? out->len : 1) * sizeof *e);
+    for (size_t i = 0; i < out->len; i++) {
+        if ((i & 1023) == 1023 && !fiber_check(err)) {
+            bson_free(e);
+            return false;
+        }
+        bson_t doc;
+        record_view(out->items[i], &doc);
+        e[i] = (query_near_ent_t){matcher_near_distance(m, &doc), i, out->items[i]};
+    }
+    qsort(e, out->len, sizeof *e, query_near_cmp);
+    for (size_t i = 0; i < out->len; i++)
+        out->items[i] = e[i].rec;
+    bson_free(e);
+    return true;
+}
+
 /* Runs a parsed find over `c` (may be NULL: no collection) named `coll`,
  * through the command's view (a transaction's snapshot and write set). */
 static bool query_run(cmd_ctx_t *ctx, collection_t *c, const char *coll, const query_find_t *q,
@@ -431,12 +492,18 @@ static bool query_run(cmd_ctx_t *ctx, collection_t *c, const char *coll, const q
     }
     if (q->coll && c && collection_is_view(c))
         return dberr_set(err, 167, "Cannot override a view's default collation");
+    const char *near = matcher_near_path(m);
+    if (near && s)
+        return dberr_set(err, DBERR_NOT_IMPLEMENTED,
+                         "atomdb does not combine $near / $nearSphere with a sort yet");
+    if (near && c && !collection_is_view(c) && !query_near_index(c, near, err))
+        return false;
     collection_query_opts_t o = {0};
     o.matcher = m;
     o.sort = s;
     o.hint = q->has_hint ? &q->hint : NULL;
     o.hint_name = q->hint_name;
-    bool ranged = q->has_min || q->has_max;
+    bool ranged = q->has_min || q->has_max || near; /* $near: skip/limit after ordering */
     o.skip = ranged ? 0 : q->skip;
     o.limit = ranged ? 0 : q->limit;
     /* a blocking sort is bounded as mongod's (doc/pipeline.h's limits) */
@@ -452,21 +519,11 @@ static bool query_run(cmd_ctx_t *ctx, collection_t *c, const char *coll, const q
         return false;
     if (!query_apply_key_options(c, q, plan, out, err))
         return false;
+    if (near && !query_near_order(m, out, err))
+        return false;
     if (ranged)
         recvec_skip_limit(out, 0, q->skip, q->limit);
     return true;
-}
-
-/* A $near / $nearSphere fails in the matcher with mongod's 291 (no geo
- * index); where the collection has a 2dsphere index mongod would run it,
- * so atomdb says what it lacks instead. */
-static void query_refuse_near(collection_t *c, dberr_t *err)
-{
-    for (int i = 0; c && err->code == 291 && i < collection_nindexes(c); i++) {
-        if (collection_index(c, i)->is_2dsphere)
-            dberr_set(err, DBERR_NOT_IMPLEMENTED,
-                      "atomdb does not run $near / $nearSphere on 2dsphere indexes yet");
-    }
 }
 
 bool cmd_find_cmd(cmd_ctx_t *ctx, dberr_t *err)
@@ -483,11 +540,9 @@ bool cmd_find_cmd(cmd_ctx_t *ctx, dberr_t *err)
         return false;
     if (!catalog_valid_coll_name(ctx->db, coll, err))
         return false;
-    m = cmd_matcher_new(ctx, &q.filter, err);
-    if (!m) {
-        query_refuse_near(catalog_get(server.catalog, ctx->db, coll), err);
+    m = query_find_matcher(ctx, &q.filter, err);
+    if (!m)
         goto cleanup;
-    }
     if (q.has_sort && !(s = sortspec_new(&q.sort, err)))
         goto cleanup;
     query_apply_collation(&q, m, s);

@@ -68,6 +68,19 @@ bool matcher_take_error(matcher_t *m, dberr_t *err);
  * variables and $$NOW, so a compiled copy must not be reused). */
 bool matcher_has_expr(const matcher_t *m);
 
+/* Like matcher_new, but $near / $nearSphere compile (find runs them,
+ * ordering by distance); BadValue when one is not top-level or there are
+ * two. matcher_new refuses them with 291 as mongod's planner does. */
+matcher_t *matcher_new_near(const bson_t *filter, dberr_t *err);
+
+/* The path of the filter's top-level $near / $nearSphere, or NULL. */
+const char *matcher_near_path(const matcher_t *m);
+
+/* The distance of `doc` from the $near point: the smallest over the
+ * geometries its path reaches (metres, radians for a legacy $nearSphere);
+ * -1 when it reaches none. */
+double matcher_near_distance(const matcher_t *m, const bson_t *doc);
+
 /* True when the filter is empty (matches everything). */
 bool matcher_is_empty(const matcher_t *m);
 

@@ -63,9 +63,23 @@ typedef struct geo_pred geo_pred_t;
  * $geoIntersects) and those that need a geo index ($near, $nearSphere). */
 bool geo_pred_is_operator(const char *op);
 
-/* Compiles {op: arg}; NULL with mongod's error in `err`. $near and
- * $nearSphere fail with 291 (no geo index can exist yet). */
+/* Compiles {op: arg} ($geoWithin, $within, $geoIntersects); NULL with
+ * mongod's error in `err`. */
 geo_pred_t *geo_pred_new(const char *op, const bson_value_t *arg, dberr_t *err);
+
+/* Compiles $near / $nearSphere from the path's whole operator document
+ * `ops` (siblings $maxDistance / $minDistance included), as mongod's
+ * GeoNearExpression: {$geometry: Point, $minDistance, $maxDistance} in
+ * metres, or a legacy $nearSphere: [x, y] in radians. A legacy $near
+ * (flat, needing a 2d index) fails with 291. */
+geo_pred_t *geo_pred_new_near(const char *op, const bson_t *ops, dberr_t *err);
+
+/* True for a $near / $nearSphere predicate. */
+bool geo_pred_is_near(const geo_pred_t *p);
+
+/* A near predicate's distance to the stored value `v` (metres, or radians
+ * for a legacy $nearSphere); -1 when `v` is not a geometry. */
+double geo_pred_distance(const geo_pred_t *p, const bson_value_t *v);
 
 /* True when the stored value `v` (one value the path reaches) satisfies
  * the predicate; values that are not geometries never match. */

@@ -23,6 +23,9 @@ struct geo_pred {
     double box[4];        /* REGION_BOX: min x, min y, max x, max y */
     double *poly;         /* REGION_POLYGON: (x, y) pairs */
     size_t npoly;
+    bool near;            /* $near / $nearSphere: (cx, cy) and the distances */
+    bool radians;         /* a legacy $nearSphere: distances in radians */
+    double min_dist, max_dist;
 };
 
 bool geo_pred_is_operator(const char *op)
@@ -183,11 +186,6 @@ static bool parse_specifier(geo_pred_t *p, const bson_iter_t *spec, dberr_t *err
 
 geo_pred_t *geo_pred_new(const char *op, const bson_value_t *arg, dberr_t *err)
 {
-    if (strcmp(op, "$near") == 0 || strcmp(op, "$nearSphere") == 0) {
-        dberr_set(err, 291, "error processing query: planner returned error :: caused by :: "
-                            "unable to find index for $geoNear query");
-        return NULL;
-    }
     geo_pred_t *p = bson_malloc0(sizeof *p);
     p->within = strcmp(op, "$geoIntersects") != 0;
     bson_t wrap = BSON_INITIALIZER, obj;
@@ -284,6 +282,10 @@ static bool test_shape(const geo_pred_t *p, const geo_shape_t *s)
 
 bool geo_pred_test(const geo_pred_t *p, const bson_value_t *v)
 {
+    if (p->near) {
+        double d = geo_pred_distance(p, v);
+        return d >= 0 && d >= p->min_dist && d <= p->max_dist;
+    }
     if (v->value_type != BSON_TYPE_ARRAY && v->value_type != BSON_TYPE_DOCUMENT)
         return false;
     dberr_t err;
@@ -293,4 +295,148 @@ bool geo_pred_test(const geo_pred_t *p, const bson_value_t *v)
     bool ok = s->crs != GEO_CRS_STRICT && test_shape(p, s);
     geo_shape_destroy(s);
     return ok;
+}
+
+/* -- $near / $nearSphere -- */
+
+static bool near_distance_arg(const bson_iter_t *it, const char *name, double *out, int code_type,
+                              dberr_t *err)
+{
+    if (!geo_number(it, out))
+        return dberr_set(err, code_type, "%s must be a number", name);
+    if (!(*out >= 0))
+        return dberr_set(err, code_type + 1, "%s must be non-negative", name);
+    return true;
+}
+
+/* {$geometry: Point, $minDistance, $maxDistance}: mongod's parseNewQuery. */
+static bool near_parse_new(geo_pred_t *p, const bson_iter_t *near, const bson_t *ops,
+                           dberr_t *err)
+{
+    bson_iter_t it, e;
+    bool have_point = false;
+    bson_iter_init(&it, ops);
+    bson_iter_next(&it);
+    if (bson_iter_next(&it))
+        return bad_element(err,
+                           "geo near accepts just one argument when querying for a GeoJSON "
+                           "point. Extra field found: ",
+                           &it);
+    if (!BSON_ITER_HOLDS_DOCUMENT(near))
+        return dberr_set(err, DBERR_BAD_VALUE, "%s must be an object", bson_iter_key(near));
+    bson_iter_recurse(near, &e);
+    while (bson_iter_next(&e)) {
+        const char *k = bson_iter_key(&e);
+        if (strcmp(k, "$geometry") == 0 && BSON_ITER_HOLDS_DOCUMENT(&e)) {
+            bson_t obj;
+            uint32_t len;
+            const uint8_t *data;
+            bson_iter_document(&e, &len, &data);
+            if (!bson_init_static(&obj, data, len))
+                return dberr_set(err, DBERR_BAD_VALUE, "invalid $geometry");
+            dberr_t why;
+            geo_shape_t *s = geo_shape_from_geojson(&obj, false, &why);
+            if (!s || s->type != GEO_POINT) {
+                char *shown = shellfmt_doc(&obj);
+                if (s)
+                    dberr_set(err, 16681, "$near requires geojson point, given %s", shown);
+                else
+                    dberr_set(err, DBERR_BAD_VALUE,
+                              "invalid point in geo near query $geometry argument: %s  %s", shown,
+                              why.msg);
+                bson_free(shown);
+                geo_shape_destroy(s);
+                return false;
+            }
+            p->cx = s->x;
+            p->cy = s->y;
+            geo_shape_destroy(s);
+            have_point = true;
+        } else if (strcmp(k, "$minDistance") == 0) {
+            if (!near_distance_arg(&e, "$minDistance", &p->min_dist, 16897, err))
+                return false;
+        } else if (strcmp(k, "$maxDistance") == 0) {
+            if (!near_distance_arg(&e, "$maxDistance", &p->max_dist, 16899, err))
+                return false;
+        }
+    }
+    if (!have_point) {
+        char *shown = shellfmt_doc(ops);
+        dberr_set(err, DBERR_BAD_VALUE, "$near requires a point, given %s", shown);
+        bson_free(shown);
+        return false;
+    }
+    return true;
+}
+
+geo_pred_t *geo_pred_new_near(const char *op, const bson_t *ops, dberr_t *err)
+{
+    geo_pred_t *p = bson_malloc0(sizeof *p);
+    bson_iter_t it, near;
+    p->near = true;
+    p->kind = REGION_CENTER_SPHERE;
+    p->max_dist = INFINITY;
+    if (!bson_iter_init_find(&near, ops, op)) {
+        dberr_set(err, DBERR_BAD_VALUE, "invalid %s", op);
+        goto fail;
+    }
+    bson_iter_t first;
+    double d;
+    bool legacy = BSON_ITER_HOLDS_ARRAY(&near) ||
+                  (BSON_ITER_HOLDS_DOCUMENT(&near) && bson_iter_recurse(&near, &first) &&
+                   bson_iter_next(&first) && geo_number(&first, &d));
+    if (!legacy) {
+        if (!near_parse_new(p, &near, ops, err))
+            goto fail;
+        return p;
+    }
+    /* legacy: {$nearSphere: [x, y], $maxDistance: r, $minDistance: r} */
+    if (strcmp(op, "$near") == 0) {
+        dberr_set(err, 291, "error processing query: planner returned error :: caused by :: "
+                            "unable to find index for $geoNear query");
+        goto fail;
+    }
+    if (!geo_flat_point(&near, false, &p->cx, &p->cy, err))
+        goto fail;
+    if (!geo_valid_lnglat(p->cx, p->cy)) {
+        dberr_set(err, 17444, "Legacy point is out of bounds for spherical query");
+        goto fail;
+    }
+    p->radians = true;
+    bson_iter_init(&it, ops);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "$minDistance") == 0) {
+            if (!near_distance_arg(&it, "$minDistance", &p->min_dist, 16897, err))
+                goto fail;
+        } else if (strcmp(k, "$maxDistance") == 0) {
+            if (!near_distance_arg(&it, "$maxDistance", &p->max_dist, 16899, err))
+                goto fail;
+        }
+    }
+    return p;
+fail:
+    geo_pred_destroy(p);
+    return NULL;
+}
+
+bool geo_pred_is_near(const geo_pred_t *p)
+{
+    return p->near;
+}
+
+double geo_pred_distance(const geo_pred_t *p, const bson_value_t *v)
+{
+    if (v->value_type != BSON_TYPE_ARRAY && v->value_type != BSON_TYPE_DOCUMENT)
+        return -1;
+    dberr_t err;
+    geo_shape_t *s = geo_shape_from_stored(v, &err);
+    double d = -1;
+    if (s && s->s2 && s->crs != GEO_CRS_STRICT) {
+        d = s2shim_geom_distance(s->s2, p->cx, p->cy);
+        if (!p->radians)
+            d *= GEO_EARTH_RADIUS_M;
+    }
+    geo_shape_destroy(s);
+    return d;
 }
