@@ -59,8 +59,8 @@ bool geo_index_cells(const bson_value_t *v, int64_t *out, size_t cap, size_t *n,
 /* A compiled $geoWithin / $geoIntersects argument; opaque. */
 typedef struct geo_pred geo_pred_t;
 
-/* True for the field operators handled here ($geoWithin, $within,
- * $geoIntersects) and those that need a geo index ($near, $nearSphere). */
+/* True for the field operators geo_pred_new compiles ($geoWithin,
+ * $within, $geoIntersects); $near / $nearSphere go to geo_pred_new_near. */
 bool geo_pred_is_operator(const char *op);
 
 /* Compiles {op: arg} ($geoWithin, $within, $geoIntersects); NULL with

@@ -31,8 +31,7 @@ struct geo_pred {
 bool geo_pred_is_operator(const char *op)
 {
     return strcmp(op, "$geoWithin") == 0 || strcmp(op, "$within") == 0 ||
-           strcmp(op, "$geoIntersects") == 0 || strcmp(op, "$near") == 0 ||
-           strcmp(op, "$nearSphere") == 0;
+           strcmp(op, "$geoIntersects") == 0;
 }
 
 void geo_pred_destroy(geo_pred_t *p)

@@ -152,10 +152,11 @@ def test_bad_geo_operator_arguments(places):
 
 
 def test_near_without_a_geo_index_is_291_as_mongod(places, db):
+    places.create_index([("other", 1)])
     for op in ("$near", "$nearSphere"):
         with pytest.raises(OperationFailure) as e:
             list(places.find({"location": {op: {"$geometry": {
-                "type": "Point", "coordinates": [-73.97, 40.77]}}, "$maxDistance": 1000}}))
+                "type": "Point", "coordinates": [-73.97, 40.77]}, "$maxDistance": 1000}}}))
         assert e.value.code == 291 and e.value.details["codeName"] == "NoQueryExecutionPlans"
         assert "unable to find index for $geoNear query" in e.value.details["errmsg"]
 
@@ -231,11 +232,51 @@ def test_2dsphere_index_is_rebuilt_on_restart(atomdb):
         assert problems == [], problems
 
 
+NEAR_DOCS = {"type": "Point", "coordinates": [-73.9667, 40.78]}  # the $near page's point
+
+
+def test_near_orders_by_distance_with_min_and_max_in_metres(places):
+    places.delete_one({"_id": 7})
+    places.create_index([("location", "2dsphere")])
+    # the $near page: between 1000 and 5000 metres of (-73.9667, 40.78)
+    q = {"location": {"$near": {"$geometry": NEAR_DOCS,
+                                "$minDistance": 1000, "$maxDistance": 5000}}}
+    assert [d["name"] for d in places.find(q)] == ["Central Park", "legacy pair", "a street"], \
+        "Central Park 1.1 km away (its legacy twin in insertion order), the street 3.6 km"
+    everything = list(places.find({"location": {"$near": {"$geometry": NEAR_DOCS}}}))
+    assert [d["_id"] for d in everything] == [1, 4, 5, 3, 2], \
+        "then Polo Grounds (6.4 km) and Sara D. Roosevelt Park (7.0 km)"
+    nearest = places.find({"location": {"$nearSphere": {"$geometry": NEAR_DOCS}}}).limit(2)
+    assert [d["_id"] for d in nearest] == [1, 4]
+    page = places.find({"location": {"$nearSphere": {"$geometry": NEAR_DOCS}}}).skip(3).limit(1)
+    assert [d["_id"] for d in page] == [3], "skip and limit apply after the ordering"
+    parks = places.find({"category": "Parks",
+                         "location": {"$near": {"$geometry": NEAR_DOCS}}})
+    assert [d["name"] for d in parks] == ["Central Park", "Sara D. Roosevelt Park"]
+
+
+def test_legacy_nearsphere_measures_radians(places):
+    places.delete_one({"_id": 7})
+    places.create_index([("location", "2dsphere")])
+    q = {"location": {"$nearSphere": [-73.99279, 40.719296], "$maxDistance": 0.0015}}
+    got = [d["_id"] for d in places.find(q)]
+    assert got == [2, 5, 1, 4], "within 9.6 km; Polo Grounds (13 km) is not"
+
+
+def test_near_must_be_top_level(places):
+    places.delete_one({"_id": 7})
+    places.create_index([("location", "2dsphere")])
+    with pytest.raises(OperationFailure) as e:
+        list(places.find({"$or": [{"location": {"$near": {"$geometry": NEAR_DOCS}}},
+                                  {"name": "x"}]}))
+    assert e.value.code == 2 and "geoNear must be top-level expr" in e.value.details["errmsg"]
+
+
 def test_what_the_geo_index_does_not_serve_yet_is_refused_clearly(places, db):
     places.delete_one({"_id": 7})
     places.create_index([("location", "2dsphere")])
     with pytest.raises(OperationFailure) as e:
-        list(places.find({"location": {"$nearSphere": [-73.97, 40.77]}}))
+        list(places.find({"location": {"$nearSphere": [-73.97, 40.77]}}).sort("name", 1))
     assert e.value.code == 238 and "$near" in e.value.details["errmsg"]
     with pytest.raises(OperationFailure) as e:
         list(places.find({"location": {"$geoWithin": {"$geometry": MANHATTAN}}})

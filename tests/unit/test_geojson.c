@@ -1,6 +1,7 @@
 /* test_geojson: GeoJSON and legacy-point parsing/validation (mongod's
  * GeoParser rules and messages) and the $geoWithin/$geoIntersects
  * predicates, driven by cases/geojson.json. */
+#include <math.h>
 #include <string.h>
 
 #include "geo/geo.h"
@@ -34,11 +35,21 @@ static int run_shape_case(const bson_t *c, const char *name)
  * geo_pred_test(value), or the compile error's message prefix. */
 static int run_pred_case(const bson_t *c, const char *name)
 {
-    bson_iter_t op, arg, v, m, e;
+    bson_iter_t op, arg, v, m, e, dist;
     dberr_t err;
+    geo_pred_t *p;
     if (!bson_iter_init_find(&op, c, "op") || !bson_iter_init_find(&arg, c, "arg"))
         return 0;
-    geo_pred_t *p = geo_pred_new(bson_iter_utf8(&op, NULL), bson_iter_value(&arg), &err);
+    if (bson_iter_init_find(&e, c, "near")) { /* arg: the whole operator document */
+        bson_t ops;
+        uint32_t len;
+        const uint8_t *data;
+        bson_iter_document(&arg, &len, &data);
+        bson_init_static(&ops, data, len);
+        p = geo_pred_new_near(bson_iter_utf8(&op, NULL), &ops, &err);
+    } else {
+        p = geo_pred_new(bson_iter_utf8(&op, NULL), bson_iter_value(&arg), &err);
+    }
     int ok;
     if (bson_iter_init_find(&e, c, "error")) {
         const char *want = bson_iter_utf8(&e, NULL);
@@ -51,6 +62,12 @@ static int run_pred_case(const bson_t *c, const char *name)
     } else {
         ok = bson_iter_init_find(&v, c, "value") && bson_iter_init_find(&m, c, "match") &&
              geo_pred_test(p, bson_iter_value(&v)) == bson_iter_bool(&m);
+        if (ok && bson_iter_init_find(&dist, c, "distance")) { /* within 1e-9 relative */
+            double want = bson_iter_as_double(&dist), got = geo_pred_distance(p, bson_iter_value(&v));
+            ok = fabs(got - want) <= 1e-9 * (want > 1 ? want : 1);
+            if (!ok)
+                fprintf(stderr, "  %s: distance %.17g, wanted %.17g\n", name, got, want);
+        }
     }
     geo_pred_destroy(p);
     return ok;
