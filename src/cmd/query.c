@@ -446,6 +446,41 @@ static bool query_near_index(collection_t *c, const char *path, dberr_t *err)
                      collection_ns(c));
 }
 
+/* A leading $geoNear (NULL: none) runs on the 2dsphere index of `key`,
+ * or on the collection's only one (mongod's IndexNotFound 27 otherwise). */
+static bool query_geonear_key(collection_t *c, geonear_spec_t *g, dberr_t *err)
+{
+    if (!g)
+        return true;
+    if (collection_is_view(c))
+        return dberr_set(err, DBERR_NOT_IMPLEMENTED, "atomdb does not run $geoNear on a view yet");
+    const char *key = pipeline_geonear_key(g);
+    if (key)
+        return query_near_index(c, key, err);
+    const char *found = NULL;
+    int count = 0;
+    for (int i = 0; i < collection_nindexes(c); i++) {
+        const index_t *ix = collection_index(c, i);
+        for (int f = 0; ix->is_2dsphere && f < ix->nfields; f++) {
+            if (ix->sphere[f]) {
+                found = ix->paths[f];
+                count++;
+                break;
+            }
+        }
+    }
+    if (count == 0)
+        return dberr_set(err, DBERR_INDEX_NOT_FOUND,
+                         "$geoNear requires a 2d or 2dsphere index, but none were found");
+    if (count > 1)
+        return dberr_set(err, DBERR_INDEX_NOT_FOUND,
+                         "There is more than one 2dsphere index on %s; unsure which to use for "
+                         "$geoNear",
+                         collection_ns(c));
+    pipeline_geonear_set_key(g, found);
+    return true;
+}
+
 typedef struct query_near_ent {
     double dist;
     size_t pos; /* keeps equal distances in scan order */
@@ -1072,6 +1107,8 @@ bool cmd_aggregate(cmd_ctx_t *ctx, dberr_t *err)
         goto cleanup;
     }
     collection_t *c = coll ? catalog_get(server.catalog, ctx->db, coll) : NULL;
+    if (c && !query_geonear_key(c, pipeline_leading_geonear(p), err))
+        goto cleanup;
     collection_plan_t plan = {0};
     if (sessions) {
         session_foreach(query_session_doc, &docs);

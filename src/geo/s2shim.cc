@@ -164,6 +164,15 @@ extern "C" bool s2shim_cap_contains(double lng, double lat, double radians, cons
 
 extern "C" double s2shim_geom_distance(const s2shim_geom_t *g, double lng, double lat)
 {
+    S2Point target_point = to_point(lng, lat);
+    double best = -1;
+    for (const S2Point &p : g->points) { // exact angles, as mongod measures points
+        double d = S1Angle(target_point, p).radians();
+        if (best < 0 || d < best)
+            best = d;
+    }
+    if (g->lines.empty() && g->polygons.empty())
+        return best;
     S2ClosestEdgeQuery q(&g->index);
     q.mutable_options()->set_include_interiors(true);
     S2ClosestEdgeQuery::PointTarget target(to_point(lng, lat));

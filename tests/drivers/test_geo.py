@@ -245,7 +245,7 @@ def test_near_orders_by_distance_with_min_and_max_in_metres(places):
         "Central Park 1.1 km away (its legacy twin in insertion order), the street 3.6 km"
     everything = list(places.find({"location": {"$near": {"$geometry": NEAR_DOCS}}}))
     assert [d["_id"] for d in everything] == [1, 4, 5, 3, 2], \
-        "then Polo Grounds (6.4 km) and Sara D. Roosevelt Park (7.0 km)"
+        "then Polo Grounds (6.1 km) and Sara D. Roosevelt Park (7.1 km)"
     nearest = places.find({"location": {"$nearSphere": {"$geometry": NEAR_DOCS}}}).limit(2)
     assert [d["_id"] for d in nearest] == [1, 4]
     page = places.find({"location": {"$nearSphere": {"$geometry": NEAR_DOCS}}}).skip(3).limit(1)
@@ -288,5 +288,71 @@ def test_what_the_geo_index_does_not_serve_yet_is_refused_clearly(places, db):
     assert e.value.code == 67 and "2d" in e.value.details["errmsg"]
     with pytest.raises(OperationFailure) as e:
         list(places.aggregate([{"$geoNear": {"near": [-73.97, 40.77], "distanceField": "d"}}]))
-    assert e.value.code == 238 and "$geoNear" in e.value.details["errmsg"]
+    assert e.value.code == 238 and "2d index" in e.value.details["errmsg"], \
+        "a flat legacy $geoNear needs a 2d index"
     assert places.count_documents({}) == 6, "nothing was written"
+
+
+GEONEAR_POINT = {"type": "Point", "coordinates": [-73.99279, 40.719296]}  # the $geoNear page
+
+
+def test_geonear_documentation_examples(places):
+    places.delete_one({"_id": 7})
+    with pytest.raises(OperationFailure) as e:
+        list(places.aggregate([{"$geoNear": {"near": GEONEAR_POINT, "distanceField": "d"}}]))
+    assert e.value.code == 27
+    assert e.value.details["errmsg"] == \
+        "$geoNear requires a 2d or 2dsphere index, but none were found"
+    places.create_index([("location", "2dsphere")])
+    # "Maximum Distance": parks within 2 metres, with dist.calculated and dist.location
+    got = list(places.aggregate([{"$geoNear": {
+        "near": GEONEAR_POINT, "distanceField": "dist.calculated", "maxDistance": 2,
+        "query": {"category": "Parks"}, "includeLocs": "dist.location", "spherical": True}}]))
+    assert [d["name"] for d in got] == ["Sara D. Roosevelt Park"]
+    assert got[0]["dist"]["calculated"] == pytest.approx(0.9539931676365992, rel=1e-12), \
+        "the documentation's distance"
+    assert got[0]["dist"]["location"] == {"type": "Point", "coordinates": [-73.9928, 40.7193]}
+    # "Minimum Distance": parks at least 2 metres away
+    got = list(places.aggregate([{"$geoNear": {
+        "near": GEONEAR_POINT, "distanceField": "dist.calculated", "minDistance": 2,
+        "query": {"category": "Parks"}, "includeLocs": "dist.location", "spherical": True}}]))
+    assert [d["name"] for d in got] == ["Central Park"]
+    assert got[0]["dist"]["calculated"] == pytest.approx(5962.6, abs=0.1)
+
+
+def test_geonear_orders_everything_with_multiplier_and_key(places):
+    places.delete_one({"_id": 7})
+    places.create_index([("location", "2dsphere")])
+    # legacy point, spherical: radians; times 6378.1 gives kilometres
+    got = list(places.aggregate([
+        {"$geoNear": {"near": [-73.99279, 40.719296], "distanceField": "km", "spherical": True,
+                      "distanceMultiplier": 6378.1, "key": "location"}},
+        {"$project": {"km": 1}}]))
+    assert [d["_id"] for d in got] == [2, 5, 1, 4, 3], "nearest first; the street passes nearer than Central Park"
+    assert got[2]["km"] == pytest.approx(5.9626, abs=1e-3)
+    assert all(a["km"] <= b["km"] for a, b in zip(got, got[1:]))
+
+
+def test_geonear_errors(places, db):
+    places.delete_one({"_id": 7})
+    places.create_index([("location", "2dsphere")])
+    cases = [
+        ([{"$match": {}}, {"$geoNear": {"near": GEONEAR_POINT, "distanceField": "d"}}], 40602),
+        ([{"$geoNear": {"near": GEONEAR_POINT, "distanceField": "d", "key": "other"}}], 291),
+        ([{"$geoNear": {"near": GEONEAR_POINT, "distanceField": "d", "foo": 1}}], 2),
+        ([{"$geoNear": {"near": GEONEAR_POINT}}], 2),
+        ([{"$geoNear": {"near": GEONEAR_POINT, "distanceField": "d", "maxDistance": -1}}], 2),
+        ([{"$geoNear": {"near": {"type": "Point", "coordinates": [500, 0]},
+                        "distanceField": "d"}}], 2),
+    ]
+    for pipeline, code in cases:
+        with pytest.raises(OperationFailure) as e:
+            list(places.aggregate(pipeline))
+        assert e.value.code == code, (pipeline, e.value.details)
+    places.create_index([("location", "2dsphere"), ("category", 1)])
+    with pytest.raises(OperationFailure) as e:
+        list(places.aggregate([{"$geoNear": {"near": GEONEAR_POINT, "distanceField": "d"}}]))
+    assert e.value.code == 27 and "more than one 2dsphere index" in e.value.details["errmsg"]
+    got = list(places.aggregate([{"$geoNear": {"near": GEONEAR_POINT, "distanceField": "d",
+                                               "key": "location"}}]))
+    assert len(got) == 5, "naming the key picks one"

@@ -56,6 +56,7 @@ struct stage {
         struct bucket_spec *bucket; /* $bucket $bucketAuto $sortByCount (bucket.c) */
         struct window_spec *window;   /* $setWindowFields, $fill (window-private.h) */
         struct densify_spec *densify; /* $densify (densify.c) */
+        struct geonear_spec *geonear; /* $geoNear (geonear.c) */
     } u;
 };
 
@@ -66,6 +67,7 @@ enum {
     STAGE_LAST = 4,      /* only last ($out, $merge: the caller writes) */
     STAGE_MATCH = 8,     /* a filter the planner may use when it leads */
     STAGE_STREAM = 16,   /* looks at one document at a time: runs streamed (pipeline.c) */
+    STAGE_LEADS = 32,    /* only first, over the collection ($geoNear) */
 };
 
 /* One row of a stage table. */
@@ -99,6 +101,7 @@ extern const stage_def_t pipeline_redact_stages[]; /* $redact (redact.c) */
 /* window.c ($setWindowFields $fill), densify.c ($densify) */
 extern const stage_def_t pipeline_window_stages[];
 extern const stage_def_t pipeline_densify_stages[];
+extern const stage_def_t pipeline_geonear_stages[]; /* $geoNear (geonear.c) */
 
 /* Borrows the document under `it` into `out`. */
 void pipeline_borrow_doc(const bson_iter_t *it, bson_t *out);
