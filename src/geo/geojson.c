@@ -61,8 +61,7 @@ bool geo_flat_point(const bson_iter_t *it, bool allow_extra, double *x, double *
     bson_iter_t c;
     if ((t != BSON_TYPE_ARRAY && t != BSON_TYPE_DOCUMENT) || !bson_iter_recurse(it, &c))
         return dberr_set(err, DBERR_BAD_VALUE,
-                         "Point must be an array or object, instead got type %s",
-                         type_name_at(it));
+                         "Point must be an array or object, instead got type %s", type_name_at(it));
     double *out[2] = {x, y};
     for (int i = 0; i < 2; i++) {
         bool more = bson_iter_next(&c);
@@ -156,8 +155,8 @@ static bool s2_refused(const s2shim_error_t *e, const bson_iter_t *whole, const 
         dberr_set(err, DBERR_BAD_VALUE, "Polygon isn't valid: %s %s", e->text, w);
         break;
     case S2SHIM_NOT_NORMALIZED:
-        dberr_set(err, DBERR_BAD_VALUE,
-                  "Loop shares more than one vertex with its parent loop: %s", w);
+        dberr_set(err, DBERR_BAD_VALUE, "Loop shares more than one vertex with its parent loop: %s",
+                  w);
         break;
     case S2SHIM_MULTI_EXTERIOR:
         dberr_set(err, DBERR_BAD_VALUE, "Only one exterior polygon loop is allowed: %s", w);
@@ -255,11 +254,11 @@ static bool parse_crs(const bson_t *obj, bool allow_strict, geo_crs_t *crs, dber
     bson_iter_t p, name;
     if (!bson_iter_recurse(&it, &p) || !bson_iter_find(&p, "properties") ||
         (!BSON_ITER_HOLDS_DOCUMENT(&p) && !BSON_ITER_HOLDS_ARRAY(&p)))
-        return dberr_set(err, DBERR_BAD_VALUE,
-                         "CRS must have field \"properties\" which is an object, instead got type %s",
-                         bson_iter_recurse(&it, &p) && bson_iter_find(&p, "properties")
-                             ? type_name_at(&p)
-                             : "missing");
+        return dberr_set(
+            err, DBERR_BAD_VALUE,
+            "CRS must have field \"properties\" which is an object, instead got type %s",
+            bson_iter_recurse(&it, &p) && bson_iter_find(&p, "properties") ? type_name_at(&p)
+                                                                           : "missing");
     if (!bson_iter_recurse(&p, &name) || !bson_iter_find(&name, "name") ||
         !BSON_ITER_HOLDS_UTF8(&name))
         return dberr_set(err, DBERR_BAD_VALUE,
@@ -346,7 +345,8 @@ static bool add_geojson(geo_shape_t *shape, const bson_t *obj, int type, bool al
         coords_t pts = {0};
         bool ok = parse_positions(has_coords ? &coords : NULL, &pts, err);
         if (ok && pts.n == 0)
-            ok = dberr_set(err, DBERR_BAD_VALUE, "MultiPoint coordinates must have at least 1 element");
+            ok = dberr_set(err, DBERR_BAD_VALUE,
+                           "MultiPoint coordinates must have at least 1 element");
         for (size_t i = 0; ok && i < pts.n; i++)
             s2shim_geom_add_point(g, pts.v[2 * i], pts.v[2 * i + 1]);
         bson_free(pts.v);
@@ -455,8 +455,8 @@ geo_shape_t *geo_shape_from_stored(const bson_value_t *v, dberr_t *err)
         double x, y;
         bson_t wrap = BSON_INITIALIZER;
         BSON_APPEND_VALUE(&wrap, "p", v);
-        bool ok = bson_iter_init_find(&whole, &wrap, "p") &&
-                  geo_flat_point(&whole, true, &x, &y, err);
+        bool ok =
+            bson_iter_init_find(&whole, &wrap, "p") && geo_flat_point(&whole, true, &x, &y, err);
         bson_destroy(&wrap);
         if (!ok)
             return NULL;

@@ -16,15 +16,15 @@ typedef enum {
 } region_kind_t;
 
 struct geo_pred {
-    bool within;          /* $geoWithin; otherwise $geoIntersects */
+    bool within; /* $geoWithin; otherwise $geoIntersects */
     region_kind_t kind;
-    geo_shape_t *shape;   /* REGION_SHAPE */
-    double cx, cy, r;     /* the circles */
-    double box[4];        /* REGION_BOX: min x, min y, max x, max y */
-    double *poly;         /* REGION_POLYGON: (x, y) pairs */
+    geo_shape_t *shape; /* REGION_SHAPE */
+    double cx, cy, r;   /* the circles */
+    double box[4];      /* REGION_BOX: min x, min y, max x, max y */
+    double *poly;       /* REGION_POLYGON: (x, y) pairs */
     size_t npoly;
-    bool near;            /* $near / $nearSphere: (cx, cy) and the distances */
-    bool radians;         /* a legacy $nearSphere: distances in radians */
+    bool near;    /* $near / $nearSphere: (cx, cy) and the distances */
+    bool radians; /* a legacy $nearSphere: distances in radians */
     double min_dist, max_dist;
 };
 
@@ -152,9 +152,9 @@ static bool parse_specifier(geo_pred_t *p, const bson_iter_t *spec, dberr_t *err
     case REGION_SHAPE: {
         bson_iter_t first;
         double d;
-        bool legacy = BSON_ITER_HOLDS_ARRAY(spec) ||
-                      (bson_iter_recurse(spec, &first) && bson_iter_next(&first) &&
-                       geo_number(&first, &d));
+        bool legacy =
+            BSON_ITER_HOLDS_ARRAY(spec) ||
+            (bson_iter_recurse(spec, &first) && bson_iter_next(&first) && geo_number(&first, &d));
         if (legacy) {
             double x, y;
             if (!geo_flat_point(spec, false, &x, &y, err))
@@ -309,8 +309,7 @@ static bool near_distance_arg(const bson_iter_t *it, const char *name, double *o
 }
 
 /* {$geometry: Point, $minDistance, $maxDistance}: mongod's parseNewQuery. */
-static bool near_parse_new(geo_pred_t *p, const bson_iter_t *near, const bson_t *ops,
-                           dberr_t *err)
+static bool near_parse_new(geo_pred_t *p, const bson_iter_t *near, const bson_t *ops, dberr_t *err)
 {
     bson_iter_t it, e;
     bool have_point = false;
@@ -391,8 +390,9 @@ geo_pred_t *geo_pred_new_near(const char *op, const bson_t *ops, dberr_t *err)
     }
     /* legacy: {$nearSphere: [x, y], $maxDistance: r, $minDistance: r} */
     if (strcmp(op, "$near") == 0) {
-        dberr_set(err, 291, "error processing query: planner returned error :: caused by :: "
-                            "unable to find index for $geoNear query");
+        dberr_set(err, 291,
+                  "error processing query: planner returned error :: caused by :: "
+                  "unable to find index for $geoNear query");
         goto fail;
     }
     if (!geo_flat_point(&near, false, &p->cx, &p->cy, err))

@@ -24,8 +24,8 @@
 
 struct s2shim_geom {
     MutableS2ShapeIndex index;
-    std::vector<S2Point> points;    // the points alone
-    std::vector<S2Point> vertices;  // every vertex, for cap containment
+    std::vector<S2Point> points;   // the points alone
+    std::vector<S2Point> vertices; // every vertex, for cap containment
     std::vector<std::unique_ptr<S2Polyline>> lines;
     std::vector<std::unique_ptr<S2Polygon>> polygons;
 };

@@ -15,26 +15,26 @@ extern "C" {
 /* Why a line or polygon was refused (geojson.c words the message). */
 typedef enum {
     S2SHIM_OK = 0,
-    S2SHIM_LINE_TOO_FEW,     /* fewer than 2 distinct vertices; detail: count */
-    S2SHIM_LINE_INVALID,     /* S2Polyline validation failed; text */
-    S2SHIM_LOOP_EMPTY,       /* a loop without vertices */
-    S2SHIM_LOOP_NOT_CLOSED,  /* first vertex is not the last */
-    S2SHIM_LOOP_TOO_FEW,     /* fewer than 3 distinct vertices; detail: count */
-    S2SHIM_LOOP_INVALID,     /* S2Loop validation failed; text */
-    S2SHIM_LOOP_NOT_HOLE,    /* a secondary loop outside the first */
-    S2SHIM_POLYGON_INVALID,  /* S2Polygon validation failed; text */
-    S2SHIM_NOT_NORMALIZED,   /* a hole shares more than one vertex with its shell */
-    S2SHIM_MULTI_EXTERIOR,   /* more than one exterior loop */
-    S2SHIM_NESTED,           /* holes nested in holes */
-    S2SHIM_BIG_LOOPS,        /* a strict-winding polygon with other than one loop */
+    S2SHIM_LINE_TOO_FEW,    /* fewer than 2 distinct vertices; detail: count */
+    S2SHIM_LINE_INVALID,    /* S2Polyline validation failed; text */
+    S2SHIM_LOOP_EMPTY,      /* a loop without vertices */
+    S2SHIM_LOOP_NOT_CLOSED, /* first vertex is not the last */
+    S2SHIM_LOOP_TOO_FEW,    /* fewer than 3 distinct vertices; detail: count */
+    S2SHIM_LOOP_INVALID,    /* S2Loop validation failed; text */
+    S2SHIM_LOOP_NOT_HOLE,   /* a secondary loop outside the first */
+    S2SHIM_POLYGON_INVALID, /* S2Polygon validation failed; text */
+    S2SHIM_NOT_NORMALIZED,  /* a hole shares more than one vertex with its shell */
+    S2SHIM_MULTI_EXTERIOR,  /* more than one exterior loop */
+    S2SHIM_NESTED,          /* holes nested in holes */
+    S2SHIM_BIG_LOOPS,       /* a strict-winding polygon with other than one loop */
 } s2shim_status_t;
 
 /* A refusal: its kind, the loop it concerns, a count and S2's own words. */
 typedef struct s2shim_error {
     s2shim_status_t status;
-    size_t loop;      /* index of the offending loop */
-    size_t detail;    /* a vertex count where the status needs one */
-    char text[256];   /* S2's explanation, or "" */
+    size_t loop;    /* index of the offending loop */
+    size_t detail;  /* a vertex count where the status needs one */
+    char text[256]; /* S2's explanation, or "" */
 } s2shim_error_t;
 
 /* One geometry: points, polylines and polygons indexed together. */

@@ -55,7 +55,8 @@ static int run_pred_case(const bson_t *c, const char *name)
         const char *want = bson_iter_utf8(&e, NULL);
         ok = !p && strncmp(err.msg, want, strlen(want)) == 0;
         if (!ok)
-            fprintf(stderr, "  %s: wanted \"%s\", got %s\n", name, want, p ? "a predicate" : err.msg);
+            fprintf(stderr, "  %s: wanted \"%s\", got %s\n", name, want,
+                    p ? "a predicate" : err.msg);
     } else if (!p) {
         fprintf(stderr, "  %s: refused: %s\n", name, err.msg);
         ok = 0;
@@ -63,7 +64,8 @@ static int run_pred_case(const bson_t *c, const char *name)
         ok = bson_iter_init_find(&v, c, "value") && bson_iter_init_find(&m, c, "match") &&
              geo_pred_test(p, bson_iter_value(&v)) == bson_iter_bool(&m);
         if (ok && bson_iter_init_find(&dist, c, "distance")) { /* within 1e-9 relative */
-            double want = bson_iter_as_double(&dist), got = geo_pred_distance(p, bson_iter_value(&v));
+            double want = bson_iter_as_double(&dist),
+                   got = geo_pred_distance(p, bson_iter_value(&v));
             ok = fabs(got - want) <= 1e-9 * (want > 1 ? want : 1);
             if (!ok)
                 fprintf(stderr, "  %s: distance %.17g, wanted %.17g\n", name, got, want);
@@ -96,7 +98,7 @@ int main(void)
             bson_iter_document(&c, &len, &data);
             bson_init_static(&one, data, len);
             const char *nm = bson_iter_init_find(&name, &one, "name") ? bson_iter_utf8(&name, NULL)
-                                                                       : "(unnamed)";
+                                                                      : "(unnamed)";
             unit_case(nm, s == 0 ? run_shape_case(&one, nm) : run_pred_case(&one, nm));
             n++;
         }

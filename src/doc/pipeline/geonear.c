@@ -12,13 +12,13 @@
 #include "util/shellfmt.h"
 
 struct geonear_spec {
-    bson_t *near_ops;      /* {$nearSphere: point, ...} for geo_pred_new_near */
-    geo_pred_t *near;      /* the point and the distance range */
-    char *key;             /* the geometry path; NULL until the caller names it */
+    bson_t *near_ops; /* {$nearSphere: point, ...} for geo_pred_new_near */
+    geo_pred_t *near; /* the point and the distance range */
+    char *key;        /* the geometry path; NULL until the caller names it */
     char *distance_field;
-    char *include_locs;    /* or NULL */
-    matcher_t *query;      /* or NULL */
-    double multiplier;     /* distanceMultiplier, 1 when not given */
+    char *include_locs; /* or NULL */
+    matcher_t *query;   /* or NULL */
+    double multiplier;  /* distanceMultiplier, 1 when not given */
 };
 
 static void geonear_free(stage_t *s)
@@ -58,7 +58,9 @@ static bool geonear_string(const bson_iter_t *it, const char *name, char **out, 
         return dberr_set(err, DBERR_BAD_VALUE, "$geoNear parameter '%s' cannot be the empty string",
                          name);
     if (v[0] == '$')
-        return dberr_set(err, 16410, "FieldPath field names may not start with '$'. Consider using $getField or $setField.");
+        return dberr_set(
+            err, 16410,
+            "FieldPath field names may not start with '$'. Consider using $getField or $setField.");
     bson_free(*out);
     *out = bson_strdup(v);
     return true;
@@ -191,8 +193,8 @@ static int geonear_cmp(const void *a, const void *b)
 }
 
 /* `doc` with distanceField (and includeLocs) set, as $addFields would. */
-static bool geonear_annotate(const geonear_spec_t *g, const geonear_ent_t *e,
-                             const expr_ctx_t *ctx, bson_t *out, dberr_t *err)
+static bool geonear_annotate(const geonear_spec_t *g, const geonear_ent_t *e, const expr_ctx_t *ctx,
+                             bson_t *out, dberr_t *err)
 {
     bson_t spec = BSON_INITIALIZER, lit;
     BSON_APPEND_DOCUMENT_BEGIN(&spec, g->distance_field, &lit);
