@@ -996,7 +996,8 @@ static bool collection_query_opts_plain(collection_t *c, const collection_query_
     } else {
         for (int i = 0; i < c->nindexes; i++) {
             index_t *ix = c->indexes[i];
-            if (ix->hidden || ix->sparse || ix->is_2dsphere || (ix->partial && !collection_partial_implied(ix, o->matcher)))
+            if (ix->hidden || ix->sparse || ix->is_2dsphere ||
+                (ix->partial && !collection_partial_implied(ix, o->matcher)))
                 continue;
             scan_plan_t p;
             int score = collection_plan_index(ix, o->matcher, &p);

@@ -385,8 +385,9 @@ index_t *index_new(const bson_t *spec, dberr_t *err)
                 double d = 0;
                 if (BSON_ITER_HOLDS_NUMBER(&kit))
                     d = bson_iter_as_double(&kit);
-                if (BSON_ITER_HOLDS_UTF8(&kit) && strcmp(bson_iter_utf8(&kit, NULL), "2dsphere") == 0 &&
-                    path[0] != '\0' && path[0] != '$') {
+                if (BSON_ITER_HOLDS_UTF8(&kit) &&
+                    strcmp(bson_iter_utf8(&kit, NULL), "2dsphere") == 0 && path[0] != '\0' &&
+                    path[0] != '$') {
                     ix->paths[ix->nfields] = bson_strdup(path);
                     ix->dirs[ix->nfields] = 1;
                     ix->sphere[ix->nfields] = true;
