@@ -23,7 +23,7 @@ apt_packages=(
   build-essential cmake pkg-config git ca-certificates
   libbson-dev libmongoc-dev libuv1-dev libpcre2-dev libicu-dev tzdata
   libsnappy-dev libzstd-dev zlib1g-dev libssl-dev libyaml-dev libidn-dev openssl
-  libintelrdfpmath-dev uthash-dev libstemmer-dev liblingua-stopwords-perl
+  libintelrdfpmath-dev uthash-dev libstemmer-dev liblingua-stopwords-perl libs2-dev
   python3 python3-pymongo python3-pymongo-ext python3-bson-ext python3-pytest
   python3-pexpect python3-pytest-timeout python3-zstandard python3-snappy
   tmux procps iproute2 valgrind

@@ -463,6 +463,102 @@ static bool query_apply_key_options(collection_t *c, const query_find_t *q,
     return true;
 }
 
+/* find's matcher: as cmd_matcher_new, with $near / $nearSphere allowed. */
+static matcher_t *query_find_matcher(cmd_ctx_t *ctx, const bson_t *filter, dberr_t *err)
+{
+    matcher_t *m = matcher_new_near(filter, err);
+    bson_iter_t it;
+    bson_t let;
+    if (m && cmd_find(ctx, "let", &it) && BSON_ITER_HOLDS_DOCUMENT(&it) && cmd_iter_doc(&it, &let))
+        matcher_set_let(m, &let);
+    return m;
+}
+
+/* A $near needs a 2dsphere index on its path, as mongod's planner (291). */
+static bool query_near_index(collection_t *c, const char *path, dberr_t *err)
+{
+    for (int i = 0; i < collection_nindexes(c); i++) {
+        const index_t *ix = collection_index(c, i);
+        for (int f = 0; ix->is_2dsphere && f < ix->nfields; f++) {
+            if (ix->sphere[f] && strcmp(ix->paths[f], path) == 0)
+                return true;
+        }
+    }
+    return dberr_set(err, 291,
+                     "error processing query: ns=%s planner returned error :: caused by :: "
+                     "unable to find index for $geoNear query",
+                     collection_ns(c));
+}
+
+/* A leading $geoNear (NULL: none) runs on the 2dsphere index of `key`,
+ * or on the collection's only one (mongod's IndexNotFound 27 otherwise). */
+static bool query_geonear_key(collection_t *c, geonear_spec_t *g, dberr_t *err)
+{
+    if (!g)
+        return true;
+    if (collection_is_view(c))
+        return dberr_set(err, DBERR_NOT_IMPLEMENTED, "atomdb does not run $geoNear on a view yet");
+    const char *key = pipeline_geonear_key(g);
+    if (key)
+        return query_near_index(c, key, err);
+    const char *found = NULL;
+    int count = 0;
+    for (int i = 0; i < collection_nindexes(c); i++) {
+        const index_t *ix = collection_index(c, i);
+        for (int f = 0; ix->is_2dsphere && f < ix->nfields; f++) {
+            if (ix->sphere[f]) {
+                found = ix->paths[f];
+                count++;
+                break;
+            }
+        }
+    }
+    if (count == 0)
+        return dberr_set(err, DBERR_INDEX_NOT_FOUND,
+                         "$geoNear requires a 2d or 2dsphere index, but none were found");
+    if (count > 1)
+        return dberr_set(err, DBERR_INDEX_NOT_FOUND,
+                         "There is more than one 2dsphere index on %s; unsure which to use for "
+                         "$geoNear",
+                         collection_ns(c));
+    pipeline_geonear_set_key(g, found);
+    return true;
+}
+
+typedef struct query_near_ent {
+    double dist;
+    size_t pos; /* keeps equal distances in scan order */
+    record_t *rec;
+} query_near_ent_t;
+
+static int query_near_cmp(const void *a, const void *b)
+{
+    const query_near_ent_t *x = a, *y = b;
+    if (x->dist != y->dist)
+        return x->dist < y->dist ? -1 : 1;
+    return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+/* Orders the records of `out` by their distance from the $near point. */
+static bool query_near_order(const matcher_t *m, recvec_t *out, dberr_t *err)
+{
+    query_near_ent_t *e = bson_malloc((out->len ? out->len : 1) * sizeof *e);
+    for (size_t i = 0; i < out->len; i++) {
+        if ((i & 1023) == 1023 && !fiber_check(err)) {
+            bson_free(e);
+            return false;
+        }
+        bson_t doc;
+        record_view(out->items[i], &doc);
+        e[i] = (query_near_ent_t){matcher_near_distance(m, &doc), i, out->items[i]};
+    }
+    qsort(e, out->len, sizeof *e, query_near_cmp);
+    for (size_t i = 0; i < out->len; i++)
+        out->items[i] = e[i].rec;
+    bson_free(e);
+    return true;
+}
+
 /* Runs a parsed find over `c` (may be NULL: no collection) named `coll`,
  * through the command's view (a transaction's snapshot and write set). */
 static bool query_run(cmd_ctx_t *ctx, collection_t *c, const char *coll, const query_find_t *q,
@@ -473,12 +569,18 @@ static bool query_run(cmd_ctx_t *ctx, collection_t *c, const char *coll, const q
         memcpy(ctx->view->plan_stage, "EOF", 4);
         return true;
     }
+    const char *near = matcher_near_path(m);
+    if (near && s)
+        return dberr_set(err, DBERR_NOT_IMPLEMENTED,
+                         "atomdb does not combine $near / $nearSphere with a sort yet");
+    if (near && c && !collection_is_view(c) && !query_near_index(c, near, err))
+        return false;
     collection_query_opts_t o = {0};
     o.matcher = m;
     o.sort = s;
     o.hint = q->has_hint ? &q->hint : NULL;
     o.hint_name = q->hint_name;
-    bool ranged = q->has_min || q->has_max;
+    bool ranged = q->has_min || q->has_max || near; /* $near: skip/limit after ordering */
     o.skip = ranged ? 0 : q->skip;
     o.limit = ranged ? 0 : q->limit;
     /* a blocking sort is bounded as mongod's (doc/pipeline.h's limits) */
@@ -493,6 +595,8 @@ static bool query_run(cmd_ctx_t *ctx, collection_t *c, const char *coll, const q
     if (matcher_take_error(m, err)) /* a $expr that failed fails the query */
         return false;
     if (!query_apply_key_options(c, q, plan, out, err))
+        return false;
+    if (near && !query_near_order(m, out, err))
         return false;
     if (ranged)
         recvec_skip_limit(out, 0, q->skip, q->limit);
@@ -531,7 +635,7 @@ bool cmd_find_cmd(cmd_ctx_t *ctx, dberr_t *err)
     collection_t *c = catalog_get(server.catalog, ctx->db, coll);
     if (!query_resolve_collation(&q, c, err))
         goto cleanup;
-    m = cmd_matcher_new(ctx, &q.filter, err);
+    m = query_find_matcher(ctx, &q.filter, err);
     if (!m)
         goto cleanup;
     if (q.has_sort && !(s = sortspec_new(&q.sort, err)))
@@ -1140,6 +1244,8 @@ static bool query_aggregate(cmd_ctx_t *ctx, const char *verbosity, dberr_t *err)
     if (!query_resolve_collation(&hq, c, err))
         goto cleanup;
     pipeline_set_collation(p, hq.coll);
+    if (c && !query_geonear_key(c, pipeline_leading_geonear(p), err))
+        goto cleanup;
     collection_plan_t plan = {0};
     if (sessions) {
         session_foreach(query_session_doc, &docs);

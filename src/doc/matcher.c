@@ -18,6 +18,7 @@
 #include "doc/jsonschema.h"
 #include "doc/matcher-private.h"
 #include "doc/path.h"
+#include "geo/geo.h"
 #include "util/bsonview.h"
 
 
@@ -46,6 +47,7 @@ typedef enum {
     MN_ELEM_VAL,
     MN_BITS,
     MN_TEXT,
+    MN_GEO,
 } mkind_t;
 
 /* A compiled regular expression and the BSON regex it came from. */
@@ -76,6 +78,7 @@ typedef struct mnode {
     bits_t *bits;          /* BITS */
     fts_query_t *text;     /* TEXT (doc/fts.h): bound to the text index by the planner */
     jsonschema_t *schema;  /* SCHEMA */
+    geo_pred_t *geo;       /* GEO */
     const collation_t *coll; /* string order of EQ/IN/comparisons (the matcher's) */
     bool bytewise;           /* a DBRef's $ref/$db: never collated, as mongod */
 } mnode_t;
@@ -147,6 +150,7 @@ static void node_destroy(mnode_t *n)
     bits_destroy(n->bits);
     fts_query_destroy(n->text);
     jsonschema_destroy(n->schema);
+    geo_pred_destroy(n->geo);
     bson_free(n->path);
     bson_free(n);
 }
@@ -376,6 +380,8 @@ static bool leaf_test(const mnode_t *n, const bson_value_t *v, int *elem_pos)
         return regex_test(n->re, v);
     case MN_BITS:
         return bits_test(n->bits, v);
+    case MN_GEO:
+        return geo_pred_test(n->geo, v);
     case MN_SIZE: {
         if (v->value_type != BSON_TYPE_ARRAY || n->size < 0)
             return false;
@@ -803,6 +809,23 @@ static bool parse_all(const char *path, const bson_iter_t *it, mnode_t *and_node
     return true;
 }
 
+/* Set by matcher_new_near: $near / $nearSphere compile (find orders by
+ * them); elsewhere they fail as mongod's planner fails without a geo index. */
+static __thread bool parse_allow_near;
+
+static bool ops_has_near(const bson_iter_t *ops)
+{
+    bson_iter_t it;
+    if (!bson_iter_recurse(ops, &it))
+        return false;
+    while (bson_iter_next(&it)) {
+        if (strcmp(bson_iter_key(&it), "$near") == 0 ||
+            strcmp(bson_iter_key(&it), "$nearSphere") == 0)
+            return true;
+    }
+    return false;
+}
+
 /* The operators of one path ({$gt: 1, $lt: 5}), added to `and_node`.
  * `path` is NULL inside a value-form $elemMatch. */
 static bool parse_ops(const char *path, const bson_iter_t *ops, mnode_t *and_node, int depth,
@@ -922,6 +945,28 @@ static bool parse_ops(const char *path, const bson_iter_t *ops, mnode_t *and_nod
             n = node_new(MN_BITS, path);
             n->bits = bits_new(op, v, err);
             if (!n->bits) {
+                node_destroy(n);
+                return false;
+            }
+        } else if (strcmp(op, "$near") == 0 || strcmp(op, "$nearSphere") == 0) {
+            if (!parse_allow_near)
+                return dberr_set(err, 291, "error processing query: planner returned error :: "
+                                           "caused by :: unable to find index for $geoNear query");
+            bson_t whole;
+            bsonview_iter(ops, &whole);
+            n = node_new(MN_GEO, path);
+            n->geo = geo_pred_new_near(op, &whole, err);
+            if (!n->geo) {
+                node_destroy(n);
+                return false;
+            }
+        } else if ((strcmp(op, "$maxDistance") == 0 || strcmp(op, "$minDistance") == 0) &&
+                   ops_has_near(ops)) {
+            continue; /* read by $near / $nearSphere */
+        } else if (geo_pred_is_operator(op)) {
+            n = node_new(MN_GEO, path);
+            n->geo = geo_pred_new(op, v, err);
+            if (!n->geo) {
                 node_destroy(n);
                 return false;
             }
@@ -1145,6 +1190,84 @@ matcher_t *matcher_new(const bson_t *filter, dberr_t *err)
     m->has_expr = has_expr(m->root);
     matcher_validate(m);
     return m;
+}
+
+/* Counts the $near nodes under `n`; `top` is set false for any not a
+ * direct child of the root AND. */
+static int near_count(const mnode_t *n, bool direct, bool *top)
+{
+    int c = 0;
+    if (n->kind == MN_GEO && geo_pred_is_near(n->geo)) {
+        if (!direct)
+            *top = false;
+        c++;
+    }
+    for (size_t i = 0; i < n->nkids; i++)
+        c += near_count(n->kids[i], false, top);
+    if (n->sub)
+        c += near_count(n->sub->root, false, top);
+    return c;
+}
+
+matcher_t *matcher_new_near(const bson_t *filter, dberr_t *err)
+{
+    parse_allow_near = true;
+    matcher_t *m = matcher_new(filter, err);
+    parse_allow_near = false;
+    if (!m)
+        return NULL;
+    bool top = true;
+    int count = 0;
+    for (size_t i = 0; i < m->root->nkids; i++)
+        count += near_count(m->root->kids[i], true, &top);
+    if (!top || count > 1) {
+        dberr_set(err, DBERR_BAD_VALUE,
+                  top ? "Too many geoNear expressions" : "geoNear must be top-level expr");
+        matcher_destroy(m);
+        return NULL;
+    }
+    return m;
+}
+
+/* The top-level $near node of `m`, or NULL. */
+static const mnode_t *near_node(const matcher_t *m)
+{
+    for (size_t i = 0; i < m->root->nkids; i++) {
+        const mnode_t *n = m->root->kids[i];
+        if (n->kind == MN_GEO && geo_pred_is_near(n->geo))
+            return n;
+    }
+    return NULL;
+}
+
+const char *matcher_near_path(const matcher_t *m)
+{
+    const mnode_t *n = near_node(m);
+    return n ? n->path : NULL;
+}
+
+typedef struct near_walk {
+    const geo_pred_t *geo;
+    double best;
+} near_walk_t;
+
+static bool near_hit(const path_hit_t *hit, void *ctx)
+{
+    near_walk_t *w = ctx;
+    double d = geo_pred_distance(w->geo, hit->value);
+    if (d >= 0 && (w->best < 0 || d < w->best))
+        w->best = d;
+    return true;
+}
+
+double matcher_near_distance(const matcher_t *m, const bson_t *doc)
+{
+    const mnode_t *n = near_node(m);
+    if (!n)
+        return -1;
+    near_walk_t w = {n->geo, -1};
+    path_walk(doc, n->path, true, near_hit, &w);
+    return w.best;
 }
 
 /* Drops the let variables and any pending error. */

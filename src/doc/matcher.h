@@ -74,6 +74,18 @@ typedef struct fts_query fts_query_t;
  * the matcher; the planner binds it to the collection's text index before
  * any document is matched (unbound, it matches nothing). */
 fts_query_t *matcher_text(const matcher_t *m);
+/* Like matcher_new, but $near / $nearSphere compile (find runs them,
+ * ordering by distance); BadValue when one is not top-level or there are
+ * two. matcher_new refuses them with 291 as mongod's planner does. */
+matcher_t *matcher_new_near(const bson_t *filter, dberr_t *err);
+
+/* The path of the filter's top-level $near / $nearSphere, or NULL. */
+const char *matcher_near_path(const matcher_t *m);
+
+/* The distance of `doc` from the $near point: the smallest over the
+ * geometries its path reaches (metres, radians for a legacy $nearSphere);
+ * -1 when it reaches none. */
+double matcher_near_distance(const matcher_t *m, const bson_t *doc);
 
 /* True when the filter is empty (matches everything). */
 bool matcher_is_empty(const matcher_t *m);

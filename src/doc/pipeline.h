@@ -181,6 +181,14 @@ size_t pipeline_nstages(const pipeline_t *p);
 bool pipeline_run_explain(const pipeline_t *p, doclist_t *docs, int64_t *nreturned,
                           int64_t *millis, void (*after)(void *ctx, size_t i), void *after_ctx,
                           dberr_t *err);
+/* A leading $geoNear stage (borrowed from `p`), or NULL. The caller checks
+ * the collection's 2dsphere index (mongod's IndexNotFound / 291) and names
+ * the geometry path with pipeline_geonear_set_key when `key` was not given
+ * (pipeline_geonear_key is NULL); the stage runs over the collection. */
+typedef struct geonear_spec geonear_spec_t;
+geonear_spec_t *pipeline_leading_geonear(const pipeline_t *p);
+const char *pipeline_geonear_key(const geonear_spec_t *g);
+void pipeline_geonear_set_key(geonear_spec_t *g, const char *path);
 
 /* The filter of a leading $match stage (borrowed from `p`), or NULL; the
  * caller may use it to pick an index, the stage still runs. */

@@ -877,7 +877,8 @@ static bool collection_index_sorts(const index_t *ix, const sortspec_t *sort, bo
 {
     int n = sortspec_nkeys(sort);
     if (n == 0 || n > ix->nfields || ix->multikey || ix->sparse || ix->partial || ix->hidden ||
-        (ix->hashed >= 0 && ix->hashed < n)) /* hash order is no value order */
+        (ix->hashed >= 0 && ix->hashed < n) || /* hash order is no value order */
+        ix->is_2dsphere)
         return false;
     if (!collation_same(ix->collation, sortspec_collation(sort)))
         return false; /* strings would come in the index's order, not the sort's */
@@ -1392,6 +1393,10 @@ static bool collection_query_opts_plain(collection_t *c, const collection_query_
         index_t *ix = collection_hinted(c, o, err);
         if (!ix)
             return false;
+        if (ix->is_2dsphere) /* its keys are S2 cells: scans of them are not built yet */
+            return dberr_set(err, DBERR_NOT_IMPLEMENTED,
+                             "atomdb does not plan queries on 2dsphere indexes yet (hint: %s)",
+                             ix->name);
         if (ix->wildcard && collection_plan_index(ix, o->matcher, &best) == 0 &&
             !(o->hint && !o->hint_name && collection_hinted_wildcard(c, o, &best))) {
             /* as mongod: the planner finds no plan on a $** index for it */
@@ -1407,7 +1412,8 @@ static bool collection_query_opts_plain(collection_t *c, const collection_query_
     } else {
         for (int i = 0; i < c->nindexes; i++) {
             index_t *ix = c->indexes[i];
-            if (ix->hidden || ix->sparse || (ix->partial && !collection_partial_implied(ix, o->matcher)))
+            if (ix->hidden || ix->sparse || ix->is_2dsphere ||
+                (ix->partial && !collection_partial_implied(ix, o->matcher)))
                 continue;
             scan_plan_t p;
             int score = collection_plan_index(ix, o->matcher, &p);

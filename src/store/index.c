@@ -9,6 +9,8 @@
 #include "doc/keystring.h"
 #include "store/textindex.h"
 #include "store/wildcard.h"
+#include "doc/path.h"
+#include "geo/geo.h"
 #include "util/bsonview.h"
 #include "util/shellfmt.h"
 #include "util/vec.h"
@@ -170,8 +172,54 @@ void index_append_key_part(const index_t *ix, int f, const bson_value_t *v, buf_
     keystring_append_coll(key, v, ix->dirs[f] < 0, ix->collation);
 }
 
+/* The geometries one 2dsphere path reaches (a trailing array is one
+ * geometry, a legacy pair; arrays on the way are expanded). */
+typedef struct index_geo_walk {
+    index_vals_t *vals;
+    const bson_value_t *bad; /* the first value that is not a geometry */
+    dberr_t *err;
+} index_geo_walk_t;
+
+static bool index_geo_hit(const path_hit_t *hit, void *ctx)
+{
+    index_geo_walk_t *w = ctx;
+    bson_type_t t = hit->value->value_type;
+    if (t == BSON_TYPE_EOD || t == BSON_TYPE_NULL || t == BSON_TYPE_UNDEFINED)
+        return true;
+    int64_t cells[64];
+    size_t n;
+    if (!geo_index_cells(hit->value, cells, 64, &n, w->err)) {
+        w->bad = hit->value;
+        return false;
+    }
+    for (size_t i = 0; i < n; i++) {
+        bson_value_t v = {.value_type = BSON_TYPE_INT64};
+        v.value.v_int64 = i < 64 ? cells[i] : 0;
+        index_vals_push(w->vals, &v);
+    }
+    return true;
+}
+
+/* Collects the S2 cells of the 2dsphere field `f`: mongod's 16755 when a
+ * value there is not a geometry. */
+static bool index_geo_collect(const index_t *ix, int f, const bson_t *doc, index_vals_t *vals,
+                              dberr_t *err)
+{
+    dberr_t why;
+    index_geo_walk_t w = {vals, NULL, &why};
+    path_walk(doc, ix->paths[f], false, index_geo_hit, &w);
+    if (w.bad) {
+        char *shown = shellfmt_doc(doc);
+        dberr_set(err, 16755, "Can't extract geo keys: %s  %s", shown, why.msg);
+        bson_free(shown);
+        return false;
+    }
+    return true;
+}
+
 bool index_keys_of(index_t *ix, const bson_t *doc, index_keys_t *out, dberr_t *err)
 {
+    bool any_geo = false;
     static __thread index_vals_t vals[INDEX_MAX_FIELDS];
     int multi_field = -1;
     bool any_present = false;
@@ -194,8 +242,13 @@ bool index_keys_of(index_t *ix, const bson_t *doc, index_keys_t *out, dberr_t *e
         vals[f].overflow = false;
         bool array_seen = false;
         bson_iter_t it;
-        if (bson_iter_init(&it, doc))
+        if (ix->sphere[f]) {
+            if (!index_geo_collect(ix, f, doc, &vals[f], err))
+                return false;
+            any_geo = any_geo || vals[f].n > 0;
+        } else if (bson_iter_init(&it, doc)) {
             index_collect(&it, ix->paths[f], false, &vals[f], &array_seen);
+        }
         if (vals[f].overflow)
             return dberr_set(err, DBERR_CANNOT_CREATE_INDEX,
                              "atomdb indexes at most 64 array elements per field; field '%s' "
@@ -217,6 +270,10 @@ bool index_keys_of(index_t *ix, const bson_t *doc, index_keys_t *out, dberr_t *e
                 multi_field = f;
             ix->multikey = true;
         }
+    }
+    if (ix->is_2dsphere && !any_geo) { /* as mongod's 2dsphere v2+: no geometry, no entry */
+        out->skip = true;
+        return true;
     }
     if (ix->sparse && !any_present) {
         out->skip = true;
@@ -368,6 +425,7 @@ index_t *index_new(const bson_t *spec, dberr_t *err)
     bson_iter_t it;
     bool have_key = false;
     int nhashed = 0;
+    bool have_sphere_version = false;
     char generated[512] = "";
     bson_t text_opts = BSON_INITIALIZER; /* a text index's resolved options */
     bool is_text = textindex_is_text_spec(spec);
@@ -425,6 +483,19 @@ index_t *index_new(const bson_t *spec, dberr_t *err)
                     ix->nfields++;
                     size_t glen = strlen(generated);
                     snprintf(generated + glen, sizeof generated - glen, "%s%s_hashed",
+                             glen ? "_" : "", path);
+                    continue;
+                }
+                if (BSON_ITER_HOLDS_UTF8(&kit) &&
+                    strcmp(bson_iter_utf8(&kit, NULL), "2dsphere") == 0 && path[0] != '\0' &&
+                    path[0] != '$') {
+                    ix->paths[ix->nfields] = bson_strdup(path);
+                    ix->dirs[ix->nfields] = 1;
+                    ix->sphere[ix->nfields] = true;
+                    ix->is_2dsphere = true;
+                    ix->nfields++;
+                    size_t glen = strlen(generated);
+                    snprintf(generated + glen, sizeof generated - glen, "%s%s_2dsphere",
                              glen ? "_" : "", path);
                     continue;
                 }
@@ -511,7 +582,15 @@ index_t *index_new(const bson_t *spec, dberr_t *err)
             dberr_set(err, DBERR_CANNOT_CREATE_INDEX,
                       "the index option '%s' is for text indexes only", k);
             goto fail;
-        } else if (strcmp(k, "2dsphereIndexVersion") == 0 || strcmp(k, "bits") == 0 ||
+        } else if (strcmp(k, "2dsphereIndexVersion") == 0) {
+            if (!BSON_ITER_HOLDS_NUMBER(&it) || bson_iter_as_double(&it) != 3) {
+                dberr_set(err, DBERR_NOT_IMPLEMENTED,
+                          "atomdb supports 2dsphereIndexVersion 3 only");
+                goto fail;
+            }
+            have_sphere_version = true;
+        } else if (strcmp(k, "finestIndexedLevel") == 0 ||
+                   strcmp(k, "coarsestIndexedLevel") == 0 || strcmp(k, "bits") == 0 ||
                    strcmp(k, "min") == 0 || strcmp(k, "max") == 0 ||
                    strcmp(k, "storageEngine") == 0 ||
                    strcmp(k, "prepareUnique") == 0 || strcmp(k, "clustered") == 0) {
@@ -589,6 +668,8 @@ index_t *index_new(const bson_t *spec, dberr_t *err)
     }
     bson_concat(&ix->spec, &text_opts); /* empty unless a text index */
     bson_destroy(&text_opts);
+    if (ix->is_2dsphere && !have_sphere_version) /* as mongod: the version it built */
+        BSON_APPEND_INT32(&ix->spec, "2dsphereIndexVersion", 3);
     if (ix->collation) /* as mongod: the resolved spec; the simple collation is not shown */
         collation_append(ix->collation, &ix->spec, "collation");
     return ix;

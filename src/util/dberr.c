@@ -52,6 +52,7 @@ static const struct {
     {24, "LockTimeout"},
     {146, "ExceededMemoryLimit"},
     {232, "MaxSubPipelineDepthExceeded"},
+    {291, "NoQueryExecutionPlans"},
     {292, "QueryExceededMemoryLimitNoDiskUseAllowed"},
     {52, "DollarPrefixedFieldName"},
     {53, "InvalidIdField"},

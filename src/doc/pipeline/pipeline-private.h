@@ -57,6 +57,7 @@ struct stage {
         struct window_spec *window;   /* $setWindowFields, $fill (window-private.h) */
         struct densify_spec *densify; /* $densify (densify.c) */
         struct join_spec *join; /* $lookup, $unionWith, $graphLookup (join.c) */
+        struct geonear_spec *geonear; /* $geoNear (geonear.c) */
     } u;
 };
 
@@ -68,6 +69,7 @@ enum {
     STAGE_MATCH = 8,     /* a filter the planner may use when it leads */
     STAGE_STREAM = 16,   /* looks at one document at a time: runs streamed (pipeline.c) */
     STAGE_READS = 32,    /* reads other collections through the pipeline's source */
+    STAGE_LEADS = 64,    /* only first, over the collection ($geoNear) */
 };
 
 /* One row of a stage table. */
@@ -107,6 +109,7 @@ extern const stage_def_t pipeline_join_stages[];
 /* Makes the $group `g` compare its keys and its $min/$max/$addToSet values
  * by `coll` (borrowed: the pipeline holds the reference). */
 void pipeline_group_set_collation(group_spec_t *g, const collation_t *coll);
+extern const stage_def_t pipeline_geonear_stages[]; /* $geoNear (geonear.c) */
 
 /* Borrows the document under `it` into `out`. */
 void pipeline_borrow_doc(const bson_iter_t *it, bson_t *out);

@@ -124,6 +124,7 @@ static const stage_def_t *const stage_families[] = {
     pipeline_window_stages,
     pipeline_densify_stages,
     pipeline_join_stages,
+    pipeline_geonear_stages,
 };
 
 static const stage_def_t *find_stage(const char *name)
@@ -134,7 +135,6 @@ static const stage_def_t *find_stage(const char *name)
 
 /* Stages atomdb knows of but does not run. */
 static const char *const unsupported[] = {
-    "$geoNear",
     "$collStats",
     "$indexStats",
     "$currentOp",
@@ -285,7 +285,7 @@ pipeline_t *pipeline_build(const bson_iter_t *stages, pipeline_mode_t mode, bson
         stage_t *s = &p->stages[p->n - 1];
         if (!parse_stage(s, &doc, mode, p->let, err))
             goto fail;
-        if ((s->def->flags & STAGE_FIRST) && p->n > 1) {
+        if ((s->def->flags & (STAGE_FIRST | STAGE_LEADS)) && p->n > 1) {
             dberr_set(err, 40602, "%s is only valid as the first stage in a pipeline", s->name);
             goto fail;
         }
@@ -326,6 +326,13 @@ bool pipeline_stage_reads(const pipeline_t *p, size_t i)
 bool pipeline_is_collectionless(const pipeline_t *p)
 {
     return p && p->n > 0 && (p->stages[0].def->flags & STAGE_FIRST);
+}
+
+geonear_spec_t *pipeline_leading_geonear(const pipeline_t *p)
+{
+    if (!p || p->n == 0 || !(p->stages[0].def->flags & STAGE_LEADS))
+        return NULL;
+    return p->stages[0].u.geonear;
 }
 
 const bson_t *pipeline_leading_match(const pipeline_t *p)

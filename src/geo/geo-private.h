@@ -1,0 +1,33 @@
+/* geo-private: what geojson.c and geopred.c share; not part of geo.h. */
+#ifndef ATOMDB_GEO_PRIVATE_H
+#define ATOMDB_GEO_PRIVATE_H
+
+#include "geo/geo.h"
+#include "geo/s2shim.h"
+
+/* The coordinate reference system of a shape, as mongod's CRS. */
+typedef enum {
+    GEO_CRS_FLAT,   /* a legacy point: x, y on a plane */
+    GEO_CRS_SPHERE, /* GeoJSON on the sphere */
+    GEO_CRS_STRICT, /* a big polygon (strict winding order) */
+} geo_crs_t;
+
+struct geo_shape {
+    geo_type_t type;
+    geo_crs_t crs;
+    double x, y;       /* a point's coordinates (legacy or GeoJSON) */
+    s2shim_geom_t *s2; /* the shape on the sphere; NULL for a legacy point
+                          outside the longitude/latitude range */
+};
+
+/* Reads a number (int, long, double, decimal) into `*d`; false otherwise. */
+bool geo_number(const bson_iter_t *it, double *d);
+
+/* Parses a flat point ([x, y] or {x: .., y: ..}) at `it`; `allow_extra`:
+ * more than two elements are allowed. BadValue as mongod's. */
+bool geo_flat_point(const bson_iter_t *it, bool allow_extra, double *x, double *y, dberr_t *err);
+
+/* True when (lng, lat) lies on the sphere's coordinate ranges. */
+bool geo_valid_lnglat(double lng, double lat);
+
+#endif

@@ -1,0 +1,91 @@
+/* geo: geometries (GeoJSON and legacy coordinate pairs) parsed and validated
+ * as mongod's GeoParser does, and the geospatial query predicates
+ * ($geoWithin, $geoIntersects) the matcher runs; S2 does the sphere. */
+#ifndef ATOMDB_GEO_H
+#define ATOMDB_GEO_H
+
+#include <bson/bson.h>
+#include <stdbool.h>
+
+#include "util/dberr.h"
+
+/* mongod's earth radius in metres (kRadiusOfEarthInMeters). */
+#define GEO_EARTH_RADIUS_M 6378100.0
+
+/* The kinds of geometry. */
+typedef enum {
+    GEO_POINT,
+    GEO_LINESTRING,
+    GEO_POLYGON,
+    GEO_MULTIPOINT,
+    GEO_MULTILINESTRING,
+    GEO_MULTIPOLYGON,
+    GEO_COLLECTION,
+} geo_type_t;
+
+/* A parsed geometry; opaque. */
+typedef struct geo_shape geo_shape_t;
+
+/* Parses a stored location as mongod's parseFromStorage: a legacy point
+ * ([x, y] or {x, y}, extra fields allowed) or a GeoJSON object. NULL with
+ * BadValue in `err` (mongod's wording) when it is not a valid geometry. */
+geo_shape_t *geo_shape_from_stored(const bson_value_t *v, dberr_t *err);
+
+/* Parses the GeoJSON object `obj` (the value of a query's $geometry);
+ * `allow_strict`: the strict-winding CRS (a big polygon) is accepted. */
+geo_shape_t *geo_shape_from_geojson(const bson_t *obj, bool allow_strict, dberr_t *err);
+
+/* Frees `s`; accepts NULL. */
+void geo_shape_destroy(geo_shape_t *s);
+
+/* The shape's kind. */
+geo_type_t geo_shape_type(const geo_shape_t *s);
+
+/* -- 2dsphere index keys (geoindex.c) -- */
+
+/* Most cells one geometry gives a 2dsphere index (mongod's
+ * maxCellsInCovering). */
+#define GEO_INDEX_MAX_CELLS 50
+
+/* The 2dsphere index keys of the stored value `v`: its S2 cells (levels
+ * and cell counts as mongod's S2IndexingParams), each as an int64 whose
+ * order is the cells' order. Writes up to `cap` into `out` and their number
+ * (which may exceed `cap`) into `*n`. False with BadValue when `v` is not a geometry a 2dsphere
+ * index takes (the caller words mongod's 16755). */
+bool geo_index_cells(const bson_value_t *v, int64_t *out, size_t cap, size_t *n, dberr_t *err);
+
+/* -- query predicates (geopred.c) -- */
+
+/* A compiled $geoWithin / $geoIntersects argument; opaque. */
+typedef struct geo_pred geo_pred_t;
+
+/* True for the field operators geo_pred_new compiles ($geoWithin,
+ * $within, $geoIntersects); $near / $nearSphere go to geo_pred_new_near. */
+bool geo_pred_is_operator(const char *op);
+
+/* Compiles {op: arg} ($geoWithin, $within, $geoIntersects); NULL with
+ * mongod's error in `err`. */
+geo_pred_t *geo_pred_new(const char *op, const bson_value_t *arg, dberr_t *err);
+
+/* Compiles $near / $nearSphere from the path's whole operator document
+ * `ops` (siblings $maxDistance / $minDistance included), as mongod's
+ * GeoNearExpression: {$geometry: Point, $minDistance, $maxDistance} in
+ * metres, or a legacy $nearSphere: [x, y] in radians. A legacy $near
+ * (flat, needing a 2d index) fails with 291. */
+geo_pred_t *geo_pred_new_near(const char *op, const bson_t *ops, dberr_t *err);
+
+/* True for a $near / $nearSphere predicate. */
+bool geo_pred_is_near(const geo_pred_t *p);
+
+/* A near predicate's distance to the stored value `v` (metres, or radians
+ * for a legacy $nearSphere); -1 when `v` is not a geometry. */
+double geo_pred_distance(const geo_pred_t *p, const bson_value_t *v);
+
+/* True when the stored value `v` (one value the path reaches) satisfies
+ * the predicate; values that are not geometries never match. */
+bool geo_pred_test(const geo_pred_t *p, const bson_value_t *v);
+
+/* Frees `p`; accepts NULL. */
+void geo_pred_destroy(geo_pred_t *p);
+
+#endif

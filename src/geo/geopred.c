@@ -1,0 +1,441 @@
+/* geopred: the $geoWithin / $geoIntersects query predicates (mongod's
+ * GeoExpression and GeoMatchExpression): the query region is parsed once,
+ * each stored value is parsed as mongod's parseFromStorage and tested. */
+#include <math.h>
+#include <string.h>
+
+#include "geo/geo-private.h"
+#include "util/shellfmt.h"
+
+typedef enum {
+    REGION_SHAPE,         /* $geometry: GeoJSON (or a legacy point) on the sphere */
+    REGION_CENTER_SPHERE, /* $centerSphere: a spherical cap, radius in radians */
+    REGION_BOX,           /* $box: flat */
+    REGION_CENTER,        /* $center: flat circle */
+    REGION_POLYGON,       /* $polygon: flat polygon */
+} region_kind_t;
+
+struct geo_pred {
+    bool within; /* $geoWithin; otherwise $geoIntersects */
+    region_kind_t kind;
+    geo_shape_t *shape; /* REGION_SHAPE */
+    double cx, cy, r;   /* the circles */
+    double box[4];      /* REGION_BOX: min x, min y, max x, max y */
+    double *poly;       /* REGION_POLYGON: (x, y) pairs */
+    size_t npoly;
+    bool near;    /* $near / $nearSphere: (cx, cy) and the distances */
+    bool radians; /* a legacy $nearSphere: distances in radians */
+    double min_dist, max_dist;
+};
+
+bool geo_pred_is_operator(const char *op)
+{
+    return strcmp(op, "$geoWithin") == 0 || strcmp(op, "$within") == 0 ||
+           strcmp(op, "$geoIntersects") == 0;
+}
+
+void geo_pred_destroy(geo_pred_t *p)
+{
+    if (!p)
+        return;
+    geo_shape_destroy(p->shape);
+    bson_free(p->poly);
+    bson_free(p);
+}
+
+static bool bad_element(dberr_t *err, const char *prefix, const bson_iter_t *it)
+{
+    bson_string_t *s = bson_string_new(prefix);
+    shellfmt_append_element(s, bson_iter_key(it), bson_iter_value((bson_iter_t *)it));
+    dberr_set(err, DBERR_BAD_VALUE, "%s", s->str);
+    bson_string_free(s, true);
+    return false;
+}
+
+/* The circle of $center / $centerSphere: [[x, y], radius]. */
+static bool parse_circle(geo_pred_t *p, const bson_iter_t *spec, dberr_t *err)
+{
+    bson_iter_t c;
+    if (!bson_iter_recurse(spec, &c) || !bson_iter_next(&c))
+        return dberr_set(err, DBERR_BAD_VALUE,
+                         "Point must be an array or object, instead got type missing");
+    if (!geo_flat_point(&c, false, &p->cx, &p->cy, err))
+        return false;
+    if (p->kind == REGION_CENTER_SPHERE && !geo_valid_lnglat(p->cx, p->cy))
+        return dberr_set(err, DBERR_BAD_VALUE,
+                         "Longitude/latitude is out of bounds, lng: %g lat: %g", p->cx, p->cy);
+    bool more = bson_iter_next(&c);
+    if (!more || !geo_number(&c, &p->r) || !(p->r >= 0)) {
+        char *s = more ? shellfmt_value(bson_iter_value(&c)) : bson_strdup("EOO");
+        dberr_set(err, DBERR_BAD_VALUE, "Radius must be a non-negative number: %s", s);
+        bson_free(s);
+        return false;
+    }
+    if (bson_iter_next(&c))
+        return dberr_set(err, DBERR_BAD_VALUE,
+                         "Only 2 fields allowed for circular region, but more were provided");
+    return true;
+}
+
+static bool parse_box(geo_pred_t *p, const bson_iter_t *spec, dberr_t *err)
+{
+    bson_iter_t c;
+    double a[4];
+    if (!bson_iter_recurse(spec, &c))
+        return dberr_set(err, DBERR_BAD_VALUE, "invalid $box");
+    for (int i = 0; i < 2; i++) {
+        bool more = bson_iter_next(&c);
+        if (!geo_flat_point(more ? &c : NULL, false, &a[2 * i], &a[2 * i + 1], err))
+            return false;
+    }
+    p->box[0] = fmin(a[0], a[2]);
+    p->box[1] = fmin(a[1], a[3]);
+    p->box[2] = fmax(a[0], a[2]);
+    p->box[3] = fmax(a[1], a[3]);
+    return true;
+}
+
+static bool parse_flat_polygon(geo_pred_t *p, const bson_iter_t *spec, dberr_t *err)
+{
+    bson_iter_t c;
+    if (!bson_iter_recurse(spec, &c))
+        return dberr_set(err, DBERR_BAD_VALUE, "invalid $polygon");
+    while (bson_iter_next(&c)) {
+        double x, y;
+        if (!geo_flat_point(&c, false, &x, &y, err))
+            return false;
+        p->poly = bson_realloc(p->poly, (p->npoly + 1) * 2 * sizeof *p->poly);
+        p->poly[2 * p->npoly] = x;
+        p->poly[2 * p->npoly + 1] = y;
+        p->npoly++;
+    }
+    if (p->npoly < 3)
+        return dberr_set(err, DBERR_BAD_VALUE,
+                         "Polygon must have at least 3 points, instead got %zu vertices", p->npoly);
+    return true;
+}
+
+/* One geo specifier ($geometry, $box, ...) of the operator's object. */
+static bool parse_specifier(geo_pred_t *p, const bson_iter_t *spec, dberr_t *err)
+{
+    const char *k = bson_iter_key(spec);
+    bool is_obj = BSON_ITER_HOLDS_DOCUMENT(spec) || BSON_ITER_HOLDS_ARRAY(spec);
+    static const struct {
+        const char *name;
+        region_kind_t kind;
+    } specs[] = {{"$box", REGION_BOX},
+                 {"$center", REGION_CENTER},
+                 {"$polygon", REGION_POLYGON},
+                 {"$centerSphere", REGION_CENTER_SPHERE},
+                 {"$geometry", REGION_SHAPE}};
+    size_t i;
+    for (i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+        if (strcmp(k, specs[i].name) == 0)
+            break;
+    }
+    if (i == sizeof specs / sizeof specs[0] || !is_obj)
+        return bad_element(err, "unknown geo specifier: ", spec);
+    geo_shape_destroy(p->shape);
+    p->shape = NULL;
+    bson_free(p->poly);
+    p->poly = NULL;
+    p->npoly = 0;
+    p->kind = specs[i].kind;
+    switch (p->kind) {
+    case REGION_BOX:
+        return parse_box(p, spec, err);
+    case REGION_CENTER:
+    case REGION_CENTER_SPHERE:
+        return parse_circle(p, spec, err);
+    case REGION_POLYGON:
+        return parse_flat_polygon(p, spec, err);
+    case REGION_SHAPE: {
+        bson_iter_t first;
+        double d;
+        bool legacy =
+            BSON_ITER_HOLDS_ARRAY(spec) ||
+            (bson_iter_recurse(spec, &first) && bson_iter_next(&first) && geo_number(&first, &d));
+        if (legacy) {
+            double x, y;
+            if (!geo_flat_point(spec, false, &x, &y, err))
+                return false;
+            p->shape = bson_malloc0(sizeof *p->shape);
+            p->shape->type = GEO_POINT;
+            p->shape->crs = GEO_CRS_FLAT;
+            p->shape->x = x;
+            p->shape->y = y;
+            if (geo_valid_lnglat(x, y)) {
+                p->shape->s2 = s2shim_geom_new();
+                s2shim_geom_add_point(p->shape->s2, x, y);
+            }
+            return true;
+        }
+        uint32_t len;
+        const uint8_t *data;
+        bson_t obj;
+        bson_iter_document(spec, &len, &data);
+        if (!bson_init_static(&obj, data, len))
+            return dberr_set(err, DBERR_BAD_VALUE, "invalid $geometry");
+        p->shape = geo_shape_from_geojson(&obj, true, err);
+        return p->shape != NULL;
+    }
+    }
+    return false;
+}
+
+geo_pred_t *geo_pred_new(const char *op, const bson_value_t *arg, dberr_t *err)
+{
+    geo_pred_t *p = bson_malloc0(sizeof *p);
+    p->within = strcmp(op, "$geoIntersects") != 0;
+    bson_t wrap = BSON_INITIALIZER, obj;
+    bson_iter_t whole, it;
+    bool found = false;
+    BSON_APPEND_VALUE(&wrap, op, arg);
+    bson_iter_init_find(&whole, &wrap, op);
+    if (arg->value_type != BSON_TYPE_DOCUMENT) {
+        bad_element(err, "geo query should be an object: ", &whole);
+        goto fail;
+    }
+    if (!bson_init_static(&obj, arg->value.v_doc.data, arg->value.v_doc.data_len) ||
+        !bson_iter_init(&it, &obj)) {
+        dberr_set(err, DBERR_BAD_VALUE, "invalid %s", op);
+        goto fail;
+    }
+    while (bson_iter_next(&it)) {
+        if (strcmp(bson_iter_key(&it), "$uniqueDocs") == 0)
+            continue; /* deprecated and a no-op in mongod as well */
+        if (!parse_specifier(p, &it, err))
+            goto fail;
+        found = true;
+    }
+    if (!found) {
+        dberr_set(err, DBERR_BAD_VALUE, "geo query doesn't have any geometry");
+        goto fail;
+    }
+    bool flat = p->kind == REGION_BOX || p->kind == REGION_CENTER || p->kind == REGION_POLYGON;
+    bool shape_area = p->kind == REGION_SHAPE &&
+                      (p->shape->type == GEO_POLYGON || p->shape->type == GEO_MULTIPOLYGON);
+    bool sphere = p->kind == REGION_CENTER_SPHERE || (p->kind == REGION_SHAPE && p->shape->s2);
+    if (p->within && !(flat || p->kind == REGION_CENTER_SPHERE || shape_area)) {
+        char *s = shellfmt_value(arg);
+        dberr_set(err, DBERR_BAD_VALUE, "$within not supported with provided geometry: %s", s);
+        bson_free(s);
+        goto fail;
+    }
+    if (!p->within && !sphere) {
+        char *s = shellfmt_value(arg);
+        dberr_set(err, DBERR_BAD_VALUE, "$geoIntersect not supported with provided geometry: %s",
+                  s);
+        bson_free(s);
+        goto fail;
+    }
+    bson_destroy(&wrap);
+    return p;
+fail:
+    bson_destroy(&wrap);
+    geo_pred_destroy(p);
+    return NULL;
+}
+
+/* Point in a flat polygon by crossings; points on an edge are outside, as
+ * mongod's Polygon::contains leaves them. */
+static bool flat_polygon_contains(const double *v, size_t n, double x, double y)
+{
+    bool in = false;
+    for (size_t i = 0, j = n - 1; i < n; j = i++) {
+        double xi = v[2 * i], yi = v[2 * i + 1], xj = v[2 * j], yj = v[2 * j + 1];
+        double cross = (xj - xi) * (y - yi) - (yj - yi) * (x - xi);
+        if (cross == 0 && x >= fmin(xi, xj) && x <= fmax(xi, xj) && y >= fmin(yi, yj) &&
+            y <= fmax(yi, yj))
+            return false;
+        if ((yi > y) != (yj > y) && x < (xj - xi) * (y - yi) / (yj - yi) + xi)
+            in = !in;
+    }
+    return in;
+}
+
+static bool test_shape(const geo_pred_t *p, const geo_shape_t *s)
+{
+    switch (p->kind) {
+    case REGION_BOX:
+        return s->type == GEO_POINT && s->x >= p->box[0] && s->x <= p->box[2] &&
+               s->y >= p->box[1] && s->y <= p->box[3];
+    case REGION_CENTER:
+        return s->type == GEO_POINT && hypot(s->x - p->cx, s->y - p->cy) <= p->r;
+    case REGION_POLYGON:
+        return s->type == GEO_POINT && flat_polygon_contains(p->poly, p->npoly, s->x, s->y);
+    case REGION_CENTER_SPHERE:
+        if (!s->s2)
+            return false;
+        if (p->within)
+            return s2shim_cap_contains(p->cx, p->cy, p->r, s->s2);
+        return s2shim_geom_distance(s->s2, p->cx, p->cy) <= p->r;
+    case REGION_SHAPE:
+        if (!s->s2 || !p->shape->s2)
+            return false;
+        return p->within ? s2shim_geom_contains(p->shape->s2, s->s2)
+                         : s2shim_geom_intersects(p->shape->s2, s->s2);
+    }
+    return false;
+}
+
+bool geo_pred_test(const geo_pred_t *p, const bson_value_t *v)
+{
+    if (p->near) {
+        double d = geo_pred_distance(p, v);
+        return d >= 0 && d >= p->min_dist && d <= p->max_dist;
+    }
+    if (v->value_type != BSON_TYPE_ARRAY && v->value_type != BSON_TYPE_DOCUMENT)
+        return false;
+    dberr_t err;
+    geo_shape_t *s = geo_shape_from_stored(v, &err);
+    if (!s)
+        return false;
+    bool ok = s->crs != GEO_CRS_STRICT && test_shape(p, s);
+    geo_shape_destroy(s);
+    return ok;
+}
+
+/* -- $near / $nearSphere -- */
+
+static bool near_distance_arg(const bson_iter_t *it, const char *name, double *out, int code_type,
+                              dberr_t *err)
+{
+    if (!geo_number(it, out))
+        return dberr_set(err, code_type, "%s must be a number", name);
+    if (!(*out >= 0))
+        return dberr_set(err, code_type + 1, "%s must be non-negative", name);
+    return true;
+}
+
+/* {$geometry: Point, $minDistance, $maxDistance}: mongod's parseNewQuery. */
+static bool near_parse_new(geo_pred_t *p, const bson_iter_t *near, const bson_t *ops, dberr_t *err)
+{
+    bson_iter_t it, e;
+    bool have_point = false;
+    bson_iter_init(&it, ops);
+    bson_iter_next(&it);
+    if (bson_iter_next(&it))
+        return bad_element(err,
+                           "geo near accepts just one argument when querying for a GeoJSON "
+                           "point. Extra field found: ",
+                           &it);
+    if (!BSON_ITER_HOLDS_DOCUMENT(near))
+        return dberr_set(err, DBERR_BAD_VALUE, "%s must be an object", bson_iter_key(near));
+    bson_iter_recurse(near, &e);
+    while (bson_iter_next(&e)) {
+        const char *k = bson_iter_key(&e);
+        if (strcmp(k, "$geometry") == 0 && BSON_ITER_HOLDS_DOCUMENT(&e)) {
+            bson_t obj;
+            uint32_t len;
+            const uint8_t *data;
+            bson_iter_document(&e, &len, &data);
+            if (!bson_init_static(&obj, data, len))
+                return dberr_set(err, DBERR_BAD_VALUE, "invalid $geometry");
+            dberr_t why;
+            geo_shape_t *s = geo_shape_from_geojson(&obj, false, &why);
+            if (!s || s->type != GEO_POINT) {
+                char *shown = shellfmt_doc(&obj);
+                if (s)
+                    dberr_set(err, 16681, "$near requires geojson point, given %s", shown);
+                else
+                    dberr_set(err, DBERR_BAD_VALUE,
+                              "invalid point in geo near query $geometry argument: %s  %s", shown,
+                              why.msg);
+                bson_free(shown);
+                geo_shape_destroy(s);
+                return false;
+            }
+            p->cx = s->x;
+            p->cy = s->y;
+            geo_shape_destroy(s);
+            have_point = true;
+        } else if (strcmp(k, "$minDistance") == 0) {
+            if (!near_distance_arg(&e, "$minDistance", &p->min_dist, 16897, err))
+                return false;
+        } else if (strcmp(k, "$maxDistance") == 0) {
+            if (!near_distance_arg(&e, "$maxDistance", &p->max_dist, 16899, err))
+                return false;
+        }
+    }
+    if (!have_point) {
+        char *shown = shellfmt_doc(ops);
+        dberr_set(err, DBERR_BAD_VALUE, "$near requires a point, given %s", shown);
+        bson_free(shown);
+        return false;
+    }
+    return true;
+}
+
+geo_pred_t *geo_pred_new_near(const char *op, const bson_t *ops, dberr_t *err)
+{
+    geo_pred_t *p = bson_malloc0(sizeof *p);
+    bson_iter_t it, near;
+    p->near = true;
+    p->kind = REGION_CENTER_SPHERE;
+    p->max_dist = INFINITY;
+    if (!bson_iter_init_find(&near, ops, op)) {
+        dberr_set(err, DBERR_BAD_VALUE, "invalid %s", op);
+        goto fail;
+    }
+    bson_iter_t first;
+    double d;
+    bool legacy = BSON_ITER_HOLDS_ARRAY(&near) ||
+                  (BSON_ITER_HOLDS_DOCUMENT(&near) && bson_iter_recurse(&near, &first) &&
+                   bson_iter_next(&first) && geo_number(&first, &d));
+    if (!legacy) {
+        if (!near_parse_new(p, &near, ops, err))
+            goto fail;
+        return p;
+    }
+    /* legacy: {$nearSphere: [x, y], $maxDistance: r, $minDistance: r} */
+    if (strcmp(op, "$near") == 0) {
+        dberr_set(err, 291,
+                  "error processing query: planner returned error :: caused by :: "
+                  "unable to find index for $geoNear query");
+        goto fail;
+    }
+    if (!geo_flat_point(&near, false, &p->cx, &p->cy, err))
+        goto fail;
+    if (!geo_valid_lnglat(p->cx, p->cy)) {
+        dberr_set(err, 17444, "Legacy point is out of bounds for spherical query");
+        goto fail;
+    }
+    p->radians = true;
+    bson_iter_init(&it, ops);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "$minDistance") == 0) {
+            if (!near_distance_arg(&it, "$minDistance", &p->min_dist, 16897, err))
+                goto fail;
+        } else if (strcmp(k, "$maxDistance") == 0) {
+            if (!near_distance_arg(&it, "$maxDistance", &p->max_dist, 16899, err))
+                goto fail;
+        }
+    }
+    return p;
+fail:
+    geo_pred_destroy(p);
+    return NULL;
+}
+
+bool geo_pred_is_near(const geo_pred_t *p)
+{
+    return p->near;
+}
+
+double geo_pred_distance(const geo_pred_t *p, const bson_value_t *v)
+{
+    if (v->value_type != BSON_TYPE_ARRAY && v->value_type != BSON_TYPE_DOCUMENT)
+        return -1;
+    dberr_t err;
+    geo_shape_t *s = geo_shape_from_stored(v, &err);
+    double d = -1;
+    if (s && s->s2 && s->crs != GEO_CRS_STRICT) {
+        d = s2shim_geom_distance(s->s2, p->cx, p->cy);
+        if (!p->radians)
+            d *= GEO_EARTH_RADIUS_M;
+    }
+    geo_shape_destroy(s);
+    return d;
+}
