@@ -69,6 +69,7 @@ static const struct {
     {112, "WriteConflict"},
     {115, "CommandNotSupported"},
     {125, "CommandFailed"},
+    {136, "CappedPositionLost"},
     {168, "InvalidPipelineOperator"},
     {197, "InvalidIndexSpecificationOption"},
     {206, "NoSuchSession"},
