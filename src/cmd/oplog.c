@@ -310,15 +310,21 @@ static bool oplog_check_position(const oplog_cursor_t *oc, dberr_t *err)
 }
 
 /* The next entry of the scan after (or, reverse, before) oc->pos, found
- * again at each step: a yield may let retention drop the oldest. */
+ * again at each step: a yield may let retention drop the oldest. As in a
+ * change stream, only entries whose log record is durable are shown (the
+ * newest few may still wait for it), so no reader sees a change a crash
+ * could take back; an acknowledged write's entry is always there. */
 static const history_entry_t *oplog_next(const oplog_cursor_t *oc)
 {
     size_t len = history_len(), i = history_seek(oc->pos);
-    if (oc->reverse)
+    if (oc->reverse) {
+        while (i > 0 && !cs_entry_visible(history_at(i - 1)))
+            i--;
         return i > 0 ? history_at(i - 1) : NULL;
+    }
     if (i < len && clock_cmp(history_at(i)->ts, oc->pos) == 0)
         i++;
-    return i < len ? history_at(i) : NULL;
+    return i < len && cs_entry_visible(history_at(i)) ? history_at(i) : NULL;
 }
 
 /* Appends the next entries that match to `arr`. */
