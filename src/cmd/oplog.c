@@ -309,8 +309,9 @@ static bool oplog_check_position(const oplog_cursor_t *oc, dberr_t *err)
                      oc->pos.t, oc->pos.i, h.t, h.i);
 }
 
-/* The next entry of the scan after (or, reverse, before) oc->pos, found
- * again at each step: a yield may let retention drop the oldest. As in a
+/* The next entry of the scan after (or, reverse, before) oc->pos (found
+ * again at each step, so nothing points into the history between
+ * batches). As in a
  * change stream, only entries whose log record is durable are shown (the
  * newest few may still wait for it), so no reader sees a change a crash
  * could take back; an acknowledged write's entry is always there. */
@@ -339,7 +340,9 @@ static bool oplog_fill(oplog_cursor_t *oc, bson_t *arr, uint32_t *n, int64_t max
         }
         if ((max > 0 && *n >= max) || bytes >= OPLOG_MAX_BATCH_BYTES)
             break;
-        if (!fiber_check(err) || !oplog_check_position(oc, err))
+        /* kill and deadline checks, never a yield: the cursor (and its
+         * batch being built) must not be closed by another request */
+        if (!fiber_alive(err) || !oplog_check_position(oc, err))
             return false;
         const history_entry_t *e = oplog_next(oc);
         if (!e) {
@@ -593,9 +596,9 @@ bool oplog_check_command(const cmd_ctx_t *ctx, bool is_write, dberr_t *err)
             if (!strcmp(name, served[i]))
                 return true;
     return dberr_set(err, DBERR_NOT_IMPLEMENTED,
-                     "atomdb serves %s to find, getMore, killCursors and collStats; '%s' is not "
-                     "supported on it",
-                     OPLOG_NS, name);
+                     "atomdb serves %s to find, getMore, killCursors and collStats; '%s%s' is "
+                     "not supported on it",
+                     OPLOG_NS, name == ctx->name ? "" : "explain of ", name);
 }
 
 void oplog_collection_info(bson_t *out, bool name_only)
