@@ -610,7 +610,7 @@ void oplog_collection_info(bson_t *out, bool name_only)
         return;
     bson_append_document_begin(out, "options", -1, &opts);
     BSON_APPEND_BOOL(&opts, "capped", true);
-    BSON_APPEND_INT64(&opts, "size", (int64_t)history_bytes());
+    BSON_APPEND_INT64(&opts, "size", history_max_bytes());
     bson_append_document_end(out, &opts);
     bson_append_document_begin(out, "info", -1, &info);
     BSON_APPEND_BOOL(&info, "readOnly", false);
@@ -632,5 +632,6 @@ bool oplog_coll_stats(bson_t *reply)
     BSON_APPEND_DOCUMENT(reply, "indexSizes", &sizes);
     BSON_APPEND_INT32(reply, "scaleFactor", 1);
     BSON_APPEND_BOOL(reply, "capped", true);
+    BSON_APPEND_INT64(reply, "maxSize", history_max_bytes());
     return true;
 }

@@ -322,6 +322,7 @@ def test_list_collections_stats_and_repl_status(client):
     assert "oplog.rs" in client.local.list_collection_names()
     stats = client.local.command("collStats", "oplog.rs")
     assert stats["capped"] is True and stats["count"] >= 1 and stats["ns"] == "local.oplog.rs"
+    assert stats["maxSize"] == 64 * 1024 * 1024 == info["options"]["size"], stats
     dbstats = client.local.command("dbStats")
     assert dbstats["collections"] >= 1 and dbstats["objects"] >= 1
     last = newest(client)
