@@ -333,3 +333,33 @@ def test_list_collections_stats_and_repl_status(client):
     for k in ("lastCommittedOpTime", "appliedOpTime", "durableOpTime"):
         assert opt[k] == {"ts": last["ts"], "t": 1}, (k, opt[k], last["ts"])
     assert st["members"][0]["optime"] == {"ts": last["ts"], "t": 1}
+
+
+def test_mongosh_reads_the_newest_entry_and_optimes(atomdb, tmp_path):
+    """mongosh as an operator would: the newest entry and rs.status()."""
+    import json
+    import os
+    import subprocess
+    from atomdb_testlib import REPO, require_installed
+    mongosh = REPO / "tests" / "drivers" / "node" / "node_modules" / ".bin" / "mongosh"
+    require_installed(mongosh.exists(), "mongosh (%s, npm ci in tests/drivers/node)" % mongosh)
+    home = tmp_path / "home"
+    (home / ".mongodb" / "mongosh").mkdir(parents=True)
+    (home / ".mongodb" / "mongosh" / "config").write_text('{"enableTelemetry": false}')
+    env = dict(os.environ, HOME=str(home), DO_NOT_TRACK="1", MONGOSH_NO_UPDATE_CHECK="1")
+    script = r"""
+db.getSiblingDB("opsh").createCollection("c");
+db.getSiblingDB("opsh").c.insertOne({_id: "sh"});
+const e = db.getSiblingDB("local").oplog.rs.find().sort({$natural: -1}).limit(1).next();
+sleep(100);
+const s = rs.status();
+print("RESULT " + JSON.stringify({op: e.op, ns: e.ns, o: e.o, t: Number(e.t), v: Number(e.v),
+  same: s.optimes.appliedOpTime.ts.equals(e.ts) && s.optimes.durableOpTime.ts.equals(e.ts)}));
+"""
+    p = subprocess.run([str(mongosh), atomdb.uri("directConnection=true"), "--quiet", "--norc",
+                        "--eval", script], capture_output=True, text=True, timeout=240, env=env)
+    line = [l for l in p.stdout.splitlines() if l.startswith("RESULT ")]
+    assert p.returncode == 0 and line, p.stdout + p.stderr
+    got = json.loads(line[0][7:])
+    assert got == {"op": "i", "ns": "opsh.c", "o": {"_id": "sh"}, "t": 1, "v": 2,
+                   "same": True}, got
