@@ -208,8 +208,8 @@ void oplog_entry_build(const history_entry_t *e, bson_t *out)
     bson_t doc, lsid, op, one = BSON_INITIALIZER;
     bson_iter_t it, el, txn;
     history_entry_view(e, &doc);
-    bool is_txn = bsonview_field(&doc, "lsid", &lsid) &&
-                  bson_iter_init_find(&txn, &doc, "txnNumber");
+    bool is_txn =
+        bsonview_field(&doc, "lsid", &lsid) && bson_iter_init_find(&txn, &doc, "txnNumber");
     uint32_t nops = 0;
     /* the operations that have an entry */
     bson_t ops = BSON_INITIALIZER;
@@ -279,10 +279,10 @@ typedef struct oplog_cursor {
     cs_reader_t reader; /* first: changestream_get_more reads it */
     matcher_t *matcher;
     projection_t *projection;
-    bool reverse;       /* {$natural: -1}: newest first */
+    bool reverse; /* {$natural: -1}: newest first */
     bool tailable;
-    clock_ts_t pos;     /* forward: every entry up to here was scanned;
-                         * reverse: every entry from here on */
+    clock_ts_t pos; /* forward: every entry up to here was scanned;
+                     * reverse: every entry from here on */
     int64_t skip, limit, returned;
     bool ended;
 } oplog_cursor_t;
@@ -302,10 +302,11 @@ static bool oplog_check_position(const oplog_cursor_t *oc, dberr_t *err)
     clock_ts_t h = history_horizon();
     if (oc->reverse || (!h.t && !h.i) || clock_cmp(oc->pos, h) >= 0)
         return true;
-    return dberr_set(err, 136, "CollectionScan died due to position in capped collection being "
-                               "deleted. Last seen record id: Timestamp(%u, %u) (the change "
-                               "history begins after Timestamp(%u, %u); see "
-                               "--change-stream-history)",
+    return dberr_set(err, 136,
+                     "CollectionScan died due to position in capped collection being "
+                     "deleted. Last seen record id: Timestamp(%u, %u) (the change "
+                     "history begins after Timestamp(%u, %u); see "
+                     "--change-stream-history)",
                      oc->pos.t, oc->pos.i, h.t, h.i);
 }
 
@@ -358,8 +359,8 @@ static bool oplog_fill(oplog_cursor_t *oc, bson_t *arr, uint32_t *n, int64_t max
                 oc->skip--;
             } else {
                 const bson_t *doc = &entry;
-                if (oc->projection && (ok = projection_apply(oc->projection, &entry, -1,
-                                                              &projected, err)))
+                if (oc->projection &&
+                    (ok = projection_apply(oc->projection, &entry, -1, &projected, err)))
                     doc = &projected;
                 if (ok) {
                     bson_append_document(arr, cmd_index_key((*n)++, key, sizeof key), -1, doc);
@@ -378,8 +379,8 @@ static bool oplog_fill(oplog_cursor_t *oc, bson_t *arr, uint32_t *n, int64_t max
     return true;
 }
 
-static bool oplog_reply(cursor_t *c, bson_t *reply, const char *field, int64_t max,
-                        uint32_t *n, bool *ended, dberr_t *err)
+static bool oplog_reply(cursor_t *c, bson_t *reply, const char *field, int64_t max, uint32_t *n,
+                        bool *ended, dberr_t *err)
 {
     oplog_cursor_t *oc = c->stream;
     bson_t cur, arr;
@@ -439,9 +440,19 @@ static clock_ts_t oplog_start(const matcher_t *m)
 
 static bool oplog_find_field_known(const char *k)
 {
-    static const char *known[] = {"filter", "sort", "projection", "hint", "skip", "limit",
-                                  "batchSize", "singleBatch", "noCursorTimeout", "tailable",
-                                  "awaitData", "oplogReplay", "allowPartialResults"};
+    static const char *known[] = {"filter",
+                                  "sort",
+                                  "projection",
+                                  "hint",
+                                  "skip",
+                                  "limit",
+                                  "batchSize",
+                                  "singleBatch",
+                                  "noCursorTimeout",
+                                  "tailable",
+                                  "awaitData",
+                                  "oplogReplay",
+                                  "allowPartialResults"};
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
         if (!strcmp(k, known[i]))
             return true;
@@ -568,8 +579,8 @@ fail:
 
 bool oplog_check_command(const cmd_ctx_t *ctx, bool is_write, dberr_t *err)
 {
-    static const char *const served[] = {"find", "getMore", "killCursors", "collStats",
-                                         "listCollections", "dbStats"};
+    static const char *const served[] = {"find",      "getMore",         "killCursors",
+                                         "collStats", "listCollections", "dbStats"};
     bson_iter_t it, inner;
     bson_t sub;
     const char *name = ctx->name;

@@ -35,10 +35,11 @@ static bool oplogdiff_nested(const bson_iter_t *a)
 static bool oplogdiff_object(const bson_t *old_doc, const bson_t *new_doc, bson_t *out, int depth);
 static void oplogdiff_array(const bson_t *old_arr, const bson_t *new_arr, bson_t *out, int depth);
 
-/* Appends the sub-diff of two documents or two arrays as `key`, or the new
- * value under `ukey` of `u` when no diff says it. */
-static bool oplogdiff_sub(const bson_iter_t *o, const bson_iter_t *n, bson_t *out,
-                          const char *skey, int depth)
+/* Appends the sub-diff of two documents or two arrays as `skey`; false
+ * (nothing appended) when no diff says the change: the caller sets the
+ * whole new value. */
+static bool oplogdiff_sub(const bson_iter_t *o, const bson_iter_t *n, bson_t *out, const char *skey,
+                          int depth)
 {
     bson_t od, nd, sub = BSON_INITIALIZER;
     if (bson_iter_type(o) != bson_iter_type(n) || depth >= OPLOGDIFF_DEPTH ||
@@ -89,8 +90,7 @@ static void oplogdiff_array(const bson_t *old_arr, const bson_t *new_arr, bson_t
 static bool oplogdiff_object(const bson_t *old_doc, const bson_t *new_doc, bson_t *out, int depth)
 {
     bson_iter_t o, n, f;
-    bson_t d = BSON_INITIALIZER, u = BSON_INITIALIZER, i = BSON_INITIALIZER,
-           s = BSON_INITIALIZER;
+    bson_t d = BSON_INITIALIZER, u = BSON_INITIALIZER, i = BSON_INITIALIZER, s = BSON_INITIALIZER;
     bool ok = false, seen_new = false;
     /* shared fields, in the new document's order, must follow the old one's */
     bson_iter_init(&o, old_doc);
