@@ -184,8 +184,8 @@ static bool cs_check_stages(const bson_iter_t *pipeline, bson_t *rest, dberr_t *
 
 /* Appends {cursor: {<field>: [events], postBatchResumeToken, id, ns}};
  * *n gets the number of events (when n is not NULL). */
-static bool cs_reply(bson_t *reply, cursor_t *c, const char *field, int64_t max, uint32_t *n,
-                     dberr_t *err)
+static bool cs_reply(cursor_t *c, bson_t *reply, const char *field, int64_t max, uint32_t *n,
+                     bool *ended, dberr_t *err)
 {
     cs_stream_t *s = c->stream;
     bson_t cur, batch;
@@ -200,6 +200,8 @@ static bool cs_reply(bson_t *reply, cursor_t *c, const char *field, int64_t max,
     bson_append_document_end(reply, &cur);
     if (n)
         *n = count;
+    if (ended)
+        *ended = s->invalidated;
     return ok;
 }
 
@@ -210,6 +212,8 @@ bool changestream_aggregate(cmd_ctx_t *ctx, const char *coll, const bson_iter_t 
     bson_t first, spec, rest = BSON_INITIALIZER;
     bool all_cluster = false, ok = false;
     cs_stream_t *s = bson_malloc0(sizeof *s);
+    s->reader.reply = cs_reply;
+    s->reader.await_data = true;
     bson_iter_recurse(pipeline, &el);
     bson_iter_next(&el);
     cmd_iter_doc(&el, &first);
@@ -272,7 +276,8 @@ bool changestream_aggregate(cmd_ctx_t *ctx, const char *coll, const bson_iter_t 
     c->stream = s;
     c->stream_free = cs_stream_free;
     s = NULL;
-    ok = cs_reply(ctx->reply, c, "firstBatch", batch_size < 0 ? 101 : batch_size, NULL, err);
+    ok = cs_reply(c, ctx->reply, "firstBatch", batch_size < 0 ? 101 : batch_size, NULL, NULL,
+                  err);
     cs_stream_t *cst = c->stream;
     if (!ok || cst->invalidated)
         cursors_close(server.cursors, c->id);
@@ -365,11 +370,11 @@ static bool cs_try_answer(cs_park_t *p, uint64_t now, cs_answer_t *a)
         cmd_error_reply(a->reply, &err);
         return true;
     }
-    cs_stream_t *s = c->stream; /* NULL: a tailable cursor (cmd/tailable.c) */
+    const cs_reader_t *r = c->stream; /* NULL: a capped collection's tailable cursor */
     uint32_t n = 0;
-    bool ok = s ? cs_reply(a->reply, c, "nextBatch", p->batch_size, &n, &err)
+    bool ended = false;
+    bool ok = r ? r->reply(c, a->reply, "nextBatch", p->batch_size, &n, &ended, &err)
                 : tailable_reply(a->reply, c, p->batch_size, &n, &err);
-    bool ended = s && s->invalidated;
     if (ok && n == 0 && !ended && p->deadline_ms > now && !server.stopping) {
         bson_destroy(a->reply);
         a->reply = NULL;
@@ -422,20 +427,25 @@ static void cs_on_timer(uv_timer_t *t)
 bool changestream_get_more(cmd_ctx_t *ctx, cursor_t *c, int64_t batch_size, dberr_t *err)
 {
     bson_iter_t it;
-    int64_t await_ms = CS_DEFAULT_AWAIT_MS;
-    if (cmd_find(ctx, "maxTimeMS", &it))
+    const cs_reader_t *r = c->stream;
+    int64_t await_ms = r->await_data ? CS_DEFAULT_AWAIT_MS : 0;
+    if (cmd_find(ctx, "maxTimeMS", &it)) {
+        if (!r->await_data)
+            return dberr_set(err, DBERR_BAD_VALUE, "cannot set maxTimeMS on getMore command for "
+                                                   "a non-awaitData cursor");
         await_ms = bson_iter_as_int64(&it);
-    cs_stream_t *s = c->stream;
+    }
     c->last_used_ms = server_now_ms();
     /* answer at once when there is something to return */
     bson_t reply = BSON_INITIALIZER;
     uint32_t n = 0;
     int64_t id = c->id;
-    bool ok = cs_reply(&reply, c, "nextBatch", batch_size, &n, err);
-    if (!ok || n > 0 || s->invalidated || await_ms <= 0 || server.stopping) {
+    bool ended = false;
+    bool ok = r->reply(c, &reply, "nextBatch", batch_size, &n, &ended, err);
+    if (!ok || n > 0 || ended || await_ms <= 0 || server.stopping) {
         bson_concat(ctx->reply, &reply);
         bson_destroy(&reply);
-        if (!ok || s->invalidated)
+        if (!ok || ended)
             cursors_close(server.cursors, id);
         return ok;
     }
@@ -458,7 +468,7 @@ void changestream_park(cmd_ctx_t *ctx, cursor_t *c, int64_t batch_size, int64_t 
                                         uv_now(server.loop) + (uint64_t)await_ms};
     ctx->parked = true;
     uint64_t lsn;
-    if (c->stream && cs_pending(c->stream, &lsn))
+    if (c->stream && cs_pending(&lsn))
         cs_watch(lsn);
     cs_arm((uint64_t)await_ms);
 }

@@ -38,8 +38,21 @@ typedef enum cs_image {
     CS_IMAGE_REQUIRED,
 } cs_image_t;
 
+/* What a cursor whose getMore parks until a commit keeps first in its
+ * `stream` (a change stream here, the oplog view's tailable cursors in
+ * cmd/oplog.c): how to build its batch, and whether it waits. */
+typedef struct cs_reader {
+    /* Appends {cursor: {<field>: [...], ..., id, ns}} to `reply` with at
+     * most `max` results (0: no count bound); *n gets how many, *ended
+     * whether the cursor is finished (its id was 0). */
+    bool (*reply)(cursor_t *c, bson_t *reply, const char *field, int64_t max, uint32_t *n,
+                  bool *ended, dberr_t *err);
+    bool await_data; /* an empty getMore parks for its maxTimeMS (else answers at once) */
+} cs_reader_t;
+
 /* One open stream (a cursor's `stream`). */
 typedef struct cs_stream {
+    cs_reader_t reader; /* first: changestream_get_more reads it */
     cs_level_t level;
     char db[128];
     char coll[256];             /* CS_COLLECTION only */
@@ -67,15 +80,19 @@ bool cs_parse_token(const bson_iter_t *it, const char *field, cs_pos_t *out, dbe
  * failing or changing _id, the history lost past s->pos). */
 bool cs_fill(cs_stream_t *s, bson_t *batch, uint32_t *n, int64_t max, dberr_t *err);
 
-/* True when an entry after s->pos is waiting for its log record to be
- * durable; *lsn gets the newest such record. */
-bool cs_pending(const cs_stream_t *s, uint64_t *lsn);
+/* True when the newest history entry is waiting for its log record to be
+ * durable; *lsn gets that record. */
+bool cs_pending(uint64_t *lsn);
+
+/* True when entry `e`'s log record is durable (a reader may show it). */
+bool cs_entry_visible(const history_entry_t *e);
 
 /* Fails with ChangeStreamHistoryLost (286) when events after `pos` were
  * dropped by retention. */
 bool cs_check_history(cs_pos_t pos, dberr_t *err);
 
-/* getMore on a change stream cursor (query.c hands it over). */
+/* getMore on a change stream cursor, or any cursor whose `stream` starts
+ * with a cs_reader_t (query.c hands it over); parks an awaitData one. */
 bool changestream_get_more(cmd_ctx_t *ctx, cursor_t *c, int64_t batch_size, dberr_t *err);
 
 /* Parks the getMore of `ctx` on awaitData cursor `c` (a change stream or

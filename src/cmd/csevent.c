@@ -662,7 +662,7 @@ static void cs_entry_events(cs_emit_t *em)
     }
 }
 
-static bool cs_visible(const history_entry_t *e)
+bool cs_entry_visible(const history_entry_t *e)
 {
     return e->lsn == 0 || journal_is_durable(e->lsn, journal_mode() == JOURNAL_FSYNC);
 }
@@ -676,7 +676,7 @@ bool cs_fill(cs_stream_t *s, bson_t *batch, uint32_t *n, int64_t max, dberr_t *e
     cs_emit_t em = {.s = s, .batch = batch, .n = n, .max = max, .err = err};
     for (size_t i = history_seek(s->pos.ts); i < history_len(); i++) {
         em.e = history_at(i);
-        if (!cs_visible(em.e))
+        if (!cs_entry_visible(em.e))
             break;
         cs_entry_events(&em);
         if (em.failed)
@@ -695,13 +695,13 @@ bool cs_fill(cs_stream_t *s, bson_t *batch, uint32_t *n, int64_t max, dberr_t *e
     return true;
 }
 
-bool cs_pending(const cs_stream_t *s, uint64_t *lsn)
+bool cs_pending(uint64_t *lsn)
 {
     size_t len = history_len();
     if (len == 0)
         return false;
     const history_entry_t *last = history_at(len - 1);
-    if (cs_visible(last))
+    if (cs_entry_visible(last))
         return false;
     *lsn = last->lsn;
     return true;

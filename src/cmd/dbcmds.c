@@ -12,6 +12,7 @@
 #include "doc/matcher.h"
 #include "doc/pipeline.h"
 #include "cmd/view.h"
+#include "cmd/oplog.h"
 #include "txn/txn.h"
 #include "store/capped.h"
 #include "store/catalog.h"
@@ -183,6 +184,16 @@ bool cmd_list_collections(cmd_ctx_t *ctx, dberr_t *err)
     if (has_filter && !(l.filter = matcher_new(&filter, err)))
         return false;
     catalog_foreach_coll(server.catalog, ctx->db, dbcmds_list_one_coll, &l);
+    if (!strcmp(ctx->db, "local")) { /* the oplog view (cmd/oplog.c) */
+        bson_t entry = BSON_INITIALIZER;
+        oplog_collection_info(&entry, l.name_only);
+        if (!l.filter || matcher_matches(l.filter, &entry, NULL)) {
+            record_t *r = record_new(&entry);
+            recvec_push_ref(&l.recs, r);
+            record_unref(r);
+        }
+        bson_destroy(&entry);
+    }
     matcher_destroy(l.filter);
     char ns[256];
     snprintf(ns, sizeof ns, "%s.$cmd.listCollections", ctx->db);
@@ -570,6 +581,11 @@ bool cmd_db_stats(cmd_ctx_t *ctx, dberr_t *err)
         return false;
     dbcmds_stats_t s = {0};
     catalog_foreach_coll(server.catalog, ctx->db, dbcmds_stat_one, &s);
+    if (!strcmp(ctx->db, "local")) { /* the oplog view (cmd/oplog.c) */
+        s.colls++;
+        s.objects += (int64_t)history_len();
+        s.data += (int64_t)history_bytes();
+    }
     BSON_APPEND_UTF8(ctx->reply, "db", ctx->db);
     BSON_APPEND_INT64(ctx->reply, "collections", s.colls);
     BSON_APPEND_INT64(ctx->reply, "views", 0);
@@ -589,6 +605,8 @@ bool cmd_coll_stats(cmd_ctx_t *ctx, dberr_t *err)
     cmd_target_t t;
     if (!cmd_target(ctx, &t, err))
         return false;
+    if (!strcmp(t.ns, "local.oplog.rs")) /* the oplog view (cmd/oplog.c) */
+        return oplog_coll_stats(ctx->reply);
     if (!t.c)
         return dberr_set(err, DBERR_NAMESPACE_NOT_FOUND, "Collection [%s] not found.", t.ns);
     collection_t *c = t.c;

@@ -13,6 +13,7 @@
 #include "cmd/stats.h"
 #include "cmd/access.h"
 #include "cmd/view.h"
+#include "cmd/oplog.h"
 #include "doc/matcher.h"
 #include "journal/journal.h"
 #include "store/clock.h"
@@ -459,6 +460,8 @@ static cmd_status_t cmd_run_one(cmd_client_t *client, const wire_request_t *req,
     if (!cmd_check_generic(&ctx, &err) || !cmd_write_concern_parse(&ctx, def->is_write, &err) ||
         !cmd_read_concern_parse(&ctx, &err))
         goto fail;
+    if (!oplog_check_command(&ctx, def->is_write, &err))
+        goto fail; /* local.oplog.rs is read-only, and only find reads it */
     if (def->is_write && (!journal_writable(&err) || !cmd_fsync_locked_check(&err)))
         goto fail;
     if (def->is_write && !memory_write_allowed(ctx.name, ctx.cmd, &err))

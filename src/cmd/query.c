@@ -6,6 +6,7 @@
 #include "cmd/access.h"
 #include "cmd/changestream.h"
 #include "cmd/tailable.h"
+#include "cmd/oplog.h"
 #include "cmd/view.h"
 #include "cmd/query-private.h"
 
@@ -613,7 +614,11 @@ bool cmd_find_cmd(cmd_ctx_t *ctx, dberr_t *err)
     recvec_t recs;
     bool ok = false;
     recvec_init(&recs);
-    if (!cmd_collection_name(ctx, &coll, err) || !query_parse_find(ctx, &q, err))
+    if (!cmd_collection_name(ctx, &coll, err))
+        return false;
+    if (oplog_is_ns(ctx->db, coll)) /* the oplog view (cmd/oplog.c) */
+        return oplog_find(ctx, err);
+    if (!query_parse_find(ctx, &q, err))
         return false;
     if (!catalog_valid_coll_name(ctx->db, coll, err))
         return false;

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cmd/oplog.h"
 #include "util/log.h"
 
 #define REPL_TERM 1
@@ -431,11 +432,11 @@ bool cmd_repl_set_get_config(cmd_ctx_t *ctx, dberr_t *err)
     return true;
 }
 
-static void repl_append_optime(bson_t *out, const char *key, int64_t now)
+static void repl_append_optime(bson_t *out, const char *key, clock_ts_t ts)
 {
     bson_t op;
     bson_append_document_begin(out, key, -1, &op);
-    BSON_APPEND_TIMESTAMP(&op, "ts", (uint32_t)(now / 1000), 1);
+    BSON_APPEND_TIMESTAMP(&op, "ts", ts.t, ts.i);
     BSON_APPEND_INT64(&op, "t", REPL_TERM);
     bson_append_document_end(out, &op);
 }
@@ -444,7 +445,14 @@ bool cmd_repl_set_get_status(cmd_ctx_t *ctx, dberr_t *err)
 {
     repl_ensure();
     int64_t now = server_now_ms();
-    int64_t wall = now - now % 1000;
+    /* the optimes are the oplog view's newest entry (and newest durable
+     * one); with no history yet, the cluster time */
+    clock_ts_t applied = clock_now(), durable;
+    int64_t wall = now, durable_wall;
+    oplog_newest(false, &applied, &wall);
+    durable = applied;
+    durable_wall = wall;
+    oplog_newest(true, &durable, &durable_wall);
     bson_t *r = ctx->reply, doc, arr, m;
     BSON_APPEND_UTF8(r, "set", server.config.replset);
     BSON_APPEND_DATE_TIME(r, "date", now);
@@ -458,13 +466,13 @@ bool cmd_repl_set_get_status(cmd_ctx_t *ctx, dberr_t *err)
     BSON_APPEND_INT32(r, "votingMembersCount", 1);
     BSON_APPEND_INT32(r, "writableVotingMembersCount", 1);
     bson_append_document_begin(r, "optimes", -1, &doc);
-    repl_append_optime(&doc, "lastCommittedOpTime", now);
-    BSON_APPEND_DATE_TIME(&doc, "lastCommittedWallTime", wall);
-    repl_append_optime(&doc, "readConcernMajorityOpTime", now);
-    repl_append_optime(&doc, "appliedOpTime", now);
-    repl_append_optime(&doc, "durableOpTime", now);
+    repl_append_optime(&doc, "lastCommittedOpTime", durable);
+    BSON_APPEND_DATE_TIME(&doc, "lastCommittedWallTime", durable_wall);
+    repl_append_optime(&doc, "readConcernMajorityOpTime", durable);
+    repl_append_optime(&doc, "appliedOpTime", applied);
+    repl_append_optime(&doc, "durableOpTime", durable);
     BSON_APPEND_DATE_TIME(&doc, "lastAppliedWallTime", wall);
-    BSON_APPEND_DATE_TIME(&doc, "lastDurableWallTime", wall);
+    BSON_APPEND_DATE_TIME(&doc, "lastDurableWallTime", durable_wall);
     bson_append_document_end(r, &doc);
     bson_append_array_begin(r, "members", -1, &arr);
     bson_append_document_begin(&arr, "0", -1, &m);
@@ -479,10 +487,10 @@ bool cmd_repl_set_get_status(cmd_ctx_t *ctx, dberr_t *err)
     BSON_APPEND_INT32(&m, "state", 1);
     BSON_APPEND_UTF8(&m, "stateStr", "PRIMARY");
     BSON_APPEND_INT64(&m, "uptime", (now - server.start_ms) / 1000);
-    repl_append_optime(&m, "optime", now);
-    BSON_APPEND_DATE_TIME(&m, "optimeDate", wall);
+    repl_append_optime(&m, "optime", applied);
+    BSON_APPEND_DATE_TIME(&m, "optimeDate", (int64_t)applied.t * 1000);
     BSON_APPEND_DATE_TIME(&m, "lastAppliedWallTime", wall);
-    BSON_APPEND_DATE_TIME(&m, "lastDurableWallTime", wall);
+    BSON_APPEND_DATE_TIME(&m, "lastDurableWallTime", durable_wall);
     BSON_APPEND_UTF8(&m, "syncSourceHost", "");
     BSON_APPEND_INT32(&m, "syncSourceId", -1);
     BSON_APPEND_UTF8(&m, "infoMessage", "");

@@ -43,6 +43,11 @@ void history_configure(int64_t seconds, int64_t bytes)
     hist.keep_bytes = bytes;
 }
 
+int64_t history_max_bytes(void)
+{
+    return hist.keep_bytes;
+}
+
 static history_entry_t *history_slot(size_t i)
 {
     return &hist.items[(hist.head + i) & (hist.cap - 1)];

@@ -41,6 +41,9 @@ void history_entry_view(const history_entry_t *e, bson_t *out);
  * dropped, oldest first (0 = no bound of that kind). */
 void history_configure(int64_t seconds, int64_t bytes);
 
+/* The size bound (0: none), as the oplog view reports its capped size. */
+int64_t history_max_bytes(void);
+
 /* Operations of the commit being built (called by the journal's observer
  * as changes happen). Documents are copied. Changes to admin, config and
  * local are not kept: no change stream can see them. */

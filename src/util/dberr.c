@@ -72,6 +72,7 @@ static const struct {
     {115, "CommandNotSupported"},
     {119, "AmbiguousIndexKeyPattern"},
     {125, "CommandFailed"},
+    {136, "CappedPositionLost"},
     {168, "InvalidPipelineOperator"},
     {197, "InvalidIndexSpecificationOption"},
     {206, "NoSuchSession"},
