@@ -22,85 +22,8 @@
 #include "util/bsonview.h"
 
 
-typedef enum {
-    MN_AND,
-    MN_OR,
-    MN_NOR,
-    MN_NOT,
-    MN_TRUE,
-    MN_FALSE,
-    MN_EXPR,
-    MN_SCHEMA,
-    /* leaves: tested against the values a path reaches */
-    MN_EQ,
-    MN_GT,
-    MN_GTE,
-    MN_LT,
-    MN_LTE,
-    MN_IN,
-    MN_EXISTS,
-    MN_TYPE,
-    MN_MOD,
-    MN_REGEX,
-    MN_SIZE,
-    MN_ELEM_OBJ,
-    MN_ELEM_VAL,
-    MN_BITS,
-    MN_TEXT,
-    MN_GEO,
-} mkind_t;
-
-/* A compiled regular expression and the BSON regex it came from. */
-typedef struct mregex {
-    pcre2_code *code;
-    pcre2_match_data *md; /* reused: matching runs on one thread */
-    char *pattern;
-    char *flags;
-} mregex_t;
-
-typedef struct mnode {
-    mkind_t kind;
-    char *path;            /* leaves; NULL inside a value-form $elemMatch */
-    struct mnode **kids;   /* AND/OR/NOR/NOT/ELEM_VAL */
-    size_t nkids;
-    bson_value_t arg;      /* EQ and comparisons: owned copy */
-    bool has_arg;
-    bson_value_t *list;    /* IN: owned copies */
-    mregex_t **list_re;    /* IN: compiled entry when the entry is a regex */
-    size_t nlist;
-    mregex_t *re;          /* REGEX */
-    uint64_t types;        /* TYPE: bit (type & 63); MinKey/MaxKey use bits 62/63 */
-    bool type_number;      /* TYPE: the "number" alias */
-    int64_t mod_div, mod_rem;
-    int64_t size;          /* SIZE: -1 matches nothing */
-    matcher_t *sub;        /* ELEM_OBJ */
-    expr_t *expr;          /* EXPR */
-    bits_t *bits;          /* BITS */
-    fts_query_t *text;     /* TEXT (doc/fts.h): bound to the text index by the planner */
-    jsonschema_t *schema;  /* SCHEMA */
-    geo_pred_t *geo;       /* GEO */
-    const collation_t *coll; /* string order of EQ/IN/comparisons (the matcher's) */
-    bool bytewise;           /* a DBRef's $ref/$db: never collated, as mongod */
-} mnode_t;
-
-/* What matching leaves behind for matcher_take_error; written by
- * matcher_matches, so it lives behind a pointer of the const matcher. */
-typedef struct matcher_state {
-    bool has_error;
-    dberr_t error; /* the first error since the last take */
-} matcher_state_t;
-
-struct matcher {
-    mnode_t *root;         /* an AND of the top-level predicates */
-    bson_t *let;           /* evaluated let variables, or NULL */
-    bool has_expr;         /* the filter holds $expr */
-    matcher_state_t *st;   /* sticky error */
-    uint32_t refs;         /* owners; matcher_destroy drops one */
-    collation_t *coll;     /* owned reference; NULL is simple */
-};
-
 /* A clear error state; not zeroed whole (a dberr_t is over a kilobyte). */
-static matcher_state_t *state_new(void)
+matcher_state_t *matcher_state_new(void)
 {
     matcher_state_t *st = bson_malloc(sizeof *st);
     st->has_error = false;
@@ -110,7 +33,7 @@ static matcher_state_t *state_new(void)
 
 /* -- nodes -- */
 
-static mnode_t *node_new(mkind_t kind, const char *path)
+mnode_t *matcher_node_new(mkind_t kind, const char *path)
 {
     mnode_t *n = bson_malloc0(sizeof *n);
     n->kind = kind;
@@ -129,12 +52,12 @@ static void regex_destroy(mregex_t *r)
     bson_free(r);
 }
 
-static void node_destroy(mnode_t *n)
+void matcher_node_destroy(mnode_t *n)
 {
     if (!n)
         return;
     for (size_t i = 0; i < n->nkids; i++)
-        node_destroy(n->kids[i]);
+        matcher_node_destroy(n->kids[i]);
     bson_free(n->kids);
     if (n->has_arg)
         bson_value_destroy(&n->arg);
@@ -155,13 +78,13 @@ static void node_destroy(mnode_t *n)
     bson_free(n);
 }
 
-static void node_add(mnode_t *parent, mnode_t *kid)
+void matcher_node_add(mnode_t *parent, mnode_t *kid)
 {
     parent->kids = bson_realloc(parent->kids, (parent->nkids + 1) * sizeof *parent->kids);
     parent->kids[parent->nkids++] = kid;
 }
 
-static void node_set_arg(mnode_t *n, const bson_value_t *v)
+void matcher_node_set_arg(mnode_t *n, const bson_value_t *v)
 {
     bson_value_copy(v, &n->arg);
     n->has_arg = true;
@@ -169,7 +92,7 @@ static void node_set_arg(mnode_t *n, const bson_value_t *v)
 
 /* -- regular expressions -- */
 
-static mregex_t *regex_new(const char *pattern, size_t len, const char *flags, dberr_t *err)
+mregex_t *matcher_regex_new(const char *pattern, size_t len, const char *flags, dberr_t *err)
 {
     if (strlen(pattern) != len) {
         dberr_set(err, 51109, "Regular expression cannot contain an embedded null byte");
@@ -214,11 +137,11 @@ static mregex_t *regex_new(const char *pattern, size_t len, const char *flags, d
     return r;
 }
 
-static mregex_t *regex_from_value(const bson_value_t *v, dberr_t *err)
+mregex_t *matcher_regex_from_value(const bson_value_t *v, dberr_t *err)
 {
     const char *p = v->value.v_regex.regex ? v->value.v_regex.regex : "";
     const char *f = v->value.v_regex.options ? v->value.v_regex.options : "";
-    return regex_new(p, strlen(p), f, err);
+    return matcher_regex_new(p, strlen(p), f, err);
 }
 
 /* A regex matches strings and symbols by pattern, and BSON regexes with the
@@ -306,7 +229,7 @@ static bool type_test(const mnode_t *n, const bson_value_t *v)
 }
 
 /* mongod truncates doubles toward zero (saturating) for $mod. */
-static int64_t to_int64_trunc(const bson_value_t *v)
+int64_t matcher_to_int64_trunc(const bson_value_t *v)
 {
     if (v->value_type == BSON_TYPE_INT32)
         return v->value.v_int32;
@@ -329,7 +252,7 @@ static bool mod_test(const mnode_t *n, const bson_value_t *v)
     double d = compare_to_double(v);
     if (isnan(d) || isinf(d))
         return false;
-    int64_t x = to_int64_trunc(v);
+    int64_t x = matcher_to_int64_trunc(v);
     int64_t r = n->mod_div == -1 ? 0 : x % n->mod_div;
     return r == n->mod_rem;
 }
@@ -530,590 +453,6 @@ static bool eval(const matcher_t *m, const mnode_t *n, const bson_t *doc, int *p
 
 /* `top`: the filter applies to the whole document (not inside $elemMatch),
  * where $expr is allowed. */
-static bool parse_filter(const bson_t *filter, mnode_t *and_node, int depth, bool top,
-                         dberr_t *err);
-
-static bool starts_dollar(const char *s)
-{
-    return s[0] == '$';
-}
-
-/* A DBRef's field names: $ref, $id, $db. */
-static bool is_dbref_field(const char *k)
-{
-    return !strcmp(k, "$ref") || !strcmp(k, "$id") || !strcmp(k, "$db");
-}
-
-/* mongod's isDBRefDocument: the document under `it` has $ref and $id, or
- * (`incomplete`) any one of $ref, $id, $db. */
-static bool is_dbref_doc(const bson_iter_t *it, bool incomplete)
-{
-    bson_iter_t child;
-    bool ref = false, id = false, db = false;
-    if (!bson_iter_recurse(it, &child))
-        return false;
-    while (bson_iter_next(&child)) {
-        const char *k = bson_iter_key(&child);
-        ref = ref || !strcmp(k, "$ref");
-        id = id || !strcmp(k, "$id");
-        db = db || !strcmp(k, "$db");
-    }
-    return incomplete ? ref || id || db : ref && id;
-}
-
-/* mongod's isExpressionDocument: a non-empty document whose first field
- * starts with '$' and that is not a DBRef (`incomplete`: any DBRef field
- * makes it one). */
-static bool is_expression_doc(const bson_iter_t *it, bool incomplete)
-{
-    if (bson_iter_type(it) != BSON_TYPE_DOCUMENT)
-        return false;
-    bson_iter_t child;
-    if (!bson_iter_recurse(it, &child) || !bson_iter_next(&child))
-        return false;
-    return starts_dollar(bson_iter_key(&child)) && !is_dbref_doc(it, incomplete);
-}
-
-bool matcher_is_operator_doc(const bson_iter_t *it)
-{
-    return is_expression_doc(it, false);
-}
-
-static bool is_unsupported_field_op(const char *op)
-{
-    static const char *const ops[] = {
-        "$near",   "$nearSphere",  "$geoWithin",   "$geoIntersects", "$within",
-        "$geometry", "$maxDistance", "$minDistance", "$box",         "$center",
-        "$centerSphere", "$polygon", "$where", "$text", NULL};
-    for (int i = 0; ops[i]; i++) {
-        if (strcmp(op, ops[i]) == 0)
-            return true;
-    }
-    return false;
-}
-
-/* Parses the $type argument (a code, an alias, or an array of either). */
-static bool parse_type_entry(mnode_t *n, const bson_value_t *v, dberr_t *err)
-{
-    static const struct {
-        const char *name;
-        int code;
-    } aliases[] = {
-        {"double", 1},     {"string", 2},     {"object", 3},     {"array", 4},
-        {"binData", 5},    {"undefined", 6},  {"objectId", 7},   {"bool", 8},
-        {"date", 9},       {"null", 10},      {"regex", 11},     {"dbPointer", 12},
-        {"javascript", 13}, {"symbol", 14},   {"javascriptWithScope", 15},
-        {"int", 16},       {"timestamp", 17}, {"long", 18},      {"decimal", 19},
-        {"minKey", -1},    {"maxKey", 127},
-    };
-    int code;
-    if (v->value_type == BSON_TYPE_UTF8) {
-        if (strcmp(v->value.v_utf8.str, "number") == 0) {
-            n->type_number = true;
-            return true;
-        }
-        size_t i;
-        for (i = 0; i < sizeof aliases / sizeof aliases[0]; i++) {
-            if (strcmp(v->value.v_utf8.str, aliases[i].name) == 0)
-                break;
-        }
-        if (i == sizeof aliases / sizeof aliases[0])
-            return dberr_set(err, DBERR_BAD_VALUE, "Unknown type name alias: %s",
-                             v->value.v_utf8.str);
-        code = aliases[i].code;
-    } else if (compare_is_number(v)) {
-        double d = compare_to_double(v);
-        if (d != floor(d) || !((d >= 1 && d <= 19) || d == -1 || d == 127))
-            return dberr_set(err, DBERR_BAD_VALUE, "Invalid numerical type code: %g", d);
-        code = (int)d;
-    } else {
-        return dberr_set(err, DBERR_TYPE_MISMATCH,
-                         "type must be represented as a number or a string");
-    }
-    if (code == -1)
-        n->types |= UINT64_C(1) << 62;
-    else if (code == 127)
-        n->types |= UINT64_C(1) << 63;
-    else
-        n->types |= UINT64_C(1) << code;
-    return true;
-}
-
-static bool parse_type(mnode_t *n, const bson_iter_t *it, dberr_t *err)
-{
-    if (bson_iter_type(it) != BSON_TYPE_ARRAY)
-        return parse_type_entry(n, bson_iter_value((bson_iter_t *)it), err);
-    bson_iter_t child;
-    if (!bson_iter_recurse(it, &child))
-        return dberr_set(err, DBERR_BAD_VALUE, "invalid $type array");
-    while (bson_iter_next(&child)) {
-        if (!parse_type_entry(n, bson_iter_value(&child), err))
-            return false;
-    }
-    return true;
-}
-
-static bool parse_mod(mnode_t *n, const bson_iter_t *it, dberr_t *err)
-{
-    if (bson_iter_type(it) != BSON_TYPE_ARRAY)
-        return dberr_set(err, DBERR_BAD_VALUE, "malformed mod, needs to be an array");
-    bson_iter_t child;
-    bson_value_t vals[2];
-    int count = 0;
-    if (!bson_iter_recurse(it, &child))
-        return dberr_set(err, DBERR_BAD_VALUE, "malformed mod, needs to be an array");
-    while (bson_iter_next(&child)) {
-        if (count == 2)
-            return dberr_set(err, DBERR_BAD_VALUE, "malformed mod, too many elements");
-        vals[count++] = *bson_iter_value(&child);
-    }
-    if (count < 2)
-        return dberr_set(err, DBERR_BAD_VALUE, "malformed mod, not enough elements");
-    if (!compare_is_number(&vals[0]))
-        return dberr_set(err, DBERR_BAD_VALUE, "malformed mod, divisor not a number");
-    if (!compare_is_number(&vals[1]))
-        return dberr_set(err, DBERR_BAD_VALUE, "malformed mod, remainder not a number");
-    double dd = compare_to_double(&vals[0]), dr = compare_to_double(&vals[1]);
-    if (isnan(dd) || isinf(dd))
-        return dberr_set(err, DBERR_BAD_VALUE, "malformed mod, divisor value is invalid");
-    if (isnan(dr) || isinf(dr))
-        return dberr_set(err, DBERR_BAD_VALUE, "malformed mod, remainder value is invalid");
-    n->mod_div = to_int64_trunc(&vals[0]);
-    n->mod_rem = to_int64_trunc(&vals[1]);
-    if (n->mod_div == 0)
-        return dberr_set(err, DBERR_BAD_VALUE, "divisor cannot be 0");
-    return true;
-}
-
-/* Builds the $in / $nin list; regex entries match by pattern. */
-static bool parse_in(mnode_t *n, const char *op, const bson_iter_t *it, dberr_t *err)
-{
-    if (bson_iter_type(it) != BSON_TYPE_ARRAY)
-        return dberr_set(err, DBERR_BAD_VALUE, "%s needs an array", op);
-    bson_iter_t child;
-    if (!bson_iter_recurse(it, &child))
-        return dberr_set(err, DBERR_BAD_VALUE, "%s needs an array", op);
-    while (bson_iter_next(&child)) {
-        if (matcher_is_operator_doc(&child))
-            return dberr_set(err, DBERR_BAD_VALUE, "cannot nest $ under %s", op);
-        n->list = bson_realloc(n->list, (n->nlist + 1) * sizeof *n->list);
-        n->list_re = bson_realloc(n->list_re, (n->nlist + 1) * sizeof *n->list_re);
-        const bson_value_t *v = bson_iter_value(&child);
-        n->list_re[n->nlist] = NULL;
-        bson_value_copy(v, &n->list[n->nlist]);
-        n->nlist++;
-        if (v->value_type == BSON_TYPE_REGEX) {
-            n->list_re[n->nlist - 1] = regex_from_value(v, err);
-            if (!n->list_re[n->nlist - 1])
-                return false;
-        }
-    }
-    return true;
-}
-
-static bool parse_ops(const char *path, const bson_iter_t *ops, mnode_t *and_node, int depth,
-                      dberr_t *err);
-
-/* {$elemMatch: {...}}: value form when the first key is an operator other
- * than a logical one, object form otherwise. */
-static mnode_t *parse_elem_match(const char *path, const bson_iter_t *it, int depth,
-                                 dberr_t *err)
-{
-    if (bson_iter_type(it) != BSON_TYPE_DOCUMENT) {
-        dberr_set(err, DBERR_BAD_VALUE, "$elemMatch needs an Object");
-        return NULL;
-    }
-    bson_iter_t child;
-    bool value_form = false;
-    /* as mongod: a document with a DBRef field ($ref, $id, $db) is the
-     * object form, whatever its other fields */
-    if (is_expression_doc(it, true) && bson_iter_recurse(it, &child) && bson_iter_next(&child)) {
-        const char *k = bson_iter_key(&child);
-        value_form = strcmp(k, "$and") != 0 && strcmp(k, "$or") != 0 &&
-                     strcmp(k, "$nor") != 0 && strcmp(k, "$expr") != 0 &&
-                     strcmp(k, "$where") != 0 && strcmp(k, "$text") != 0 &&
-                     strcmp(k, "$comment") != 0 && strcmp(k, "$alwaysTrue") != 0 &&
-                     strcmp(k, "$alwaysFalse") != 0;
-    }
-    mnode_t *n = node_new(value_form ? MN_ELEM_VAL : MN_ELEM_OBJ, path);
-    if (value_form) {
-        mnode_t *and_node = node_new(MN_AND, NULL);
-        node_add(n, and_node);
-        if (!parse_ops(NULL, it, and_node, depth + 1, err))
-            goto cleanup;
-    } else {
-        uint32_t len;
-        const uint8_t *data;
-        bson_t sub;
-        bson_iter_document(it, &len, &data);
-        if (!bson_init_static(&sub, data, len)) {
-            dberr_set(err, DBERR_BAD_VALUE, "$elemMatch needs an Object");
-            goto cleanup;
-        }
-        n->sub = bson_malloc0(sizeof *n->sub);
-        n->sub->refs = 1;
-        n->sub->st = state_new();
-        n->sub->root = node_new(MN_AND, NULL);
-        if (!parse_filter(&sub, n->sub->root, depth + 1, false, err))
-            goto cleanup;
-    }
-    return n;
-cleanup: /* reached only on failure */
-    node_destroy(n);
-    return NULL;
-}
-
-/* {$all: [...]}: an AND of equalities (regexes match by pattern) or of
- * $elemMatch predicates; an empty list matches nothing. */
-static bool parse_all(const char *path, const bson_iter_t *it, mnode_t *and_node, int depth,
-                      dberr_t *err)
-{
-    if (bson_iter_type(it) != BSON_TYPE_ARRAY)
-        return dberr_set(err, DBERR_BAD_VALUE, "$all needs an array");
-    bson_iter_t child;
-    if (!bson_iter_recurse(it, &child))
-        return dberr_set(err, DBERR_BAD_VALUE, "$all needs an array");
-    mnode_t *all = node_new(MN_AND, NULL);
-    node_add(and_node, all);
-    int count = 0, elem_matches = 0;
-    while (bson_iter_next(&child)) {
-        count++;
-        mnode_t *n = NULL;
-        if (matcher_is_operator_doc(&child)) {
-            bson_iter_t inner;
-            bson_iter_recurse(&child, &inner);
-            bson_iter_next(&inner);
-            if (strcmp(bson_iter_key(&inner), "$elemMatch") != 0)
-                return dberr_set(err, DBERR_BAD_VALUE, "no $ expressions in $all");
-            elem_matches++;
-            n = parse_elem_match(path, &inner, depth, err);
-            if (!n)
-                return false;
-        } else if (bson_iter_type(&child) == BSON_TYPE_REGEX) {
-            n = node_new(MN_REGEX, path);
-            n->re = regex_from_value(bson_iter_value(&child), err);
-            if (!n->re) {
-                node_destroy(n);
-                return false;
-            }
-        } else {
-            n = node_new(MN_EQ, path);
-            node_set_arg(n, bson_iter_value(&child));
-        }
-        node_add(all, n);
-    }
-    if (elem_matches && elem_matches != count)
-        return dberr_set(err, DBERR_BAD_VALUE, "$all/$elemMatch has to be consistent");
-    if (count == 0)
-        all->kind = MN_FALSE;
-    return true;
-}
-
-/* Set by matcher_new_near: $near / $nearSphere compile (find orders by
- * them); elsewhere they fail as mongod's planner fails without a geo index. */
-static __thread bool parse_allow_near;
-
-static bool ops_has_near(const bson_iter_t *ops)
-{
-    bson_iter_t it;
-    if (!bson_iter_recurse(ops, &it))
-        return false;
-    while (bson_iter_next(&it)) {
-        if (strcmp(bson_iter_key(&it), "$near") == 0 ||
-            strcmp(bson_iter_key(&it), "$nearSphere") == 0)
-            return true;
-    }
-    return false;
-}
-
-/* The operators of one path ({$gt: 1, $lt: 5}), added to `and_node`.
- * `path` is NULL inside a value-form $elemMatch. */
-static bool parse_ops(const char *path, const bson_iter_t *ops, mnode_t *and_node, int depth,
-                      dberr_t *err)
-{
-    if (depth > MATCHER_MAX_DEPTH)
-        return dberr_set(err, DBERR_BAD_VALUE, "exceeded depth limit of %d when parsing",
-                         MATCHER_MAX_DEPTH);
-    bson_iter_t it;
-    if (!bson_iter_recurse(ops, &it))
-        return dberr_set(err, DBERR_BAD_VALUE, "invalid operator document");
-    const bson_value_t *regex_arg = NULL;
-    bson_value_t regex_copy;
-    const char *options = NULL;
-    bool have_options = false;
-    while (bson_iter_next(&it)) {
-        const char *op = bson_iter_key(&it);
-        const bson_value_t *v = bson_iter_value(&it);
-        mnode_t *n = NULL;
-        if (strcmp(op, "$eq") == 0 || strcmp(op, "$ne") == 0) {
-            if (op[1] == 'n' && v->value_type == BSON_TYPE_REGEX)
-                return dberr_set(err, DBERR_BAD_VALUE, "Can't have regex as arg to $ne.");
-            n = node_new(MN_EQ, path);
-            node_set_arg(n, v);
-            if (op[1] == 'n') {
-                mnode_t *not = node_new(MN_NOT, NULL);
-                node_add(not, n);
-                n = not;
-            }
-        } else if (strcmp(op, "$gt") == 0 || strcmp(op, "$gte") == 0 ||
-                   strcmp(op, "$lt") == 0 || strcmp(op, "$lte") == 0) {
-            mkind_t k = op[1] == 'g' ? (op[3] ? MN_GTE : MN_GT) : (op[3] ? MN_LTE : MN_LT);
-            if (v->value_type == BSON_TYPE_REGEX)
-                return dberr_set(err, DBERR_BAD_VALUE, "Can't have RegEx as arg to predicate over field '%s'.", path ? path : "");
-            n = node_new(k, path);
-            node_set_arg(n, v);
-        } else if (strcmp(op, "$in") == 0 || strcmp(op, "$nin") == 0) {
-            n = node_new(MN_IN, path);
-            if (!parse_in(n, op, &it, err)) {
-                node_destroy(n);
-                return false;
-            }
-            if (op[1] == 'n') {
-                mnode_t *not = node_new(MN_NOT, NULL);
-                node_add(not, n);
-                n = not;
-            }
-        } else if (strcmp(op, "$exists") == 0) {
-            n = node_new(MN_EXISTS, path);
-            if (!expr_truthy(v)) {
-                mnode_t *not = node_new(MN_NOT, NULL);
-                node_add(not, n);
-                n = not;
-            }
-        } else if (strcmp(op, "$type") == 0) {
-            n = node_new(MN_TYPE, path);
-            if (!parse_type(n, &it, err)) {
-                node_destroy(n);
-                return false;
-            }
-        } else if (strcmp(op, "$mod") == 0) {
-            n = node_new(MN_MOD, path);
-            if (!parse_mod(n, &it, err)) {
-                node_destroy(n);
-                return false;
-            }
-        } else if (strcmp(op, "$regex") == 0) {
-            if (v->value_type != BSON_TYPE_UTF8 && v->value_type != BSON_TYPE_REGEX)
-                return dberr_set(err, DBERR_BAD_VALUE, "$regex has to be a string");
-            regex_copy = *v;
-            regex_arg = &regex_copy;
-            continue;
-        } else if (strcmp(op, "$options") == 0) {
-            if (v->value_type != BSON_TYPE_UTF8)
-                return dberr_set(err, DBERR_BAD_VALUE, "$options has to be a string");
-            options = v->value.v_utf8.str;
-            have_options = true;
-            continue;
-        } else if (strcmp(op, "$size") == 0) {
-            if (!compare_is_number(v))
-                return dberr_set(err, DBERR_BAD_VALUE, "$size needs a number");
-            double d = compare_to_double(v);
-            if (d < 0)
-                return dberr_set(err, DBERR_BAD_VALUE, "$size may not be negative");
-            n = node_new(MN_SIZE, path);
-            n->size = (d == floor(d) && d <= 2147483647.0) ? (int64_t)d : -1;
-        } else if (strcmp(op, "$elemMatch") == 0) {
-            n = parse_elem_match(path, &it, depth, err);
-            if (!n)
-                return false;
-        } else if (strcmp(op, "$all") == 0) {
-            if (!parse_all(path, &it, and_node, depth, err))
-                return false;
-            continue;
-        } else if (strcmp(op, "$not") == 0) {
-            mnode_t *not = node_new(MN_NOT, NULL);
-            node_add(and_node, not);
-            if (v->value_type == BSON_TYPE_REGEX) {
-                n = node_new(MN_REGEX, path);
-                node_add(not, n);
-                n->re = regex_from_value(v, err);
-                if (!n->re)
-                    return false;
-            } else if (v->value_type == BSON_TYPE_DOCUMENT) {
-                bson_iter_t probe;
-                if (!bson_iter_recurse(&it, &probe) || !bson_iter_next(&probe))
-                    return dberr_set(err, DBERR_BAD_VALUE, "$not cannot be empty");
-                mnode_t *inner = node_new(MN_AND, NULL);
-                node_add(not, inner);
-                if (!parse_ops(path, &it, inner, depth + 1, err))
-                    return false;
-            } else {
-                return dberr_set(err, DBERR_BAD_VALUE, "$not needs a regex or a document");
-            }
-            continue;
-        } else if (bits_is_operator(op)) {
-            n = node_new(MN_BITS, path);
-            n->bits = bits_new(op, v, err);
-            if (!n->bits) {
-                node_destroy(n);
-                return false;
-            }
-        } else if (strcmp(op, "$near") == 0 || strcmp(op, "$nearSphere") == 0) {
-            if (!parse_allow_near)
-                return dberr_set(err, 291, "error processing query: planner returned error :: "
-                                           "caused by :: unable to find index for $geoNear query");
-            bson_t whole;
-            bsonview_iter(ops, &whole);
-            n = node_new(MN_GEO, path);
-            n->geo = geo_pred_new_near(op, &whole, err);
-            if (!n->geo) {
-                node_destroy(n);
-                return false;
-            }
-        } else if ((strcmp(op, "$maxDistance") == 0 || strcmp(op, "$minDistance") == 0) &&
-                   ops_has_near(ops)) {
-            continue; /* read by $near / $nearSphere */
-        } else if (geo_pred_is_operator(op)) {
-            n = node_new(MN_GEO, path);
-            n->geo = geo_pred_new(op, v, err);
-            if (!n->geo) {
-                node_destroy(n);
-                return false;
-            }
-        } else if (strcmp(op, "$comment") == 0) {
-            continue;
-        } else if (is_unsupported_field_op(op)) {
-            return dberr_set(err, DBERR_BAD_VALUE, "%s is not supported by atomdb", op);
-        } else {
-            return dberr_set(err, DBERR_BAD_VALUE, "unknown operator: %s", op);
-        }
-        node_add(and_node, n);
-    }
-    if (have_options && !regex_arg)
-        return dberr_set(err, DBERR_BAD_VALUE, "$options needs a $regex");
-    if (regex_arg) {
-        mregex_t *re;
-        if (regex_arg->value_type == BSON_TYPE_REGEX) {
-            const char *flags = regex_arg->value.v_regex.options;
-            if (have_options && flags && flags[0])
-                return dberr_set(err, 51074, "options set in both $regex and $options");
-            const char *p = regex_arg->value.v_regex.regex ? regex_arg->value.v_regex.regex : "";
-            re = regex_new(p, strlen(p), have_options ? options : (flags ? flags : ""), err);
-        } else {
-            re = regex_new(regex_arg->value.v_utf8.str, regex_arg->value.v_utf8.len,
-                           have_options ? options : "", err);
-        }
-        if (!re)
-            return false;
-        mnode_t *n = node_new(MN_REGEX, path);
-        n->re = re;
-        node_add(and_node, n);
-    }
-    return true;
-}
-
-/* $and / $or / $nor: a non-empty array of filter documents. */
-static bool parse_logical(const char *op, const bson_iter_t *it, mnode_t *and_node, int depth,
-                          bool top, dberr_t *err)
-{
-    if (bson_iter_type(it) != BSON_TYPE_ARRAY)
-        return dberr_set(err, DBERR_BAD_VALUE, "%s must be an array", op);
-    mkind_t kind = op[1] == 'a' ? MN_AND : op[1] == 'o' ? MN_OR : MN_NOR;
-    mnode_t *n = node_new(kind, NULL);
-    node_add(and_node, n);
-    bson_iter_t child;
-    if (!bson_iter_recurse(it, &child))
-        return dberr_set(err, DBERR_BAD_VALUE, "%s must be an array", op);
-    while (bson_iter_next(&child)) {
-        if (bson_iter_type(&child) != BSON_TYPE_DOCUMENT)
-            return dberr_set(err, DBERR_BAD_VALUE, "$or/$and/$nor entries need to be full objects");
-        bson_t sub;
-        if (!bsonview_iter(&child, &sub))
-            return dberr_set(err, DBERR_BAD_VALUE, "$or/$and/$nor entries need to be full objects");
-        mnode_t *clause = node_new(MN_AND, NULL);
-        node_add(n, clause);
-        if (!parse_filter(&sub, clause, depth + 1, top, err))
-            return false;
-    }
-    if (n->nkids == 0)
-        return dberr_set(err, DBERR_BAD_VALUE, "$and/$or/$nor must be a nonempty array");
-    return true;
-}
-
-/* While parsing: a $text here would be ANDed with the whole filter (top
- * level, or under $and only); matcher_new sets it. */
-static __thread bool parse_text_ok;
-
-/* A whole filter document, its predicates added to `and_node`. */
-static bool parse_filter(const bson_t *filter, mnode_t *and_node, int depth, bool top,
-                         dberr_t *err)
-{
-    bson_iter_t it;
-    if (!matcher_iter_filter(filter, depth, &it, err))
-        return false;
-    while (bson_iter_next(&it)) {
-        const char *key = bson_iter_key(&it);
-        if (starts_dollar(key)) {
-            if (strcmp(key, "$and") == 0 || strcmp(key, "$or") == 0 || strcmp(key, "$nor") == 0) {
-                bool text_ok = parse_text_ok; /* $text stays allowed through $and only */
-                parse_text_ok = text_ok && key[1] == 'a';
-                bool ok = parse_logical(key, &it, and_node, depth, top, err);
-                parse_text_ok = text_ok;
-                if (!ok)
-                    return false;
-            } else if (strcmp(key, "$expr") == 0) {
-                if (!top)
-                    return dberr_set(err, DBERR_BAD_VALUE,
-                                     "$expr can only be applied to the top-level document");
-                mnode_t *n = node_new(MN_EXPR, NULL);
-                node_add(and_node, n);
-                n->expr = expr_new(&it, err);
-                if (!n->expr)
-                    return false;
-            } else if (strcmp(key, "$text") == 0) {
-                if (!top || (depth != 0 && !parse_text_ok))
-                    return dberr_set(err, DBERR_NOT_IMPLEMENTED,
-                                     "atomdb supports $text only at the top level of a filter "
-                                     "or inside top-level $and (not inside $or, $nor or "
-                                     "$elemMatch)");
-                mnode_t *n = node_new(MN_TEXT, NULL);
-                node_add(and_node, n);
-                n->text = fts_query_new(bson_iter_value(&it), err);
-                if (!n->text)
-                    return false;
-            } else if (strcmp(key, "$jsonSchema") == 0) {
-                bson_t spec;
-                if (!BSON_ITER_HOLDS_DOCUMENT(&it) || !bsonview_iter(&it, &spec))
-                    return dberr_set(err, DBERR_TYPE_MISMATCH, "$jsonSchema must be an object");
-                mnode_t *n = node_new(MN_SCHEMA, NULL);
-                node_add(and_node, n);
-                if (!(n->schema = jsonschema_new(&spec, depth + 1, err)))
-                    return false;
-            } else if (strcmp(key, "$comment") == 0) {
-                continue;
-            } else if (strcmp(key, "$alwaysTrue") == 0 || strcmp(key, "$alwaysFalse") == 0) {
-                node_add(and_node, node_new(key[7] == 'T' ? MN_TRUE : MN_FALSE, NULL));
-            } else if (is_dbref_field(key)) {
-                /* as mongod's parseDBRef: equality on the field itself
-                 * ($id under the collation, $ref and $db bytewise) */
-                mnode_t *n = node_new(MN_EQ, key);
-                node_set_arg(n, bson_iter_value(&it));
-                n->bytewise = strcmp(key, "$id") != 0;
-                node_add(and_node, n);
-            } else if (is_unsupported_field_op(key)) {
-                return dberr_set(err, DBERR_BAD_VALUE, "%s is not supported by atomdb", key);
-            } else {
-                return dberr_set(err, DBERR_BAD_VALUE, "unknown top level operator: %s", key);
-            }
-            continue;
-        }
-        if (matcher_is_operator_doc(&it)) {
-            if (!parse_ops(key, &it, and_node, depth + 1, err))
-                return false;
-        } else if (bson_iter_type(&it) == BSON_TYPE_REGEX) {
-            mnode_t *n = node_new(MN_REGEX, key);
-            node_add(and_node, n);
-            n->re = regex_from_value(bson_iter_value(&it), err);
-            if (!n->re)
-                return false;
-        } else {
-            mnode_t *n = node_new(MN_EQ, key);
-            node_set_arg(n, bson_iter_value(&it));
-            node_add(and_node, n);
-        }
-    }
-    return true;
-}
 
 /* Checks the variables of every top-level $expr against the let names. */
 static bool check_expr_vars(const mnode_t *n, const bson_t *let, dberr_t *err)
@@ -1170,12 +509,12 @@ matcher_t *matcher_new(const bson_t *filter, dberr_t *err)
 {
     matcher_t *m = bson_malloc0(sizeof *m);
     m->refs = 1;
-    m->root = node_new(MN_AND, NULL);
-    m->st = state_new();
-    bool text_ok = parse_text_ok; /* matcher_new may run inside another's parse */
-    parse_text_ok = true;
-    bool parsed = !filter || parse_filter(filter, m->root, 0, true, err);
-    parse_text_ok = text_ok;
+    m->root = matcher_node_new(MN_AND, NULL);
+    m->st = matcher_state_new();
+    bool text_ok = matcher_parse_text_ok; /* matcher_new may run inside another's parse */
+    matcher_parse_text_ok = true;
+    bool parsed = !filter || matcher_parse_filter(filter, m->root, 0, true, err);
+    matcher_parse_text_ok = text_ok;
     if (!parsed) {
         matcher_destroy(m);
         return NULL;
@@ -1211,9 +550,9 @@ static int near_count(const mnode_t *n, bool direct, bool *top)
 
 matcher_t *matcher_new_near(const bson_t *filter, dberr_t *err)
 {
-    parse_allow_near = true;
+    matcher_parse_allow_near = true;
     matcher_t *m = matcher_new(filter, err);
-    parse_allow_near = false;
+    matcher_parse_allow_near = false;
     if (!m)
         return NULL;
     bool top = true;
@@ -1324,7 +663,7 @@ void matcher_destroy(matcher_t *m)
 {
     if (!m || --m->refs > 0)
         return;
-    node_destroy(m->root);
+    matcher_node_destroy(m->root);
     if (m->let)
         bson_destroy(m->let);
     bson_free(m->st);
