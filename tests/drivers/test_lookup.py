@@ -744,13 +744,23 @@ def test_lookup_local_foreign_compares_by_the_collation(db):
     assert [[i["_id"] for i in d["inv"]] for d in out] == [[1], [4]]
     # the same through a collated index on the foreign field, and through a
     # simple-collation one that cannot answer a case-insensitive equality
+    def scans(collation):
+        cmd = SON([("aggregate", "orders"), ("pipeline", pipeline[:1]), ("cursor", {})])
+        if collation:
+            cmd["collation"] = collation
+        ex = db.command(SON([("explain", cmd), ("verbosity", "executionStats")]))
+        return ex["stages"][1]["collectionScans"]
+
     db.inventory.create_index("sku", collation=CI, name="sku_ci")
     out = list(db.orders.aggregate(pipeline, collation=CI))
     assert [[i["_id"] for i in d["inv"]] for d in out] == [[1], [4]]
+    assert scans(CI) == 0  # the collated index serves the collated equality
+    assert scans(None) == 2  # ... but not a bytewise one
     db.inventory.drop_index("sku_ci")
     db.inventory.create_index("sku")
     out = list(db.orders.aggregate(pipeline, collation=CI))
     assert [[i["_id"] for i in d["inv"]] for d in out] == [[1], [4]]
+    assert scans(CI) == 2 and scans(None) == 0
     assert [d["inv"] for d in db.orders.aggregate(pipeline)] == [[], []]
 
 
