@@ -5,6 +5,7 @@ restaurantReviews, dailySales), and mongod's errors for bad specs and the
 stage's memory limit."""
 
 import datetime
+import time
 from decimal import Decimal
 
 import pytest
@@ -389,6 +390,23 @@ def test_top_and_bottom_over_the_partition(db):
     by_state = {d["state"]: (d["cheapest"], d["dearest"]) for d in out}
     assert by_state == {"CA": (["vanilla", 12], ["strawberry", 41]),
                         "WA": (["vanilla", 13], ["strawberry", 43])}
+
+
+def test_costly_window_results_stop_at_max_time_ms(db):
+    # each result sorts or copies a 40,001-value window: the check comes per result
+    db.bigwin.drop()
+    db.bigwin.insert_many([{"_id": i, "a": (i * 7919) % 1000} for i in range(50000)])
+    for fn in ({"$percentile": {"input": "$a", "p": [0.9], "method": "approximate"}},
+               {"$push": "$a"}):
+        out = dict(fn, window={"documents": [-20000, 20000]})
+        t = time.monotonic()
+        with pytest.raises(OperationFailure) as e:
+            db.command(SON([("aggregate", "bigwin"), ("pipeline", [{"$setWindowFields": {
+                "sortBy": {"_id": 1}, "output": {"r": out}}}]), ("cursor", {}),
+                ("maxTimeMS", 300)]))
+        assert e.value.code == 50  # MaxTimeMSExpired
+        assert time.monotonic() - t < 2.5
+    db.bigwin.drop()
 
 
 def test_n_of_a_window_function_sees_no_document(db):

@@ -394,6 +394,8 @@ static bool acc_value(fold_t *s, bson_value_t *out, dberr_t *err)
 {
     bool push;
     if (pipeline_acc_is_list(s->acc, &push)) {
+        if (!fiber_check(err)) /* the result copies the whole list */
+            return false;
         int64_t limit = push ? pipeline_limits.push_bytes : pipeline_limits.add_to_set_bytes;
         uint32_t len = pipeline_acc_list_bytes(s->acc);
         if ((int64_t)len > limit)
@@ -449,8 +451,11 @@ static bool accx_value(fold_t *s, bson_value_t *out, dberr_t *err)
 {
     if (s->failed)
         return false;
-    if (s->last.value_type == BSON_TYPE_EOD)
+    if (s->last.value_type == BSON_TYPE_EOD) {
+        if (!fiber_check(err)) /* a result costs up to the window's size (a sort) */
+            return false;
         pipeline_acc_value(s->acc, &s->last);
+    }
     if ((s->last.value_type == BSON_TYPE_ARRAY || s->last.value_type == BSON_TYPE_DOCUMENT) &&
         s->last.value.v_doc.data_len > EXPR_MAX_VALUE_BYTES)
         return dberr_set(err, DBERR_BSON_OBJECT_TOO_LARGE,
