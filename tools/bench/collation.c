@@ -38,9 +38,9 @@ static bool coll_load_atomdb(mongoc_client_t *c, long docs, char *err)
     bool ok = mongoc_bulk_operation_execute(b, NULL, &be) != 0;
     mongoc_bulk_operation_destroy(b);
     if (ok) {
-        bson_t *cmd = BCON_NEW("createIndexes", "people", "indexes", "[", "{", "key", "{",
-                               "email", BCON_INT32(1), "}", "name", "email_ci", "collation", "{",
-                               "locale", "en", "strength", BCON_INT32(2), "}", "}", "]");
+        bson_t *cmd = BCON_NEW("createIndexes", "people", "indexes", "[", "{", "key", "{", "email",
+                               BCON_INT32(1), "}", "name", "email_ci", "collation", "{", "locale",
+                               "en", "strength", BCON_INT32(2), "}", "}", "]");
         ok = mongoc_collection_write_command_with_opts(coll, cmd, NULL, NULL, &be);
         bson_destroy(cmd);
     }
@@ -68,7 +68,8 @@ static bool coll_explain_atomdb(mongoc_client_t *c, char *err)
     }
     bson_iter_t it;
     char *json = NULL;
-    if (bson_iter_init(&it, &reply) && bson_iter_find_descendant(&it, "queryPlanner.winningPlan", &it) &&
+    if (bson_iter_init(&it, &reply) &&
+        bson_iter_find_descendant(&it, "queryPlanner.winningPlan", &it) &&
         BSON_ITER_HOLDS_DOCUMENT(&it)) {
         uint32_t len;
         const uint8_t *data;
@@ -95,8 +96,7 @@ static bool coll_query_atomdb(mongoc_client_t *c, long i, long *rows, char *err)
     coll_email(i, true, email, sizeof email);
     mongoc_collection_t *coll = mongoc_client_get_collection(c, "bench", "people");
     bson_t *filter = BCON_NEW("email", BCON_UTF8(email));
-    bson_t *opts =
-        BCON_NEW("collation", "{", "locale", "en", "strength", BCON_INT32(2), "}");
+    bson_t *opts = BCON_NEW("collation", "{", "locale", "en", "strength", BCON_INT32(2), "}");
     mongoc_cursor_t *cur = mongoc_collection_find_with_opts(coll, filter, opts, NULL);
     const bson_t *doc;
     bson_error_t be;
@@ -174,8 +174,7 @@ static bool coll_query_pg(PGconn *pg, long i, long *rows, char *err)
     char email[64];
     coll_email(i, true, email, sizeof email);
     const char *params[1] = {email};
-    PGresult *r = PQexecParams(pg,
-                               "SELECT id, email, n FROM people WHERE lower(email) = lower($1)",
+    PGresult *r = PQexecParams(pg, "SELECT id, email, n FROM people WHERE lower(email) = lower($1)",
                                1, NULL, params, NULL, NULL, 0);
     bool ok = PQresultStatus(r) == PGRES_TUPLES_OK;
     if (ok)
@@ -195,8 +194,7 @@ static int coll_cmp(const void *a, const void *b)
 int collation_main(const char *atomdb, long docs, int queries, bool atomdb_on, bool pg_on)
 {
     if (queries < 1 || queries > COLL_MAX_QUERIES || docs < 1) {
-        fprintf(stderr, "atomdb-bench collation: --queries 1..%d, --docs >= 1\n",
-                COLL_MAX_QUERIES);
+        fprintf(stderr, "atomdb-bench collation: --queries 1..%d, --docs >= 1\n", COLL_MAX_QUERIES);
         return 2;
     }
     printf("collation: case-insensitive find by email among %ld documents, one document "
@@ -244,8 +242,8 @@ int collation_main(const char *atomdb, long docs, int queries, bool atomdb_on, b
             snprintf(lines[k], sizeof lines[k], "%-10s %-44s %8.3f %8.3f %8.3f",
                      eng_name(confs[k].kind), what, ms[queries / 2], ms[0], ms[queries - 1]);
         } else {
-            snprintf(lines[k], sizeof lines[k], "%-10s %-44s FAILED: %s",
-                     eng_name(confs[k].kind), what, err);
+            snprintf(lines[k], sizeof lines[k], "%-10s %-44s FAILED: %s", eng_name(confs[k].kind),
+                     what, err);
             rc = 1;
         }
         if (pg)
