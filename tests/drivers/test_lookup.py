@@ -822,3 +822,11 @@ def test_graph_lookup_compares_by_the_collation(db):
                                   "restrictSearchWithMatch": {"reportsTo": "dev"}}}]
     (r,) = db.employees.aggregate(restrict, collation=CI)
     assert [h["_id"] for h in r["hierarchy"]] == [2]
+
+
+def test_union_with_pipeline_matches_by_the_collation(db):
+    db.a.insert_one({"_id": 1, "type": "pie"})
+    db.b.insert_many([{"_id": 2, "type": "Cake"}, {"_id": 3, "type": "pie"}])
+    pipeline = [{"$unionWith": {"coll": "b", "pipeline": [{"$match": {"type": "CAKE"}}]}}]
+    assert ids(db.a.aggregate(pipeline)) == [1]
+    assert ids(db.a.aggregate(pipeline, collation=CI)) == [1, 2]
