@@ -263,11 +263,14 @@ static bool view_id_equality(const bson_t *filter, bson_value_t *v)
  * collection (not a view), when the version found is the one the read's
  * snapshot sees. False when it does not apply (the caller reads the
  * general way). */
-static bool view_source_by_id(view_t *v, collection_t *c, const bson_t *filter, doclist_t *out)
+static bool view_source_by_id(view_t *v, collection_t *c, const bson_t *filter,
+                              const collation_t *collation, doclist_t *out)
 {
     bson_value_t id;
     if (v->txn || !c || collection_is_view(c) || !view_id_equality(filter, &id))
         return false;
+    if (collation && (id.value_type == BSON_TYPE_UTF8 || id.value_type == BSON_TYPE_SYMBOL))
+        return false; /* "a" may equal "A": the general read compares by the collation */
     record_t *r = collection_find_id(c, &id);
     if (v->snapshot && (r ? r->seq > v->snapshot : collection_changed_since(c, &id, v->snapshot)))
         return false; /* changed since the snapshot: its older version is in the window */
@@ -284,18 +287,21 @@ static bool view_source_by_id(view_t *v, collection_t *c, const bson_t *filter, 
 /* pipeline_source_t.read over a view_t: the matching documents of `coll`,
  * copied (the records may change once the read yields). */
 static bool view_source_read(void *ctx, const char *coll, const bson_t *filter,
-                             const bson_t *vars, doclist_t *out, dberr_t *err)
+                             const bson_t *vars, const collation_t *collation, doclist_t *out,
+                             dberr_t *err)
 {
     view_t *v = ctx;
     if (v->depth >= 20)
         return dberr_set(err, 165, "View depth too deep or view cycle detected. Maximum depth is "
                                    "20");
     collection_t *c = catalog_get(server.catalog, v->db, coll);
-    if (view_source_by_id(v, c, filter, out))
+    if (view_source_by_id(v, c, filter, collation, out))
         return true;
     matcher_t *m = matcher_new(filter, err);
     if (!m)
         return false;
+    if (collation) /* the index choice follows the matcher's collation */
+        matcher_set_collation(m, (collation_t *)collation);
     if (vars)
         matcher_set_vars(m, vars);
     if (matcher_take_error(m, err)) {

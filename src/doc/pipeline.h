@@ -150,10 +150,11 @@ typedef struct pipeline_source {
      * of the command's database that match the query `filter` (its $expr
      * sees the variables `vars`, evaluated values, or none when NULL),
      * using the collection's indexes and resolving views, inside the
-     * command's snapshot or transaction. A missing collection reads as
-     * empty. */
+     * command's snapshot or transaction. Strings compare by `collation`
+     * (the run's, NULL: simple) in the filter and the index choice. A
+     * missing collection reads as empty. */
     bool (*read)(void *ctx, const char *coll, const bson_t *filter, const bson_t *vars,
-                 doclist_t *out, dberr_t *err);
+                 const collation_t *collation, doclist_t *out, dberr_t *err);
     void *ctx; /* passed to read */
 } pipeline_source_t;
 

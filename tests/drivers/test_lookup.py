@@ -726,3 +726,107 @@ def test_lookup_inside_facet_reads_the_foreign_collection(db):
     assert out == [{"joined": [{"_id": 1, "i": "a", "it": [{"_id": "a", "n": 1}]},
                                {"_id": 2, "i": "b", "it": [{"_id": "b", "n": 2}]}],
                     "n": [{"n": 2}]}], "a $facet's $lookup joins as a top-level one: %s" % out
+
+
+# --- the aggregate's collation reaches the foreign reads -----------------------
+
+CI = {"locale": "en", "strength": 2}
+
+
+def test_lookup_local_foreign_compares_by_the_collation(db):
+    db.orders.insert_many([{"_id": 1, "item": "ALMONDS"}, {"_id": 2, "item": "Pecans"}])
+    db.inventory.insert_many(INVENTORY)
+    pipeline = [{"$lookup": {"from": "inventory", "localField": "item",
+                             "foreignField": "sku", "as": "inv"}}, {"$sort": {"_id": 1}}]
+    simple = list(db.orders.aggregate(pipeline))
+    assert [d["inv"] for d in simple] == [[], []]
+    out = list(db.orders.aggregate(pipeline, collation=CI))
+    assert [[i["_id"] for i in d["inv"]] for d in out] == [[1], [4]]
+    # the same through a collated index on the foreign field, and through a
+    # simple-collation one that cannot answer a case-insensitive equality
+    def scans(collation):
+        cmd = SON([("aggregate", "orders"), ("pipeline", pipeline[:1]), ("cursor", {})])
+        if collation:
+            cmd["collation"] = collation
+        ex = db.command(SON([("explain", cmd), ("verbosity", "executionStats")]))
+        return ex["stages"][1]["collectionScans"]
+
+    db.inventory.create_index("sku", collation=CI, name="sku_ci")
+    out = list(db.orders.aggregate(pipeline, collation=CI))
+    assert [[i["_id"] for i in d["inv"]] for d in out] == [[1], [4]]
+    assert scans(CI) == 0  # the collated index serves the collated equality
+    assert scans(None) == 2  # ... but not a bytewise one
+    db.inventory.drop_index("sku_ci")
+    db.inventory.create_index("sku")
+    out = list(db.orders.aggregate(pipeline, collation=CI))
+    assert [[i["_id"] for i in d["inv"]] for d in out] == [[1], [4]]
+    assert scans(CI) == 2 and scans(None) == 0
+    assert [d["inv"] for d in db.orders.aggregate(pipeline)] == [[], []]
+
+
+def test_lookup_by_string_id_compares_by_the_collation(db):
+    db.users.insert_many([{"_id": "alice", "n": 1}, {"_id": "bob", "n": 2}])
+    db.logins.insert_many([{"_id": 1, "user": "ALICE"}, {"_id": 2, "user": "bob"}])
+    pipeline = [{"$lookup": {"from": "users", "localField": "user", "foreignField": "_id",
+                             "as": "u"}}, {"$sort": {"_id": 1}}]
+    assert [len(d["u"]) for d in db.logins.aggregate(pipeline)] == [0, 1]
+    out = list(db.logins.aggregate(pipeline, collation=CI))
+    assert [[u["_id"] for u in d["u"]] for d in out] == [["alice"], ["bob"]]
+
+
+def test_lookup_pipeline_form_compares_by_the_collation(db):
+    db.orders.insert_many([{"_id": 1, "item": "ALMONDS"}, {"_id": 2, "item": "pecans"}])
+    db.inventory.insert_many(INVENTORY)
+    let_form = [{"$lookup": {"from": "inventory", "let": {"it": "$item"}, "as": "inv",
+                             "pipeline": [{"$match": {"$expr": {"$eq": ["$sku", "$$it"]}}},
+                                          {"$project": {"_id": 1}}]}},
+                {"$sort": {"_id": 1}}]
+    assert [d["inv"] for d in db.orders.aggregate(let_form)] == [[], [{"_id": 4}]]
+    assert [d["inv"] for d in db.orders.aggregate(let_form, collation=CI)] == [
+        [{"_id": 1}], [{"_id": 4}]]
+    # a plain $match inside the sub-pipeline, and the concise syntax
+    plain = [{"$lookup": {"from": "inventory", "as": "inv",
+                          "pipeline": [{"$match": {"sku": "CASHEWS"}},
+                                       {"$project": {"_id": 1}}]}},
+             {"$sort": {"_id": 1}}]
+    assert [d["inv"] for d in db.orders.aggregate(plain)] == [[], []]
+    assert [d["inv"] for d in db.orders.aggregate(plain, collation=CI)] == [
+        [{"_id": 3}], [{"_id": 3}]]
+    concise = [{"$lookup": {"from": "inventory", "localField": "item", "foreignField": "sku",
+                            "as": "inv", "pipeline": [{"$project": {"_id": 1}}]}},
+               {"$sort": {"_id": 1}}]
+    assert [d["inv"] for d in db.orders.aggregate(concise, collation=CI)] == [
+        [{"_id": 1}], [{"_id": 4}]]
+
+
+def test_graph_lookup_compares_by_the_collation(db):
+    # the documentation's employee hierarchy, reportsTo in another case
+    db.employees.insert_many([
+        {"_id": 1, "name": "Dev"},
+        {"_id": 2, "name": "Eliot", "reportsTo": "DEV"},
+        {"_id": 3, "name": "Ron", "reportsTo": "eliot"},
+        {"_id": 4, "name": "Andrew", "reportsTo": "Eliot"},
+    ])
+    pipeline = [{"$match": {"_id": 4}},
+                {"$graphLookup": {"from": "employees", "startWith": "$reportsTo",
+                                  "connectFromField": "reportsTo", "connectToField": "name",
+                                  "as": "hierarchy"}}]
+    (simple,) = db.employees.aggregate(pipeline)
+    assert sorted(h["_id"] for h in simple["hierarchy"]) == [2]
+    (ci,) = db.employees.aggregate(pipeline, collation=CI)
+    assert sorted(h["_id"] for h in ci["hierarchy"]) == [1, 2]
+    restrict = [{"$match": {"_id": 3}},
+                {"$graphLookup": {"from": "employees", "startWith": "$reportsTo",
+                                  "connectFromField": "reportsTo", "connectToField": "name",
+                                  "as": "hierarchy",
+                                  "restrictSearchWithMatch": {"reportsTo": "dev"}}}]
+    (r,) = db.employees.aggregate(restrict, collation=CI)
+    assert [h["_id"] for h in r["hierarchy"]] == [2]
+
+
+def test_union_with_pipeline_matches_by_the_collation(db):
+    db.a.insert_one({"_id": 1, "type": "pie"})
+    db.b.insert_many([{"_id": 2, "type": "Cake"}, {"_id": 3, "type": "pie"}])
+    pipeline = [{"$unionWith": {"coll": "b", "pipeline": [{"$match": {"type": "CAKE"}}]}}]
+    assert ids(db.a.aggregate(pipeline)) == [1]
+    assert ids(db.a.aggregate(pipeline, collation=CI)) == [1, 2]

@@ -5,6 +5,7 @@ restaurantReviews, dailySales), and mongod's errors for bad specs and the
 stage's memory limit."""
 
 import datetime
+import time
 from decimal import Decimal
 
 import pytest
@@ -288,6 +289,134 @@ def test_dotted_output_fields_are_set_inside_documents(db):
 
 # ---- $setWindowFields errors ----
 
+# ---- the N, top/bottom and percentile functions over windows (mongod 7) ----
+
+TEST_SCORES = [
+    {"studentId": "2345", "test01": 62, "test02": 81, "test03": 80},
+    {"studentId": "2356", "test01": 60, "test02": 83, "test03": 79},
+    {"studentId": "2358", "test01": 67, "test02": 82, "test03": 78},
+    {"studentId": "2367", "test01": 64, "test02": 72, "test03": 77},
+    {"studentId": "2369", "test01": 60, "test02": 53, "test03": 72},
+]
+
+
+@pytest.fixture
+def scores(db):
+    db.testScores.drop()
+    db.testScores.insert_many([dict(d) for d in TEST_SCORES])
+    return db.testScores
+
+
+def test_median_over_a_range_window(scores):
+    # the $median documentation's $setWindowFields example
+    out = agg(scores, [
+        {"$setWindowFields": {"sortBy": {"test01": 1}, "output": {"test01_median": {
+            "$median": {"input": "$test01", "method": "approximate"},
+            "window": {"range": [-3, 3]}}}}},
+        {"$project": {"_id": 0, "studentId": 1, "test01_median": 1}}])
+    assert [(d["studentId"], d["test01_median"]) for d in out] == [
+        ("2356", 60), ("2369", 60), ("2345", 60), ("2367", 64), ("2358", 64)]
+
+
+def test_percentile_over_a_range_window(scores):
+    # the $percentile documentation's $setWindowFields example
+    out = agg(scores, [
+        {"$setWindowFields": {"sortBy": {"test01": 1}, "output": {"test01_95percentile": {
+            "$percentile": {"input": "$test01", "p": [0.95], "method": "approximate"},
+            "window": {"range": [-3, 3]}}}}},
+        {"$project": {"_id": 0, "studentId": 1, "test01_95percentile": 1}}])
+    assert [(d["studentId"], d["test01_95percentile"]) for d in out] == [
+        ("2356", [62]), ("2369", [62]), ("2345", [64]), ("2367", [67]), ("2358", [67])]
+
+
+def test_median_of_the_whole_partition(scores):
+    out = agg(scores, [{"$setWindowFields": {"output": {
+        "m": {"$median": {"input": "$test02", "method": "approximate"}}}}}])
+    assert [d["m"] for d in out] == [81] * 5  # of 53 72 81 82 83
+
+
+def test_first_n_and_last_n_over_windows(db):
+    out = agg(db.cakeSales, [{"$setWindowFields": {
+        "partitionBy": "$state", "sortBy": {"orderDate": 1},
+        "output": {
+            "firstTwo": {"$firstN": {"n": 2, "input": "$quantity"},
+                         "window": {"documents": ["unbounded", "current"]}},
+            "lastTwo": {"$lastN": {"n": {"$add": [1, 1]}, "input": "$quantity"},
+                        "window": {"documents": ["unbounded", "current"]}}}}}])
+    assert pairs(out, "firstTwo") == [(4, [162]), (0, [162, 120]), (2, [162, 120]),
+                                      (5, [134]), (3, [134, 104]), (1, [134, 104])]
+    assert pairs(out, "lastTwo") == [(4, [162]), (0, [162, 120]), (2, [120, 145]),
+                                     (5, [134]), (3, [134, 104]), (1, [104, 140])]
+
+
+def test_min_n_and_max_n_over_windows(db):
+    out = agg(db.cakeSales, [{"$setWindowFields": {
+        "partitionBy": "$state", "sortBy": {"orderDate": 1},
+        "output": {
+            "maxTwo": {"$maxN": {"n": 2, "input": "$quantity"}},
+            "minTwo": {"$minN": {"n": 2, "input": "$quantity"},
+                       "window": {"documents": [-1, 0]}}}}}])
+    assert pairs(out, "maxTwo") == [(4, [162, 145]), (0, [162, 145]), (2, [162, 145]),
+                                    (5, [140, 134]), (3, [140, 134]), (1, [140, 134])]
+    assert pairs(out, "minTwo") == [(4, [162]), (0, [120, 162]), (2, [120, 145]),
+                                    (5, [134]), (3, [104, 134]), (1, [104, 140])]
+
+
+def test_top_n_and_bottom_n_over_windows(db):
+    out = agg(db.cakeSales, [{"$setWindowFields": {
+        "partitionBy": "$state", "sortBy": {"orderDate": 1},
+        "output": {
+            "topTwo": {"$topN": {"n": 2, "sortBy": {"quantity": -1}, "output": "$type"},
+                       "window": {"documents": [-1, 1]}},
+            "bottomTwo": {"$bottomN": {"n": 2, "sortBy": {"quantity": -1},
+                                       "output": "$type"},
+                          "window": {"documents": [-1, 1]}}}}}])
+    ca = [d for d in out if d["state"] == "CA"]
+    assert pairs(ca, "topTwo") == [(4, ["strawberry", "chocolate"]),
+                                   (0, ["strawberry", "vanilla"]),
+                                   (2, ["vanilla", "chocolate"])]
+    assert pairs(ca, "bottomTwo") == [(4, ["strawberry", "chocolate"]),
+                                      (0, ["vanilla", "chocolate"]),
+                                      (2, ["vanilla", "chocolate"])]
+
+
+def test_top_and_bottom_over_the_partition(db):
+    out = agg(db.cakeSales, [{"$setWindowFields": {
+        "partitionBy": "$state",
+        "output": {
+            "cheapest": {"$top": {"sortBy": {"price": 1}, "output": ["$type", "$price"]}},
+            "dearest": {"$bottom": {"sortBy": {"price": 1}, "output": ["$type", "$price"]}}}}},
+        {"$sort": {"_id": 1}}])
+    by_state = {d["state"]: (d["cheapest"], d["dearest"]) for d in out}
+    assert by_state == {"CA": (["vanilla", 12], ["strawberry", 41]),
+                        "WA": (["vanilla", 13], ["strawberry", 43])}
+
+
+def test_costly_window_results_stop_at_max_time_ms(db):
+    # each result sorts or copies a 40,001-value window: the check comes per result
+    db.bigwin.drop()
+    db.bigwin.insert_many([{"_id": i, "a": (i * 7919) % 1000} for i in range(50000)])
+    for fn in ({"$percentile": {"input": "$a", "p": [0.9], "method": "approximate"}},
+               {"$push": "$a"}):
+        out = dict(fn, window={"documents": [-20000, 20000]})
+        t = time.monotonic()
+        with pytest.raises(OperationFailure) as e:
+            db.command(SON([("aggregate", "bigwin"), ("pipeline", [{"$setWindowFields": {
+                "sortBy": {"_id": 1}, "output": {"r": out}}}]), ("cursor", {}),
+                ("maxTimeMS", 300)]))
+        assert e.value.code == 50  # MaxTimeMSExpired
+        assert time.monotonic() - t < 2.5
+    db.bigwin.drop()
+
+
+def test_n_of_a_window_function_sees_no_document(db):
+    # mongod evaluates n against an empty document: a field path is missing
+    assert error_of(db, "cakeSales", [{"$setWindowFields": {"output": {
+        "s": {"$firstN": {"n": "$quantity", "input": "$quantity"}}}}}]) == 5787902
+    assert error_of(db, "cakeSales", [{"$setWindowFields": {"output": {
+        "s": {"$topN": {"n": 0, "sortBy": {"a": 1}, "output": "$quantity"}}}}}]) == 5787908
+
+
 @pytest.mark.parametrize("spec,code", [
     ({"sortBy": {"a": 1, "b": 1}, "output": {"r": {"$rank": {}}}}, 5371602),
     ({"output": {"r": {"$rank": {}}}}, 5371602),
@@ -301,7 +430,13 @@ def test_dotted_output_fields_are_set_inside_documents(db):
      5339900),
     ({"sortBy": {"a": 1}, "output": {"s": {"$summ": "$a"}}}, 9),
     ({"sortBy": {"a": 1}, "output": {"s": {"$median": {"input": "$a",
-                                                      "method": "approximate"}}}}, 238),
+                                                      "method": "exact"}}}}, 2),
+    ({"output": {"s": {"$firstN": {"input": "$a"}}}}, 5787906),
+    ({"output": {"s": {"$topN": {"n": 1, "output": "$a"}}}}, 5788005),
+    ({"output": {"s": {"$minN": 3}}}, 5787900),
+    ({"output": {"s": {"$percentile": {"input": "$a", "p": [2],
+                                        "method": "approximate"}}}}, 7750303),
+    ({"output": {"s": {"$maxN": {"n": 1, "input": "$a"}, "bogus": 1}}}, 9),
     ({"sortBy": {"a": 1}, "output": {"s": {"window": {}}}}, 9),
     ({"output": {"s": {"$shift": {"output": "$a", "by": 1}}}}, 9),
     ({"sortBy": {"a": 1}, "output": {"s": {"$shift": {"output": "$a", "by": 1.5}}}}, 9),
@@ -580,6 +715,11 @@ FUNCTIONS = {
     "shift": {"$shift": {"output": "$a", "by": 1, "default": 0}},
     "documentNumber": {"$documentNumber": {}}, "rank": {"$rank": {}},
     "denseRank": {"$denseRank": {}},
+    "topN": {"$topN": {"n": 2, "sortBy": {"a": -1}, "output": "$a"}},
+    "bottom": {"$bottom": {"sortBy": {"a": -1}, "output": "$a"}},
+    "firstN": {"$firstN": {"n": 2, "input": "$a"}}, "maxN": {"$maxN": {"n": 2, "input": "$a"}},
+    "median": {"$median": {"input": "$a", "method": "approximate"}},
+    "percentile": {"$percentile": {"input": "$a", "p": [0.5, 0.9], "method": "approximate"}},
 }
 WINDOWS = {
     "none": None,

@@ -353,6 +353,13 @@ int mixed_main(const char *atomdb, int clients, double duration_s, long docs, in
 int joins_main(const char *atomdb, long orders, long items, int repeat, bool atomdb_on,
                bool pg_on);
 
+/* ---- collation (collation.c) ---- */
+
+/* `atomdb-bench collation`: `queries` case-insensitive finds among `docs`
+ * documents through a strength-2 collated index on atomdb and a lower()
+ * expression index on PostgreSQL; prints ms per query. Exit status. */
+int collation_main(const char *atomdb, long docs, int queries, bool atomdb_on, bool pg_on);
+
 /* ---- time ---- */
 
 /* CLOCK_MONOTONIC in nanoseconds. */

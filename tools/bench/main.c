@@ -51,6 +51,9 @@ static void main_usage(FILE *f)
             "       atomdb-bench joins [--orders 10000] [--items 1000] [--repeat 20]\n"
             "                    [--engines atomdb,postgres] [--atomdb PATH]\n"
             "                    ($lookup by _id beside PostgreSQL's LEFT JOIN)\n"
+            "       atomdb-bench collation [--docs 100000] [--queries 1000]\n"
+            "                    [--engines atomdb,postgres] [--atomdb PATH]\n"
+            "                    (a case-insensitive find: collated index vs lower() index)\n"
             "       atomdb-bench watch [--duration S] [--rounds N] [--atomdb PATH]\n"
             "                    (change streams: hot counter with 0, 1, 16 open streams)\n"
             "       atomdb-bench text [--docs 100000] [--atomdb PATH]\n"
@@ -391,6 +394,36 @@ int main(int argc, char **argv)
         mongoc_log_set_handler(main_mongoc_log, NULL);
         engine_install_signals();
         int rc = joins_main(atomdb, orders, items, repeat, on_atomdb, on_pg);
+        engine_stop_all();
+        mongoc_cleanup();
+        return rc;
+    }
+    if (argc > 1 && !strcmp(argv[1], "collation")) {
+        long docs = 100000;
+        int queries = 1000;
+        bool on_atomdb = true, on_pg = true;
+        char atomdb[PATH_MAX];
+        main_default_atomdb(atomdb, sizeof atomdb);
+        for (int i = 2; i < argc; i++) {
+            if (!strcmp(argv[i], "--docs") && i + 1 < argc)
+                docs = atol(argv[++i]);
+            else if (!strcmp(argv[i], "--queries") && i + 1 < argc)
+                queries = atoi(argv[++i]);
+            else if (!strcmp(argv[i], "--atomdb") && i + 1 < argc)
+                snprintf(atomdb, sizeof atomdb, "%s", argv[++i]);
+            else if (!strcmp(argv[i], "--engines") && i + 1 < argc) {
+                const char *l = argv[++i];
+                on_atomdb = strstr(l, "atomdb") != NULL;
+                on_pg = strstr(l, "postgres") != NULL;
+            } else {
+                main_usage(stderr);
+                return 2;
+            }
+        }
+        mongoc_init();
+        mongoc_log_set_handler(main_mongoc_log, NULL);
+        engine_install_signals();
+        int rc = collation_main(atomdb, docs, queries, on_atomdb, on_pg);
         engine_stop_all();
         mongoc_cleanup();
         return rc;

@@ -684,6 +684,40 @@ static void accum_free(accum_t *acc)
     bson_free(acc->ps);
 }
 
+/* The argument of accumulator acc->def under `a` into `acc` (its
+ * expression, or the object form's fields). */
+static bool parse_accum_arg(bson_iter_t *a, accum_t *acc, dberr_t *err)
+{
+    const char *op = acc->def->name;
+    if (acc->def->no_arg) {
+        bson_t empty;
+        if (!BSON_ITER_HOLDS_DOCUMENT(a) || (pipeline_borrow_doc(a, &empty), !bson_empty(&empty)))
+            return dberr_set(err, DBERR_TYPE_MISMATCH, "$count takes no arguments, i.e. $count:{}");
+    } else if (acc->def->parse) {
+        bson_t args;
+        if (!BSON_ITER_HOLDS_DOCUMENT(a) && acc->def->parse == parse_refused)
+            return parse_refused(acc, NULL, err);
+        if (!BSON_ITER_HOLDS_DOCUMENT(a)) {
+            char *sv = shellfmt_value(bson_iter_value(a));
+            int code = acc->def->parse == parse_n_input      ? 5787900
+                       : acc->def->parse == parse_top_bottom ? 5788001
+                                                             : 7429703;
+            bool r = dberr_set(err, code, "specification must be an object; found %s: %s", op, sv);
+            bson_free(sv);
+            return r;
+        }
+        pipeline_borrow_doc(a, &args);
+        if (!acc->def->parse(acc, &args, err))
+            return false;
+    } else {
+        if (BSON_ITER_HOLDS_ARRAY(a))
+            return dberr_set(err, 40237, "The %s accumulator is a unary operator", op);
+        if (!(acc->arg = expr_new(a, err)))
+            return false;
+    }
+    return true;
+}
+
 /* One `field: {$acc: expr}` into `acc`. */
 static bool parse_accum(bson_iter_t *it, accum_t *acc, dberr_t *err)
 {
@@ -704,32 +738,8 @@ static bool parse_accum(bson_iter_t *it, accum_t *acc, dberr_t *err)
     const char *op = bson_iter_key(&a);
     if (!(acc->def = find_accumulator(op)))
         return dberr_set(err, 15952, "unknown group operator '%s'", op);
-    if (acc->def->no_arg) {
-        bson_t empty;
-        if (!BSON_ITER_HOLDS_DOCUMENT(&a) || (pipeline_borrow_doc(&a, &empty), !bson_empty(&empty)))
-            return dberr_set(err, DBERR_TYPE_MISMATCH, "$count takes no arguments, i.e. $count:{}");
-    } else if (acc->def->parse) {
-        bson_t args;
-        if (!BSON_ITER_HOLDS_DOCUMENT(&a) && acc->def->parse == parse_refused)
-            return parse_refused(acc, NULL, err);
-        if (!BSON_ITER_HOLDS_DOCUMENT(&a)) {
-            char *sv = shellfmt_value(bson_iter_value(&a));
-            int code = acc->def->parse == parse_n_input      ? 5787900
-                       : acc->def->parse == parse_top_bottom ? 5788001
-                                                             : 7429703;
-            bool r = dberr_set(err, code, "specification must be an object; found %s: %s", op, sv);
-            bson_free(sv);
-            return r;
-        }
-        pipeline_borrow_doc(&a, &args);
-        if (!acc->def->parse(acc, &args, err))
-            return false;
-    } else {
-        if (BSON_ITER_HOLDS_ARRAY(&a))
-            return dberr_set(err, 40237, "The %s accumulator is a unary operator", op);
-        if (!(acc->arg = expr_new(&a, err)))
-            return false;
-    }
+    if (!parse_accum_arg(&a, acc, err))
+        return false;
     acc->field = bson_strdup(k);
     return true;
 }
@@ -977,8 +987,9 @@ const stage_def_t pipeline_group_stages[] = {
 /* ---- one accumulator on its own, for window functions (window-private.h) ---- */
 
 struct pipeline_acc {
-    accum_t spec;
+    accum_t spec; /* field "v"; owns its n/sort/ps only in a parsed template */
     acc_state_t st;
+    bool owns_spec; /* a template from pipeline_acc_parse */
 };
 
 pipeline_acc_t *pipeline_acc_new(const char *name)
@@ -1022,6 +1033,64 @@ bool pipeline_acc_is_list(const pipeline_acc_t *a, bool *is_push)
     return *is_push || a->spec.def->update == add_to_set_update;
 }
 
+pipeline_acc_t *pipeline_acc_parse(const char *name, bson_iter_t *arg, expr_t **input,
+                                   dberr_t *err)
+{
+    pipeline_acc_t *a = bson_malloc0(sizeof *a);
+    a->owns_spec = true;
+    a->st.list = bson_new();
+    *input = NULL;
+    if (!(a->spec.def = find_accumulator(name)) || !a->spec.def->fold) {
+        dberr_set(err, DBERR_INTERNAL_ERROR, "%s is not an object-form accumulator", name);
+        goto fail;
+    }
+    if (!parse_accum_arg(arg, &a->spec, err))
+        goto fail;
+    *input = a->spec.arg; /* the caller evaluates it per document */
+    a->spec.arg = NULL;
+    return a;
+fail:
+    pipeline_acc_destroy(a);
+    return NULL;
+}
+
+pipeline_acc_t *pipeline_acc_start(const pipeline_acc_t *tmpl, const expr_ctx_t *ctx,
+                                   dberr_t *err)
+{
+    pipeline_acc_t *a = bson_malloc0(sizeof *a);
+    a->spec = tmpl->spec;
+    a->spec.field = (char *)"v";
+    num_sum_init(&a->st.sum);
+    a->st.list = bson_new();
+    a->st.n = 1;
+    if (tmpl->spec.n) { /* n sees no document, as mongod's window functions evaluate it */
+        bson_t empty = BSON_INITIALIZER;
+        bson_value_t nv;
+        expr_ctx_t nctx = *ctx;
+        nctx.root = &empty;
+        nctx.current = NULL;
+        bool ok = expr_eval(tmpl->spec.n, &nctx, &nv, err) && expr_check_n(&nv, &a->st.n, err);
+        if (nv.value_type != BSON_TYPE_EOD)
+            bson_value_destroy(&nv);
+        if (!ok) {
+            pipeline_acc_destroy(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
+bool pipeline_acc_fold(pipeline_acc_t *a, const bson_value_t *v, const expr_ctx_t *ctx,
+                       dberr_t *err)
+{
+    return a->spec.def->fold(&a->spec, &a->st, v, ctx, err);
+}
+
+int64_t pipeline_acc_bytes(const pipeline_acc_t *a)
+{
+    return a->st.bytes;
+}
+
 void pipeline_acc_destroy(pipeline_acc_t *a)
 {
     if (!a)
@@ -1029,5 +1098,8 @@ void pipeline_acc_destroy(pipeline_acc_t *a)
     if (a->st.val.value_type != BSON_TYPE_EOD)
         bson_value_destroy(&a->st.val);
     bson_destroy(a->st.list);
+    kept_free(&a->st);
+    if (a->owns_spec)
+        accum_free(&a->spec);
     bson_free(a);
 }

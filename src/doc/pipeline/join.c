@@ -164,14 +164,14 @@ static bool join_validate(const join_spec_t *j, const char *stage, const bson_t 
 /* ---- reading the foreign collection ---- */
 
 /* Appends the documents of `coll` matching `filter` (with variables
- * `vars`, or none) to `out`. */
+ * `vars`, or none) to `out`, strings compared by the run's collation. */
 static bool join_read(const expr_ctx_t *ctx, const char *stage, const char *coll,
                       const bson_t *filter, const bson_t *vars, doclist_t *out, dberr_t *err)
 {
     if (!ctx->source)
         return dberr_set(err, DBERR_INTERNAL_ERROR, "%s cannot read collection '%s' here", stage,
                          coll);
-    return ctx->source->read(ctx->source->ctx, coll, filter, vars, out, err);
+    return ctx->source->read(ctx->source->ctx, coll, filter, vars, ctx->coll, out, err);
 }
 
 /* Values `path` reaches in `doc`, arrays expanded one level (mongod's
@@ -285,6 +285,8 @@ static bool join_run_pipeline(const join_spec_t *j, const char *stage, const exp
                               const bson_t *vars, doclist_t *docs, dberr_t *err)
 {
     pipeline_t *p = join_build(j, stage, vars, err);
+    if (p && ctx->coll) /* its $match and $sort compare by the run's collation */
+        pipeline_set_collation(p, (collation_t *)ctx->coll);
     bool ok = p && pipeline_run_sub(p, ctx, docs, err);
     pipeline_destroy(p);
     return ok;

@@ -33,6 +33,13 @@ static bool parse_acc(window_fn_t *f, bson_iter_t *it, const window_spec_t *w, d
     return parse_expr(f, it, w, err);
 }
 
+/* $topN $bottomN $top $bottom $firstN $lastN $minN $maxN $median
+ * $percentile: their $group object form, checked as $group checks it. */
+static bool parse_accx(window_fn_t *f, bson_iter_t *it, const window_spec_t *w, dberr_t *err)
+{
+    return (f->acc_tmpl = pipeline_acc_parse(f->def->name, it, &f->arg, err)) != NULL;
+}
+
 /* $rank, $denseRank, $documentNumber: {} */
 static bool parse_rank(window_fn_t *f, bson_iter_t *it, const window_spec_t *w, dberr_t *err)
 {
@@ -264,6 +271,9 @@ struct fold {
     bool unordered; /* the result does not depend on the order values come in */
     bool has_dec;   /* $integral: a Decimal128 input was seen: dec_sum holds the total */
     num_acc_t dec_sum;
+    bson_value_t last; /* $topN & co.: the value since the last add (EOD: none) */
+    bool failed;       /* $topN & co.: an add failed; err holds why */
+    dberr_t *err;
 };
 
 /* `x` as a number value: an int64 when whole (date spans in ms, integer
@@ -384,6 +394,8 @@ static bool acc_value(fold_t *s, bson_value_t *out, dberr_t *err)
 {
     bool push;
     if (pipeline_acc_is_list(s->acc, &push)) {
+        if (!fiber_check(err)) /* the result copies the whole list */
+            return false;
         int64_t limit = push ? pipeline_limits.push_bytes : pipeline_limits.add_to_set_bytes;
         uint32_t len = pipeline_acc_list_bytes(s->acc);
         if ((int64_t)len > limit)
@@ -398,6 +410,58 @@ static bool acc_value(fold_t *s, bson_value_t *out, dberr_t *err)
                              s->f->def->name, len, EXPR_MAX_VALUE_BYTES);
     }
     pipeline_acc_value(s->acc, out);
+    return true;
+}
+
+/* ---- $topN & co.: object-form accumulators started per window ---- */
+
+static void accx_forget(fold_t *s)
+{
+    if (s->last.value_type != BSON_TYPE_EOD)
+        bson_value_destroy(&s->last);
+    s->last.value_type = BSON_TYPE_EOD;
+}
+
+static void accx_reset(fold_t *s)
+{
+    accx_forget(s);
+    pipeline_acc_destroy(s->acc);
+    s->acc = NULL;
+    if (!s->failed && !(s->acc = pipeline_acc_start(s->f->acc_tmpl, s->p->ctx, s->err)))
+        s->failed = true;
+}
+
+static void accx_add(fold_t *s, size_t i)
+{
+    if (s->failed)
+        return;
+    accx_forget(s);
+    expr_ctx_t ctx = *s->p->ctx;
+    ctx.root = s->p->docs[i];
+    ctx.current = NULL;
+    if (!pipeline_acc_fold(s->acc, &s->vals[i], &ctx, s->err))
+        s->failed = true;
+    else if (*s->p->mem + pipeline_acc_bytes(s->acc) > pipeline_limits.window_bytes)
+        s->failed = !window_charge(s->p, pipeline_acc_bytes(s->acc), s->err); /* 5414201 */
+}
+
+/* The window's result; an unchanged window reuses the last one (a
+ * [unbounded, unbounded] $median is not re-sorted per document). */
+static bool accx_value(fold_t *s, bson_value_t *out, dberr_t *err)
+{
+    if (s->failed)
+        return false;
+    if (s->last.value_type == BSON_TYPE_EOD) {
+        if (!fiber_check(err)) /* a result costs up to the window's size (a sort) */
+            return false;
+        pipeline_acc_value(s->acc, &s->last);
+    }
+    if ((s->last.value_type == BSON_TYPE_ARRAY || s->last.value_type == BSON_TYPE_DOCUMENT) &&
+        s->last.value.v_doc.data_len > EXPR_MAX_VALUE_BYTES)
+        return dberr_set(err, DBERR_BSON_OBJECT_TOO_LARGE,
+                         "%s would build a value of %u bytes, over the %d bytes a value can hold",
+                         s->f->def->name, s->last.value.v_doc.data_len, EXPR_MAX_VALUE_BYTES);
+    bson_value_copy(&s->last, out);
     return true;
 }
 
@@ -554,7 +618,12 @@ static bool run_fold(const window_fn_t *f, const window_part_t *p, const bson_va
     s.vals = vals;
     s.vals2 = vals2;
     const char *name = f->def->name;
-    if (f->acc_name) {
+    s.last.value_type = BSON_TYPE_EOD;
+    s.err = err;
+    if (f->acc_tmpl) {
+        s.reset = accx_reset, s.add = accx_add, s.value = accx_value;
+        s.unordered = !strcmp(name, "$median") || !strcmp(name, "$percentile");
+    } else if (f->acc_name) {
         s.reset = acc_reset, s.add = acc_add, s.value = acc_value;
         s.unordered = !strcmp(name, "$sum") || !strcmp(name, "$avg") || !strcmp(name, "$min") ||
                       !strcmp(name, "$max") || !strcmp(name, "$count");
@@ -571,6 +640,8 @@ static bool run_fold(const window_fn_t *f, const window_part_t *p, const bson_va
     }
     bool ok = fold_run(&s, out, err);
     pipeline_acc_destroy(s.acc);
+    if (s.last.value_type != BSON_TYPE_EOD)
+        bson_value_destroy(&s.last);
     bson_free(s.xs);
     return ok;
 }
@@ -827,6 +898,16 @@ static const window_fn_def_t window_fns[] = {
     {"$push", WFN_WINDOW, parse_acc, run_fold},
     {"$addToSet", WFN_WINDOW, parse_acc, run_fold},
     {"$count", WFN_WINDOW, parse_acc, run_fold},
+    {"$topN", WFN_WINDOW, parse_accx, run_fold},
+    {"$bottomN", WFN_WINDOW, parse_accx, run_fold},
+    {"$top", WFN_WINDOW, parse_accx, run_fold},
+    {"$bottom", WFN_WINDOW, parse_accx, run_fold},
+    {"$firstN", WFN_WINDOW, parse_accx, run_fold},
+    {"$lastN", WFN_WINDOW, parse_accx, run_fold},
+    {"$minN", WFN_WINDOW, parse_accx, run_fold},
+    {"$maxN", WFN_WINDOW, parse_accx, run_fold},
+    {"$median", WFN_WINDOW, parse_accx, run_fold},
+    {"$percentile", WFN_WINDOW, parse_accx, run_fold},
     {"$stdDevPop", WFN_WINDOW, parse_expr, run_fold},
     {"$stdDevSamp", WFN_WINDOW, parse_expr, run_fold},
     {"$covariancePop", WFN_WINDOW, parse_cov, run_fold},

@@ -22,6 +22,23 @@ void pipeline_acc_value(const pipeline_acc_t *a, bson_value_t *out);
 uint32_t pipeline_acc_list_bytes(const pipeline_acc_t *a);
 /* True for $push and $addToSet (and *is_push tells which). */
 bool pipeline_acc_is_list(const pipeline_acc_t *a, bool *is_push);
+/* The object-form accumulator `name` ($topN $bottomN $top $bottom $firstN
+ * $lastN $minN $maxN $median $percentile) with its argument under `arg`,
+ * parsed with $group's checks into a template for pipeline_acc_start;
+ * *input gets its input/output expression (the caller's to evaluate and
+ * free). NULL on error. */
+pipeline_acc_t *pipeline_acc_parse(const char *name, bson_iter_t *arg, expr_t **input,
+                                   dberr_t *err);
+/* A fresh state of template `tmpl` (borrowed: it must outlive the state),
+ * its n evaluated against an empty document. NULL on error. */
+pipeline_acc_t *pipeline_acc_start(const pipeline_acc_t *tmpl, const expr_ctx_t *ctx,
+                                   dberr_t *err);
+/* Folds `v` (EOD when missing) of document ctx->root into a started state
+ * ($top & co. read their sortBy off ctx->root). */
+bool pipeline_acc_fold(pipeline_acc_t *a, const bson_value_t *v, const expr_ctx_t *ctx,
+                       dberr_t *err);
+/* Bytes the state's kept values hold. */
+int64_t pipeline_acc_bytes(const pipeline_acc_t *a);
 /* Frees `a` (accepts NULL). */
 void pipeline_acc_destroy(pipeline_acc_t *a);
 
@@ -59,6 +76,7 @@ typedef struct window_fn {
     int64_t unit_ms;         /* $derivative / $integral unit in ms; 0 for none */
     bson_decimal128_t alpha; /* $expMovingAvg weight of the new value */
     const char *acc_name;    /* the $group accumulator behind it, or NULL */
+    pipeline_acc_t *acc_tmpl; /* $topN & co.: the parsed object-form accumulator (owned) */
 } window_fn_t;
 
 /* A value-filled output of $fill ({field: {value: expr}}). */

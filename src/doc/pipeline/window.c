@@ -386,6 +386,7 @@ static void fns_free(window_spec_t *w)
         path_free(f->path, f->npath);
         expr_destroy(f->arg);
         expr_destroy(f->arg2);
+        pipeline_acc_destroy(f->acc_tmpl);
         if (f->dflt.value_type != BSON_TYPE_EOD)
             bson_value_destroy(&f->dflt);
     }
@@ -466,13 +467,6 @@ static bool output_parse(window_spec_t *w, bson_iter_t *it, dberr_t *err)
             has_win = true;
             win_it = a;
         } else if (name[0] == '$' && !has_fn) {
-            static const char *const later[] = {"$topN",   "$bottomN",   "$top",  "$bottom",
-                                                "$firstN", "$lastN",     "$minN", "$maxN",
-                                                "$median", "$percentile"};
-            for (size_t i = 0; i < sizeof later / sizeof later[0]; i++)
-                if (!strcmp(later[i], name))
-                    return dberr_set(err, DBERR_NOT_IMPLEMENTED,
-                                     "atomdb does not support the %s window function yet", name);
             if (!(f->def = window_fn_find(name)))
                 return dberr_set(err, DBERR_FAILED_TO_PARSE, "Unrecognized window function, %s",
                                  name);
