@@ -583,6 +583,10 @@ static bool query_run(cmd_ctx_t *ctx, collection_t *c, const char *coll, const q
     bool ranged = q->has_min || q->has_max || near; /* $near: skip/limit after ordering */
     o.skip = ranged ? 0 : q->skip;
     o.limit = ranged ? 0 : q->limit;
+    /* the nearest skip+limit suffice (not in a transaction: its own
+     * writes may replace some of them) */
+    if (near && !q->has_min && !q->has_max && q->limit > 0 && !ctx->view->txn)
+        o.near_want = q->skip + q->limit;
     /* a blocking sort is bounded as mongod's (doc/pipeline.h's limits) */
     o.sort_max_bytes = pipeline_limits.sort_bytes;
     o.allow_disk_use = q->allow_disk_use;
@@ -1262,8 +1266,15 @@ static bool query_aggregate(cmd_ctx_t *ctx, const char *verbosity, dberr_t *err)
         bson_destroy(&all);
     } else if (coll) {
         const bson_t *lead = pipeline_leading_match(p);
-        bson_t empty = BSON_INITIALIZER;
-        m = matcher_new(lead ? lead : &empty, err);
+        bson_t empty = BSON_INITIALIZER, near;
+        geonear_spec_t *g = pipeline_leading_geonear(p);
+        if (g && c && !collection_is_view(c)) { /* read on the 2dsphere index */
+            pipeline_geonear_source_filter(g, &near);
+            m = matcher_new_near(&near, err);
+            bson_destroy(&near);
+        } else {
+            m = matcher_new(lead ? lead : &empty, err);
+        }
         if (!m)
             goto cleanup;
         if (has_let)
@@ -1393,7 +1404,9 @@ bool cmd_explain(cmd_ctx_t *ctx, dberr_t *err)
     collection_t *c = catalog_get(server.catalog, ctx->db, coll);
     if (!query_resolve_collation(&q, c, err))
         return false;
-    matcher_t *m = matcher_new(&q.filter, err);
+    /* a find may hold $near (ordered by query_run); count and distinct not */
+    matcher_t *m = strcmp(sub.name, "find") == 0 ? matcher_new_near(&q.filter, err)
+                                                 : matcher_new(&q.filter, err);
     if (!m) {
         collation_destroy(q.coll);
         return false;
