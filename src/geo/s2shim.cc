@@ -234,7 +234,9 @@ static size_t cover_ranges(const S2Region &region, int coarsest_level, int fines
     std::sort(r.begin(), r.end());
     std::vector<std::pair<uint64_t, uint64_t>> merged;
     for (const auto &p : r) {
-        if (!merged.empty() && p.first <= merged.back().second + 1)
+        // leaf ids are odd: the id between two adjacent ranges is a common
+        // ancestor's, which may join them (a superset: matches are re-checked)
+        if (!merged.empty() && p.first <= merged.back().second + 2)
             merged.back().second = std::max(merged.back().second, p.second);
         else
             merged.push_back(p);
