@@ -1309,7 +1309,14 @@ static index_t *collection_geo_index(collection_t *c, const collection_query_opt
         index_t *ix = collection_hinted(c, o, err);
         if (!ix || !ix->is_2dsphere)
             return NULL;
-        *pred = geoscan_usable(ix) ? matcher_geo_on(o->matcher, ix->paths[0]) : NULL;
+        if (!geoscan_usable(ix)) {
+            dberr_set(err, DBERR_NOT_IMPLEMENTED,
+                      "atomdb does not scan a 2dsphere index whose first field is not the "
+                      "geometry yet (hint: %s)",
+                      ix->name);
+            return NULL;
+        }
+        *pred = matcher_geo_on(o->matcher, ix->paths[0]);
         int64_t *r = NULL;
         size_t n;
         if (*pred && (geo_pred_is_near(*pred) || geo_pred_index_ranges(*pred, -1, &r, &n))) {

@@ -501,3 +501,25 @@ def test_explain_shows_the_2dsphere_index(geo_pair):
     near = indexed.find({"loc": {"$near": {"$geometry": NEAR_POINT}}}).limit(20).explain()
     assert near["queryPlanner"]["winningPlan"]["inputStage"]["indexName"] == "loc_2dsphere"
     assert near["executionStats"]["totalDocsExamined"] < 1000
+
+
+def test_compound_2dsphere_index(db):
+    docs = _random_docs(1500, 100, seed=7)
+    db.plain.insert_many(docs)
+    lead = db.lead
+    lead.create_index([("loc", "2dsphere"), ("k", 1)])
+    lead.insert_many(docs)
+    trail = db.trail
+    trail.create_index([("k", 1), ("loc", "2dsphere")])
+    trail.insert_many(docs)
+    q = {"loc": {"$geoWithin": {"$geometry": _box(-1, 44, 6, 6)}}, "k": 3}
+    want = ids(db.plain.find(q))
+    assert want and ids(lead.find(q)) == want and ids(trail.find(q)) == want
+    assert lead.find(q).explain()["queryPlanner"]["winningPlan"]["inputStage"]["indexName"] \
+        == "loc_2dsphere_k_1"
+    near = {"loc": {"$near": {"$geometry": NEAR_POINT}}, "k": 3}
+    assert [d["_id"] for d in lead.find(near).limit(10)] == \
+        [d["_id"] for d in trail.find(near).limit(10)]
+    with pytest.raises(OperationFailure) as e:  # the geometry after other keys: not scanned yet
+        list(trail.find(q).hint("k_1_loc_2dsphere"))
+    assert e.value.code == 238 and "k_1_loc_2dsphere" in e.value.details["errmsg"]
