@@ -523,3 +523,33 @@ def test_compound_2dsphere_index(db):
     with pytest.raises(OperationFailure) as e:  # the geometry after other keys: not scanned yet
         list(trail.find(q).hint("k_1_loc_2dsphere"))
     assert e.value.code == 238 and "k_1_loc_2dsphere" in e.value.details["errmsg"]
+
+
+def test_large_geometries_are_indexed_whole(db):
+    # a country-sized polygon covers hundreds of cells at the coarsest level:
+    # every one is a key (as mongod), so the index finds it from any point
+    big = [
+        {"_id": 1, "loc": _box(0, 40, 20, 15)},
+        {"_id": 2, "loc": {"type": "MultiPolygon", "coordinates": [
+            _box(-20, -10, 30, 25)["coordinates"], _box(60, 10, 15, 15)["coordinates"]]}},
+        {"_id": 3, "loc": {"type": "LineString", "coordinates": [[-100, 30], [-60, 50]]}},
+        {"_id": 4, "loc": {"type": "Point", "coordinates": [5.5, 45.5]}},
+    ]
+    db.plain.insert_many(big)
+    db.indexed.create_index([("loc", "2dsphere")])
+    db.indexed.insert_many(big)
+    queries = [
+        {"loc": {"$geoIntersects": {"$geometry": {"type": "Point", "coordinates": [5.5, 45.5]}}}},
+        {"loc": {"$geoIntersects": {"$geometry": {"type": "Point", "coordinates": [19.9, 54.9]}}}},
+        {"loc": {"$geoIntersects": {"$geometry": _box(65, 20, 0.1, 0.1)}}},
+        {"loc": {"$geoIntersects": {"$geometry": {
+            "type": "LineString", "coordinates": [[-80, 20], [-80, 60]]}}}},
+        {"loc": {"$geoWithin": {"$geometry": _box(-30, -20, 120, 80)}}},
+    ]
+    for q in queries:
+        want = ids(db.plain.find(q))
+        assert want and ids(db.indexed.find(q)) == want, q
+    near = {"loc": {"$near": {"$geometry": {"type": "Point", "coordinates": [70, 20]}}}}
+    assert [d["_id"] for d in db.indexed.find(near).limit(1)] == [2]
+    db.indexed.update_one({"_id": 1}, {"$set": {"loc": _box(100, 0, 1, 1)}})
+    assert ids(db.indexed.find(queries[1])) == []
