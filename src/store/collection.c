@@ -1298,6 +1298,19 @@ static bool collection_query_text(collection_t *c, const collection_query_opts_t
     return collection_finish(out, first, o, need_sort, false, err);
 }
 
+/* True when a 2dsphere index bounds `p`: a $near (its cap or growing
+ * caps), a region on the sphere (not the flat $box / $center / $polygon). */
+static bool collection_geo_bounded(const geo_pred_t *p)
+{
+    int64_t *r = NULL;
+    size_t n;
+    if (geo_pred_is_near(p))
+        return true;
+    bool ok = geo_pred_index_ranges(p, -1, &r, &n);
+    bson_free(r);
+    return ok;
+}
+
 /* The 2dsphere index (first field the S2 cells of a path) the filter's
  * geospatial predicate on that path is scanned on: the hinted one, else
  * the first not hidden nor partial; NULL when none (a hint to a 2dsphere
@@ -1317,12 +1330,8 @@ static index_t *collection_geo_index(collection_t *c, const collection_query_opt
             return NULL;
         }
         *pred = matcher_geo_on(o->matcher, ix->paths[0]);
-        int64_t *r = NULL;
-        size_t n;
-        if (*pred && (geo_pred_is_near(*pred) || geo_pred_index_ranges(*pred, -1, &r, &n))) {
-            bson_free(r);
+        if (*pred && collection_geo_bounded(*pred))
             return ix;
-        }
         dberr_set(err, DBERR_BAD_VALUE,
                   "error processing query: ns=%s planner returned error :: caused by :: hint "
                   "provided does not correspond to an existing index",
@@ -1334,12 +1343,8 @@ static index_t *collection_geo_index(collection_t *c, const collection_query_opt
         if (ix->hidden || ix->partial || !geoscan_usable(ix))
             continue;
         *pred = matcher_geo_on(o->matcher, ix->paths[0]);
-        int64_t *r = NULL;
-        size_t n;
-        if (*pred && (geo_pred_is_near(*pred) || geo_pred_index_ranges(*pred, -1, &r, &n))) {
-            bson_free(r);
+        if (*pred && collection_geo_bounded(*pred))
             return ix;
-        }
     }
     return NULL;
 }
@@ -1369,11 +1374,10 @@ static bool collection_geo_match(const collection_query_opts_t *o, const recvec_
  * the predicate's region; a $near without $maxDistance scans caps that
  * double in radius until the nearest near_want matches lie inside one
  * (every match outside is farther), the whole sphere without a limit. */
-static bool collection_query_geo(collection_t *c, const collection_query_opts_t *o, index_t *ix,
+static bool collection_query_geo(const collection_query_opts_t *o, index_t *ix,
                                  const geo_pred_t *pred, recvec_t *out, collection_plan_t *plan,
                                  dberr_t *err)
 {
-    (void)c;
     size_t first = out->len;
     strcpy(plan->stage, "IXSCAN");
     plan->index = ix;
@@ -1482,7 +1486,7 @@ static bool collection_query_opts_plain(collection_t *c, const collection_query_
         dberr_t why = {0};
         index_t *gix = collection_geo_index(c, o, &pred, &why);
         if (gix)
-            return collection_query_geo(c, o, gix, pred, out, plan, err);
+            return collection_query_geo(o, gix, pred, out, plan, err);
         if (why.code) {
             *err = why;
             return false;
