@@ -464,6 +464,12 @@ def test_2dsphere_index_kept_right_through_updates_and_deletes(geo_pair):
         t.delete_many({"_id": {"$mod": [5, 1]}})
         t.insert_one({"_id": 9000, "loc": {"type": "Point", "coordinates": [4.91, 52.36]}})
         t.replace_one({"_id": 3}, {"loc": [4.9, 52.37]})
+        # writes whose filter is geospatial (planned on the index where there is one)
+        t.update_many({"loc": {"$geoWithin": {"$geometry": _box(0, 45, 2, 2)}}},
+                      {"$set": {"k": 99}})
+        t.delete_many({"loc": {"$geoIntersects": {"$geometry": _box(10, 50, 1, 1)}}})
+    assert indexed.count_documents({"k": 99}) == plain.count_documents({"k": 99}) > 0
+    assert ids(indexed.find({})) == ids(plain.find({}))
     _same_results(plain, indexed, nonempty=False)
     q = {"loc": {"$near": {"$geometry": NEAR_POINT}}}
     assert [d["_id"] for d in indexed.find(q).limit(2)] == [3, 9000]
