@@ -7,7 +7,7 @@
 #   scripts/fuzz.sh all SECONDS         every target, SECONDS each
 #   scripts/fuzz.sh --regress [TARGET]  only replay tests/fuzz/regressions/
 #
-# Builds into build-fuzz/ (CC=clang, -DFUZZ=ON). The seed corpus is written
+# Builds into build-fuzz/ (CC=clang, CXX=clang++ for src/geo/s2shim.cc, -DFUZZ=ON). The seed corpus is written
 # by tests/fuzz/make_corpus.py into build-fuzz/corpus/TARGET/ (new inputs
 # libFuzzer finds are added there); the committed crash reproducers in
 # tests/fuzz/regressions/TARGET/ are replayed first. A crash, a sanitizer
@@ -33,7 +33,7 @@ usage() {
 
 build_once() {
   if [ ! -f "$build/CMakeCache.txt" ]; then
-    CC=${FUZZ_CC:-clang} cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    CC=${FUZZ_CC:-clang} CXX=${FUZZ_CXX:-clang++} cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DFUZZ=ON -DSANITIZE= >"$build.configure.log" 2>&1 || {
       cat "$build.configure.log" >&2
       echo "fuzz.sh: configuring $build failed (is clang installed? scripts/install-deps.sh)" >&2

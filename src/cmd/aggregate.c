@@ -446,8 +446,15 @@ bool aggregate_run(cmd_ctx_t *ctx, const char *verbosity, dberr_t *err)
         bson_destroy(&all);
     } else if (coll) {
         const bson_t *lead = pipeline_leading_match(p);
-        bson_t empty = BSON_INITIALIZER;
-        m = matcher_new(lead ? lead : &empty, err);
+        bson_t empty = BSON_INITIALIZER, near;
+        geonear_spec_t *g = pipeline_leading_geonear(p);
+        if (g && c && !collection_is_view(c)) { /* read on the 2dsphere index */
+            pipeline_geonear_source_filter(g, &near);
+            m = matcher_new_near(&near, err);
+            bson_destroy(&near);
+        } else {
+            m = matcher_new(lead ? lead : &empty, err);
+        }
         if (!m)
             goto cleanup;
         if (has_let)

@@ -569,6 +569,10 @@ bool query_run(cmd_ctx_t *ctx, collection_t *c, const char *coll, const query_fi
     bool ranged = q->has_min || q->has_max || near; /* $near: skip/limit after ordering */
     o.skip = ranged ? 0 : q->skip;
     o.limit = ranged ? 0 : q->limit;
+    /* the nearest skip+limit suffice (not in a transaction: its own
+     * writes may replace some of them) */
+    if (near && !q->has_min && !q->has_max && q->limit > 0 && !ctx->view->txn)
+        o.near_want = q->skip + q->limit;
     /* a blocking sort is bounded as mongod's (doc/pipeline.h's limits) */
     o.sort_max_bytes = pipeline_limits.sort_bytes;
     o.allow_disk_use = q->allow_disk_use;
@@ -884,7 +888,9 @@ bool cmd_explain(cmd_ctx_t *ctx, dberr_t *err)
     collection_t *c = catalog_get(server.catalog, ctx->db, coll);
     if (!query_resolve_collation(&q, c, err))
         return false;
-    matcher_t *m = matcher_new(&q.filter, err);
+    /* a find may hold $near (ordered by query_run); count and distinct not */
+    matcher_t *m = strcmp(sub.name, "find") == 0 ? matcher_new_near(&q.filter, err)
+                                                 : matcher_new(&q.filter, err);
     if (!m) {
         collation_destroy(q.coll);
         return false;

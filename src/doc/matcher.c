@@ -585,6 +585,19 @@ const char *matcher_near_path(const matcher_t *m)
     return n ? n->path : NULL;
 }
 
+const geo_pred_t *matcher_geo_on(const matcher_t *m, const char *path)
+{
+    const mnode_t *n = near_node(m);
+    if (n)
+        return strcmp(n->path, path) == 0 ? n->geo : NULL;
+    for (size_t i = 0; i < m->root->nkids; i++) {
+        n = m->root->kids[i];
+        if (n->kind == MN_GEO && strcmp(n->path, path) == 0)
+            return n->geo;
+    }
+    return NULL;
+}
+
 typedef struct near_walk {
     const geo_pred_t *geo;
     double best;

@@ -87,6 +87,13 @@ const char *matcher_near_path(const matcher_t *m);
  * -1 when it reaches none. */
 double matcher_near_distance(const matcher_t *m, const bson_t *doc);
 
+typedef struct geo_pred geo_pred_t;
+
+/* The geospatial predicate a 2dsphere index on `path` can bound: the
+ * filter's $near when it has one (NULL when that is on another path), else
+ * the first top-level $geoWithin / $geoIntersects on `path`; NULL if none. */
+const geo_pred_t *matcher_geo_on(const matcher_t *m, const char *path);
+
 /* True when the filter is empty (matches everything). */
 bool matcher_is_empty(const matcher_t *m);
 

@@ -30,4 +30,11 @@ bool geo_flat_point(const bson_iter_t *it, bool allow_extra, double *x, double *
 /* True when (lng, lat) lies on the sphere's coordinate ranges. */
 bool geo_valid_lnglat(double lng, double lat);
 
+/* The S2 levels a 2dsphere index keys cells between (mongod's default
+ * S2IndexingParams: coarsest ~100 km, finest ~500 m). */
+void geo_index_levels(int *coarsest, int *finest);
+
+/* An S2 cell id as the int64 a 2dsphere index key holds (same order). */
+#define GEO_CELL_KEY(id) ((int64_t)((uint64_t)(id) ^ UINT64_C(0x8000000000000000)))
+
 #endif

@@ -85,6 +85,22 @@ double geo_pred_distance(const geo_pred_t *p, const bson_value_t *v);
  * the predicate; values that are not geometries never match. */
 bool geo_pred_test(const geo_pred_t *p, const bson_value_t *v);
 
+/* Most cells a query region's covering has (mongod's
+ * internalQueryS2GeoMaxCells). */
+#define GEO_QUERY_MAX_CELLS 20
+
+/* The key ranges of a 2dsphere index that hold every document `p` can
+ * match: (min, max) int64 key pairs, sorted, disjoint, in `*ranges`
+ * (bson_malloc'd; the caller frees it) and their number in `*n`. For a
+ * $near, `radius` (>= 0, in the predicate's units: metres, or radians for
+ * a legacy $nearSphere) bounds the search instead of its $maxDistance.
+ * False when the region is not one the index bounds: flat $box / $center /
+ * $polygon, a $near with neither $maxDistance nor `radius`. */
+bool geo_pred_index_ranges(const geo_pred_t *p, double radius, int64_t **ranges, size_t *n);
+
+/* A $near predicate's radius (its units) that reaches the whole sphere. */
+double geo_pred_near_whole(const geo_pred_t *p);
+
 /* Frees `p`; accepts NULL. */
 void geo_pred_destroy(geo_pred_t *p);
 

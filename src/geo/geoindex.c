@@ -3,13 +3,21 @@
  * ~500 m, coarsest ~100 km, at most 50 cells). */
 #include "geo/geo-private.h"
 
+void geo_index_levels(int *coarsest, int *finest)
+{
+    static int fine = -1, coarse = -1;
+    if (fine < 0) {
+        fine = s2shim_level_for_metres(500.0, GEO_EARTH_RADIUS_M);
+        coarse = s2shim_level_for_metres(100 * 1000.0, GEO_EARTH_RADIUS_M);
+    }
+    *coarsest = coarse;
+    *finest = fine;
+}
+
 bool geo_index_cells(const bson_value_t *v, int64_t *out, size_t cap, size_t *n, dberr_t *err)
 {
-    static int finest = -1, coarsest = -1;
-    if (finest < 0) {
-        finest = s2shim_level_for_metres(500.0, GEO_EARTH_RADIUS_M);
-        coarsest = s2shim_level_for_metres(100 * 1000.0, GEO_EARTH_RADIUS_M);
-    }
+    int coarsest, finest;
+    geo_index_levels(&coarsest, &finest);
     geo_shape_t *s = geo_shape_from_stored(v, err);
     if (!s)
         return false;

@@ -2,6 +2,7 @@
  * GeoExpression and GeoMatchExpression): the query region is parsed once,
  * each stored value is parsed as mongod's parseFromStorage and tested. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "geo/geo-private.h"
@@ -438,4 +439,38 @@ double geo_pred_distance(const geo_pred_t *p, const bson_value_t *v)
     }
     geo_shape_destroy(s);
     return d;
+}
+
+double geo_pred_near_whole(const geo_pred_t *p)
+{
+    return p->radians ? M_PI : M_PI * GEO_EARTH_RADIUS_M;
+}
+
+bool geo_pred_index_ranges(const geo_pred_t *p, double radius, int64_t **ranges, size_t *n)
+{
+    int coarsest, finest;
+    geo_index_levels(&coarsest, &finest);
+    uint64_t *cells = NULL;
+    size_t count;
+    if (p->near) {
+        double r = radius >= 0 ? radius : p->max_dist;
+        if (!isfinite(r))
+            return false;
+        if (!p->radians)
+            r /= GEO_EARTH_RADIUS_M;
+        count = s2shim_cap_ranges(p->cx, p->cy, r, coarsest, finest, GEO_QUERY_MAX_CELLS, &cells);
+    } else if (p->kind == REGION_CENTER_SPHERE) {
+        count = s2shim_cap_ranges(p->cx, p->cy, p->r, coarsest, finest, GEO_QUERY_MAX_CELLS,
+                                  &cells);
+    } else if (p->kind == REGION_SHAPE && p->shape->s2 && p->shape->crs != GEO_CRS_FLAT) {
+        count = s2shim_geom_ranges(p->shape->s2, coarsest, finest, GEO_QUERY_MAX_CELLS, &cells);
+    } else {
+        return false;
+    }
+    *ranges = bson_malloc((2 * count + 2) * sizeof **ranges);
+    for (size_t i = 0; i < 2 * count; i++)
+        (*ranges)[i] = GEO_CELL_KEY(cells[i]);
+    *n = count;
+    free(cells);
+    return true;
 }

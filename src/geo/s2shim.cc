@@ -4,6 +4,8 @@
 #include "geo/s2shim.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <memory>
 #include <vector>
@@ -206,4 +208,58 @@ extern "C" size_t s2shim_geom_cover(const s2shim_geom_t *g, int coarsest_level, 
 extern "C" int s2shim_level_for_metres(double metres, double earth_radius)
 {
     return S2::kAvgEdge.GetClosestLevel(metres / earth_radius);
+}
+
+// The key ranges of a 2dsphere index (cells between the two levels) that
+// hold every cell meeting `region`'s covering: each covering cell's
+// descendants and its ancestors down to the coarsest level, as mongod's
+// ExpressionMapping; sorted and merged.
+static size_t cover_ranges(const S2Region &region, int coarsest_level, int finest_level,
+                           int max_cells, uint64_t **out)
+{
+    S2RegionCoverer::Options opts;
+    opts.set_min_level(coarsest_level);
+    opts.set_max_level(finest_level);
+    opts.set_max_cells(max_cells);
+    S2RegionCoverer coverer(opts);
+    S2CellUnion u = coverer.GetCovering(region);
+    std::vector<std::pair<uint64_t, uint64_t>> r;
+    for (const S2CellId &c : u.cell_ids()) {
+        r.emplace_back(c.range_min().id(), c.range_max().id());
+        for (int l = c.level() - 1; l >= coarsest_level; l--) {
+            uint64_t a = c.parent(l).id();
+            r.emplace_back(a, a);
+        }
+    }
+    std::sort(r.begin(), r.end());
+    std::vector<std::pair<uint64_t, uint64_t>> merged;
+    for (const auto &p : r) {
+        // leaf ids are odd: the id between two adjacent ranges is a common
+        // ancestor's, which may join them (a superset: matches are re-checked)
+        if (!merged.empty() && p.first <= merged.back().second + 2)
+            merged.back().second = std::max(merged.back().second, p.second);
+        else
+            merged.push_back(p);
+    }
+    *out = static_cast<uint64_t *>(std::malloc(2 * (merged.size() + 1) * sizeof(uint64_t)));
+    for (size_t i = 0; i < merged.size(); i++) {
+        (*out)[2 * i] = merged[i].first;
+        (*out)[2 * i + 1] = merged[i].second;
+    }
+    return merged.size();
+}
+
+extern "C" size_t s2shim_geom_ranges(const s2shim_geom_t *g, int coarsest_level,
+                                     int finest_level, int max_cells, uint64_t **out)
+{
+    MutableS2ShapeIndex &index = const_cast<MutableS2ShapeIndex &>(g->index);
+    return cover_ranges(MakeS2ShapeIndexRegion(&index), coarsest_level, finest_level, max_cells,
+                        out);
+}
+
+extern "C" size_t s2shim_cap_ranges(double lng, double lat, double radians, int coarsest_level,
+                                    int finest_level, int max_cells, uint64_t **out)
+{
+    S2Cap cap(to_point(lng, lat), S1Angle::Radians(std::min(radians, M_PI)));
+    return cover_ranges(cap, coarsest_level, finest_level, max_cells, out);
 }

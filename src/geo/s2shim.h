@@ -70,6 +70,16 @@ bool s2shim_cap_contains(double lng, double lat, double radians, const s2shim_ge
  * are (may exceed `cap`). */
 size_t s2shim_geom_cover(const s2shim_geom_t *g, int coarsest_level, int finest_level,
                          int max_cells, uint64_t *out, size_t cap);
+/* The key ranges a 2dsphere index (cells from `coarsest_level` to
+ * `finest_level`) is scanned over for a query region: the region
+ * coverer's cells (at most about `max_cells`), each one's descendants and
+ * ancestors, sorted and merged. Sets `*out` (malloc'd; the caller frees it)
+ * to (min, max) cell-id pairs and returns how many pairs. */
+size_t s2shim_geom_ranges(const s2shim_geom_t *g, int coarsest_level, int finest_level,
+                          int max_cells, uint64_t **out);
+/* The same for the spherical cap of `radians` around (lng, lat). */
+size_t s2shim_cap_ranges(double lng, double lat, double radians, int coarsest_level,
+                         int finest_level, int max_cells, uint64_t **out);
 /* The S2 level whose average cell edge is closest to `metres` on mongod's
  * earth. */
 int s2shim_level_for_metres(double metres, double earth_radius);

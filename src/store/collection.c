@@ -12,6 +12,7 @@
 #include "doc/docvalidation.h"
 #include "doc/keystring.h"
 #include "store/capped.h"
+#include "store/geoscan.h"
 #include "store/mvcc.h"
 #include "store/textindex.h"
 #include "store/wildcard.h"
@@ -1184,6 +1185,7 @@ static bool collection_query_snapshot(collection_t *c, const collection_query_op
     now.skip = 0;
     now.limit = 0;
     now.sort = NULL;
+    now.near_want = 0;
     recvec_t cur;
     recvec_init(&cur);
     uint64_t start = mvcc_current_seq();
@@ -1296,6 +1298,121 @@ static bool collection_query_text(collection_t *c, const collection_query_opts_t
     return collection_finish(out, first, o, need_sort, false, err);
 }
 
+/* True when a 2dsphere index bounds `p`: a $near (its cap or growing
+ * caps), a region on the sphere (not the flat $box / $center / $polygon). */
+static bool collection_geo_bounded(const geo_pred_t *p)
+{
+    int64_t *r = NULL;
+    size_t n;
+    if (geo_pred_is_near(p))
+        return true;
+    bool ok = geo_pred_index_ranges(p, -1, &r, &n);
+    bson_free(r);
+    return ok;
+}
+
+/* The 2dsphere index (first field the S2 cells of a path) the filter's
+ * geospatial predicate on that path is scanned on: the hinted one, else
+ * the first not hidden nor partial; NULL when none (a hint to a 2dsphere
+ * index no predicate bounds fails as mongod's planner: BadValue). */
+static index_t *collection_geo_index(collection_t *c, const collection_query_opts_t *o,
+                                     const geo_pred_t **pred, dberr_t *err)
+{
+    if (o->hint_name || (o->hint && !bson_empty(o->hint))) {
+        index_t *ix = collection_hinted(c, o, err);
+        if (!ix || !ix->is_2dsphere)
+            return NULL;
+        if (!geoscan_usable(ix)) {
+            dberr_set(err, DBERR_NOT_IMPLEMENTED,
+                      "atomdb does not scan a 2dsphere index whose first field is not the "
+                      "geometry yet (hint: %s)",
+                      ix->name);
+            return NULL;
+        }
+        *pred = matcher_geo_on(o->matcher, ix->paths[0]);
+        if (*pred && collection_geo_bounded(*pred))
+            return ix;
+        dberr_set(err, DBERR_BAD_VALUE,
+                  "error processing query: ns=%s planner returned error :: caused by :: hint "
+                  "provided does not correspond to an existing index",
+                  c->ns);
+        return NULL;
+    }
+    for (int i = 0; i < c->nindexes; i++) {
+        index_t *ix = c->indexes[i];
+        if (ix->hidden || ix->partial || !geoscan_usable(ix))
+            continue;
+        *pred = matcher_geo_on(o->matcher, ix->paths[0]);
+        if (*pred && collection_geo_bounded(*pred))
+            return ix;
+    }
+    return NULL;
+}
+
+/* Matches the candidates `cand` into `out`; counts those whose $near
+ * distance is at most `within` (< 0: none counted) into `*close`. */
+static bool collection_geo_match(const collection_query_opts_t *o, const recvec_t *cand,
+                                 double within, recvec_t *out, size_t *close,
+                                 collection_plan_t *plan, dberr_t *err)
+{
+    for (size_t i = 0; i < cand->len; i++) {
+        if ((i & 15) == 15 && !fiber_check(err)) /* the candidates are referenced */
+            return false;
+        bson_t doc;
+        record_view(cand->items[i], &doc);
+        plan->docs_examined++;
+        if (!matcher_matches(o->matcher, &doc, NULL))
+            continue;
+        recvec_push_ref(out, cand->items[i]);
+        if (within >= 0 && matcher_near_distance(o->matcher, &doc) <= within)
+            (*close)++;
+    }
+    return true;
+}
+
+/* A geospatial query on the 2dsphere index `ix`: the key ranges covering
+ * the predicate's region; a $near without $maxDistance scans caps that
+ * double in radius until the nearest near_want matches lie inside one
+ * (every match outside is farther), the whole sphere without a limit. */
+static bool collection_query_geo(const collection_query_opts_t *o, index_t *ix,
+                                 const geo_pred_t *pred, recvec_t *out, collection_plan_t *plan,
+                                 dberr_t *err)
+{
+    size_t first = out->len;
+    strcpy(plan->stage, "IXSCAN");
+    plan->index = ix;
+    plan->reason = o->hint_name || o->hint ? "the index the hint names"
+                                           : "the 2dsphere index bounds the geospatial predicate";
+    recvec_t cand;
+    recvec_init(&cand);
+    bool ok;
+    if (geoscan_candidates(ix, pred, -1, &cand, &plan->keys_examined)) {
+        size_t close = 0;
+        ok = collection_geo_match(o, &cand, -1, out, &close, plan, err);
+    } else {
+        double whole = geo_pred_near_whole(pred);
+        double r = o->near_want > 0 ? whole / 65536 : whole;
+        for (;;) {
+            size_t close = 0;
+            geoscan_candidates(ix, pred, r, &cand, &plan->keys_examined);
+            ok = collection_geo_match(o, &cand, r, out, &close, plan, err);
+            recvec_destroy(&cand);
+            recvec_init(&cand);
+            if (!ok || r >= whole || (int64_t)close >= o->near_want)
+                break;
+            for (size_t i = first; i < out->len; i++) /* drops what this cap found */
+                record_unref(out->items[i]);
+            out->len = first;
+            r = r * 2 < whole ? r * 2 : whole;
+        }
+    }
+    recvec_destroy(&cand);
+    if (!ok)
+        return false;
+    bool need_sort = o->sort && sortspec_nkeys(o->sort) > 0;
+    return collection_finish(out, first, o, need_sort, false, err);
+}
+
 /* A {$natural: 1|-1} sort or hint: *dir 1 or -1 (0: neither). A $natural
  * sort with other keys is refused (not yet). */
 static bool collection_natural_dir(const collection_query_opts_t *o, int *dir, dberr_t *err)
@@ -1364,6 +1481,17 @@ static bool collection_query_opts_plain(collection_t *c, const collection_query_
     if (natural && o->sort && sortspec_nkeys(o->sort) == 1 &&
         !strcmp(sortspec_key(o->sort, 0, NULL), "$natural"))
         need_sort = false; /* the $natural sort is the scan's order */
+    if (!natural) {
+        const geo_pred_t *pred = NULL;
+        dberr_t why = {0};
+        index_t *gix = collection_geo_index(c, o, &pred, &why);
+        if (gix)
+            return collection_query_geo(o, gix, pred, out, plan, err);
+        if (why.code) {
+            *err = why;
+            return false;
+        }
+    }
     if (natural && c->capped) {
         strcpy(plan->stage, "COLLSCAN");
         plan->direction = natural;
@@ -1393,10 +1521,6 @@ static bool collection_query_opts_plain(collection_t *c, const collection_query_
         index_t *ix = collection_hinted(c, o, err);
         if (!ix)
             return false;
-        if (ix->is_2dsphere) /* its keys are S2 cells: scans of them are not built yet */
-            return dberr_set(err, DBERR_NOT_IMPLEMENTED,
-                             "atomdb does not plan queries on 2dsphere indexes yet (hint: %s)",
-                             ix->name);
         if (ix->wildcard && collection_plan_index(ix, o->matcher, &best) == 0 &&
             !(o->hint && !o->hint_name && collection_hinted_wildcard(c, o, &best))) {
             /* as mongod: the planner finds no plan on a $** index for it */

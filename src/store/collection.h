@@ -136,6 +136,9 @@ typedef struct collection_query_opts {
      * internalQueryMaxBlockingSortMemoryUsageBytes); 0 = no cap. */
     int64_t sort_max_bytes;
     bool allow_disk_use;        /* only changes the message: atomdb cannot spill */
+    /* A $near wants only its nearest this many matches (the caller orders
+     * by distance, then skips and limits); 0: every match. */
+    int64_t near_want;
 } collection_query_opts_t;
 
 /* The check behind sort_max_bytes for the records of `out` after `first`,

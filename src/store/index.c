@@ -42,7 +42,15 @@ typedef struct index_vals {
     bson_value_t v[64]; /* borrowed from the document */
     int n;
     bool overflow;      /* more than fit: treated as an error */
+    bson_value_t *ext;  /* a 2dsphere field's cells instead of v (as many as the
+                         * coverings give), or NULL */
 } index_vals_t;
+
+/* The i-th value of `vals`. */
+static const bson_value_t *index_vals_at(const index_vals_t *vals, int i)
+{
+    return vals->ext ? &vals->ext[i] : &vals->v[i];
+}
 
 static void index_vals_push(index_vals_t *vals, const bson_value_t *v)
 {
@@ -174,8 +182,15 @@ void index_append_key_part(const index_t *ix, int f, const bson_value_t *v, buf_
 
 /* The geometries one 2dsphere path reaches (a trailing array is one
  * geometry, a legacy pair; arrays on the way are expanded). */
+/* Per field, the cells of a 2dsphere field (a large polygon covers
+ * hundreds of cells at the coarsest level: mongod indexes them all). */
+typedef struct index_geo_buf {
+    bson_value_t *v;
+    size_t len, cap;
+} index_geo_buf_t;
+
 typedef struct index_geo_walk {
-    index_vals_t *vals;
+    index_geo_buf_t *buf;
     const bson_value_t *bad; /* the first value that is not a geometry */
     dberr_t *err;
 } index_geo_walk_t;
@@ -186,17 +201,28 @@ static bool index_geo_hit(const path_hit_t *hit, void *ctx)
     bson_type_t t = hit->value->value_type;
     if (t == BSON_TYPE_EOD || t == BSON_TYPE_NULL || t == BSON_TYPE_UNDEFINED)
         return true;
-    int64_t cells[64];
+    int64_t small[64], *cells = small;
     size_t n;
     if (!geo_index_cells(hit->value, cells, 64, &n, w->err)) {
         w->bad = hit->value;
         return false;
     }
-    for (size_t i = 0; i < n; i++) {
-        bson_value_t v = {.value_type = BSON_TYPE_INT64};
-        v.value.v_int64 = i < 64 ? cells[i] : 0;
-        index_vals_push(w->vals, &v);
+    if (n > 64) { /* again, with room for all */
+        cells = bson_malloc(n * sizeof *cells);
+        size_t again;
+        geo_index_cells(hit->value, cells, n, &again, w->err);
     }
+    index_geo_buf_t *b = w->buf;
+    if (b->len + n > b->cap) {
+        b->cap = (b->len + n) * 2;
+        b->v = bson_realloc(b->v, b->cap * sizeof *b->v);
+    }
+    for (size_t i = 0; i < n; i++) {
+        b->v[b->len].value_type = BSON_TYPE_INT64;
+        b->v[b->len++].value.v_int64 = cells[i];
+    }
+    if (cells != small)
+        bson_free(cells);
     return true;
 }
 
@@ -205,9 +231,15 @@ static bool index_geo_hit(const path_hit_t *hit, void *ctx)
 static bool index_geo_collect(const index_t *ix, int f, const bson_t *doc, index_vals_t *vals,
                               dberr_t *err)
 {
+    static __thread index_geo_buf_t bufs[INDEX_MAX_FIELDS];
     dberr_t why;
-    index_geo_walk_t w = {vals, NULL, &why};
+    bufs[f].len = 0;
+    index_geo_walk_t w = {&bufs[f], NULL, &why};
     path_walk(doc, ix->paths[f], false, index_geo_hit, &w);
+    if (bufs[f].len) {
+        vals->ext = bufs[f].v;
+        vals->n = (int)bufs[f].len;
+    }
     if (w.bad) {
         char *shown = shellfmt_doc(doc);
         dberr_set(err, 16755, "Can't extract geo keys: %s  %s", shown, why.msg);
@@ -240,6 +272,7 @@ bool index_keys_of(index_t *ix, const bson_t *doc, index_keys_t *out, dberr_t *e
     for (int f = 0; f < ix->nfields; f++) {
         vals[f].n = 0;
         vals[f].overflow = false;
+        vals[f].ext = NULL;
         bool array_seen = false;
         bson_iter_t it;
         if (ix->sphere[f]) {
@@ -283,7 +316,7 @@ bool index_keys_of(index_t *ix, const bson_t *doc, index_keys_t *out, dberr_t *e
     for (int i = 0; i < n; i++) {
         buf_t *key = index_keys_add(out);
         for (int f = 0; f < ix->nfields; f++) {
-            const bson_value_t *v = f == multi_field ? &vals[f].v[i] : &vals[f].v[0];
+            const bson_value_t *v = index_vals_at(&vals[f], f == multi_field ? i : 0);
             index_append_key_part(ix, f, v, key);
         }
     }

@@ -37,7 +37,7 @@ typedef struct index {
     int dirs[INDEX_MAX_FIELDS];  /* 1 or -1 */
     int hashed;                  /* the field keyed by its hash ({f: "hashed"}), or -1 */
     bool sphere[INDEX_MAX_FIELDS]; /* a "2dsphere" field: keys are S2 cells */
-    bool is_2dsphere;            /* some field is "2dsphere" (not planned yet) */
+    bool is_2dsphere;            /* some field is "2dsphere" (planned: store/geoscan.h) */
     bool is_id;                  /* the _id index */
     bool unique;
     bool sparse;

@@ -278,10 +278,13 @@ def test_what_the_geo_index_does_not_serve_yet_is_refused_clearly(places, db):
     with pytest.raises(OperationFailure) as e:
         list(places.find({"location": {"$nearSphere": [-73.97, 40.77]}}).sort("name", 1))
     assert e.value.code == 238 and "$near" in e.value.details["errmsg"]
-    with pytest.raises(OperationFailure) as e:
-        list(places.find({"location": {"$geoWithin": {"$geometry": MANHATTAN}}})
+    with pytest.raises(OperationFailure) as e:  # no geo predicate bounds it: as mongod
+        list(places.find({"name": "a street"}).hint("location_2dsphere"))
+    assert e.value.code == 2 and "hint provided does not correspond" in e.value.details["errmsg"]
+    with pytest.raises(OperationFailure) as e:  # flat regions are not on the sphere's cells
+        list(places.find({"location": {"$geoWithin": {"$box": [[0, 0], [1, 1]]}}})
              .hint("location_2dsphere"))
-    assert e.value.code == 238 and "2dsphere" in e.value.details["errmsg"]
+    assert e.value.code == 2
     with pytest.raises(OperationFailure) as e:
         db.command(SON([("createIndexes", "places"),
                         ("indexes", [{"key": {"location": "2d"}, "name": "g"}])]))
@@ -356,3 +359,203 @@ def test_geonear_errors(places, db):
     got = list(places.aggregate([{"$geoNear": {"near": GEONEAR_POINT, "distanceField": "d",
                                                "key": "location"}}]))
     assert len(got) == 5, "naming the key picks one"
+
+
+# -- the planner on a 2dsphere index: same documents as a full scan --------
+
+def _random_docs(n_points=2500, n_shapes=500, seed=20):
+    import random
+    rnd = random.Random(seed)
+    docs = []
+    for i in range(n_points):
+        if i % 10 == 0:  # some spread over the whole sphere
+            lng, lat = rnd.uniform(-180, 180), rnd.uniform(-89, 89)
+        else:  # most around western Europe
+            lng, lat = rnd.uniform(-10, 20), rnd.uniform(35, 60)
+        loc = {"type": "Point", "coordinates": [lng, lat]} if i % 3 else [lng, lat]
+        docs.append({"_id": i, "loc": loc, "k": i % 7})
+    for j in range(n_shapes):
+        lng, lat = rnd.uniform(-10, 20), rnd.uniform(35, 60)
+        d = rnd.uniform(0.01, 1.5)
+        if j % 2:
+            loc = {"type": "Polygon", "coordinates": [[
+                [lng, lat], [lng + d, lat], [lng + d, lat + d], [lng, lat + d], [lng, lat]]]}
+        else:
+            loc = {"type": "LineString", "coordinates": [[lng, lat], [lng + d, lat + d / 2]]}
+        docs.append({"_id": n_points + j, "loc": loc, "k": j % 7})
+    docs.append({"_id": -1, "k": 0})  # no geometry: never in the index
+    return docs
+
+
+def _box(lng, lat, w, h):
+    return {"type": "Polygon", "coordinates": [[
+        [lng, lat], [lng + w, lat], [lng + w, lat + h], [lng, lat + h], [lng, lat]]]}
+
+
+REGION_QUERIES = [
+    {"loc": {"$geoWithin": {"$geometry": _box(0, 45, 2, 2)}}},
+    {"loc": {"$geoWithin": {"$geometry": _box(-9.5, 36, 25, 20)}}},
+    {"loc": {"$geoWithin": {"$geometry": {"type": "Polygon", "coordinates": [
+        [[-5, 40], [10, 40], [10, 55], [-5, 55], [-5, 40]],
+        [[0, 45], [5, 45], [5, 50], [0, 50], [0, 45]]]}}}},  # with a hole
+    {"loc": {"$geoWithin": {"$centerSphere": [[2.35, 48.85], 300 / 6378.1]}}},
+    {"loc": {"$geoWithin": {"$centerSphere": [[100, 0], 0.5]}}},
+    {"loc": {"$geoIntersects": {"$geometry": _box(5, 50, 0.7, 0.5)}}},
+    {"loc": {"$geoIntersects": {"$geometry": {
+        "type": "LineString", "coordinates": [[-8, 38], [18, 58]]}}}},
+    {"loc": {"$geoIntersects": {"$geometry": {
+        "type": "MultiPolygon", "coordinates": [_box(1, 41, 1, 1)["coordinates"],
+                                                _box(12, 52, 3, 1)["coordinates"]]}}}},
+    {"loc": {"$geoWithin": {"$geometry": _box(-1, 44, 6, 6)}}, "k": {"$in": [1, 2]}},
+]
+
+NEAR_POINT = {"type": "Point", "coordinates": [4.9, 52.37]}
+
+
+def _near_queries():
+    return [
+        ({"loc": {"$near": {"$geometry": NEAR_POINT, "$maxDistance": 150000}}}, 0),
+        ({"loc": {"$nearSphere": {"$geometry": NEAR_POINT, "$minDistance": 50000,
+                                  "$maxDistance": 400000}}}, 0),
+        ({"loc": {"$near": {"$geometry": NEAR_POINT}}}, 20),
+        ({"loc": {"$near": {"$geometry": {"type": "Point", "coordinates": [-170, -60]}}}}, 5),
+        ({"loc": {"$nearSphere": [4.9, 52.37], "$maxDistance": 0.02}}, 0),
+        ({"loc": {"$nearSphere": [4.9, 52.37]}, "k": 3}, 25),
+    ]
+
+
+@pytest.fixture
+def geo_pair(db):
+    """The same random documents in an indexed and an unindexed collection."""
+    docs = _random_docs()
+    db.plain.insert_many(docs)
+    db.indexed.create_index([("loc", "2dsphere")])
+    db.indexed.insert_many(docs)
+    return db.plain, db.indexed
+
+
+def _same_results(plain, indexed, nonempty=True):
+    for q in REGION_QUERIES:
+        want = ids(plain.find(q))
+        assert want or not nonempty, q
+        assert ids(indexed.find(q)) == want, q
+        assert ids(indexed.find(q).hint("loc_2dsphere")) == want, q
+        assert ids(indexed.find(q).hint([("loc", "2dsphere")])) == want, q
+    for q, limit in _near_queries():
+        full = [d["_id"] for d in indexed.find(q).hint([("$natural", 1)])]  # a full scan
+        want = full[:limit] if limit else full
+        got = [d["_id"] for d in indexed.find(q).limit(limit)]
+        assert want and got == want, q
+        assert [d["_id"] for d in indexed.find(q).skip(3).limit(limit)] == \
+            (full[3:3 + limit] if limit else full[3:]), q
+
+
+def test_2dsphere_index_gives_the_full_scans_documents(geo_pair):
+    plain, indexed = geo_pair
+    _same_results(plain, indexed)
+
+
+def test_2dsphere_index_kept_right_through_updates_and_deletes(geo_pair):
+    plain, indexed = geo_pair
+    for t in (plain, indexed):
+        t.update_many({"_id": {"$lt": 600, "$mod": [4, 0]}},
+                      {"$set": {"loc": {"type": "Point", "coordinates": [1.0, 46.0]}}})
+        t.update_many({"_id": {"$gte": 2500, "$lt": 2700}}, [{"$set": {"loc": "$$REMOVE"}}])
+        t.delete_many({"_id": {"$mod": [5, 1]}})
+        t.insert_one({"_id": 9000, "loc": {"type": "Point", "coordinates": [4.91, 52.36]}})
+        t.replace_one({"_id": 3}, {"loc": [4.9, 52.37]})
+        # writes whose filter is geospatial (planned on the index where there is one)
+        t.update_many({"loc": {"$geoWithin": {"$geometry": _box(0, 45, 2, 2)}}},
+                      {"$set": {"k": 99}})
+        t.delete_many({"loc": {"$geoIntersects": {"$geometry": _box(10, 50, 1, 1)}}})
+    assert indexed.count_documents({"k": 99}) == plain.count_documents({"k": 99}) > 0
+    assert ids(indexed.find({})) == ids(plain.find({}))
+    _same_results(plain, indexed, nonempty=False)
+    q = {"loc": {"$near": {"$geometry": NEAR_POINT}}}
+    assert [d["_id"] for d in indexed.find(q).limit(2)] == [3, 9000]
+    assert indexed.count_documents({"loc": {"$geoWithin": {"$geometry": _box(0.9, 45.9, .2, .2)}}}) \
+        == plain.count_documents({"loc": {"$geoWithin": {"$geometry": _box(0.9, 45.9, .2, .2)}}}) > 50
+
+
+def test_geonear_on_the_index_matches_the_full_scan(geo_pair):
+    plain, indexed = geo_pair
+    stage = {"$geoNear": {"near": NEAR_POINT, "distanceField": "d", "maxDistance": 200000,
+                          "query": {"k": {"$ne": 2}}}}
+    got = list(indexed.aggregate([stage, {"$limit": 50}]))
+    assert len(got) == 50
+    assert all(got[i]["d"] <= got[i + 1]["d"] <= 200000 for i in range(49))
+    full = [d for d in indexed.find({"loc": {"$near": {"$geometry": NEAR_POINT,
+                                                       "$maxDistance": 200000}},
+                                     "k": {"$ne": 2}}).hint([("$natural", 1)])]
+    assert [d["_id"] for d in got] == [d["_id"] for d in full[:50]]
+    everything = list(indexed.aggregate([{"$geoNear": {"near": NEAR_POINT, "distanceField": "d"}}]))
+    assert len(everything) == indexed.count_documents({"loc": {"$exists": True}})
+
+
+def test_explain_shows_the_2dsphere_index(geo_pair):
+    plain, indexed = geo_pair
+    q = REGION_QUERIES[0]
+    ex = indexed.find(q).explain()
+    wp = ex["queryPlanner"]["winningPlan"]
+    assert wp["stage"] == "FETCH" and wp["inputStage"]["stage"] == "IXSCAN"
+    assert wp["inputStage"]["keyPattern"] == {"loc": "2dsphere"}
+    assert wp["inputStage"]["indexName"] == "loc_2dsphere"
+    stats = ex["executionStats"]
+    n = stats["nReturned"]
+    assert 0 < n <= stats["totalDocsExamined"] < 600, "only the covering's candidates are read"
+    assert plain.find(q).explain()["queryPlanner"]["winningPlan"]["stage"] == "COLLSCAN"
+    near = indexed.find({"loc": {"$near": {"$geometry": NEAR_POINT}}}).limit(20).explain()
+    assert near["queryPlanner"]["winningPlan"]["inputStage"]["indexName"] == "loc_2dsphere"
+    assert near["executionStats"]["totalDocsExamined"] < 1000
+
+
+def test_compound_2dsphere_index(db):
+    docs = _random_docs(1500, 100, seed=7)
+    db.plain.insert_many(docs)
+    lead = db.lead
+    lead.create_index([("loc", "2dsphere"), ("k", 1)])
+    lead.insert_many(docs)
+    trail = db.trail
+    trail.create_index([("k", 1), ("loc", "2dsphere")])
+    trail.insert_many(docs)
+    q = {"loc": {"$geoWithin": {"$geometry": _box(-1, 44, 6, 6)}}, "k": 3}
+    want = ids(db.plain.find(q))
+    assert want and ids(lead.find(q)) == want and ids(trail.find(q)) == want
+    assert lead.find(q).explain()["queryPlanner"]["winningPlan"]["inputStage"]["indexName"] \
+        == "loc_2dsphere_k_1"
+    near = {"loc": {"$near": {"$geometry": NEAR_POINT}}, "k": 3}
+    assert [d["_id"] for d in lead.find(near).limit(10)] == \
+        [d["_id"] for d in trail.find(near).limit(10)]
+    with pytest.raises(OperationFailure) as e:  # the geometry after other keys: not scanned yet
+        list(trail.find(q).hint("k_1_loc_2dsphere"))
+    assert e.value.code == 238 and "k_1_loc_2dsphere" in e.value.details["errmsg"]
+
+
+def test_large_geometries_are_indexed_whole(db):
+    # a country-sized polygon covers hundreds of cells at the coarsest level:
+    # every one is a key (as mongod), so the index finds it from any point
+    big = [
+        {"_id": 1, "loc": _box(0, 40, 20, 15)},
+        {"_id": 2, "loc": {"type": "MultiPolygon", "coordinates": [
+            _box(-20, -10, 30, 25)["coordinates"], _box(60, 10, 15, 15)["coordinates"]]}},
+        {"_id": 3, "loc": {"type": "LineString", "coordinates": [[-100, 30], [-60, 50]]}},
+        {"_id": 4, "loc": {"type": "Point", "coordinates": [5.5, 45.5]}},
+    ]
+    db.plain.insert_many(big)
+    db.indexed.create_index([("loc", "2dsphere")])
+    db.indexed.insert_many(big)
+    queries = [
+        {"loc": {"$geoIntersects": {"$geometry": {"type": "Point", "coordinates": [5.5, 45.5]}}}},
+        {"loc": {"$geoIntersects": {"$geometry": {"type": "Point", "coordinates": [19.9, 54.9]}}}},
+        {"loc": {"$geoIntersects": {"$geometry": _box(65, 20, 0.1, 0.1)}}},
+        {"loc": {"$geoIntersects": {"$geometry": {
+            "type": "LineString", "coordinates": [[-80, 20], [-80, 60]]}}}},
+        {"loc": {"$geoWithin": {"$geometry": _box(-30, -20, 120, 80)}}},
+    ]
+    for q in queries:
+        want = ids(db.plain.find(q))
+        assert want and ids(db.indexed.find(q)) == want, q
+    near = {"loc": {"$near": {"$geometry": {"type": "Point", "coordinates": [70, 20]}}}}
+    assert [d["_id"] for d in db.indexed.find(near).limit(1)] == [2]
+    db.indexed.update_one({"_id": 1}, {"$set": {"loc": _box(100, 0, 1, 1)}})
+    assert ids(db.indexed.find(queries[1])) == []

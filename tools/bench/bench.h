@@ -291,6 +291,13 @@ int watch_bench(const char *atomdb, double secs, int rounds);
  * faster and both find the same documents. */
 int text_bench(const char *atomdb, int ndocs);
 
+/* ---- `atomdb-bench geo` (geo.c) ---- */
+
+/* Times $near returning the nearest 20 of `npoints` points on a 2dsphere
+ * index against the same query as a full scan; 0 when the index is >= 50x
+ * faster and both return the same documents in the same order. */
+int geo_bench(const char *atomdb, int npoints);
+
 /* Installs the signal handlers that stop every engine on Ctrl-C. */
 void engine_install_signals(void);
 

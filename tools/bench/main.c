@@ -58,6 +58,9 @@ static void main_usage(FILE *f)
             "                    (change streams: hot counter with 0, 1, 16 open streams)\n"
             "       atomdb-bench text [--docs 100000] [--atomdb PATH]\n"
             "                    ($text on a text index against a full scan, target >= 50x)\n"
+            "       atomdb-bench geo [--points 100000] [--atomdb PATH]\n"
+            "                    ($near nearest 20 on a 2dsphere index against a full scan,\n"
+            "                     target >= 50x)\n"
             "Runs the seed scenarios x strategies against atomdb, Redis and PostgreSQL, each\n"
             "started by the bench on 127.0.0.1, and checks every invariant.\n\n"
             "  --quick               clients 4,16; 0.2 s per cell; OS-buffered durability only\n"
@@ -446,6 +449,28 @@ int main(int argc, char **argv)
         mongoc_log_set_handler(main_mongoc_log, NULL);
         engine_install_signals();
         int rc = text_bench(atomdb, docs);
+        engine_stop_all();
+        mongoc_cleanup();
+        return rc;
+    }
+    if (argc > 1 && !strcmp(argv[1], "geo")) { /* issue 20: $near on a 2dsphere index */
+        int points = 100000;
+        char atomdb[PATH_MAX];
+        main_default_atomdb(atomdb, sizeof atomdb);
+        for (int i = 2; i < argc; i++) {
+            if (!strcmp(argv[i], "--points") && i + 1 < argc)
+                points = atoi(argv[++i]);
+            else if (!strcmp(argv[i], "--atomdb") && i + 1 < argc)
+                snprintf(atomdb, sizeof atomdb, "%s", argv[++i]);
+            else {
+                main_usage(stderr);
+                return 2;
+            }
+        }
+        mongoc_init();
+        mongoc_log_set_handler(main_mongoc_log, NULL);
+        engine_install_signals();
+        int rc = geo_bench(atomdb, points);
         engine_stop_all();
         mongoc_cleanup();
         return rc;

@@ -277,3 +277,10 @@ void pipeline_geonear_set_key(geonear_spec_t *g, const char *path)
     bson_free(g->key);
     g->key = bson_strdup(path);
 }
+
+void pipeline_geonear_source_filter(const geonear_spec_t *g, bson_t *out)
+{
+    bson_init(out);
+    if (g->key)
+        BSON_APPEND_DOCUMENT(out, g->key, g->near_ops);
+}
