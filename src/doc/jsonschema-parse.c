@@ -520,7 +520,8 @@ static bool js_parse_dependencies(js_node_t *n, const bson_iter_t *it, int depth
         e->props_index = bson_malloc(e->nprops * sizeof *e->props_index);
         for (size_t i = 0; i < e->nprops; i++)
             e->props_index[i] = (js_name_ref_t){e->props[i], i};
-        qsort(e->props_index, e->nprops, sizeof *e->props_index, js_ref_sort_cmp);
+        if (e->nprops > 1) /* else nothing to sort, and e->props_index may be NULL (qsort must not get it) */
+            qsort(e->props_index, e->nprops, sizeof *e->props_index, js_ref_sort_cmp);
         for (size_t i = 1; i < e->nprops; i++)
             if (strcmp(e->props_index[i - 1].name, e->props_index[i].name) == 0)
                 return dberr_set(err, DBERR_FAILED_TO_PARSE,

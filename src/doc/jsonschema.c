@@ -248,7 +248,8 @@ static void js_normalize(const bson_value_t *v, bson_t *into, const char *key)
         fields[n].key = bson_iter_key(&it);
         fields[n++].value = *bson_iter_value(&it);
     }
-    qsort(fields, n, sizeof *fields, js_field_cmp);
+    if (n > 1) /* else nothing to sort, and fields may be NULL (qsort must not get it) */
+        qsort(fields, n, sizeof *fields, js_field_cmp);
     bson_append_document_begin(into, key, -1, &child);
     for (size_t i = 0; i < n; i++)
         js_normalize(&fields[i].value, &child, fields[i].key);
@@ -285,7 +286,8 @@ bool jsonschema_first_duplicate(const bson_t *arr, uint32_t count, bson_t *store
         items[n].idx = n;
         n++;
     }
-    qsort(items, n, sizeof *items, js_item_cmp);
+    if (n > 1) /* else nothing to sort, and items may be NULL (qsort must not get it) */
+        qsort(items, n, sizeof *items, js_item_cmp);
     uint32_t first = UINT32_MAX;
     for (uint32_t i = 1; i < n; i++) /* runs are sorted by index: i is a later twin */
         if (compare_values(&items[i].norm, &items[i - 1].norm) == 0 && items[i].idx < first)

@@ -41,7 +41,8 @@ static void geoscan_dedupe(recvec_t *v, size_t first)
     geoscan_ent_t *e = bson_malloc(cnt * sizeof *e);
     for (size_t i = 0; i < cnt; i++)
         e[i] = (geoscan_ent_t){items[i], i};
-    qsort(e, cnt, sizeof *e, geoscan_ent_cmp);
+    if (cnt > 1) /* else nothing to sort, and e may be NULL (qsort must not get it) */
+        qsort(e, cnt, sizeof *e, geoscan_ent_cmp);
     size_t w = 1;
     for (size_t r = 1; r < cnt; r++) {
         if (e[r].rec == e[w - 1].rec)
@@ -49,7 +50,8 @@ static void geoscan_dedupe(recvec_t *v, size_t first)
         else
             e[w++] = e[r];
     }
-    qsort(e, w, sizeof *e, geoscan_pos_cmp);
+    if (w > 1) /* else nothing to sort, and e may be NULL (qsort must not get it) */
+        qsort(e, w, sizeof *e, geoscan_pos_cmp);
     for (size_t i = 0; i < w; i++)
         items[i] = e[i].rec;
     v->len = first + w;

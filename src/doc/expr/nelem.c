@@ -195,7 +195,8 @@ static bool op_sortarray(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *o
     sort_ctx.dir = spec ? 1 : num_to_double(&e->cval) > 0 ? 1 : -1;
     /* qsort is not stable: order equal elements by position with a merge
      * of runs would be needed; mongod's std::sort is not stable either */
-    qsort(vals, n, sizeof *vals, sortby_cmp);
+    if (n > 1) /* else nothing to sort, and vals may be NULL (qsort must not get it) */
+        qsort(vals, n, sizeof *vals, sortby_cmp);
     {
         bson_t arr;
         uint32_t idx = 0;

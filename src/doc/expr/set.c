@@ -41,7 +41,8 @@ static int value_cmp(const void *a, const void *b)
 static size_t sort_unique(bson_value_t *vals, size_t n)
 {
     size_t k = 0;
-    qsort(vals, n, sizeof *vals, value_cmp);
+    if (n > 1) /* else nothing to sort, and vals may be NULL (qsort must not get it) */
+        qsort(vals, n, sizeof *vals, value_cmp);
     for (size_t i = 0; i < n; i++)
         if (k == 0 || compare_values(&vals[k - 1], &vals[i]) != 0)
             vals[k++] = vals[i];

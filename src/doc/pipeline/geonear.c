@@ -247,7 +247,8 @@ static bool geonear_run(const stage_t *s, const expr_ctx_t *ctx, doclist_t *in, 
     }
     if (g->query && matcher_take_error(g->query, err))
         goto cleanup;
-    qsort(ents, n, sizeof *ents, geonear_cmp);
+    if (n > 1) /* else nothing to sort, and ents may be NULL (qsort must not get it) */
+        qsort(ents, n, sizeof *ents, geonear_cmp);
     for (size_t i = 0; i < n; i++) {
         bson_t *o = bson_new();
         if (!geonear_annotate(g, &ents[i], ctx, o, err)) {

@@ -502,7 +502,8 @@ static void quantile_append(const acc_state_t *a, double p, const char *key, bso
 /* $median (aux 0): one number; $percentile (aux 1): one per p. */
 static void quantile_emit(const accum_t *spec, const acc_state_t *a, bson_t *out)
 {
-    qsort(a->nums, a->nnums, sizeof *a->nums, double_cmp);
+    if (a->nnums > 1) /* no numbers: nums may be NULL, which qsort must not see */
+        qsort(a->nums, a->nnums, sizeof *a->nums, double_cmp);
     if (!spec->def->aux) {
         quantile_append(a, 0.5, spec->field, out);
         return;
