@@ -13,6 +13,8 @@ import time
 import pytest
 from pymongo import MongoClient
 
+from atomdb_testlib import restart
+
 N = 200_000
 PAST = datetime.datetime(2000, 1, 1)
 FUTURE = datetime.datetime(2999, 1, 1)
@@ -150,3 +152,32 @@ def test_a_collection_dropped_during_a_pass_stops_its_scan_and_the_others_are_re
     db.a_dropped.insert_one({"_id": 1, "at": FUTURE})  # a new collection of the same name
     assert db.a_dropped.count_documents({}) == 1
     assert c.admin.command("ping")["ok"] == 1
+
+
+@pytest.mark.parametrize("kill", [False, True], ids=["sigterm", "kill9"])
+def test_a_stop_during_a_pass_ends_it_cleanly_and_the_restart_reaps_the_rest(atomdb, kill):
+    c = connect(atomdb)
+    db = c.ttl
+    ttl_monitor(c, False)
+    db.big.create_index("at", expireAfterSeconds=0, name="at_ttl")
+    fill_expired(db.big)
+    db.big.insert_one({"_id": "keep", "at": FUTURE})
+    ttl_monitor(c, True)
+    wait_until(lambda: db.big.estimated_document_count() <= N, "the TTL pass starts")
+    c.close()
+    server = restart(atomdb, kill=kill)  # a clean stop reports no problem (sanitizers included)
+    try:
+        c = connect(server)
+        db = c.ttl
+        left = db.big.estimated_document_count()
+        assert 1 <= left <= N + 1, left
+        v = db.command("validate", "big", full=True)
+        assert v["valid"] is True and v["keysPerIndex"]["at_ttl"] == v["nrecords"], v
+        wait_until(lambda: db.big.estimated_document_count() == 1,
+                   "the restarted server's TTL monitor removes the rest")
+        assert [d["_id"] for d in db.big.find()] == ["keep"]
+        c.close()
+    finally:
+        problems = server.stop()
+        server.cleanup()
+    assert problems == [], problems
