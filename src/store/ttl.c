@@ -163,8 +163,7 @@ void ttl_pass_stop(void)
 {
     if (!ttl_pass)
         return;
-    fiber_kill(ttl_pass->fiber, 11600 /* InterruptedAtShutdown */,
-               "interrupted at shutdown");
+    fiber_kill(ttl_pass->fiber, 11600 /* InterruptedAtShutdown */, "interrupted at shutdown");
     while (ttl_pass_step())
         ;
 }
