@@ -30,6 +30,7 @@
 #include "net/tls.h"
 #include "store/catalog.h"
 #include "store/cursor.h"
+#include "store/ttl.h"
 #include "txn/session.h"
 #include "txn/txn.h"
 #include "util/log.h"
@@ -44,6 +45,7 @@
 static uv_signal_t main_sigint, main_sigterm, main_sighup;
 static tls_config_t main_tls; /* kept for the reload on SIGHUP */
 static uv_timer_t main_tick;
+static uv_idle_t main_ttl_idle;
 
 /* Creates `path` and its parents; false with errno set on failure. */
 static bool main_mkdirs(const char *path)
@@ -88,6 +90,9 @@ static void main_stop(void)
     net_stop();
     http_stop();
     uv_timer_stop(&main_tick);
+    uv_idle_stop(&main_ttl_idle);
+    ttl_pass_stop();
+    journal_seal();
     lease_stop();
     journal_close();
     uv_walk(server.loop, main_on_closed_handle, NULL);
@@ -121,10 +126,14 @@ static void main_on_sighup(uv_signal_t *s, int signum)
                   LOG_STR("error", err.msg));
 }
 
-static void main_ttl_one(collection_t *c, void *ctx)
+/* A TTL pass runs a slice per loop turn (store/ttl.h); each slice's
+ * deletes are a commit of their own. */
+static void main_on_ttl_idle(uv_idle_t *h)
 {
-    size_t *total = ctx;
-    *total += collection_ttl_reap(c, server_now_ms());
+    bool more = ttl_pass_step();
+    journal_seal();
+    if (!more)
+        uv_idle_stop(h);
 }
 
 /* Once a second: expire idle cursors and TTL-indexed documents. */
@@ -135,12 +144,11 @@ static void main_on_tick(uv_timer_t *t)
     if (closed)
         log_info("QUERY", "closed %zu idle cursors", closed);
     session_reap(now, server.txn_lifetime_s);
-    size_t expired = 0;
-    if (param_ttl_due(now))
-        catalog_foreach_all(server.catalog, main_ttl_one, &expired);
-    if (expired)
-        log_debug("INDEX", "TTL monitor deleted %zu documents", expired);
-    journal_seal(); /* the TTL deletes are one commit of their own */
+    /* one pass at a time: the next is due once the last one has ended */
+    if (!ttl_pass_running() && param_ttl_due(now) && ttl_pass_start(server.catalog, now) &&
+        ttl_pass_running())
+        uv_idle_start(&main_ttl_idle, main_on_ttl_idle);
+    journal_seal(); /* the first slice's TTL deletes are a commit of their own */
 }
 
 /* A session ended (endSessions, killSessions, expiry): the lease locks
@@ -594,6 +602,7 @@ int main(int argc, char **argv)
     }
 
     uv_timer_init(server.loop, &main_tick);
+    uv_idle_init(server.loop, &main_ttl_idle);
     uv_timer_start(&main_tick, main_on_tick, 1000, 1000);
 
     uv_run(server.loop, UV_RUN_DEFAULT);

@@ -199,8 +199,4 @@ void collection_capped_trim_now(collection_t *c);
  * replay, where the log holds the removals that followed each insert. */
 void collection_set_capped_trim(bool on);
 
-/* Deletes documents whose TTL index date is older than `now_ms` minus the
- * index's expireAfterSeconds. Returns how many were deleted. */
-size_t collection_ttl_reap(collection_t *c, int64_t now_ms);
-
 #endif
