@@ -4,6 +4,7 @@
  * documents in _id order), fsync lock / fsyncUnlock, and mapReduce, which
  * atomdb refuses because it runs no JavaScript. */
 #include "cmd/cmd-private.h"
+#include "cmd/oplog.h"
 
 #include <openssl/evp.h>
 #include <string.h>
@@ -90,6 +91,8 @@ bool cmd_validate(cmd_ctx_t *ctx, dberr_t *err)
     bool full = false;
     if (!cmd_collection_name(ctx, &coll, err) || !maint_validate_fields(ctx, &full, err))
         return false;
+    if (oplog_is_ns(ctx->db, coll)) /* a view of the change history */
+        return oplog_validate(ctx->reply);
     collection_t *c = catalog_get(server.catalog, ctx->db, coll);
     if (!c)
         return dberr_set(err, DBERR_NAMESPACE_NOT_FOUND, "Collection '%s.%s' does not exist to "

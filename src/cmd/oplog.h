@@ -38,6 +38,10 @@ bool oplog_newest(bool durable, clock_ts_t *ts, int64_t *wall_ms);
  * the history's bytes. */
 bool oplog_coll_stats(bson_t *reply);
 
+/* validate on local.oplog.rs: every retained entry is built and checked
+ * (valid BSON, cluster times increasing); the reply in validate's shape. */
+bool oplog_validate(bson_t *reply);
+
 /* Writes history entry `e` as an oplog entry into `out` (initialised). */
 void oplog_entry_build(const history_entry_t *e, bson_t *out);
 

@@ -325,6 +325,10 @@ def test_list_collections_stats_and_repl_status(client):
     assert stats["maxSize"] == 64 * 1024 * 1024 == info["options"]["size"], stats
     dbstats = client.local.command("dbStats")
     assert dbstats["collections"] >= 1 and dbstats["objects"] >= 1
+    # validate, as tools (and tests/crash) run it on every listed collection
+    v = client.local.command("validate", "oplog.rs", full=True)
+    assert v["valid"] is True and v["ns"] == "local.oplog.rs" and v["errors"] == [], v
+    assert v["nrecords"] == stats["count"], (v["nrecords"], stats["count"])
     last = newest(client)
     assert last["o"] == {"_id": 1} and last["ns"] == "op.s"
     time.sleep(0.1)  # the commit's log record becomes durable
