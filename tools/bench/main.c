@@ -342,6 +342,41 @@ static void main_targets(const row_t *rows, int n)
     }
 }
 
+/* The options the side scenarios share: --atomdb PATH and --engines LIST
+ * (atomdb, postgres; without `on_pg` the scenario runs atomdb only). True
+ * when argv[*i] was one of them, consumed. */
+static bool main_side_opt(int argc, char **argv, int *i, char *atomdb, size_t size,
+                          bool *on_atomdb, bool *on_pg)
+{
+    if (!strcmp(argv[*i], "--atomdb") && *i + 1 < argc) {
+        snprintf(atomdb, size, "%s", argv[++*i]);
+        return true;
+    }
+    if (on_pg && !strcmp(argv[*i], "--engines") && *i + 1 < argc) {
+        const char *l = argv[++*i];
+        *on_atomdb = strstr(l, "atomdb") != NULL;
+        *on_pg = strstr(l, "postgres") != NULL;
+        return true;
+    }
+    return false;
+}
+
+/* libmongoc and the signal handlers around one side scenario; the end
+ * stops every engine it started and hands back its exit code. */
+static void main_side_begin(void)
+{
+    mongoc_init();
+    mongoc_log_set_handler(main_mongoc_log, NULL);
+    engine_install_signals();
+}
+
+static int main_side_end(int rc)
+{
+    engine_stop_all();
+    mongoc_cleanup();
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "watch")) { /* issue 18: change streams */
@@ -354,20 +389,13 @@ int main(int argc, char **argv)
                 secs = atof(argv[++i]);
             else if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
                 rounds = atoi(argv[++i]);
-            else if (!strcmp(argv[i], "--atomdb") && i + 1 < argc)
-                snprintf(atomdb, sizeof atomdb, "%s", argv[++i]);
-            else {
+            else if (!main_side_opt(argc, argv, &i, atomdb, sizeof atomdb, NULL, NULL)) {
                 main_usage(stderr);
                 return 2;
             }
         }
-        mongoc_init();
-        mongoc_log_set_handler(main_mongoc_log, NULL);
-        engine_install_signals();
-        int rc = watch_bench(atomdb, secs, rounds);
-        engine_stop_all();
-        mongoc_cleanup();
-        return rc;
+        main_side_begin();
+        return main_side_end(watch_bench(atomdb, secs, rounds));
     }
     if (argc > 1 && !strcmp(argv[1], "joins")) {
         long orders = 10000, items = 1000;
@@ -382,24 +410,13 @@ int main(int argc, char **argv)
                 items = atol(argv[++i]);
             else if (!strcmp(argv[i], "--repeat") && i + 1 < argc)
                 repeat = atoi(argv[++i]);
-            else if (!strcmp(argv[i], "--atomdb") && i + 1 < argc)
-                snprintf(atomdb, sizeof atomdb, "%s", argv[++i]);
-            else if (!strcmp(argv[i], "--engines") && i + 1 < argc) {
-                const char *l = argv[++i];
-                on_atomdb = strstr(l, "atomdb") != NULL;
-                on_pg = strstr(l, "postgres") != NULL;
-            } else {
+            else if (!main_side_opt(argc, argv, &i, atomdb, sizeof atomdb, &on_atomdb, &on_pg)) {
                 main_usage(stderr);
                 return 2;
             }
         }
-        mongoc_init();
-        mongoc_log_set_handler(main_mongoc_log, NULL);
-        engine_install_signals();
-        int rc = joins_main(atomdb, orders, items, repeat, on_atomdb, on_pg);
-        engine_stop_all();
-        mongoc_cleanup();
-        return rc;
+        main_side_begin();
+        return main_side_end(joins_main(atomdb, orders, items, repeat, on_atomdb, on_pg));
     }
     if (argc > 1 && !strcmp(argv[1], "collation")) {
         long docs = 100000;
@@ -412,24 +429,13 @@ int main(int argc, char **argv)
                 docs = atol(argv[++i]);
             else if (!strcmp(argv[i], "--queries") && i + 1 < argc)
                 queries = atoi(argv[++i]);
-            else if (!strcmp(argv[i], "--atomdb") && i + 1 < argc)
-                snprintf(atomdb, sizeof atomdb, "%s", argv[++i]);
-            else if (!strcmp(argv[i], "--engines") && i + 1 < argc) {
-                const char *l = argv[++i];
-                on_atomdb = strstr(l, "atomdb") != NULL;
-                on_pg = strstr(l, "postgres") != NULL;
-            } else {
+            else if (!main_side_opt(argc, argv, &i, atomdb, sizeof atomdb, &on_atomdb, &on_pg)) {
                 main_usage(stderr);
                 return 2;
             }
         }
-        mongoc_init();
-        mongoc_log_set_handler(main_mongoc_log, NULL);
-        engine_install_signals();
-        int rc = collation_main(atomdb, docs, queries, on_atomdb, on_pg);
-        engine_stop_all();
-        mongoc_cleanup();
-        return rc;
+        main_side_begin();
+        return main_side_end(collation_main(atomdb, docs, queries, on_atomdb, on_pg));
     }
     if (argc > 1 && !strcmp(argv[1], "text")) { /* issue 20: text search */
         int docs = 100000;
@@ -438,20 +444,13 @@ int main(int argc, char **argv)
         for (int i = 2; i < argc; i++) {
             if (!strcmp(argv[i], "--docs") && i + 1 < argc)
                 docs = atoi(argv[++i]);
-            else if (!strcmp(argv[i], "--atomdb") && i + 1 < argc)
-                snprintf(atomdb, sizeof atomdb, "%s", argv[++i]);
-            else {
+            else if (!main_side_opt(argc, argv, &i, atomdb, sizeof atomdb, NULL, NULL)) {
                 main_usage(stderr);
                 return 2;
             }
         }
-        mongoc_init();
-        mongoc_log_set_handler(main_mongoc_log, NULL);
-        engine_install_signals();
-        int rc = text_bench(atomdb, docs);
-        engine_stop_all();
-        mongoc_cleanup();
-        return rc;
+        main_side_begin();
+        return main_side_end(text_bench(atomdb, docs));
     }
     if (argc > 1 && !strcmp(argv[1], "geo")) { /* issue 20: $near on a 2dsphere index */
         int points = 100000;
@@ -460,20 +459,13 @@ int main(int argc, char **argv)
         for (int i = 2; i < argc; i++) {
             if (!strcmp(argv[i], "--points") && i + 1 < argc)
                 points = atoi(argv[++i]);
-            else if (!strcmp(argv[i], "--atomdb") && i + 1 < argc)
-                snprintf(atomdb, sizeof atomdb, "%s", argv[++i]);
-            else {
+            else if (!main_side_opt(argc, argv, &i, atomdb, sizeof atomdb, NULL, NULL)) {
                 main_usage(stderr);
                 return 2;
             }
         }
-        mongoc_init();
-        mongoc_log_set_handler(main_mongoc_log, NULL);
-        engine_install_signals();
-        int rc = geo_bench(atomdb, points);
-        engine_stop_all();
-        mongoc_cleanup();
-        return rc;
+        main_side_begin();
+        return main_side_end(geo_bench(atomdb, points));
     }
     if (argc > 1 && !strcmp(argv[1], "mixed")) {
         int clients = 16, repeat = 3;
@@ -496,13 +488,7 @@ int main(int argc, char **argv)
                 yield_us = atol(argv[++i]);
             else if (!strcmp(argv[i], "--report") && i + 1 < argc)
                 report = argv[++i];
-            else if (!strcmp(argv[i], "--atomdb") && i + 1 < argc)
-                snprintf(atomdb, sizeof atomdb, "%s", argv[++i]);
-            else if (!strcmp(argv[i], "--engines") && i + 1 < argc) {
-                const char *l = argv[++i];
-                on_atomdb = strstr(l, "atomdb") != NULL;
-                on_pg = strstr(l, "postgres") != NULL;
-            } else {
+            else if (!main_side_opt(argc, argv, &i, atomdb, sizeof atomdb, &on_atomdb, &on_pg)) {
                 main_usage(stderr);
                 return 2;
             }
@@ -538,13 +524,8 @@ int main(int argc, char **argv)
                 return 2;
             }
         }
-        mongoc_init();
-        mongoc_log_set_handler(main_mongoc_log, NULL);
-        engine_install_signals();
-        int rc = measure_server(atomdb, quick, docs, perf_dir, only);
-        engine_stop_all();
-        mongoc_cleanup();
-        return rc;
+        main_side_begin();
+        return main_side_end(measure_server(atomdb, quick, docs, perf_dir, only));
     }
 
     opts_t o;
