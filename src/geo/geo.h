@@ -81,6 +81,11 @@ bool geo_pred_is_near(const geo_pred_t *p);
  * for a legacy $nearSphere); -1 when `v` is not a geometry. */
 double geo_pred_distance(const geo_pred_t *p, const bson_value_t *v);
 
+/* geo_pred_distance, and in `*loc` the part of `v` it measured to: `v`
+ * itself, or for a legacy near the nearest location of a 2d multi-location
+ * value ({home: [x, y], work: [x, y]}); borrowed from `v`. */
+double geo_pred_distance_at(const geo_pred_t *p, const bson_value_t *v, bson_value_t *loc);
+
 /* True when the stored value `v` (one value the path reaches) satisfies
  * the predicate; values that are not geometries never match. */
 bool geo_pred_test(const geo_pred_t *p, const bson_value_t *v);

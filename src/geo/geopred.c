@@ -416,7 +416,8 @@ geo_near_units_t geo_pred_near_units(const geo_pred_t *p)
     return p->flat ? GEO_NEAR_FLAT : p->radians ? GEO_NEAR_RADIANS : GEO_NEAR_METRES;
 }
 
-double geo_pred_distance(const geo_pred_t *p, const bson_value_t *v)
+/* The distance to `v` as one geometry; -1 when it is none. */
+static double distance_one(const geo_pred_t *p, const bson_value_t *v)
 {
     if (v->value_type != BSON_TYPE_ARRAY && v->value_type != BSON_TYPE_DOCUMENT)
         return -1;
@@ -432,6 +433,43 @@ double geo_pred_distance(const geo_pred_t *p, const bson_value_t *v)
             d *= GEO_EARTH_RADIUS_M;
     }
     geo_shape_destroy(s);
+    return d;
+}
+
+double geo_pred_distance(const geo_pred_t *p, const bson_value_t *v)
+{
+    return geo_pred_distance_at(p, v, NULL);
+}
+
+double geo_pred_distance_at(const geo_pred_t *p, const bson_value_t *v, bson_value_t *loc)
+{
+    double d = distance_one(p, v);
+    if (loc)
+        *loc = *v;
+    if (d >= 0 || !(p->flat || p->radians))
+        return d;
+    /* a legacy $near measures to each location of a 2d index's
+     * multi-location value ({home: [x, y], work: [x, y]}), as mongod's
+     * GeoNear2DStage does with get2DKeys's locations */
+    bson_t obj;
+    bson_iter_t it;
+    if ((v->value_type != BSON_TYPE_ARRAY && v->value_type != BSON_TYPE_DOCUMENT) ||
+        !bson_init_static(&obj, v->value.v_doc.data, v->value.v_doc.data_len) ||
+        !bson_iter_init(&it, &obj))
+        return -1;
+    bson_iter_t all = it;
+    while (bson_iter_next(&all)) { /* get2DKeys's grammar: locations only */
+        if (!BSON_ITER_HOLDS_ARRAY(&all) && !BSON_ITER_HOLDS_DOCUMENT(&all))
+            return -1;
+    }
+    while (bson_iter_next(&it)) {
+        double one = distance_one(p, bson_iter_value(&it));
+        if (one >= 0 && (d < 0 || one < d)) {
+            d = one;
+            if (loc) /* borrowed from v, as the iterator's value is */
+                *loc = *bson_iter_value(&it);
+        }
+    }
     return d;
 }
 

@@ -146,6 +146,9 @@ def test_near_orders_nearest_first_with_max_and_min_distance(places):
     assert got == [4, 3], "skip and limit after the ordering"
     assert [d["_id"] for d in places.find({"loc": {"$near": {"x": 10, "y": 10}}}).limit(1)] == \
         [4], "the point as {x, y}"
+    places.insert_one({"_id": 7, "loc": {"home": [20, 20], "work": [-73.9667, 40.7801]}})
+    assert [d["_id"] for d in places.find({"loc": {"$near": [-73.9667, 40.78]}}).limit(2)] == \
+        [7, 1], "named locations: the nearest of them counts, as mongod's GeoNear2DStage"
 
 
 def test_near_explain_is_geo_near_2d(db, places):

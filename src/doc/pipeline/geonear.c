@@ -172,10 +172,11 @@ typedef struct geonear_walk {
 static bool geonear_hit(const path_hit_t *hit, void *ctx)
 {
     geonear_walk_t *w = ctx;
-    double d = geo_pred_distance(w->near, hit->value);
+    bson_value_t loc;
+    double d = geo_pred_distance_at(w->near, hit->value, &loc);
     if (d >= 0 && (w->best < 0 || d < w->best)) {
         w->best = d;
-        w->loc = *hit->value;
+        w->loc = loc;
     }
     return true;
 }
