@@ -266,6 +266,21 @@ static bool test_shape(const geo_pred_t *p, const geo_shape_t *s)
     return false;
 }
 
+/* A stored legacy pair ([x, y, ...] or {a: x, b: y, ...}) read without
+ * building its sphere side: what geo_shape_from_stored reads as a flat
+ * point. False for anything else (GeoJSON included). */
+static bool stored_flat_point(const bson_value_t *v, double *x, double *y)
+{
+    bson_t obj;
+    bson_iter_t it;
+    if ((v->value_type != BSON_TYPE_ARRAY && v->value_type != BSON_TYPE_DOCUMENT) ||
+        !bson_init_static(&obj, v->value.v_doc.data, v->value.v_doc.data_len) ||
+        !bson_iter_init(&it, &obj) || !bson_iter_next(&it) || !geo_number(&it, x) ||
+        !bson_iter_next(&it) || !geo_number(&it, y))
+        return false;
+    return isfinite(*x) && isfinite(*y);
+}
+
 bool geo_pred_test(const geo_pred_t *p, const bson_value_t *v)
 {
     if (p->near) {
@@ -274,6 +289,10 @@ bool geo_pred_test(const geo_pred_t *p, const bson_value_t *v)
     }
     if (v->value_type != BSON_TYPE_ARRAY && v->value_type != BSON_TYPE_DOCUMENT)
         return false;
+    geo_shape_t flat = {.type = GEO_POINT, .crs = GEO_CRS_FLAT};
+    if ((p->kind == REGION_BOX || p->kind == REGION_CENTER || p->kind == REGION_POLYGON) &&
+        stored_flat_point(v, &flat.x, &flat.y))
+        return test_shape(p, &flat); /* the plane needs no sphere side */
     dberr_t err;
     geo_shape_t *s = geo_shape_from_stored(v, &err);
     if (!s)
@@ -421,13 +440,13 @@ static double distance_one(const geo_pred_t *p, const bson_value_t *v)
 {
     if (v->value_type != BSON_TYPE_ARRAY && v->value_type != BSON_TYPE_DOCUMENT)
         return -1;
+    double x, y;
+    if (p->flat) /* a 2d index holds legacy pairs only: so does the plane */
+        return stored_flat_point(v, &x, &y) ? hypot(x - p->cx, y - p->cy) : -1;
     dberr_t err;
     geo_shape_t *s = geo_shape_from_stored(v, &err);
     double d = -1;
-    if (p->flat) { /* a 2d index holds legacy pairs only: so does the plane */
-        if (s && s->crs == GEO_CRS_FLAT && s->type == GEO_POINT)
-            d = hypot(s->x - p->cx, s->y - p->cy);
-    } else if (s && s->s2 && s->crs != GEO_CRS_STRICT) {
+    if (s && s->s2 && s->crs != GEO_CRS_STRICT) {
         d = s2shim_geom_distance(s->s2, p->cx, p->cy);
         if (!p->radians)
             d *= GEO_EARTH_RADIUS_M;
