@@ -63,6 +63,12 @@ def test_2d_index_spec_is_listed_as_given(db):
                                "min": -95, "max": 95}, "the spec as given, as mongod"
     assert list(specs["loc_2d_category_1"]["key"].items()) == [("loc", "2d"), ("category", 1)]
     assert "bits" not in specs["loc_2d_category_1"], "defaults are not written into the spec"
+    assert create(db, "a", {"key": {"loc": "2d"}, "name": "loc_2d", "bits": 28, "min": -95,
+                            "max": 95})["ok"] == 1, "the same index again: nothing to do"
+    with pytest.raises(OperationFailure) as e:
+        create(db, "a", {"key": {"loc": "2d"}, "name": "loc_2d", "bits": 20, "min": -95,
+                         "max": 95})
+    assert e.value.code == 85, "another plane under the same name conflicts, as mongod"
 
 
 @pytest.mark.parametrize("spec,code,msg", [
