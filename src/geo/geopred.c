@@ -396,8 +396,24 @@ geo_pred_t *geo_pred_new_near(const char *op, const bson_t *ops, dberr_t *err)
     }
     /* legacy: {$nearSphere: [x, y], $maxDistance: r, $minDistance: r} on the
      * sphere (radians), {$near: [x, y], ...} on the plane (a 2d index's) */
-    if (!geo_flat_point(&near, false, &p->cx, &p->cy, err))
+    double three[3];
+    int nnum = 0;
+    bson_iter_t e3;
+    if (bson_iter_recurse(&near, &e3)) { /* [x, y, maxDistance]: parsePointWithMaxDistance */
+        while (bson_iter_next(&e3) && nnum < 4 && (nnum == 3 || geo_number(&e3, &three[nnum])))
+            nnum++;
+    }
+    if (nnum == 3) {
+        p->cx = three[0];
+        p->cy = three[1];
+        p->max_dist = three[2];
+        if (!(three[2] >= 0)) {
+            dberr_set(err, 18522, "max distance must be non-negative");
+            goto fail;
+        }
+    } else if (!geo_flat_point(&near, false, &p->cx, &p->cy, err)) {
         goto fail;
+    }
     if (strcmp(op, "$near") == 0) {
         p->flat = true;
         p->kind = REGION_CENTER;
