@@ -142,8 +142,8 @@ bool geo2d_params_parse(const bson_t *spec, geo2d_params_t *p, dberr_t *err);
  * exceed `cap`). False with mongod's code and message (13026, 13027,
  * 13067, 13068, 16804) without the " :: caused by :: <doc>" the caller
  * adds. */
-bool geo2d_keys(const geo2d_params_t *p, const bson_value_t *v, int64_t *out, size_t cap,
-                size_t *n, dberr_t *err);
+bool geo2d_keys(const geo2d_params_t *p, const bson_value_t *v, int64_t *out, size_t cap, size_t *n,
+                dberr_t *err);
 
 /* The key ranges of a 2d index that hold every document `pr` can match:
  * (min, max) int64 pairs, sorted and disjoint, in `*ranges` (bson_malloc'd)

@@ -113,8 +113,8 @@ static bool geo2d_key_of(const geo2d_params_t *p, const bson_value_t *pair, int6
     return true;
 }
 
-bool geo2d_keys(const geo2d_params_t *p, const bson_value_t *v, int64_t *out, size_t cap,
-                size_t *n, dberr_t *err)
+bool geo2d_keys(const geo2d_params_t *p, const bson_value_t *v, int64_t *out, size_t cap, size_t *n,
+                dberr_t *err)
 {
     *n = 0;
     if (v->value_type != BSON_TYPE_ARRAY && v->value_type != BSON_TYPE_DOCUMENT)
@@ -175,8 +175,7 @@ static geo2d_rel_t geo2d_relate(const geo2d_region_t *rg, const geo2d_box_t *cel
      * either side of it after rounding */
     double m = (cell->x1 - cell->x0) * 1e-6;
     geo2d_box_t c = {cell->x0 - m, cell->y0 - m, cell->x1 + m, cell->y1 + m};
-    if (c.x1 < rg->bound.x0 || c.x0 > rg->bound.x1 || c.y1 < rg->bound.y0 ||
-        c.y0 > rg->bound.y1)
+    if (c.x1 < rg->bound.x0 || c.x0 > rg->bound.x1 || c.y1 < rg->bound.y0 || c.y0 > rg->bound.y1)
         return CELL_OUT;
     if (rg->circle) {
         double dx = fmax(fmax(c.x0 - rg->cx, 0), rg->cx - c.x1);
@@ -258,8 +257,8 @@ static void geo2d_cover(const geo2d_params_t *p, const geo2d_region_t *rg, int64
     }
     int64_t *r = bson_malloc((2 * ndone + 2) * sizeof *r);
     for (size_t i = 0; i < ndone; i++) {
-        uint64_t low = done[i].level == 0 ? UINT64_MAX
-                                          : (UINT64_C(1) << (64 - 2 * done[i].level)) - 1;
+        uint64_t low =
+            done[i].level == 0 ? UINT64_MAX : (UINT64_C(1) << (64 - 2 * done[i].level)) - 1;
         r[2 * i] = (int64_t)(done[i].hash ^ UINT64_C(0x8000000000000000));
         r[2 * i + 1] = (int64_t)((done[i].hash | low) ^ UINT64_C(0x8000000000000000));
     }
@@ -341,8 +340,8 @@ bool geo_pred_2d_ranges(const geo_pred_t *pr, const geo2d_params_t *p, double ra
             rg.cx = pr->cx;
             rg.cy = pr->cy;
             rg.r = pr->r;
-            rg.bound = (geo2d_box_t){pr->cx - pr->r, pr->cy - pr->r, pr->cx + pr->r,
-                                     pr->cy + pr->r};
+            rg.bound =
+                (geo2d_box_t){pr->cx - pr->r, pr->cy - pr->r, pr->cx + pr->r, pr->cy + pr->r};
             break;
         case REGION_POLYGON:
             rg.bound = (geo2d_box_t){INFINITY, INFINITY, -INFINITY, -INFINITY};

@@ -199,9 +199,8 @@ geo_pred_t *geo_pred_new(const char *op, const bson_value_t *arg, dberr_t *err)
     }
     bool flat = p->kind == REGION_BOX || p->kind == REGION_CENTER || p->kind == REGION_POLYGON;
     /* as mongod's supportsContains: a collection with a polygon member too */
-    bool shape_area = p->kind == REGION_SHAPE &&
-                      (p->shape->type == GEO_POLYGON || p->shape->type == GEO_MULTIPOLYGON ||
-                       p->area);
+    bool shape_area = p->kind == REGION_SHAPE && (p->shape->type == GEO_POLYGON ||
+                                                  p->shape->type == GEO_MULTIPOLYGON || p->area);
     bool sphere = p->kind == REGION_CENTER_SPHERE || (p->kind == REGION_SHAPE && p->shape->s2);
     if (p->within && !(flat || p->kind == REGION_CENTER_SPHERE || shape_area)) {
         char *s = shellfmt_value(arg);

@@ -13,8 +13,8 @@ bool geoscan_usable(const index_t *ix)
 }
 
 /* The key ranges of `ix` for `p` (see geoscan_candidates). */
-static bool geoscan_ranges(const index_t *ix, const geo_pred_t *p, double radius,
-                           int64_t **ranges, size_t *n)
+static bool geoscan_ranges(const index_t *ix, const geo_pred_t *p, double radius, int64_t **ranges,
+                           size_t *n)
 {
     if (ix->geo2d)
         return geo_pred_2d_ranges(p, ix->geo2d, radius, ranges, n);

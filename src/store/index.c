@@ -557,8 +557,8 @@ index_t *index_new(const bson_t *spec, dberr_t *err)
                     ix->dirs[ix->nfields] = 1;
                     ix->nfields++;
                     size_t glen = strlen(generated);
-                    snprintf(generated + glen, sizeof generated - glen, "%s%s_2d",
-                             glen ? "_" : "", path);
+                    snprintf(generated + glen, sizeof generated - glen, "%s%s_2d", glen ? "_" : "",
+                             path);
                     continue;
                 }
                 if (BSON_ITER_HOLDS_UTF8(&kit) &&
@@ -666,10 +666,9 @@ index_t *index_new(const bson_t *spec, dberr_t *err)
             have_sphere_version = true;
         } else if (geo2d_is_option(k)) {
             have_2d_option = true; /* read with the whole spec below */
-        } else if (strcmp(k, "finestIndexedLevel") == 0 ||
-                   strcmp(k, "coarsestIndexedLevel") == 0 ||
-                   strcmp(k, "storageEngine") == 0 ||
-                   strcmp(k, "prepareUnique") == 0 || strcmp(k, "clustered") == 0) {
+        } else if (strcmp(k, "finestIndexedLevel") == 0 || strcmp(k, "coarsestIndexedLevel") == 0 ||
+                   strcmp(k, "storageEngine") == 0 || strcmp(k, "prepareUnique") == 0 ||
+                   strcmp(k, "clustered") == 0) {
             dberr_set(err, DBERR_NOT_IMPLEMENTED,
                       "atomdb does not support the index option '%s' yet", k);
             goto fail;

@@ -121,10 +121,10 @@ static bool case_params(const bson_t *c, geo2d_params_t *p, dberr_t *err)
 static bool case_error(const bson_t *c, const dberr_t *got, const char *name)
 {
     bson_iter_t code, msg;
-    bool ok = bson_iter_init_find(&code, c, "code") && got->code == bson_iter_as_int64(&code) &&
-              bson_iter_init_find(&msg, c, "error") &&
-              strncmp(got->msg, bson_iter_utf8(&msg, NULL), strlen(bson_iter_utf8(&msg, NULL))) ==
-                  0;
+    bool ok =
+        bson_iter_init_find(&code, c, "code") && got->code == bson_iter_as_int64(&code) &&
+        bson_iter_init_find(&msg, c, "error") &&
+        strncmp(got->msg, bson_iter_utf8(&msg, NULL), strlen(bson_iter_utf8(&msg, NULL))) == 0;
     if (!ok)
         fprintf(stderr, "  %s: got %d \"%s\"\n", name, got->code, got->msg);
     return ok;

@@ -70,23 +70,22 @@ static bool geo_row(mongoc_collection_t *coll, bool flat, double *mi, double *ms
     double idx_ms[GEO_QUERIES], scan_ms[GEO_QUERIES];
     bool agree = true;
     bson_t *iopts = BCON_NEW("limit", BCON_INT64(GEO_NEAREST));
-    bson_t *sopts = BCON_NEW("limit", BCON_INT64(GEO_NEAREST), "hint", "{", "$natural",
-                             BCON_INT32(1), "}");
+    bson_t *sopts =
+        BCON_NEW("limit", BCON_INT64(GEO_NEAREST), "hint", "{", "$natural", BCON_INT32(1), "}");
     int q = 0;
     for (; q < GEO_QUERIES && !engine_interrupted; q++) {
         double lng = geo_uniform(-124.5, -67.0), lat = geo_uniform(25.0, 49.0);
-        bson_t *f = flat ? BCON_NEW("flat", "{", "$near", "[", BCON_DOUBLE(lng), BCON_DOUBLE(lat),
-                                    "]", "}")
-                         : BCON_NEW("loc", "{", "$near", "{", "$geometry", "{", "type",
-                                    BCON_UTF8("Point"), "coordinates", "[", BCON_DOUBLE(lng),
-                                    BCON_DOUBLE(lat), "]", "}", "}", "}");
+        bson_t *f =
+            flat ? BCON_NEW("flat", "{", "$near", "[", BCON_DOUBLE(lng), BCON_DOUBLE(lat), "]", "}")
+                 : BCON_NEW("loc", "{", "$near", "{", "$geometry", "{", "type", BCON_UTF8("Point"),
+                            "coordinates", "[", BCON_DOUBLE(lng), BCON_DOUBLE(lat), "]", "}", "}",
+                            "}");
         int32_t a_ids[GEO_NEAREST], b_ids[GEO_NEAREST];
         int a = geo_run(coll, f, iopts, a_ids, &idx_ms[q]);
         int b = geo_run(coll, f, sopts, b_ids, &scan_ms[q]);
         bson_destroy(f);
         if (a != GEO_NEAREST || b != GEO_NEAREST || memcmp(a_ids, b_ids, sizeof a_ids) != 0) {
-            printf("  query (%.3f, %.3f): the index and the scan disagree -> MISMATCH\n", lng,
-                   lat);
+            printf("  query (%.3f, %.3f): the index and the scan disagree -> MISMATCH\n", lng, lat);
             agree = false;
         }
     }
@@ -121,10 +120,10 @@ int geo_bench(const char *atomdb, int npoints)
     srand(20);
     printf("atomdb-bench geo: atomdb = %s, %d points, $near returning the nearest %d\n", atomdb,
            npoints, GEO_NEAREST);
-    bson_t *cmd = BCON_NEW("createIndexes", BCON_UTF8("geo"), "indexes", "[", "{", "key", "{",
-                           "loc", BCON_UTF8("2dsphere"), "}", "name", BCON_UTF8("loc_2dsphere"),
-                           "}", "{", "key", "{", "flat", BCON_UTF8("2d"), "}", "name",
-                           BCON_UTF8("flat_2d"), "}", "]");
+    bson_t *cmd =
+        BCON_NEW("createIndexes", BCON_UTF8("geo"), "indexes", "[", "{", "key", "{", "loc",
+                 BCON_UTF8("2dsphere"), "}", "name", BCON_UTF8("loc_2dsphere"), "}", "{", "key",
+                 "{", "flat", BCON_UTF8("2d"), "}", "name", BCON_UTF8("flat_2d"), "}", "]");
     bool ok = mongoc_collection_command_simple(coll, cmd, NULL, NULL, &e);
     bson_destroy(cmd);
     if (!ok) {
