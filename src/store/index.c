@@ -461,14 +461,17 @@ static bool index_2d_check(index_t *ix, const bson_t *spec, int nhashed, dberr_t
     if (ix->is_2dsphere || nhashed > 0 || ix->wildcard || ix->text)
         return dberr_set(err, DBERR_CANNOT_CREATE_INDEX,
                          "Can't use more than one index plugin for a single index.");
-    if (ix->collation) {
-        char *shown = NULL;
+    if (ix->collation) { /* as mongod, naming the resolved collation */
+        bson_t wrap = BSON_INITIALIZER;
         bson_iter_t it;
-        if (bson_iter_init_find(&it, spec, "collation"))
+        char *shown = NULL;
+        collation_append(ix->collation, &wrap, "c");
+        if (bson_iter_init_find(&it, &wrap, "c"))
             shown = shellfmt_value(bson_iter_value(&it));
         dberr_set(err, DBERR_CANNOT_CREATE_INDEX, "Index type '2d' does not support collation: %s",
                   shown ? shown : "{}");
         bson_free(shown);
+        bson_destroy(&wrap);
         return false;
     }
     if (ix->unique)
