@@ -549,6 +549,11 @@ index_t *index_new(const bson_t *spec, dberr_t *err)
                 }
                 if (BSON_ITER_HOLDS_UTF8(&kit) && strcmp(bson_iter_utf8(&kit, NULL), "2d") == 0 &&
                     path[0] != '\0' && path[0] != '$') {
+                    if (ix->is_2dsphere || nhashed > 0) { /* mongod's validateKeyPattern */
+                        dberr_set(err, DBERR_CANNOT_CREATE_INDEX,
+                                  "Can't use more than one index plugin for a single index.");
+                        goto fail;
+                    }
                     if (ix->geo2d || ix->nfields > 0) { /* as mongod's parseTwoDParams */
                         dberr_set(err, ix->geo2d ? 16800 : 16801,
                                   ix->geo2d ? "can't have 2 geo fields"

@@ -84,6 +84,8 @@ def test_2d_index_spec_is_listed_as_given(db):
     ({"key": {"p": "2d", "q": "2d"}, "name": "x"}, 16800, "can't have 2 geo fields"),
     ({"key": {"p": "2d", "q": "2dsphere"}, "name": "x"}, 67,
      "Can't use more than one index plugin for a single index."),
+    ({"key": {"q": "2dsphere", "p": "2d"}, "name": "x"}, 67,
+     "Can't use more than one index plugin for a single index."),
     ({"key": {"p": "2d"}, "name": "x", "collation": {"locale": "fr"}}, 67,
      "Index type '2d' does not support collation"),
     ({"key": {"p": "2d"}, "name": "x", "unique": True}, 238, "unique 2d"),
