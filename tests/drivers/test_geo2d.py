@@ -421,3 +421,11 @@ def test_bulk_insert_stops_at_the_bad_point(places):
                             {"_id": 12, "loc": [2, 2]}])
     assert e.value.details["writeErrors"][0]["code"] == 13027
     assert ids(places.find({"_id": {"$gte": 10}})) == [10]
+
+
+def test_near_has_no_default_limit_as_mongod_7(db):
+    # mongod 2.4 capped a 2d $near at 100 documents; mongod 7 returns all
+    db.many.insert_many([{"_id": i, "loc": [i % 30, i // 30]} for i in range(250)])
+    db.many.create_index([("loc", "2d")])
+    got = [d["_id"] for d in db.many.find({"loc": {"$near": [0, 0]}}, batch_size=50)]
+    assert len(got) == 250 and got[0] == 0, "every document, nearest first"
