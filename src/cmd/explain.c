@@ -42,6 +42,11 @@ void explain_append_plan(bson_t *qp, const collection_plan_t *plan, bool exists)
         bson_append_document_end(&or, &in);
         bson_append_document_end(&wp, &or);
         bson_destroy(&prefix);
+    } else if (strcmp(plan->stage, "GEO_NEAR_2D") == 0) { /* a $near on a 2d index */
+        BSON_APPEND_UTF8(&wp, "stage", "GEO_NEAR_2D");
+        BSON_APPEND_DOCUMENT(&wp, "keyPattern", &plan->index->key);
+        BSON_APPEND_UTF8(&wp, "indexName", plan->index->name);
+        BSON_APPEND_INT32(&wp, "indexVersion", 2);
     } else {
         BSON_APPEND_UTF8(&wp, "stage", "FETCH");
         bson_append_document_begin(&wp, "inputStage", -1, &in);

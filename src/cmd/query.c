@@ -460,12 +460,17 @@ static matcher_t *query_find_matcher(cmd_ctx_t *ctx, const bson_t *filter, dberr
     return m;
 }
 
-/* A $near needs a 2dsphere index on its path, as mongod's planner (291). */
-static bool query_near_index(collection_t *c, const char *path, dberr_t *err)
+/* A $near needs a geo index on its path, as mongod's planner (291): a
+ * 2dsphere one for a GeoJSON point, a 2d one for a flat legacy $near,
+ * either for a legacy $nearSphere. */
+static bool query_near_index(collection_t *c, const char *path, geo_near_units_t units,
+                             dberr_t *err)
 {
     for (int i = 0; i < collection_nindexes(c); i++) {
         const index_t *ix = collection_index(c, i);
-        for (int f = 0; ix->is_2dsphere && f < ix->nfields; f++) {
+        if (ix->geo2d && units != GEO_NEAR_METRES && strcmp(ix->paths[0], path) == 0)
+            return true;
+        for (int f = 0; ix->is_2dsphere && units != GEO_NEAR_FLAT && f < ix->nfields; f++) {
             if (ix->sphere[f] && strcmp(ix->paths[f], path) == 0)
                 return true;
         }
@@ -476,8 +481,9 @@ static bool query_near_index(collection_t *c, const char *path, dberr_t *err)
                      collection_ns(c));
 }
 
-/* A leading $geoNear (NULL: none) runs on the 2dsphere index of `key`,
- * or on the collection's only one (mongod's IndexNotFound 27 otherwise). */
+/* A leading $geoNear (NULL: none) runs on the geo index of `key`, or on
+ * the collection's only 2d index, else its only 2dsphere one (mongod's
+ * extractGeoNearFieldFromIndexes: IndexNotFound 27 otherwise). */
 bool query_geonear_key(collection_t *c, geonear_spec_t *g, dberr_t *err)
 {
     if (!g)
@@ -486,9 +492,24 @@ bool query_geonear_key(collection_t *c, geonear_spec_t *g, dberr_t *err)
         return dberr_set(err, DBERR_NOT_IMPLEMENTED, "atomdb does not run $geoNear on a view yet");
     const char *key = pipeline_geonear_key(g);
     if (key)
-        return query_near_index(c, key, err);
+        return query_near_index(c, key, pipeline_geonear_units(g), err);
     const char *found = NULL;
     int count = 0;
+    for (int i = 0; i < collection_nindexes(c); i++) { /* 2d indexes first */
+        const index_t *ix = collection_index(c, i);
+        if (ix->geo2d && !ix->hidden) {
+            found = ix->paths[0];
+            count++;
+        }
+    }
+    if (count > 1)
+        return dberr_set(err, DBERR_INDEX_NOT_FOUND,
+                         "There is more than one 2d index on %s; unsure which to use for $geoNear",
+                         collection_ns(c));
+    if (count == 1) {
+        pipeline_geonear_set_key(g, found);
+        return true;
+    }
     for (int i = 0; i < collection_nindexes(c); i++) {
         const index_t *ix = collection_index(c, i);
         for (int f = 0; ix->is_2dsphere && f < ix->nfields; f++) {
@@ -559,7 +580,8 @@ bool query_run(cmd_ctx_t *ctx, collection_t *c, const char *coll, const query_fi
     if (near && s)
         return dberr_set(err, DBERR_NOT_IMPLEMENTED,
                          "atomdb does not combine $near / $nearSphere with a sort yet");
-    if (near && c && !collection_is_view(c) && !query_near_index(c, near, err))
+    if (near && c && !collection_is_view(c) &&
+        !query_near_index(c, near, geo_pred_near_units(matcher_geo_on(m, near)), err))
         return false;
     collection_query_opts_t o = {0};
     o.matcher = m;

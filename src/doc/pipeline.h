@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "geo/geo.h"
 #include "util/dberr.h"
 
 typedef struct pipeline pipeline_t;
@@ -190,9 +191,13 @@ typedef struct geonear_spec geonear_spec_t;
 geonear_spec_t *pipeline_leading_geonear(const pipeline_t *p);
 const char *pipeline_geonear_key(const geonear_spec_t *g);
 void pipeline_geonear_set_key(geonear_spec_t *g, const char *path);
+/* The units of the stage's distances: metres (a GeoJSON near), radians (a
+ * legacy pair with spherical: true) or flat (spherical: false: a 2d index). */
+geo_near_units_t pipeline_geonear_units(const geonear_spec_t *g);
 /* The filter the collection read under a leading $geoNear runs with (for
- * matcher_new_near): {key: {$nearSphere: .., $minDistance, $maxDistance}},
- * so the planner scans the 2dsphere index over the distance range; the
+ * matcher_new_near): {key: {$nearSphere: .., $minDistance, $maxDistance}}
+ * ($near for a flat one), so the planner scans the geo index over the
+ * distance range; the
  * stage still filters and orders. `out` is initialized here. */
 void pipeline_geonear_source_filter(const geonear_spec_t *g, bson_t *out);
 

@@ -34,6 +34,37 @@ bool geo_valid_lnglat(double lng, double lat);
  * S2IndexingParams: coarsest ~100 km, finest ~500 m). */
 void geo_index_levels(int *coarsest, int *finest);
 
+/* The Polygon and MultiPolygon members of the (already validated)
+ * GeometryCollection `obj` as one shape: what a $geoWithin of it tests
+ * containment in, as mongod's GeometryContainer::contains; NULL when it has
+ * none (mongod then refuses the $geoWithin). */
+geo_shape_t *geo_collection_areas(const bson_t *obj);
+
+/* A compiled geo predicate (geopred.c; geo2d.c reads its region). */
+typedef enum {
+    REGION_SHAPE,         /* $geometry: GeoJSON (or a legacy point) on the sphere */
+    REGION_CENTER_SPHERE, /* $centerSphere: a spherical cap, radius in radians */
+    REGION_BOX,           /* $box: flat */
+    REGION_CENTER,        /* $center: flat circle */
+    REGION_POLYGON,       /* $polygon: flat polygon */
+} region_kind_t;
+
+struct geo_pred {
+    bool within; /* $geoWithin; otherwise $geoIntersects */
+    region_kind_t kind;
+    geo_shape_t *shape; /* REGION_SHAPE */
+    geo_shape_t *area;  /* REGION_SHAPE of a GeometryCollection: its polygons alone
+                           (what $geoWithin tests containment in), else NULL */
+    double cx, cy, r;   /* the circles */
+    double box[4];      /* REGION_BOX: min x, min y, max x, max y */
+    double *poly;       /* REGION_POLYGON: (x, y) pairs */
+    size_t npoly;
+    bool near;    /* $near / $nearSphere: (cx, cy) and the distances */
+    bool radians; /* a legacy $nearSphere: distances in radians */
+    bool flat;    /* a legacy $near: flat distances (needs a 2d index) */
+    double min_dist, max_dist;
+};
+
 /* An S2 cell id as the int64 a 2dsphere index key holds (same order). */
 #define GEO_CELL_KEY(id) ((int64_t)((uint64_t)(id) ^ UINT64_C(0x8000000000000000)))
 

@@ -81,6 +81,11 @@ bool geo_pred_is_near(const geo_pred_t *p);
  * for a legacy $nearSphere); -1 when `v` is not a geometry. */
 double geo_pred_distance(const geo_pred_t *p, const bson_value_t *v);
 
+/* geo_pred_distance, and in `*loc` the part of `v` it measured to: `v`
+ * itself, or for a legacy near the nearest location of a 2d multi-location
+ * value ({home: [x, y], work: [x, y]}); borrowed from `v`. */
+double geo_pred_distance_at(const geo_pred_t *p, const bson_value_t *v, bson_value_t *loc);
+
 /* True when the stored value `v` (one value the path reaches) satisfies
  * the predicate; values that are not geometries never match. */
 bool geo_pred_test(const geo_pred_t *p, const bson_value_t *v);
@@ -100,6 +105,58 @@ bool geo_pred_index_ranges(const geo_pred_t *p, double radius, int64_t **ranges,
 
 /* A $near predicate's radius (its units) that reaches the whole sphere. */
 double geo_pred_near_whole(const geo_pred_t *p);
+
+/* The units of a $near predicate's distances. */
+typedef enum {
+    GEO_NEAR_METRES,  /* a GeoJSON point: on the sphere, in metres (2dsphere) */
+    GEO_NEAR_RADIANS, /* a legacy $nearSphere: on the sphere, in radians (2d or 2dsphere) */
+    GEO_NEAR_FLAT,    /* a legacy $near: on the plane, in coordinate units (2d) */
+} geo_near_units_t;
+
+/* A $near predicate's units. */
+geo_near_units_t geo_pred_near_units(const geo_pred_t *p);
+
+/* -- legacy 2d indexes (geo2d.c) -- */
+
+/* A 2d index's plane: [min, max] on both axes cut into 2^bits cells per
+ * axis, as mongod's GeoHashConverter parameters. */
+typedef struct geo2d_params {
+    int bits;        /* 1..32 (default 26) */
+    double min, max; /* default -180, 180 */
+    double scaling;  /* 2^32 / (max - min) */
+    double error;    /* one finest cell's diagonal (+ epsilon): mongod's _error */
+} geo2d_params_t;
+
+/* True for the index options a 2d index takes (bits, min, max). */
+bool geo2d_is_option(const char *name);
+
+/* Reads bits / min / max from the index spec `spec` (defaults where
+ * absent); TypeMismatch 14 / InvalidOptions 72 with mongod's words. */
+bool geo2d_params_parse(const bson_t *spec, geo2d_params_t *p, dberr_t *err);
+
+/* The geohash keys of one value a 2d path reaches (a trailing array is one
+ * value), as mongod's get2DKeys: a pair [x, y] / {a: x, b: y}, or an
+ * array / document of pairs; anything that is no array or document, and
+ * empty ones, give no key. Each key is an int64 whose order is the
+ * geohash's. Writes up to `cap` into `out`, their number into `*n` (may
+ * exceed `cap`). False with mongod's code and message (13026, 13027,
+ * 13067, 13068, 16804) without the " :: caused by :: <doc>" the caller
+ * adds. */
+bool geo2d_keys(const geo2d_params_t *p, const bson_value_t *v, int64_t *out, size_t cap, size_t *n,
+                dberr_t *err);
+
+/* The key ranges of a 2d index that hold every document `pr` can match:
+ * (min, max) int64 pairs, sorted and disjoint, in `*ranges` (bson_malloc'd)
+ * and their number in `*n`; for a $near, `radius` (>= 0, its units) bounds
+ * the search instead of $maxDistance. False when a 2d index does not bound
+ * `pr`: $geoIntersects, a $geometry region, a GeoJSON $near, a $near with
+ * neither $maxDistance nor `radius`. */
+bool geo_pred_2d_ranges(const geo_pred_t *pr, const geo2d_params_t *p, double radius,
+                        int64_t **ranges, size_t *n);
+
+/* A $near predicate's radius (its units) that reaches every point of the
+ * 2d plane `p`. */
+double geo_pred_2d_whole(const geo_pred_t *pr, const geo2d_params_t *p);
 
 /* Frees `p`; accepts NULL. */
 void geo_pred_destroy(geo_pred_t *p);

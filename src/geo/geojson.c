@@ -432,6 +432,38 @@ geo_shape_t *geo_shape_from_geojson(const bson_t *obj, bool allow_strict, dberr_
     return s;
 }
 
+geo_shape_t *geo_collection_areas(const bson_t *obj)
+{
+    bson_iter_t geoms, c;
+    if (!bson_iter_init_find(&geoms, obj, "geometries") || !BSON_ITER_HOLDS_ARRAY(&geoms) ||
+        !bson_iter_recurse(&geoms, &c))
+        return NULL;
+    geo_shape_t *s = bson_malloc0(sizeof *s);
+    s->type = GEO_MULTIPOLYGON;
+    s->crs = GEO_CRS_SPHERE;
+    s->s2 = s2shim_geom_new();
+    size_t added = 0;
+    while (bson_iter_next(&c)) {
+        bson_t sub;
+        uint32_t len;
+        const uint8_t *data;
+        dberr_t err;
+        if (!BSON_ITER_HOLDS_DOCUMENT(&c))
+            continue;
+        bson_iter_document(&c, &len, &data);
+        if (!bson_init_static(&sub, data, len))
+            continue;
+        int t = parse_type(&sub);
+        if ((t == GEO_POLYGON || t == GEO_MULTIPOLYGON) && add_geojson(s, &sub, t, false, &err))
+            added++;
+    }
+    if (added == 0) {
+        geo_shape_destroy(s);
+        return NULL;
+    }
+    return s;
+}
+
 geo_shape_t *geo_shape_from_stored(const bson_value_t *v, dberr_t *err)
 {
     if (v->value_type != BSON_TYPE_ARRAY && v->value_type != BSON_TYPE_DOCUMENT) {

@@ -8,27 +8,6 @@
 #include "geo/geo-private.h"
 #include "util/shellfmt.h"
 
-typedef enum {
-    REGION_SHAPE,         /* $geometry: GeoJSON (or a legacy point) on the sphere */
-    REGION_CENTER_SPHERE, /* $centerSphere: a spherical cap, radius in radians */
-    REGION_BOX,           /* $box: flat */
-    REGION_CENTER,        /* $center: flat circle */
-    REGION_POLYGON,       /* $polygon: flat polygon */
-} region_kind_t;
-
-struct geo_pred {
-    bool within; /* $geoWithin; otherwise $geoIntersects */
-    region_kind_t kind;
-    geo_shape_t *shape; /* REGION_SHAPE */
-    double cx, cy, r;   /* the circles */
-    double box[4];      /* REGION_BOX: min x, min y, max x, max y */
-    double *poly;       /* REGION_POLYGON: (x, y) pairs */
-    size_t npoly;
-    bool near;    /* $near / $nearSphere: (cx, cy) and the distances */
-    bool radians; /* a legacy $nearSphere: distances in radians */
-    double min_dist, max_dist;
-};
-
 bool geo_pred_is_operator(const char *op)
 {
     return strcmp(op, "$geoWithin") == 0 || strcmp(op, "$within") == 0 ||
@@ -40,6 +19,7 @@ void geo_pred_destroy(geo_pred_t *p)
     if (!p)
         return;
     geo_shape_destroy(p->shape);
+    geo_shape_destroy(p->area);
     bson_free(p->poly);
     bson_free(p);
 }
@@ -138,6 +118,8 @@ static bool parse_specifier(geo_pred_t *p, const bson_iter_t *spec, dberr_t *err
         return bad_element(err, "unknown geo specifier: ", spec);
     geo_shape_destroy(p->shape);
     p->shape = NULL;
+    geo_shape_destroy(p->area);
+    p->area = NULL;
     bson_free(p->poly);
     p->poly = NULL;
     p->npoly = 0;
@@ -178,6 +160,8 @@ static bool parse_specifier(geo_pred_t *p, const bson_iter_t *spec, dberr_t *err
         if (!bson_init_static(&obj, data, len))
             return dberr_set(err, DBERR_BAD_VALUE, "invalid $geometry");
         p->shape = geo_shape_from_geojson(&obj, true, err);
+        if (p->shape && p->shape->type == GEO_COLLECTION)
+            p->area = geo_collection_areas(&obj);
         return p->shape != NULL;
     }
     }
@@ -214,8 +198,9 @@ geo_pred_t *geo_pred_new(const char *op, const bson_value_t *arg, dberr_t *err)
         goto fail;
     }
     bool flat = p->kind == REGION_BOX || p->kind == REGION_CENTER || p->kind == REGION_POLYGON;
-    bool shape_area = p->kind == REGION_SHAPE &&
-                      (p->shape->type == GEO_POLYGON || p->shape->type == GEO_MULTIPOLYGON);
+    /* as mongod's supportsContains: a collection with a polygon member too */
+    bool shape_area = p->kind == REGION_SHAPE && (p->shape->type == GEO_POLYGON ||
+                                                  p->shape->type == GEO_MULTIPOLYGON || p->area);
     bool sphere = p->kind == REGION_CENTER_SPHERE || (p->kind == REGION_SHAPE && p->shape->s2);
     if (p->within && !(flat || p->kind == REGION_CENTER_SPHERE || shape_area)) {
         char *s = shellfmt_value(arg);
@@ -274,10 +259,25 @@ static bool test_shape(const geo_pred_t *p, const geo_shape_t *s)
     case REGION_SHAPE:
         if (!s->s2 || !p->shape->s2)
             return false;
-        return p->within ? s2shim_geom_contains(p->shape->s2, s->s2)
+        return p->within ? s2shim_geom_contains(p->area ? p->area->s2 : p->shape->s2, s->s2)
                          : s2shim_geom_intersects(p->shape->s2, s->s2);
     }
     return false;
+}
+
+/* A stored legacy pair ([x, y, ...] or {a: x, b: y, ...}) read without
+ * building its sphere side: what geo_shape_from_stored reads as a flat
+ * point. False for anything else (GeoJSON included). */
+static bool stored_flat_point(const bson_value_t *v, double *x, double *y)
+{
+    bson_t obj;
+    bson_iter_t it;
+    if ((v->value_type != BSON_TYPE_ARRAY && v->value_type != BSON_TYPE_DOCUMENT) ||
+        !bson_init_static(&obj, v->value.v_doc.data, v->value.v_doc.data_len) ||
+        !bson_iter_init(&it, &obj) || !bson_iter_next(&it) || !geo_number(&it, x) ||
+        !bson_iter_next(&it) || !geo_number(&it, y))
+        return false;
+    return isfinite(*x) && isfinite(*y);
 }
 
 bool geo_pred_test(const geo_pred_t *p, const bson_value_t *v)
@@ -288,6 +288,10 @@ bool geo_pred_test(const geo_pred_t *p, const bson_value_t *v)
     }
     if (v->value_type != BSON_TYPE_ARRAY && v->value_type != BSON_TYPE_DOCUMENT)
         return false;
+    geo_shape_t flat = {.type = GEO_POINT, .crs = GEO_CRS_FLAT};
+    if ((p->kind == REGION_BOX || p->kind == REGION_CENTER || p->kind == REGION_POLYGON) &&
+        stored_flat_point(v, &flat.x, &flat.y))
+        return test_shape(p, &flat); /* the plane needs no sphere side */
     dberr_t err;
     geo_shape_t *s = geo_shape_from_stored(v, &err);
     if (!s)
@@ -389,28 +393,44 @@ geo_pred_t *geo_pred_new_near(const char *op, const bson_t *ops, dberr_t *err)
             goto fail;
         return p;
     }
-    /* legacy: {$nearSphere: [x, y], $maxDistance: r, $minDistance: r} */
-    if (strcmp(op, "$near") == 0) {
-        dberr_set(err, 291,
-                  "error processing query: planner returned error :: caused by :: "
-                  "unable to find index for $geoNear query");
+    /* legacy: {$nearSphere: [x, y], $maxDistance: r, $minDistance: r} on the
+     * sphere (radians), {$near: [x, y], ...} on the plane (a 2d index's) */
+    double three[3];
+    int nnum = 0;
+    bson_iter_t e3;
+    if (bson_iter_recurse(&near, &e3)) { /* [x, y, maxDistance]: parsePointWithMaxDistance */
+        while (bson_iter_next(&e3) && nnum < 4 && (nnum == 3 || geo_number(&e3, &three[nnum])))
+            nnum++;
+    }
+    if (nnum == 3) {
+        p->cx = three[0];
+        p->cy = three[1];
+        p->max_dist = three[2];
+        if (!(three[2] >= 0)) {
+            dberr_set(err, 18522, "max distance must be non-negative");
+            goto fail;
+        }
+    } else if (!geo_flat_point(&near, false, &p->cx, &p->cy, err)) {
         goto fail;
     }
-    if (!geo_flat_point(&near, false, &p->cx, &p->cy, err))
-        goto fail;
-    if (!geo_valid_lnglat(p->cx, p->cy)) {
+    if (strcmp(op, "$near") == 0) {
+        p->flat = true;
+        p->kind = REGION_CENTER;
+    } else if (!geo_valid_lnglat(p->cx, p->cy)) {
         dberr_set(err, 17444, "Legacy point is out of bounds for spherical query");
         goto fail;
+    } else {
+        p->radians = true;
     }
-    p->radians = true;
     bson_iter_init(&it, ops);
     while (bson_iter_next(&it)) {
         const char *k = bson_iter_key(&it);
+        /* mongod's parseLegacyQuery codes */
         if (strcmp(k, "$minDistance") == 0) {
-            if (!near_distance_arg(&it, "$minDistance", &p->min_dist, 16897, err))
+            if (!near_distance_arg(&it, "$minDistance", &p->min_dist, 16893, err))
                 goto fail;
         } else if (strcmp(k, "$maxDistance") == 0) {
-            if (!near_distance_arg(&it, "$maxDistance", &p->max_dist, 16899, err))
+            if (!near_distance_arg(&it, "$maxDistance", &p->max_dist, 16895, err))
                 goto fail;
         }
     }
@@ -425,10 +445,19 @@ bool geo_pred_is_near(const geo_pred_t *p)
     return p->near;
 }
 
-double geo_pred_distance(const geo_pred_t *p, const bson_value_t *v)
+geo_near_units_t geo_pred_near_units(const geo_pred_t *p)
+{
+    return p->flat ? GEO_NEAR_FLAT : p->radians ? GEO_NEAR_RADIANS : GEO_NEAR_METRES;
+}
+
+/* The distance to `v` as one geometry; -1 when it is none. */
+static double distance_one(const geo_pred_t *p, const bson_value_t *v)
 {
     if (v->value_type != BSON_TYPE_ARRAY && v->value_type != BSON_TYPE_DOCUMENT)
         return -1;
+    double x, y;
+    if (p->flat) /* a 2d index holds legacy pairs only: so does the plane */
+        return stored_flat_point(v, &x, &y) ? hypot(x - p->cx, y - p->cy) : -1;
     dberr_t err;
     geo_shape_t *s = geo_shape_from_stored(v, &err);
     double d = -1;
@@ -441,8 +470,47 @@ double geo_pred_distance(const geo_pred_t *p, const bson_value_t *v)
     return d;
 }
 
+double geo_pred_distance(const geo_pred_t *p, const bson_value_t *v)
+{
+    return geo_pred_distance_at(p, v, NULL);
+}
+
+double geo_pred_distance_at(const geo_pred_t *p, const bson_value_t *v, bson_value_t *loc)
+{
+    double d = distance_one(p, v);
+    if (loc)
+        *loc = *v;
+    if (d >= 0 || !(p->flat || p->radians))
+        return d;
+    /* a legacy $near measures to each location of a 2d index's
+     * multi-location value ({home: [x, y], work: [x, y]}), as mongod's
+     * GeoNear2DStage does with get2DKeys's locations */
+    bson_t obj;
+    bson_iter_t it;
+    if ((v->value_type != BSON_TYPE_ARRAY && v->value_type != BSON_TYPE_DOCUMENT) ||
+        !bson_init_static(&obj, v->value.v_doc.data, v->value.v_doc.data_len) ||
+        !bson_iter_init(&it, &obj))
+        return -1;
+    bson_iter_t all = it;
+    while (bson_iter_next(&all)) { /* get2DKeys's grammar: locations only */
+        if (!BSON_ITER_HOLDS_ARRAY(&all) && !BSON_ITER_HOLDS_DOCUMENT(&all))
+            return -1;
+    }
+    while (bson_iter_next(&it)) {
+        double one = distance_one(p, bson_iter_value(&it));
+        if (one >= 0 && (d < 0 || one < d)) {
+            d = one;
+            if (loc) /* borrowed from v, as the iterator's value is */
+                *loc = *bson_iter_value(&it);
+        }
+    }
+    return d;
+}
+
 double geo_pred_near_whole(const geo_pred_t *p)
 {
+    if (p->flat)
+        return INFINITY; /* the plane's extent is the 2d index's (geo_pred_2d_whole) */
     return p->radians ? M_PI : M_PI * GEO_EARTH_RADIUS_M;
 }
 
@@ -452,7 +520,9 @@ bool geo_pred_index_ranges(const geo_pred_t *p, double radius, int64_t **ranges,
     geo_index_levels(&coarsest, &finest);
     uint64_t *cells = NULL;
     size_t count;
-    if (p->near) {
+    if (p->near && p->flat) {
+        return false; /* the plane is a 2d index's (geo_pred_2d_ranges) */
+    } else if (p->near) {
         double r = radius >= 0 ? radius : p->max_dist;
         if (!isfinite(r))
             return false;
@@ -463,7 +533,8 @@ bool geo_pred_index_ranges(const geo_pred_t *p, double radius, int64_t **ranges,
         count = s2shim_cap_ranges(p->cx, p->cy, p->r, coarsest, finest, GEO_QUERY_MAX_CELLS,
                                   &cells);
     } else if (p->kind == REGION_SHAPE && p->shape->s2 && p->shape->crs != GEO_CRS_FLAT) {
-        count = s2shim_geom_ranges(p->shape->s2, coarsest, finest, GEO_QUERY_MAX_CELLS, &cells);
+        const geo_shape_t *region = p->within && p->area ? p->area : p->shape;
+        count = s2shim_geom_ranges(region->s2, coarsest, finest, GEO_QUERY_MAX_CELLS, &cells);
     } else {
         return false;
     }

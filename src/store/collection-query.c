@@ -247,7 +247,7 @@ static bool collection_index_sorts(const index_t *ix, const sortspec_t *sort, bo
     int n = sortspec_nkeys(sort);
     if (n == 0 || n > ix->nfields || ix->multikey || ix->sparse || ix->partial || ix->hidden ||
         (ix->hashed >= 0 && ix->hashed < n) || /* hash order is no value order */
-        ix->is_2dsphere)
+        ix->is_2dsphere || ix->geo2d)
         return false;
     if (!collation_same(ix->collation, sortspec_collation(sort)))
         return false; /* strings would come in the index's order, not the sort's */
@@ -666,19 +666,6 @@ static bool collection_query_text(collection_t *c, const collection_query_opts_t
     return collection_finish(out, first, o, need_sort, false, err);
 }
 
-/* True when a 2dsphere index bounds `p`: a $near (its cap or growing
- * caps), a region on the sphere (not the flat $box / $center / $polygon). */
-static bool collection_geo_bounded(const geo_pred_t *p)
-{
-    int64_t *r = NULL;
-    size_t n;
-    if (geo_pred_is_near(p))
-        return true;
-    bool ok = geo_pred_index_ranges(p, -1, &r, &n);
-    bson_free(r);
-    return ok;
-}
-
 /* The 2dsphere index (first field the S2 cells of a path) the filter's
  * geospatial predicate on that path is scanned on: the hinted one, else
  * the first not hidden nor partial; NULL when none (a hint to a 2dsphere
@@ -688,7 +675,7 @@ static index_t *collection_geo_index(collection_t *c, const collection_query_opt
 {
     if (o->hint_name || (o->hint && !bson_empty(o->hint))) {
         index_t *ix = collection_hinted(c, o, err);
-        if (!ix || !ix->is_2dsphere)
+        if (!ix || !(ix->is_2dsphere || ix->geo2d))
             return NULL;
         if (!geoscan_usable(ix)) {
             dberr_set(err, DBERR_NOT_IMPLEMENTED,
@@ -698,7 +685,7 @@ static index_t *collection_geo_index(collection_t *c, const collection_query_opt
             return NULL;
         }
         *pred = matcher_geo_on(o->matcher, ix->paths[0]);
-        if (*pred && collection_geo_bounded(*pred))
+        if (*pred && geoscan_bounds(ix, *pred))
             return ix;
         dberr_set(err, DBERR_BAD_VALUE,
                   "error processing query: ns=%s planner returned error :: caused by :: hint "
@@ -711,7 +698,7 @@ static index_t *collection_geo_index(collection_t *c, const collection_query_opt
         if (ix->hidden || ix->partial || !geoscan_usable(ix))
             continue;
         *pred = matcher_geo_on(o->matcher, ix->paths[0]);
-        if (*pred && collection_geo_bounded(*pred))
+        if (*pred && geoscan_bounds(ix, *pred))
             return ix;
     }
     return NULL;
@@ -747,9 +734,11 @@ static bool collection_query_geo(const collection_query_opts_t *o, index_t *ix,
                                  dberr_t *err)
 {
     size_t first = out->len;
-    strcpy(plan->stage, "IXSCAN");
+    /* as mongod: a $near on a 2d index is its own stage */
+    strcpy(plan->stage, ix->geo2d && geo_pred_is_near(pred) ? "GEO_NEAR_2D" : "IXSCAN");
     plan->index = ix;
     plan->reason = o->hint_name || o->hint ? "the index the hint names"
+                   : ix->geo2d             ? "the 2d index bounds the geospatial predicate"
                                            : "the 2dsphere index bounds the geospatial predicate";
     recvec_t cand;
     recvec_init(&cand);
@@ -758,7 +747,7 @@ static bool collection_query_geo(const collection_query_opts_t *o, index_t *ix,
         size_t close = 0;
         ok = collection_geo_match(o, &cand, -1, out, &close, plan, err);
     } else {
-        double whole = geo_pred_near_whole(pred);
+        double whole = geoscan_near_whole(ix, pred);
         double r = o->near_want > 0 ? whole / 65536 : whole;
         for (;;) {
             size_t close = 0;
@@ -904,7 +893,7 @@ static bool collection_query_opts_plain(collection_t *c, const collection_query_
     } else {
         for (int i = 0; i < c->nindexes; i++) {
             index_t *ix = c->indexes[i];
-            if (ix->hidden || ix->sparse || ix->is_2dsphere ||
+            if (ix->hidden || ix->sparse || ix->is_2dsphere || ix->geo2d ||
                 (ix->partial && !collection_partial_implied(ix, o->matcher)))
                 continue;
             scan_plan_t p;

@@ -1,6 +1,7 @@
 /* geoscan: candidates of a geospatial predicate from a 2dsphere index's
  * S2 cell keys (geo_pred_index_ranges gives the ranges, as mongod's
- * ExpressionMapping), de-duplicated (a geometry has many cells). */
+ * ExpressionMapping) or a 2d index's geohash cells (geo_pred_2d_ranges),
+ * de-duplicated (a geometry has many cells, a document many locations). */
 #include "store/geoscan.h"
 
 #include <stdlib.h>
@@ -8,7 +9,34 @@
 
 bool geoscan_usable(const index_t *ix)
 {
-    return ix->is_2dsphere && ix->nfields > 0 && ix->sphere[0];
+    return (ix->is_2dsphere && ix->nfields > 0 && ix->sphere[0]) || ix->geo2d;
+}
+
+/* The key ranges of `ix` for `p` (see geoscan_candidates). */
+static bool geoscan_ranges(const index_t *ix, const geo_pred_t *p, double radius, int64_t **ranges,
+                           size_t *n)
+{
+    if (ix->geo2d)
+        return geo_pred_2d_ranges(p, ix->geo2d, radius, ranges, n);
+    return geo_pred_index_ranges(p, radius, ranges, n);
+}
+
+bool geoscan_bounds(const index_t *ix, const geo_pred_t *p)
+{
+    if (geo_pred_is_near(p)) {
+        geo_near_units_t u = geo_pred_near_units(p);
+        return u == GEO_NEAR_RADIANS || u == (ix->geo2d ? GEO_NEAR_FLAT : GEO_NEAR_METRES);
+    }
+    int64_t *r = NULL;
+    size_t n;
+    bool ok = geoscan_ranges(ix, p, -1, &r, &n);
+    bson_free(r);
+    return ok;
+}
+
+double geoscan_near_whole(const index_t *ix, const geo_pred_t *p)
+{
+    return ix->geo2d ? geo_pred_2d_whole(p, ix->geo2d) : geo_pred_near_whole(p);
 }
 
 typedef struct geoscan_ent {
@@ -63,7 +91,7 @@ bool geoscan_candidates(const index_t *ix, const geo_pred_t *p, double radius, r
 {
     int64_t *ranges = NULL;
     size_t n = 0;
-    if (!geo_pred_index_ranges(p, radius, &ranges, &n))
+    if (!geoscan_ranges(ix, p, radius, &ranges, &n))
         return false;
     size_t first = cand->len;
     buf_t lo, hi;

@@ -259,6 +259,8 @@ bool index_keys_of(index_t *ix, const bson_t *doc, index_keys_t *out, dberr_t *e
         out->skip = true;
         return true;
     }
+    if (ix->geo2d)
+        return index2d_keys_of(ix, doc, out, err);
     if (ix->text) {
         if (!textindex_keys_of(ix->text, doc, out, err))
             return false;
@@ -452,6 +454,31 @@ void index_set_id_collation(index_t *ix, collation_t *coll)
         collation_append(ix->collation, &ix->spec, "collation");
 }
 
+/* A 2d index's options (mongod's GeoHashConverter parameters) and what
+ * atomdb does not combine with it. */
+static bool index_2d_check(index_t *ix, const bson_t *spec, int nhashed, dberr_t *err)
+{
+    if (ix->is_2dsphere || nhashed > 0 || ix->wildcard || ix->text)
+        return dberr_set(err, DBERR_CANNOT_CREATE_INDEX,
+                         "Can't use more than one index plugin for a single index.");
+    if (ix->collation) { /* as mongod, naming the resolved collation */
+        bson_t wrap = BSON_INITIALIZER;
+        bson_iter_t it;
+        char *shown = NULL;
+        collation_append(ix->collation, &wrap, "c");
+        if (bson_iter_init_find(&it, &wrap, "c"))
+            shown = shellfmt_value(bson_iter_value(&it));
+        dberr_set(err, DBERR_CANNOT_CREATE_INDEX, "Index type '2d' does not support collation: %s",
+                  shown ? shown : "{}");
+        bson_free(shown);
+        bson_destroy(&wrap);
+        return false;
+    }
+    if (ix->unique)
+        return dberr_set(err, DBERR_NOT_IMPLEMENTED, "atomdb does not support unique 2d indexes");
+    return geo2d_params_parse(spec, ix->geo2d, err);
+}
+
 index_t *index_new(const bson_t *spec, dberr_t *err)
 {
     index_t *ix = index_alloc();
@@ -459,6 +486,7 @@ index_t *index_new(const bson_t *spec, dberr_t *err)
     bool have_key = false;
     int nhashed = 0;
     bool have_sphere_version = false;
+    bool have_2d_option = false;
     char generated[512] = "";
     bson_t text_opts = BSON_INITIALIZER; /* a text index's resolved options */
     bool is_text = textindex_is_text_spec(spec);
@@ -517,6 +545,28 @@ index_t *index_new(const bson_t *spec, dberr_t *err)
                     size_t glen = strlen(generated);
                     snprintf(generated + glen, sizeof generated - glen, "%s%s_hashed",
                              glen ? "_" : "", path);
+                    continue;
+                }
+                if (BSON_ITER_HOLDS_UTF8(&kit) && strcmp(bson_iter_utf8(&kit, NULL), "2d") == 0 &&
+                    path[0] != '\0' && path[0] != '$') {
+                    if (ix->is_2dsphere || nhashed > 0) { /* mongod's validateKeyPattern */
+                        dberr_set(err, DBERR_CANNOT_CREATE_INDEX,
+                                  "Can't use more than one index plugin for a single index.");
+                        goto fail;
+                    }
+                    if (ix->geo2d || ix->nfields > 0) { /* as mongod's parseTwoDParams */
+                        dberr_set(err, ix->geo2d ? 16800 : 16801,
+                                  ix->geo2d ? "can't have 2 geo fields"
+                                            : "2d has to be first in index");
+                        goto fail;
+                    }
+                    ix->geo2d = bson_malloc0(sizeof *ix->geo2d);
+                    ix->paths[ix->nfields] = bson_strdup(path);
+                    ix->dirs[ix->nfields] = 1;
+                    ix->nfields++;
+                    size_t glen = strlen(generated);
+                    snprintf(generated + glen, sizeof generated - glen, "%s%s_2d", glen ? "_" : "",
+                             path);
                     continue;
                 }
                 if (BSON_ITER_HOLDS_UTF8(&kit) &&
@@ -622,11 +672,11 @@ index_t *index_new(const bson_t *spec, dberr_t *err)
                 goto fail;
             }
             have_sphere_version = true;
-        } else if (strcmp(k, "finestIndexedLevel") == 0 ||
-                   strcmp(k, "coarsestIndexedLevel") == 0 || strcmp(k, "bits") == 0 ||
-                   strcmp(k, "min") == 0 || strcmp(k, "max") == 0 ||
-                   strcmp(k, "storageEngine") == 0 ||
-                   strcmp(k, "prepareUnique") == 0 || strcmp(k, "clustered") == 0) {
+        } else if (geo2d_is_option(k)) {
+            have_2d_option = true; /* read with the whole spec below */
+        } else if (strcmp(k, "finestIndexedLevel") == 0 || strcmp(k, "coarsestIndexedLevel") == 0 ||
+                   strcmp(k, "storageEngine") == 0 || strcmp(k, "prepareUnique") == 0 ||
+                   strcmp(k, "clustered") == 0) {
             dberr_set(err, DBERR_NOT_IMPLEMENTED,
                       "atomdb does not support the index option '%s' yet", k);
             goto fail;
@@ -656,6 +706,13 @@ index_t *index_new(const bson_t *spec, dberr_t *err)
                       "Index version v=%d does not support the key type '$**'; wildcard indexes "
                       "need v=2",
                       version);
+        goto fail;
+    }
+    if (ix->geo2d && !index_2d_check(ix, spec, nhashed, err))
+        goto fail;
+    if (!ix->geo2d && have_2d_option) {
+        dberr_set(err, DBERR_NOT_IMPLEMENTED,
+                  "atomdb takes the index options 'bits', 'min' and 'max' on 2d indexes only");
         goto fail;
     }
     if (ix->hashed >= 0 && ix->unique) {
@@ -727,6 +784,7 @@ void index_destroy(index_t *ix)
     collation_destroy(ix->collation);
     textindex_destroy(ix->text);
     wildcard_destroy(ix->wildcard);
+    bson_free(ix->geo2d);
     omap_destroy(ix->map, NULL);
     bson_free(ix);
 }

@@ -10,6 +10,7 @@
 
 #include "doc/collation.h"
 #include "doc/matcher.h"
+#include "geo/geo.h"
 #include "store/record.h"
 #include "util/buf.h"
 #include "util/dberr.h"
@@ -38,6 +39,8 @@ typedef struct index {
     int hashed;                  /* the field keyed by its hash ({f: "hashed"}), or -1 */
     bool sphere[INDEX_MAX_FIELDS]; /* a "2dsphere" field: keys are S2 cells */
     bool is_2dsphere;            /* some field is "2dsphere" (planned: store/geoscan.h) */
+    geo2d_params_t *geo2d;       /* a "2d" index's plane (owned), or NULL: its first
+                                  * field's keys are geohash cells (store/index2d.c) */
     bool is_id;                  /* the _id index */
     bool unique;
     bool sparse;
@@ -71,6 +74,11 @@ void index_destroy(index_t *ix);
  * indexed fields are arrays, 16766 when the hashed field meets an array. */
 bool index_keys_of(index_t *ix, const bson_t *doc, index_keys_t *out, dberr_t *err);
 void index_keys_init(index_keys_t *k);
+
+/* index_keys_of for a 2d index (store/index2d.c): a key per location of
+ * the geo field, none (skip) without one; mongod's 13026 / 13027 / 13067 /
+ * 13068 / 16804 with " :: caused by :: <doc>". */
+bool index2d_keys_of(index_t *ix, const bson_t *doc, index_keys_t *out, dberr_t *err);
 void index_keys_destroy(index_keys_t *k);
 
 /* The full map key for `key` of the document whose _id is `id`. */

@@ -175,6 +175,10 @@ static bool indexbuild_check(collection_t *c, const index_t *ix, bool *exists, d
                              !old->partial == !ix->partial;
             if (old->text && ix->text && !textindex_same(old->text, ix->text))
                 same_opts = false;
+            if (old->geo2d && ix->geo2d && /* a 2d index's plane is part of it */
+                (old->geo2d->bits != ix->geo2d->bits || old->geo2d->min != ix->geo2d->min ||
+                 old->geo2d->max != ix->geo2d->max))
+                same_opts = false;
             if (!same_opts && !old->is_id)
                 return dberr_set(err, DBERR_INDEX_OPTIONS_CONFLICT,
                                  "An existing index has the same name as the requested index. "

@@ -12,7 +12,7 @@
 #include "util/shellfmt.h"
 
 struct geonear_spec {
-    bson_t *near_ops; /* {$nearSphere: point, ...} for geo_pred_new_near */
+    bson_t *near_ops; /* {$nearSphere | $near: point, ...} for geo_pred_new_near */
     geo_pred_t *near; /* the point and the distance range */
     char *key;        /* the geometry path; NULL until the caller names it */
     char *distance_field;
@@ -125,8 +125,8 @@ static bool geonear_parse(stage_t *s, bson_iter_t *it, const bson_t *let, dberr_
         return dberr_set(err, DBERR_BAD_VALUE, "$geoNear requires a 'near' argument");
     if (!g->distance_field)
         return dberr_set(err, DBERR_BAD_VALUE, "$geoNear requires a 'distanceField' argument");
-    /* as a $near (GeoJSON point: metres) or a legacy $nearSphere (radians);
-     * a flat legacy point needs a 2d index */
+    /* as a $near (GeoJSON point: metres), a legacy $nearSphere (radians) or
+     * a flat legacy $near (spherical: false, on a 2d index) */
     bool geojson = near->value_type == BSON_TYPE_DOCUMENT;
     bson_t pt;
     bson_iter_t first;
@@ -145,17 +145,13 @@ static bool geonear_parse(stage_t *s, bson_iter_t *it, const bson_t *let, dberr_
             BSON_APPEND_DOUBLE(&inner, "$maxDistance", max_d);
         bson_append_document_end(g->near_ops, &inner);
     } else {
-        if (!spherical)
-            return dberr_set(err, DBERR_NOT_IMPLEMENTED,
-                             "$geoNear with a legacy point and spherical: false needs a 2d index, "
-                             "which atomdb does not support yet");
-        BSON_APPEND_VALUE(g->near_ops, "$nearSphere", near);
+        BSON_APPEND_VALUE(g->near_ops, spherical ? "$nearSphere" : "$near", near);
         if (have_min)
             BSON_APPEND_DOUBLE(g->near_ops, "$minDistance", min_d);
         if (have_max)
             BSON_APPEND_DOUBLE(g->near_ops, "$maxDistance", max_d);
     }
-    g->near = geo_pred_new_near("$nearSphere", g->near_ops, err);
+    g->near = geo_pred_new_near(geojson || spherical ? "$nearSphere" : "$near", g->near_ops, err);
     return g->near != NULL;
 }
 
@@ -176,10 +172,11 @@ typedef struct geonear_walk {
 static bool geonear_hit(const path_hit_t *hit, void *ctx)
 {
     geonear_walk_t *w = ctx;
-    double d = geo_pred_distance(w->near, hit->value);
+    bson_value_t loc;
+    double d = geo_pred_distance_at(w->near, hit->value, &loc);
     if (d >= 0 && (w->best < 0 || d < w->best)) {
         w->best = d;
-        w->loc = *hit->value;
+        w->loc = loc;
     }
     return true;
 }
@@ -271,6 +268,11 @@ const stage_def_t pipeline_geonear_stages[] = {
 const char *pipeline_geonear_key(const geonear_spec_t *g)
 {
     return g->key;
+}
+
+geo_near_units_t pipeline_geonear_units(const geonear_spec_t *g)
+{
+    return geo_pred_near_units(g->near);
 }
 
 void pipeline_geonear_set_key(geonear_spec_t *g, const char *path)
