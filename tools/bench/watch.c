@@ -112,19 +112,30 @@ static void watch_stream(int port, int id, watch_shm_t *shm)
             int64_t now = watch_now_ns();
             if (cpu0 < 0) /* the set-up and the idle wait before the writers are not counted */
                 cpu0 = watch_cpu_us();
-            bson_iter_t it;
-            if (bson_iter_init(&it, ev) &&
-                bson_iter_find_descendant(&it, "updateDescription.updatedFields.t", &it)) {
-                int64_t t = bson_iter_as_int64(&it);
-                hist_add(&shm->hist[id], (uint64_t)(now > t ? (now - t) / 1000 : 0));
+            /* updatedFields {n, t} in one pass: every event is checked, and
+             * the check costs the watcher as little as it can */
+            bson_iter_t it, ud, f;
+            bool has_n = false;
+            if (bson_iter_init_find(&it, ev, "updateDescription") &&
+                BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &ud) &&
+                bson_iter_find(&ud, "updatedFields") && BSON_ITER_HOLDS_DOCUMENT(&ud) &&
+                bson_iter_recurse(&ud, &f)) {
+                while (bson_iter_next(&f)) {
+                    const char *k = bson_iter_key(&f);
+                    if (k[0] == 't' && !k[1]) {
+                        int64_t t = bson_iter_as_int64(&f);
+                        hist_add(&shm->hist[id], (uint64_t)(now > t ? (now - t) / 1000 : 0));
+                    } else if (k[0] == 'n' && !k[1]) {
+                        int64_t n = bson_iter_as_int64(&f);
+                        if (n != last_n + 1)
+                            shm->out_of_order[id]++;
+                        last_n = n;
+                        has_n = true;
+                    }
+                }
             }
-            if (bson_iter_init(&it, ev) &&
-                bson_iter_find_descendant(&it, "updateDescription.updatedFields.n", &it)) {
-                int64_t n = bson_iter_as_int64(&it);
-                if (n != last_n + 1)
-                    shm->out_of_order[id]++;
-                last_n = n;
-            }
+            if (!has_n)
+                shm->out_of_order[id]++; /* not the update event this bench makes */
             shm->events[id]++;
         } else if (mongoc_change_stream_error_document(cs, &e, &err_doc)) {
             snprintf(shm->stream_error[id], ERRLEN, "next: %s", e.message);
