@@ -44,7 +44,51 @@ static struct {
     journal_waiter_t waiter;   /* on the newest commit a parked stream waits for */
     uint64_t want_lsn;
     bool hooked;               /* the journal's commit hook is ours */
+    /* the reply buffers of one wake-up's answers, kept for the next (a
+     * batch of events is tens of kB: building it in a fresh buffer each
+     * time grew and trimmed the heap per reply) */
+    uint8_t **bufs;
+    size_t *buf_lens;
+    size_t nbufs;
 } cs;
+
+/* A buffer kept beyond this size is freed after its reply went out. */
+#define CS_KEEP_BUF (1024 * 1024)
+
+/* Makes room for `n` kept buffers; called before any is in use (a reply
+ * document points into the array). */
+static void cs_reply_bufs_reserve(size_t n)
+{
+    if (n > cs.nbufs) {
+        cs.bufs = bson_realloc(cs.bufs, n * sizeof *cs.bufs);
+        cs.buf_lens = bson_realloc(cs.buf_lens, n * sizeof *cs.buf_lens);
+        for (size_t k = cs.nbufs; k < n; k++) {
+            cs.bufs[k] = NULL;
+            cs.buf_lens[k] = 0;
+        }
+        cs.nbufs = n;
+    }
+}
+
+/* An empty reply document built in kept buffer `i` (< cs.nbufs). */
+static bson_t *cs_reply_doc(size_t i)
+{
+    static const uint8_t empty[5] = {5, 0, 0, 0, 0};
+    if (cs.bufs[i]) /* bson_new_from_buffer reads a buffer's bytes as the document */
+        memcpy(cs.bufs[i], empty, sizeof empty);
+    return bson_new_from_buffer(&cs.bufs[i], &cs.buf_lens[i], bson_realloc_ctx, NULL);
+}
+
+/* The reply of kept buffer `i` went out. */
+static void cs_reply_done(size_t i, bson_t *reply)
+{
+    bson_destroy(reply); /* the buffer stays */
+    if (cs.buf_lens[i] > CS_KEEP_BUF) {
+        bson_free(cs.bufs[i]);
+        cs.bufs[i] = NULL;
+        cs.buf_lens[i] = 0;
+    }
+}
 
 static void cs_stream_free(void *p)
 {
@@ -367,12 +411,12 @@ typedef struct cs_answer {
 
 /* Builds the reply for `p` into a->reply; false (nothing built) when its
  * stream has no event yet and its wait goes on. */
-static bool cs_try_answer(cs_park_t *p, uint64_t now, cs_answer_t *a)
+static bool cs_try_answer(cs_park_t *p, uint64_t now, cs_answer_t *a, size_t slot)
 {
     cursor_t *c = cursors_get(server.cursors, p->cursor_id);
     dberr_t err;
     dberr_clear(&err);
-    a->reply = bson_new();
+    a->reply = cs_reply_doc(slot);
     a->park = *p;
     a->close = false;
     if (!c || (!c->stream && !c->tail)) {
@@ -416,10 +460,11 @@ static void cs_on_timer(uv_timer_t *t)
     /* build the answers first: answering runs the connection's next
      * request, which may park again */
     cs_answer_t *ready = cs.nparks ? bson_malloc(cs.nparks * sizeof *ready) : NULL;
+    cs_reply_bufs_reserve(cs.nparks);
     size_t nready = 0;
     for (size_t i = 0; i < cs.nparks;) {
         cs_park_t *p = &cs.parks[i];
-        if (cs_try_answer(p, now, &ready[nready])) {
+        if (cs_try_answer(p, now, &ready[nready], nready)) {
             nready++;
             cs_park_remove(i);
             continue;
@@ -436,7 +481,7 @@ static void cs_on_timer(uv_timer_t *t)
         cmd_append_cluster_time(a->reply);
         a->park.client->wait_lsn = 0;
         a->park.client->send_parked_reply(a->park.client, a->reply);
-        bson_destroy(a->reply);
+        cs_reply_done(i, a->reply);
     }
     bson_free(ready);
     if (cs.nparks && next)

@@ -9,7 +9,10 @@ there by its maxTimeMS."""
 
 import time
 
+import bson
 import pytest
+from bson.codec_options import CodecOptions
+from bson.raw_bson import RawBSONDocument
 from bson.son import SON
 from pymongo import MongoClient
 
@@ -26,6 +29,43 @@ def client(atomdb):
     c = connect(atomdb)
     yield c
     c.close()
+
+
+_FIXED = {1: 8, 7: 12, 8: 1, 9: 8, 0x10: 4, 0x11: 8, 0x12: 8, 0x13: 16, 10: 0}
+
+
+def top_level_keys(data):
+    """The top-level field names of BSON bytes, duplicates kept (a decoder
+    keeps only one of two fields of the same name; libmongoc reads the
+    first, pymongo the last)."""
+    keys, i = [], 4
+    while data[i] != 0:
+        t = data[i]
+        end = data.index(b"\0", i + 1)
+        keys.append(data[i + 1:end].decode())
+        i = end + 1
+        if t in _FIXED:
+            i += _FIXED[t]
+        elif t in (2, 13, 14):
+            i += 4 + int.from_bytes(data[i:i + 4], "little")
+        elif t in (3, 4):
+            i += int.from_bytes(data[i:i + 4], "little")
+        elif t == 5:
+            i += 5 + int.from_bytes(data[i:i + 4], "little")
+        else:
+            raise AssertionError("unexpected BSON type %d in a reply" % t)
+    return keys
+
+
+def checked_get_more(db, reply, max_time_ms):
+    """get_more, with the reply's bytes checked to hold each field once."""
+    cur = reply["cursor"]
+    cmd = SON([("getMore", cur["id"]), ("collection", cur["ns"].split(".", 1)[1]),
+               ("maxTimeMS", max_time_ms)])
+    raw = db.command(cmd, codec_options=CodecOptions(document_class=RawBSONDocument))
+    keys = top_level_keys(raw.raw)
+    assert len(keys) == len(set(keys)), "a field twice in one reply: %s" % keys
+    return bson.decode(raw.raw)
 
 
 def drain(db, reply, want, max_time_ms=500):
@@ -183,3 +223,45 @@ def test_a_getmore_soon_after_results_still_answers_by_its_max_time(client):
     assert [e["documentKey"]["_id"] for e in third["cursor"]["nextBatch"]] == [3], third
     assert took < 1.0, "the paced getMore waited %.3f s" % took
     assert third["cursor"]["postBatchResumeToken"] == third["cursor"]["nextBatch"][0]["_id"]
+
+
+def test_streams_parked_together_are_woken_together_with_their_own_replies(atomdb):
+    """Eight streams with getMores parked at once, woken by the same
+    commits round after round (their replies are built side by side):
+    each reply is its own stream's, with exactly the next events."""
+    import threading
+    clients = [connect(atomdb) for _ in range(9)]
+    try:
+        db = clients[0].shr
+        db.create_collection("park")
+        replies = [raw_stream(c.shr, "park", {}, [{"$set": {"who": i}}] if i % 2 else [])
+                   for i, c in enumerate(clients[1:])]
+        got = [[] for _ in replies]
+        errors = []
+
+        def watch(i):
+            c, reply = clients[i + 1], replies[i]
+            cid = reply["cursor"]["id"]
+            try:
+                while len(got[i]) < 40:
+                    more = checked_get_more(c.shr, reply, 5000)
+                    assert more["cursor"]["id"] == cid, (i, more["cursor"]["id"], cid)
+                    got[i].extend(more["cursor"]["nextBatch"])
+            except Exception as e:  # reported below
+                errors.append((i, e))
+
+        threads = [threading.Thread(target=watch, args=(i,)) for i in range(len(replies))]
+        for t in threads:
+            t.start()
+        for k in range(40):
+            db.park.insert_one({"_id": k})
+            time.sleep(0.01 if k % 4 else 0.05)  # let the getMores park again
+        for t in threads:
+            t.join(60)
+        assert not errors, errors
+        for i, events in enumerate(got):
+            assert [e["documentKey"]["_id"] for e in events] == list(range(40)), (i, events[:3])
+            assert all(e.get("who") == (i if i % 2 else None) for e in events), i
+    finally:
+        for c in clients:
+            c.close()
