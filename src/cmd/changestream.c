@@ -2,8 +2,8 @@
  * on a collection, a database or the cluster), their getMore, and the
  * parking of an awaitData getMore until a commit it can see is durable
  * (woken through the journal's commit hook, a few ms coalesced) or its
- * maxTimeMS passes. A stream that returned results less than
- * CS_PACE_MS ago waits out the rest before its next batch, so a busy
+ * maxTimeMS passes. A stream that caught up (returned all it had) less
+ * than CS_PACE_MS ago waits out the rest before its next batch, so a busy
  * stream takes its events in batches, not one reply per commit. */
 #include "cmd/changestream.h"
 
@@ -54,6 +54,16 @@ static struct {
 
 /* A buffer kept beyond this size is freed after its reply went out. */
 #define CS_KEEP_BUF (1024 * 1024)
+
+/* A getMore of `r` returned `n` results of at most `max` (0: no count
+ * bound) at loop time `now`: when they were all it had (the stream caught
+ * up), its next batch is paced; a stream catching up in small batches is
+ * not held back. */
+static void cs_note_sent(cs_reader_t *r, uint32_t n, int64_t max, uint64_t now)
+{
+    if (r && n > 0 && (max <= 0 || (int64_t)n < max))
+        r->last_sent_ms = now;
+}
 
 /* Makes room for `n` kept buffers; called before any is in use (a reply
  * document points into the array). */
@@ -441,8 +451,7 @@ static bool cs_try_answer(cs_park_t *p, uint64_t now, cs_answer_t *a, size_t slo
         return false;
     }
     c->last_used_ms = server_now_ms();
-    if (r && n > 0)
-        r->last_sent_ms = now;
+    cs_note_sent(r, n, p->batch_size, now);
     if (ok) {
         BSON_APPEND_DOUBLE(a->reply, "ok", 1.0);
     } else {
@@ -514,8 +523,7 @@ bool changestream_get_more(cmd_ctx_t *ctx, cursor_t *c, int64_t batch_size, dber
     bool ended = false;
     bool ok = r->reply(c, &reply, "nextBatch", batch_size, &n, &ended, err);
     if (!ok || n > 0 || ended || await_ms <= 0 || server.stopping) {
-        if (n > 0)
-            r->last_sent_ms = now;
+        cs_note_sent(r, n, batch_size, now);
         bson_concat(ctx->reply, &reply);
         bson_destroy(&reply);
         if (!ok || ended)

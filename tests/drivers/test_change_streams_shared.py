@@ -265,3 +265,20 @@ def test_streams_parked_together_are_woken_together_with_their_own_replies(atomd
     finally:
         for c in clients:
             c.close()
+
+
+def test_a_stream_catching_up_in_small_batches_is_not_paced(client):
+    """Pacing holds back only a stream that caught up: 300 waiting events
+    read with batchSize 1 come one per getMore without the 4 ms pause
+    between them (300 paced getMores would take at least 1.2 s)."""
+    db = client.shr
+    reply = raw_stream(db, "catchup", {}, batch_size=1)
+    db.catchup.insert_many([{"_id": i} for i in range(300)])
+    ids = []
+    t0 = time.monotonic()
+    for _ in range(300):
+        more = get_more(db, reply, max_time_ms=5000, batch_size=1)
+        ids += [e["documentKey"]["_id"] for e in more["cursor"]["nextBatch"]]
+    took = time.monotonic() - t0
+    assert ids == list(range(300)), ids[:5]
+    assert took < 1.0, "300 getMores of a stream catching up took %.2f s" % took
