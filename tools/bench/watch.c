@@ -5,7 +5,9 @@
  * against none (target >= 90%), and write-to-event latency (the send time
  * carried in updatedFields.t against the time the stream returned the
  * event; target p99 <= 10 ms). Every stream must see every update, in
- * order. Medians of `rounds` runs per cell. */
+ * order. Besides the server's CPU per update it reports the writers' own
+ * CPU per update and a watcher's CPU per event, so whose cost limits the
+ * cell is visible. Medians of `rounds` runs per cell. */
 #include "bench.h"
 
 #include <mongoc/mongoc.h>
