@@ -48,6 +48,7 @@ typedef struct cs_reader {
     bool (*reply)(cursor_t *c, bson_t *reply, const char *field, int64_t max, uint32_t *n,
                   bool *ended, dberr_t *err);
     bool await_data; /* an empty getMore parks for its maxTimeMS (else answers at once) */
+    uint64_t last_sent_ms; /* uv_now() when a getMore last returned results (pacing, 0: never) */
 } cs_reader_t;
 
 /* One open stream (a cursor's `stream`). */
@@ -90,6 +91,43 @@ bool cs_entry_visible(const history_entry_t *e);
 /* Fails with ChangeStreamHistoryLost (286) when events after `pos` were
  * dropped by retention. */
 bool cs_check_history(cs_pos_t pos, dberr_t *err);
+
+/* ---- events shared between streams (cscache.c) ---- */
+
+/* One operation of a cached history entry. */
+typedef struct cs_shared_op {
+    uint64_t base;          /* its events' k: (operation + 1) << 20 | event */
+    char kind;              /* its `o`: i, u, r, d or c */
+    const char *db, *coll;  /* borrowed from the entry (coll NULL for a catalog change) */
+    const uint8_t *op_data; /* the operation document, borrowed from the entry */
+    uint32_t op_len;
+    uint8_t *event;         /* a document change's event as a stream with no image
+                             * options and no expanded events sees it (owned), or NULL
+                             * while not built (or too big to keep) */
+    uint32_t event_len;
+} cs_shared_op_t;
+
+/* A history entry as cached: its identity and its operations. */
+typedef struct cs_shared_entry {
+    clock_ts_t ts;
+    int64_t wall_ms;
+    const uint8_t *data; /* the entry's document (NULL: the slot is free) */
+    uint32_t len;
+    uint32_t nops;       /* operations a stream may report (with `o` and `db`) */
+    cs_shared_op_t *ops;
+    size_t bytes;        /* held by this entry: ops and events */
+} cs_shared_entry_t;
+
+/* The cached form of entry `e` (parsed on the first call), borrowed until
+ * the next call of cscache_entry or cscache_clear. */
+cs_shared_entry_t *cscache_entry(const history_entry_t *e);
+
+/* Keeps a copy of `ev` as the shared event of operation `i` of `se`;
+ * false (nothing kept) when it is too big or the cache is full. */
+bool cscache_keep(cs_shared_entry_t *se, uint32_t i, const bson_t *ev);
+
+/* Forgets every cached entry. */
+void cscache_clear(void);
 
 /* getMore on a change stream cursor, or any cursor whose `stream` starts
  * with a cs_reader_t (query.c hands it over); parks an awaitData one. */

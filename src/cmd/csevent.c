@@ -444,12 +444,14 @@ static bool cs_image(cs_emit_t *em, bson_t *ev, const char *key, cs_image_t mode
     return true;
 }
 
-/* A document change: insert, update, replace or delete. */
-static void cs_doc_event(cs_emit_t *em, cs_pos_t pos, const bson_t *op, const char *kind,
-                         const char *db, const char *coll)
+/* Builds into `ev` (initialised) the event of a document change: insert,
+ * update, replace or delete; false (em->failed set) when an image it
+ * requires is missing. */
+static bool cs_doc_event_build(cs_emit_t *em, cs_pos_t pos, const bson_t *op, const char *kind,
+                               const char *db, const char *coll, bson_t *ev)
 {
     cs_stream_t *s = em->s;
-    bson_t doc, old, key = BSON_INITIALIZER, ev = BSON_INITIALIZER;
+    bson_t doc, old, key = BSON_INITIALIZER;
     bool has_doc = bsonview_field(op, "doc", &doc), has_old = bsonview_field(op, "old", &old);
     bson_iter_t id;
     if ((has_doc && bson_iter_init_find(&id, &doc, "_id")) ||
@@ -458,15 +460,15 @@ static void cs_doc_event(cs_emit_t *em, cs_pos_t pos, const bson_t *op, const ch
     const char *type = kind[0] == 'i' ? "insert" : kind[0] == 'u' ? "update"
                                                   : kind[0] == 'r' ? "replace"
                                                                    : "delete";
-    cs_head(&ev, em, pos, type);
-    cs_uuid(&ev, em, op, db, coll);
+    cs_head(ev, em, pos, type);
+    cs_uuid(ev, em, op, db, coll);
     if ((kind[0] == 'i' || kind[0] == 'r') && has_doc)
-        BSON_APPEND_DOCUMENT(&ev, "fullDocument", &doc);
-    cs_ns(&ev, "ns", db, coll);
-    BSON_APPEND_DOCUMENT(&ev, "documentKey", &key);
+        BSON_APPEND_DOCUMENT(ev, "fullDocument", &doc);
+    cs_ns(ev, "ns", db, coll);
+    BSON_APPEND_DOCUMENT(ev, "documentKey", &key);
     bool ok = true;
     if (kind[0] == 'u' && has_doc && has_old) {
-        cs_append_update_description(&ev, &old, &doc, s->show_expanded);
+        cs_append_update_description(ev, &old, &doc, s->show_expanded);
         if (s->full_document == CS_IMAGE_LOOKUP) {
             collection_t *c = catalog_get(server.catalog, db, coll);
             record_t *r = c && bson_iter_init_find(&id, &key, "_id")
@@ -475,23 +477,31 @@ static void cs_doc_event(cs_emit_t *em, cs_pos_t pos, const bson_t *op, const ch
             bson_t now;
             if (r) {
                 record_view(r, &now);
-                BSON_APPEND_DOCUMENT(&ev, "fullDocument", &now);
+                BSON_APPEND_DOCUMENT(ev, "fullDocument", &now);
             } else {
-                BSON_APPEND_NULL(&ev, "fullDocument");
+                BSON_APPEND_NULL(ev, "fullDocument");
             }
         } else {
-            ok = cs_image(em, &ev, "fullDocument", s->full_document, db, coll, &doc,
+            ok = cs_image(em, ev, "fullDocument", s->full_document, db, coll, &doc,
                           "post-image");
         }
     }
     if (ok && kind[0] != 'i')
-        ok = cs_image(em, &ev, "fullDocumentBeforeChange", s->before_change, db, coll,
+        ok = cs_image(em, ev, "fullDocumentBeforeChange", s->before_change, db, coll,
                       has_old ? &old : NULL, "pre-image");
-    if (ok) {
-        cs_txn_fields(&ev, em);
-        cs_deliver(em, pos, &ev);
-    }
+    if (ok)
+        cs_txn_fields(ev, em);
     bson_destroy(&key);
+    return ok;
+}
+
+/* A document change's event, delivered to the stream. */
+static void cs_doc_event(cs_emit_t *em, cs_pos_t pos, const bson_t *op, const char *kind,
+                         const char *db, const char *coll)
+{
+    bson_t ev = BSON_INITIALIZER;
+    if (cs_doc_event_build(em, pos, op, kind, db, coll, &ev))
+        cs_deliver(em, pos, &ev);
     bson_destroy(&ev);
 }
 
@@ -632,9 +642,63 @@ static void cs_ddl_events(cs_emit_t *em, cs_pos_t pos, uint64_t base, const char
     }
 }
 
+/* True when `s` sees document changes exactly as every stream without
+ * options of its own does (its stages aside), so the events built for one
+ * such stream serve them all (cscache.c). */
+static bool cs_plain(const cs_stream_t *s)
+{
+    return s->full_document == CS_IMAGE_DEFAULT && s->before_change == CS_IMAGE_DEFAULT &&
+           !s->show_expanded;
+}
+
+/* cs_entry_events for a plain stream, from the entry's cached form: each
+ * document change's event is built once, for the first plain stream that
+ * reports it, and copied into the batches of the others. */
+static void cs_shared_events(cs_emit_t *em, cs_shared_entry_t *se)
+{
+    static const cs_stream_t plain; /* the options every plain stream has */
+    cs_pos_t pos = {em->e->ts, 0, 0};
+    for (uint32_t i = 0; i < se->nops && !em->full && !em->failed; i++) {
+        cs_shared_op_t *o = &se->ops[i];
+        uint64_t base = o->base;
+        if (cs_pos_cmp((cs_pos_t){pos.ts, base | ((1u << 20) - 1), 1}, em->s->pos) <= 0)
+            continue; /* wholly returned already */
+        bson_t op, ev;
+        if (o->kind == 'c') {
+            bson_t cmd;
+            bson_init_static(&op, o->op_data, o->op_len);
+            if (bsonview_field(&op, "cmd", &cmd))
+                cs_ddl_events(em, pos, base, o->db, &cmd);
+            continue;
+        }
+        if (!o->coll || !cs_watches(em->s, o->db, o->coll) || !CS_AT(em, pos, base, 0))
+            continue;
+        if (o->event) {
+            bson_init_static(&ev, o->event, o->event_len);
+            cs_deliver(em, pos, &ev);
+            continue;
+        }
+        cs_emit_t build = {.s = (cs_stream_t *)&plain, .e = em->e, .err = em->err};
+        char kind[2] = {o->kind, 0};
+        bson_init(&ev);
+        bson_init_static(&op, o->op_data, o->op_len);
+        if (cs_doc_event_build(&build, pos, &op, kind, o->db, o->coll, &ev)) {
+            cscache_keep(se, i, &ev);
+            cs_deliver(em, pos, &ev);
+        } else {
+            em->failed = true; /* not reached: a plain stream requires no image */
+        }
+        bson_destroy(&ev);
+    }
+}
+
 /* The events of entry `e` after the stream's position. */
 static void cs_entry_events(cs_emit_t *em)
 {
+    if (cs_plain(em->s)) {
+        cs_shared_events(em, cscache_entry(em->e));
+        return;
+    }
     bson_iter_t it, el;
     bson_t doc;
     history_entry_view(em->e, &doc);

@@ -15,6 +15,8 @@
 /* Stop reading from a client whose unsent replies pass this many bytes. */
 #define CONN_WRITE_HIGH_WATER (64u * 1024 * 1024)
 #define CONN_READ_CHUNK (64 * 1024)
+/* Replies up to this size are framed without an allocation (conn_reply). */
+#define CONN_REPLY_SCRATCH (256 * 1024)
 
 /* A queued write: the frame bytes and libuv's request. */
 typedef struct conn_write {
@@ -154,13 +156,17 @@ static void conn_send(conn_t *c, buf_t *frame)
         conn_close(c, why);
 }
 
-/* Sends `body` as the reply to `req` unless the client asked for none. */
+/* Sends `body` as the reply to `req` unless the client asked for none.
+ * The frame is built in one loop-wide scratch buffer (a reply the socket
+ * takes at once, the usual case, costs no allocation; conn_send_raw copies
+ * out what it must queue), so replies do not churn the heap. */
 static void conn_reply(conn_t *c, const wire_request_t *req, const bson_t *body)
 {
+    static uint8_t scratch[CONN_REPLY_SCRATCH];
     if (req->opcode == WIRE_OP_MSG && (req->flags & WIRE_MSG_MORE_TO_COME))
         return; /* w: 0 / fire-and-forget: no reply at all */
     buf_t frame;
-    buf_init(&frame);
+    buf_init_fixed(&frame, scratch, sizeof scratch);
     int compressor =
         req->compressor >= 0 && wire_command_compressible(&req->cmd) ? req->compressor : -1;
     wire_reply_append(&frame, req, ++c->last_reply_id, body, 0, compressor);

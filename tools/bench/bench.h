@@ -281,9 +281,9 @@ extern volatile int engine_interrupted;
 
 /* ---- `atomdb-bench watch` (watch.c) ---- */
 
-/* Runs the change stream cells; returns 0 when every stream saw every
- * update in order. */
-int watch_bench(const char *atomdb, double secs, int rounds);
+/* Runs the change stream cells (0, 1 and 16 streams, or only `only` when
+ * it is >= 0); returns 0 when every stream saw every update in order. */
+int watch_bench(const char *atomdb, double secs, int rounds, int only);
 /* ---- `atomdb-bench text` (textsearch.c) ---- */
 
 /* Times a one-word $text search on a text index against the same search as

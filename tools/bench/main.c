@@ -54,7 +54,7 @@ static void main_usage(FILE *f)
             "       atomdb-bench collation [--docs 100000] [--queries 1000]\n"
             "                    [--engines atomdb,postgres] [--atomdb PATH]\n"
             "                    (a case-insensitive find: collated index vs lower() index)\n"
-            "       atomdb-bench watch [--duration S] [--rounds N] [--atomdb PATH]\n"
+            "       atomdb-bench watch [--duration S] [--rounds N] [--streams 0|1|16] [--atomdb PATH]\n"
             "                    (change streams: hot counter with 0, 1, 16 open streams)\n"
             "       atomdb-bench text [--docs 100000] [--atomdb PATH]\n"
             "                    ($text on a text index against a full scan, target >= 50x)\n"
@@ -381,7 +381,7 @@ int main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "watch")) { /* issue 18: change streams */
         double secs = 3;
-        int rounds = 3;
+        int rounds = 3, only = -1;
         char atomdb[PATH_MAX];
         main_default_atomdb(atomdb, sizeof atomdb);
         for (int i = 2; i < argc; i++) {
@@ -389,13 +389,15 @@ int main(int argc, char **argv)
                 secs = atof(argv[++i]);
             else if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
                 rounds = atoi(argv[++i]);
+            else if (!strcmp(argv[i], "--streams") && i + 1 < argc)
+                only = atoi(argv[++i]);
             else if (!main_side_opt(argc, argv, &i, atomdb, sizeof atomdb, NULL, NULL)) {
                 main_usage(stderr);
                 return 2;
             }
         }
         main_side_begin();
-        return main_side_end(watch_bench(atomdb, secs, rounds));
+        return main_side_end(watch_bench(atomdb, secs, rounds, only));
     }
     if (argc > 1 && !strcmp(argv[1], "joins")) {
         long orders = 10000, items = 1000;
