@@ -8,6 +8,7 @@
 
 #include "doc/compare.h"
 #include "doc/jsonschema-private.h"
+#include "doc/regexp.h"
 #include "util/shellfmt.h"
 
 const char *const jsonschema_keyword_names[K_COUNT] = {
@@ -122,19 +123,9 @@ static js_node_t *js_parse_iter(const bson_iter_t *it, int depth, dberr_t *err)
 
 static js_regex_t *js_regex_new(const char *pattern, size_t len, dberr_t *err)
 {
-    if (strlen(pattern) != len) {
-        dberr_set(err, 51109, "Regular expression cannot contain an embedded null byte");
+    pcre2_code *re = regexp_compile_query(pattern, len, "", err);
+    if (!re)
         return NULL;
-    }
-    int code;
-    PCRE2_SIZE off;
-    pcre2_code *re = pcre2_compile((PCRE2_SPTR)pattern, len, PCRE2_UTF, &code, &off, NULL);
-    if (!re) {
-        PCRE2_UCHAR msg[256];
-        pcre2_get_error_message(code, msg, sizeof msg);
-        dberr_set(err, 51091, "Regular expression is invalid: %s", (const char *)msg);
-        return NULL;
-    }
     js_regex_t *r = bson_malloc0(sizeof *r);
     r->code = re;
     r->md = pcre2_match_data_create_from_pattern(re, NULL);
