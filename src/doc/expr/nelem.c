@@ -354,6 +354,59 @@ cleanup:
 
 /* ---- $median $percentile ---- */
 
+/* The p array at `p` (a number in [0, 1] each, at least one), else false
+ * with mongod's 7750301 / 7750302 / 7750303. */
+static bool quantile_check_p(const bson_iter_t *p, dberr_t *err)
+{
+    static const char msg[] =
+        "The $percentile 'p' field must be an array of numbers from [0.0, 1.0], but found: %s";
+    const bson_value_t *bad = bson_iter_value((bson_iter_t *)p);
+    int code = 7750301;
+    uint32_t np = 0;
+    bson_iter_t el;
+    if (BSON_ITER_HOLDS_ARRAY(p) && bson_iter_recurse(p, &el))
+        while (bson_iter_next(&el)) {
+            const bson_value_t *pv = bson_iter_value(&el);
+            double d = num_is_number(pv) ? num_to_double(pv) : NAN;
+            if (!(d >= 0 && d <= 1)) {
+                bad = pv;
+                code = num_is_number(pv) ? 7750303 : 7750302;
+                break;
+            }
+            np++;
+        }
+    if (code == 7750301 && np > 0)
+        return true;
+    char *s = shellfmt_value(bad);
+    dberr_set(err, code, msg, s);
+    bson_free(s);
+    return false;
+}
+
+bool expr_check_quantile(const bson_t *args, const char *op, bool want_p, bson_iter_t *input,
+                         bson_iter_t *p, dberr_t *err)
+{
+    static const char *const required[] = {"input", "p", "method"};
+    bson_iter_t it;
+    bson_iter_init(&it, args);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "input") && strcmp(k, "method") && (!want_p || strcmp(k, "p")))
+            return dberr_set(err, 40415, "BSON field '%s.%s' is an unknown field.", op, k);
+    }
+    for (int i = 0; i < 3; i++)
+        if ((i != 1 || want_p) && !bson_has_field(args, required[i]))
+            return dberr_set(err, 40414, "BSON field '%s.%s' is missing but a required field", op,
+                             required[i]);
+    if (want_p && !(bson_iter_init_find(p, args, "p") && quantile_check_p(p, err)))
+        return false;
+    bson_iter_init_find(&it, args, "method");
+    if (!BSON_ITER_HOLDS_UTF8(&it) || strcmp(bson_iter_utf8(&it, NULL), "approximate"))
+        return dberr_set(err, DBERR_BAD_VALUE,
+                         "Currently only 'approximate' can be used as a percentile 'method'.");
+    return bson_iter_init_find(input, args, "input");
+}
+
 /* {input, p, method} ($median: no p): e->args[0] the input, e->cval the p
  * array (checked here, as the accumulators check it). */
 static bool parse_quantile(expr_t *e, bson_iter_t *arg, dberr_t *err)
@@ -361,7 +414,7 @@ static bool parse_quantile(expr_t *e, bson_iter_t *arg, dberr_t *err)
     bool want_p = e->op->aux;
     const char *op = e->op->name;
     bson_t args;
-    bson_iter_t it, el;
+    bson_iter_t it, p;
     if (!BSON_ITER_HOLDS_DOCUMENT(arg)) {
         char *s = shellfmt_value(bson_iter_value(arg));
         bool r = dberr_set(err, 7429703, "specification must be an object; found %s: %s", op, s);
@@ -369,51 +422,10 @@ static bool parse_quantile(expr_t *e, bson_iter_t *arg, dberr_t *err)
         return r;
     }
     expr_bson_of(bson_iter_value(arg), &args);
-    bson_iter_init(&it, &args);
-    while (bson_iter_next(&it)) {
-        const char *k = bson_iter_key(&it);
-        if (strcmp(k, "input") && strcmp(k, "method") && (!want_p || strcmp(k, "p")))
-            return dberr_set(err, 40415, "BSON field '%s.%s' is an unknown field.", op, k);
-    }
-    static const char *const required[] = {"input", "p", "method"};
-    for (int i = 0; i < 3; i++)
-        if ((i != 1 || want_p) && !bson_has_field(&args, required[i]))
-            return dberr_set(err, 40414, "BSON field '%s.%s' is missing but a required field", op,
-                             required[i]);
-    if (want_p) {
-        uint32_t np = 0;
-        bson_iter_init_find(&it, &args, "p");
-        if (BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &el))
-            while (bson_iter_next(&el)) {
-                const bson_value_t *pv = bson_iter_value(&el);
-                double p = num_is_number(pv) ? num_to_double(pv) : NAN;
-                if (!(p >= 0 && p <= 1)) {
-                    char *s = shellfmt_value(pv);
-                    bool r = dberr_set(err, num_is_number(pv) ? 7750303 : 7750302,
-                                       "The $percentile 'p' field must be an array of numbers "
-                                       "from [0.0, 1.0], but found: %s",
-                                       s);
-                    bson_free(s);
-                    return r;
-                }
-                np++;
-            }
-        if (np == 0) {
-            char *s = shellfmt_value(bson_iter_value(&it));
-            bool r = dberr_set(err, 7750301,
-                               "The $percentile 'p' field must be an array of numbers from [0.0, "
-                               "1.0], but found: %s",
-                               s);
-            bson_free(s);
-            return r;
-        }
-        bson_value_copy(bson_iter_value(&it), &e->cval);
-    }
-    bson_iter_init_find(&it, &args, "method");
-    if (!BSON_ITER_HOLDS_UTF8(&it) || strcmp(bson_iter_utf8(&it, NULL), "approximate"))
-        return dberr_set(err, DBERR_BAD_VALUE,
-                         "Currently only 'approximate' can be used as a percentile 'method'.");
-    bson_iter_init_find(&it, &args, "input");
+    if (!expr_check_quantile(&args, op, want_p, &it, &p, err))
+        return false;
+    if (want_p)
+        bson_value_copy(bson_iter_value(&p), &e->cval);
     expr_t *in = expr_parse(&it, err);
     if (!in)
         return false;
