@@ -518,42 +518,57 @@ bool window_partition_parse(window_spec_t *w, bson_iter_t *it, dberr_t *err)
     return (w->partition_by = expr_new(it, err)) != NULL;
 }
 
-static bool swf_parse(stage_t *s, bson_iter_t *arg, const bson_t *let, dberr_t *err)
+bool window_fields_parse(window_spec_t *w, const bson_iter_t *arg, bool fill, window_fields_t *f,
+                         dberr_t *err)
 {
-    bson_iter_t it, part, out;
+    bson_iter_t it, part;
     bool has_part = false, has_out = false;
-    if (!BSON_ITER_HOLDS_DOCUMENT(arg))
-        return dberr_set(err, DBERR_FAILED_TO_PARSE,
-                         "the $setWindowFields stage specification must be an object");
-    window_spec_t *w = s->u.window = window_spec_new("$setWindowFields");
+    f->has_partition_fields = false;
     bson_iter_recurse(arg, &it);
     while (bson_iter_next(&it)) {
         const char *k = bson_iter_key(&it);
         if (!strcmp(k, "partitionBy")) {
             part = it;
             has_part = true;
+        } else if (fill && !strcmp(k, "partitionByFields")) {
+            f->partition_fields = it;
+            f->has_partition_fields = true;
         } else if (!strcmp(k, "sortBy")) {
             if (!window_sort_parse(w, &it, err))
                 return false;
         } else if (!strcmp(k, "output")) {
             if (!BSON_ITER_HOLDS_DOCUMENT(&it))
                 return dberr_set(err, DBERR_TYPE_MISMATCH,
-                                 "BSON field '$setWindowFields.output' is the wrong type, "
-                                 "expected type 'object'");
-            out = it;
+                                 "BSON field '%s.output' is the wrong type, expected type 'object'",
+                                 w->stage);
+            f->output = it;
             has_out = true;
         } else {
-            return dberr_set(err, 40415, "BSON field '$setWindowFields.%s' is an unknown field.",
-                             k);
+            return dberr_set(err, 40415, "BSON field '%s.%s' is an unknown field.", w->stage, k);
         }
     }
     if (!has_out)
-        return dberr_set(err, 40414,
-                         "BSON field '$setWindowFields.output' is missing but a required field");
-    if (has_part && !window_partition_parse(w, &part, err))
+        return dberr_set(err, 40414, "BSON field '%s.output' is missing but a required field",
+                         w->stage);
+    if (has_part && f->has_partition_fields)
+        return dberr_set(err, 6050204,
+                         "Maximum one of 'partitionBy' and 'partitionByFields can be specified in "
+                         "'%s'",
+                         w->stage);
+    return !has_part || window_partition_parse(w, &part, err);
+}
+
+static bool swf_parse(stage_t *s, bson_iter_t *arg, const bson_t *let, dberr_t *err)
+{
+    window_fields_t f;
+    if (!BSON_ITER_HOLDS_DOCUMENT(arg))
+        return dberr_set(err, DBERR_FAILED_TO_PARSE,
+                         "the $setWindowFields stage specification must be an object");
+    window_spec_t *w = s->u.window = window_spec_new("$setWindowFields");
+    if (!window_fields_parse(w, arg, false, &f, err))
         return false;
     bson_iter_t o;
-    bson_iter_recurse(&out, &o);
+    bson_iter_recurse(&f.output, &o);
     while (bson_iter_next(&o))
         if (!output_parse(w, &o, err))
             return false;
