@@ -46,6 +46,10 @@ static inline bool num_from_value(const bson_value_t *v, num_t *out)
 /* `n` as a BSON value (null for a num of type EOD). */
 void num_to_value(const num_t *n, bson_value_t *out);
 
+/* `out` set to the double `d` / the Decimal128 `d` (nothing to free). */
+void num_value_double(bson_value_t *out, double d);
+void num_value_decimal(bson_value_t *out, bson_decimal128_t d);
+
 /* ---- valuation and order ---- */
 
 /* `v` (a number) as a long double: int32/int64/double exactly, decimal128

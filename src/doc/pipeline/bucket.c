@@ -90,20 +90,6 @@ static const granularity_t granularities[] = {
 
 /* ------------------------------------------------------------- rounding */
 
-static void value_double(bson_value_t *v, double d)
-{
-    memset(v, 0, sizeof *v);
-    v->value_type = BSON_TYPE_DOUBLE;
-    v->value.v_double = d;
-}
-
-static void value_decimal(bson_value_t *v, bson_decimal128_t d)
-{
-    memset(v, 0, sizeof *v);
-    v->value_type = BSON_TYPE_DECIMAL128;
-    v->value.v_decimal128 = d;
-}
-
 /* a * b through the number model (exact for decimals, as Decimal128::multiply). */
 static void num_mul(const bson_value_t *a, const bson_value_t *b, bson_value_t *out)
 {
@@ -136,11 +122,11 @@ static bool gran_check(const granularity_t *g, const bson_value_t *v, dberr_t *e
 static void series_at(const granularity_t *g, size_t i, const bson_value_t *m, bson_value_t *out)
 {
     if (m->value_type == BSON_TYPE_DOUBLE) {
-        value_double(out, g->series[i] * m->value.v_double);
+        num_value_double(out, g->series[i] * m->value.v_double);
         return;
     }
     bson_value_t s;
-    value_decimal(&s, num_decimal_from_double(g->series[i], 15));
+    num_value_decimal(&s, num_decimal_from_double(g->series[i], 15));
     num_mul(&s, m, out);
 }
 
@@ -154,7 +140,7 @@ static void scale(bson_value_t *m, bool up)
     bson_value_t ten, r;
     bson_decimal128_t d;
     bson_decimal128_from_string("10", &d);
-    value_decimal(&ten, d);
+    num_value_decimal(&ten, d);
     if (up)
         num_mul(m, &ten, &r);
     else
@@ -172,12 +158,12 @@ static void round_series(const granularity_t *g, const bson_value_t *v, bool up,
     if (v->value_type == BSON_TYPE_DECIMAL128) {
         bson_decimal128_t one;
         bson_decimal128_from_string("1", &one);
-        value_decimal(&m, one);
+        num_value_decimal(&m, one);
     } else
-        value_double(&m, 1.0);
+        num_value_double(&m, 1.0);
     bson_value_t num = *v;
     if (v->value_type != BSON_TYPE_DECIMAL128)
-        value_double(&num, num_to_double(v));
+        num_value_double(&num, num_to_double(v));
     if (up) {
         for (series_at(g, n - 1, &m, &t); num_compare(&num, &t) >= 0; series_at(g, n - 1, &m, &t))
             scale(&m, true);
@@ -231,7 +217,7 @@ static void pow2(int e, bool dec, bson_value_t *out)
             snprintf(buf, sizeof buf, "%.33e", ldexp(1.0, e));
         bson_decimal128_t d;
         bson_decimal128_from_string(buf, &d);
-        value_decimal(out, d);
+        num_value_decimal(out, d);
     } else if (e >= 0 && e <= 30) {
         memset(out, 0, sizeof *out);
         out->value_type = BSON_TYPE_INT32;
@@ -241,7 +227,7 @@ static void pow2(int e, bool dec, bson_value_t *out)
         out->value_type = BSON_TYPE_INT64;
         out->value.v_int64 = (int64_t)1 << e;
     } else {
-        value_double(out, ldexp(1.0, e));
+        num_value_double(out, ldexp(1.0, e));
     }
 }
 
