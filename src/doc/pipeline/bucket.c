@@ -11,6 +11,7 @@
 #include "doc/compare.h"
 #include "doc/num.h"
 #include "util/fiber.h"
+#include "util/msort.h"
 #include "util/shellfmt.h"
 
 /* A preferred-number series for $bucketAuto's granularity. */
@@ -692,25 +693,11 @@ typedef struct auto_entry {
     bson_t *doc;      /* owned until moved into a bucket */
 } auto_entry_t;
 
-/* A stable merge sort by key; false when interrupted (util/fiber.h). */
-static bool auto_sort(auto_entry_t *a, auto_entry_t *tmp, size_t n, dberr_t *err)
+/* msort order of auto_entry_t by key. */
+static int auto_entry_cmp(const void *a, const void *b, void *ctx)
 {
-    if (n < 2)
-        return true;
-    size_t mid = n / 2;
-    if (!auto_sort(a, tmp, mid, err) || !auto_sort(a + mid, tmp, n - mid, err))
-        return false;
-    if (n >= 64 && !fiber_check(err))
-        return false;
-    size_t i = 0, j = mid, k = 0;
-    while (i < mid && j < n)
-        tmp[k++] = compare_values(&a[j].key, &a[i].key) < 0 ? a[j++] : a[i++];
-    while (i < mid)
-        tmp[k++] = a[i++];
-    while (j < n)
-        tmp[k++] = a[j++];
-    memcpy(a, tmp, n * sizeof *a);
-    return true;
+    (void)ctx;
+    return compare_values(&((const auto_entry_t *)a)->key, &((const auto_entry_t *)b)->key);
 }
 
 /* Evaluates the groupBy of every input document into `e` (documents moved
@@ -845,12 +832,8 @@ static bool bucket_auto_run(const stage_t *s, const expr_ctx_t *ctx, doclist_t *
     const struct bucket_spec *b = s->u.bucket;
     size_t n = 0;
     auto_entry_t *e = bson_malloc0((in->len ? in->len : 1) * sizeof *e);
-    auto_entry_t *tmp = NULL;
-    bool ok = auto_keys(b, ctx, in, e, &n, err);
-    if (ok) {
-        tmp = bson_malloc((n ? n : 1) * sizeof *tmp);
-        ok = auto_sort(e, tmp, n, err);
-    }
+    bool ok =
+        auto_keys(b, ctx, in, e, &n, err) && msort(e, n, sizeof *e, auto_entry_cmp, NULL, err);
     ok = ok && auto_buckets(b, ctx, e, n, out, err);
     for (size_t i = 0; i < n; i++) {
         if (e[i].key.value_type != BSON_TYPE_EOD)
@@ -859,7 +842,6 @@ static bool bucket_auto_run(const stage_t *s, const expr_ctx_t *ctx, doclist_t *
             bson_destroy(e[i].doc);
     }
     bson_free(e);
-    bson_free(tmp);
     return ok;
 }
 

@@ -10,6 +10,7 @@
 #include "doc/compare.h"
 #include "doc/path.h"
 #include "util/fiber.h"
+#include "util/msort.h"
 #include "util/shellfmt.h"
 
 /* What one document may hold (mongod's BSONObjMaxUserSize). */
@@ -598,35 +599,17 @@ typedef struct order {
     bson_value_t *pkeys;
 } order_t;
 
-static int order_cmp(const order_t *o, size_t a, size_t b)
+/* msort order of document indexes: partition key, then sortBy (`ctx`: the order_t). */
+static int order_cmp(const void *pa, const void *pb, void *ctx)
 {
+    const order_t *o = ctx;
+    size_t a = *(const size_t *)pa, b = *(const size_t *)pb;
     if (o->pkeys) {
         int c = compare_values(&o->pkeys[a], &o->pkeys[b]);
         if (c)
             return c;
     }
     return o->w->sort ? sortspec_compare(o->w->sort, o->docs[a], o->docs[b]) : 0;
-}
-
-/* A stable merge sort of idx[0..n); false when interrupted. */
-static bool order_sort(const order_t *o, size_t *idx, size_t *tmp, size_t n, dberr_t *err)
-{
-    if (n < 2)
-        return true;
-    size_t mid = n / 2;
-    if (!order_sort(o, idx, tmp, mid, err) || !order_sort(o, idx + mid, tmp, n - mid, err))
-        return false;
-    if (n >= 64 && !fiber_check(err))
-        return false;
-    size_t i = 0, j = mid, k = 0;
-    while (i < mid && j < n)
-        tmp[k++] = order_cmp(o, idx[j], idx[i]) < 0 ? idx[j++] : idx[i++];
-    while (i < mid)
-        tmp[k++] = idx[i++];
-    while (j < n)
-        tmp[k++] = idx[j++];
-    memcpy(idx, tmp, n * sizeof *idx);
-    return true;
 }
 
 static void values_free(bson_value_t *v, size_t n)
@@ -778,7 +761,7 @@ static bool window_run(const stage_t *s, const expr_ctx_t *ctx, doclist_t *in, d
     size_t n = in->len;
     int64_t mem = 0;
     bool ok = true;
-    size_t *idx = bson_malloc((n ? n : 1) * sizeof *idx), *tmp = NULL;
+    size_t *idx = bson_malloc((n ? n : 1) * sizeof *idx);
     order_t o = {w, in->docs, NULL};
     window_part_t p = {NULL, 0, NULL, w, ctx, &mem};
     p.docs = bson_malloc((n ? n : 1) * sizeof *p.docs);
@@ -808,8 +791,7 @@ static bool window_run(const stage_t *s, const expr_ctx_t *ctx, doclist_t *in, d
             goto cleanup;
     }
     if (w->partition_by || w->sort) {
-        tmp = bson_malloc((n ? n : 1) * sizeof *tmp);
-        if (!(ok = order_sort(&o, idx, tmp, n, err)))
+        if (!(ok = msort(idx, n, sizeof *idx, order_cmp, &o, err)))
             goto cleanup;
     }
     for (size_t start = 0; ok && start < n;) {
@@ -833,7 +815,6 @@ static bool window_run(const stage_t *s, const expr_ctx_t *ctx, doclist_t *in, d
 cleanup:
     values_free(o.pkeys, n);
     bson_free(idx);
-    bson_free(tmp);
     bson_free(p.docs);
     return ok;
 }
