@@ -183,17 +183,12 @@ static bool js_add_type(js_node_t *n, const char *alias, bool json, dberr_t *err
 {
     static const struct {
         const char *name;
-        int code;
-    } bson_aliases[] = {
-        {"double", 1},      {"string", 2},     {"object", 3},     {"array", 4},
-        {"binData", 5},     {"undefined", 6},  {"objectId", 7},   {"bool", 8},
-        {"date", 9},        {"null", 10},      {"regex", 11},     {"dbPointer", 12},
-        {"javascript", 13}, {"symbol", 14},    {"javascriptWithScope", 15},
-        {"int", 16},        {"timestamp", 17}, {"long", 18},      {"decimal", 19},
-        {"minKey", -1},     {"maxKey", 127},
-    }, json_aliases[] = {
-        {"array", 4}, {"boolean", 8}, {"null", 10}, {"object", 3}, {"string", 2},
+        bson_type_t type;
+    } json_aliases[] = {
+        {"array", BSON_TYPE_ARRAY}, {"boolean", BSON_TYPE_BOOL},  {"null", BSON_TYPE_NULL},
+        {"object", BSON_TYPE_DOCUMENT}, {"string", BSON_TYPE_UTF8},
     };
+    bson_type_t t = BSON_TYPE_EOD;
     if (strcmp(alias, "integer") == 0)
         return dberr_set(err, DBERR_FAILED_TO_PARSE,
                          "$jsonSchema type 'integer' is not currently supported.");
@@ -201,19 +196,19 @@ static bool js_add_type(js_node_t *n, const char *alias, bool json, dberr_t *err
         n->type_number = true;
         return true;
     }
-    size_t count = json ? sizeof json_aliases / sizeof json_aliases[0]
-                        : sizeof bson_aliases / sizeof bson_aliases[0];
-    for (size_t i = 0; i < count; i++) {
-        const char *name = json ? json_aliases[i].name : bson_aliases[i].name;
-        if (strcmp(alias, name) == 0) {
-            int code = json ? json_aliases[i].code : bson_aliases[i].code;
-            n->types |= code == -1 ? UINT64_C(1) << 62
-                        : code == 127 ? UINT64_C(1) << 63
-                                      : UINT64_C(1) << code;
-            return true;
-        }
+    if (json) {
+        for (size_t i = 0; i < sizeof json_aliases / sizeof json_aliases[0]; i++)
+            if (strcmp(alias, json_aliases[i].name) == 0)
+                t = json_aliases[i].type;
+    } else if (!shellfmt_type_from_name(alias, &t)) {
+        t = BSON_TYPE_EOD;
     }
-    return dberr_set(err, DBERR_BAD_VALUE, "Unknown type name alias: %s", alias);
+    if (t == BSON_TYPE_EOD)
+        return dberr_set(err, DBERR_BAD_VALUE, "Unknown type name alias: %s", alias);
+    n->types |= t == BSON_TYPE_MINKEY   ? UINT64_C(1) << 62
+                : t == BSON_TYPE_MAXKEY ? UINT64_C(1) << 63
+                                        : UINT64_C(1) << t;
+    return true;
 }
 
 static bool js_parse_type(js_node_t *n, js_keyword_t kw, const bson_iter_t *it, dberr_t *err)
