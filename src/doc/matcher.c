@@ -17,6 +17,7 @@
 #include "doc/fts.h"
 #include "doc/jsonschema.h"
 #include "doc/matcher-private.h"
+#include "doc/num.h"
 #include "doc/path.h"
 #include "doc/regexp.h"
 #include "geo/geo.h"
@@ -204,14 +205,7 @@ int64_t matcher_to_int64_trunc(const bson_value_t *v)
         return v->value.v_int32;
     if (v->value_type == BSON_TYPE_INT64)
         return v->value.v_int64;
-    double d = compare_to_double(v);
-    if (isnan(d))
-        return 0;
-    if (d >= 9223372036854775807.0)
-        return INT64_MAX;
-    if (d <= -9223372036854775808.0)
-        return INT64_MIN;
-    return (int64_t)d;
+    return num_saturate_int64(compare_to_double(v));
 }
 
 static bool mod_test(const mnode_t *n, const bson_value_t *v)

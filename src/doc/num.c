@@ -180,6 +180,17 @@ int num_compare(const bson_value_t *a, const bson_value_t *b)
     return x < y ? -1 : x > y ? 1 : 0;
 }
 
+int64_t num_saturate_int64(double d)
+{
+    if (isnan(d))
+        return 0;
+    if (d >= 9223372036854775807.0)
+        return INT64_MAX;
+    if (d <= -9223372036854775808.0)
+        return INT64_MIN;
+    return (int64_t)d;
+}
+
 bool num_to_int64_whole(const bson_value_t *v, int64_t *out)
 {
     switch (v->value_type) {

@@ -79,6 +79,10 @@ int num_compare(const bson_value_t *a, const bson_value_t *b);
  * False otherwise. */
 bool num_to_int64_whole(const bson_value_t *v, int64_t *out);
 
+/* `d` as an int64 the way mongod's safeNumberLong casts: truncated toward
+ * zero, saturated at the int64 range, NaN as 0. */
+int64_t num_saturate_int64(double d);
+
 /* `v` (a number) as Decimal128 the way mongod coerces an operand: integers
  * exactly, a double rounded to 15 significant digits. */
 bson_decimal128_t num_to_decimal(const bson_value_t *v);
