@@ -156,6 +156,8 @@ bool expr_as_int32(const bson_value_t *v, int32_t *out);
 void expr_bind_var(bson_t *vars, const bson_t *base, const char *name, const bson_value_t *v);
 /* Appends `v` to the array `arr` under the next index `*idx`. */
 void expr_array_append(bson_t *arr, uint32_t *idx, const bson_value_t *v);
+/* The `n` values `vals` as an array value into `out` (owned). */
+void expr_values_to_array(const bson_value_t *vals, size_t n, bson_value_t *out);
 
 /* ---- evaluation ---- */
 

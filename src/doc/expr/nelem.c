@@ -78,12 +78,7 @@ static bool op_nelem(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, 
     {
         size_t take = (uint64_t)n < nv ? (size_t)n : nv;
         size_t from = kind == NE_LAST ? nv - take : 0;
-        bson_t arr;
-        uint32_t idx = 0;
-        bson_init(&arr);
-        for (size_t i = from; i < from + take; i++)
-            expr_array_append(&arr, &idx, &vals[i]);
-        expr_value_take_bson(out, &arr, BSON_TYPE_ARRAY);
+        expr_values_to_array(take ? vals + from : NULL, take, out); /* vals: NULL when empty */
     }
 cleanup:
     bson_free(vals);
@@ -197,14 +192,7 @@ static bool op_sortarray(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *o
      * of runs would be needed; mongod's std::sort is not stable either */
     if (n > 1) /* else nothing to sort, and vals may be NULL (qsort must not get it) */
         qsort(vals, n, sizeof *vals, sortby_cmp);
-    {
-        bson_t arr;
-        uint32_t idx = 0;
-        bson_init(&arr);
-        for (size_t i = 0; i < n; i++)
-            expr_array_append(&arr, &idx, &vals[i]);
-        expr_value_take_bson(out, &arr, BSON_TYPE_ARRAY);
-    }
+    expr_values_to_array(vals, n, out);
 cleanup:
     sortspec_destroy(spec);
     bson_free(vals);

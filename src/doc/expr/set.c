@@ -55,17 +55,6 @@ static bool set_has(const bson_value_t *set, size_t n, const bson_value_t *v)
     return n && bsearch(v, set, n, sizeof *set, value_cmp) != NULL;
 }
 
-/* `n` values as an array value into `out`. */
-static void values_to_array(const bson_value_t *vals, size_t n, bson_value_t *out)
-{
-    bson_t arr;
-    uint32_t idx = 0;
-    bson_init(&arr);
-    for (size_t i = 0; i < n; i++)
-        expr_array_append(&arr, &idx, &vals[i]);
-    expr_value_take_bson(out, &arr, BSON_TYPE_ARRAY);
-}
-
 /* $setUnion (aux 0) and $setIntersection (aux 1): null when an operand is
  * nullish, the result sorted as mongod's ordered ValueSet. */
 static bool op_union_inter(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
@@ -109,7 +98,7 @@ static bool op_union_inter(const expr_t *e, const expr_ctx_t *ctx, bson_value_t 
         vals = NULL;
     }
     if (ok)
-        values_to_array(acc, nacc, out);
+        expr_values_to_array(acc, nacc, out);
 cleanup:
     if (ok && null)
         expr_val_null(out);
