@@ -65,28 +65,12 @@ static void print_number(const bson_value_t *v, char *buf, size_t n)
         expr_double_to_string(v->value.v_double, buf, n);
 }
 
-/* The one argument `v` of $sin … $atanh and the angle conversions: 1 when
- * it is a number, 0 when nullish (`out` set to null), -1 with 28765 else. */
-static int trig_arg(const expr_t *e, const bson_value_t *v, bson_value_t *out, dberr_t *err)
-{
-    if (expr_is_nullish(v)) {
-        expr_val_null(out);
-        return 0;
-    }
-    if (!num_is_number(v)) {
-        dberr_set(err, 28765, "%s only supports numeric types, not %s", e->op->name,
-                  shellfmt_type_name(v->value_type));
-        return -1;
-    }
-    return 1;
-}
-
 /* $sin … $atanh: null for null, double for the binary numbers, Decimal128
  * for a Decimal128. */
 static bool op_trig(const expr_t *e, const bson_value_t *v, bson_value_t *out, dberr_t *err)
 {
     char buf[BSON_DECIMAL128_STRING + 8];
-    int r = trig_arg(e, v, out, err);
+    int r = expr_one_number(e, v, out, err);
     if (r <= 0)
         return r == 0;
     double x = num_to_double(v);
@@ -135,7 +119,7 @@ static bson_decimal128_t angle_factor(bool to_deg)
 static bool op_angle(const expr_t *e, const bson_value_t *v, bson_value_t *out, dberr_t *err)
 {
     bool to_deg = e->op->aux;
-    int r = trig_arg(e, v, out, err);
+    int r = expr_one_number(e, v, out, err);
     if (r <= 0)
         return r == 0;
     if (v->value_type == BSON_TYPE_DECIMAL128) {
