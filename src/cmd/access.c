@@ -562,6 +562,30 @@ bool access_localhost_exception(const cmd_client_t *client)
 /* Normalises a roles argument (strings name roles on ctx->db) into the
  * array `out` of {role, db}, checking each role exists and that the caller
  * may grant it. */
+void access_role_list_change(const bson_t *old, const bson_t *given, bool grant, bson_t *out)
+{
+    uint32_t n = 0;
+    char key[16];
+    bson_iter_t el, g;
+    bson_iter_init(&el, old);
+    while (bson_iter_next(&el)) {
+        bool listed = false;
+        bson_iter_init(&g, given);
+        while (bson_iter_next(&g)) {
+            bson_t a, b;
+            if (cmd_iter_doc(&el, &a) && cmd_iter_doc(&g, &b) && bson_equal(&a, &b))
+                listed = true;
+        }
+        if (!listed)
+            bson_append_value(out, cmd_index_key(n++, key, sizeof key), -1, bson_iter_value(&el));
+    }
+    if (!grant)
+        return;
+    bson_iter_init(&g, given);
+    while (bson_iter_next(&g))
+        bson_append_value(out, cmd_index_key(n++, key, sizeof key), -1, bson_iter_value(&g));
+}
+
 bool access_role_list(cmd_ctx_t *ctx, const bson_iter_t *it, bson_t *out, dberr_t *err)
 {
     bson_iter_t el;

@@ -116,6 +116,11 @@ void access_resolve_roles(const bson_t *roles, priv_set_t *out, bson_t *inherite
  * not exist, Unauthorized 13 when the caller may not grant it. */
 bool access_role_list(cmd_ctx_t *ctx, const bson_iter_t *it, bson_t *out, dberr_t *err);
 
+/* Appends to the array `out` the roles of the array `old` that are not in
+ * `given` (both [{role, db}]), then, when `grant`, those of `given`: the
+ * new role list of grantRolesTo* (grant) and revokeRolesFrom*. */
+void access_role_list_change(const bson_t *old, const bson_t *given, bool grant, bson_t *out);
+
 /* True while mongod's localhost exception is open for this connection:
  * access control on, the client on loopback and not logged in, and no
  * user or role exists yet. */

@@ -260,33 +260,11 @@ static bool roles_change(cmd_ctx_t *ctx, roles_change_t what, dberr_t *err)
                             given.v[i].actions);
         break;
     case ROLES_GRANT_ROLES:
-    case ROLES_REVOKE_ROLES: {
-        uint32_t n = 0;
-        char key[16];
-        bson_iter_t el, g;
-        bson_iter_init(&el, &roles);
-        while (bson_iter_next(&el)) {
-            bool listed = false;
-            bson_iter_init(&g, &roles_given);
-            while (bson_iter_next(&g)) {
-                bson_t a, b;
-                if (cmd_iter_doc(&el, &a) && cmd_iter_doc(&g, &b) && bson_equal(&a, &b))
-                    listed = true;
-            }
-            if (!listed)
-                bson_append_value(&merged, cmd_index_key(n++, key, sizeof key), -1,
-                                  bson_iter_value(&el));
-        }
-        if (what == ROLES_GRANT_ROLES) {
-            bson_iter_init(&g, &roles_given);
-            while (bson_iter_next(&g))
-                bson_append_value(&merged, cmd_index_key(n++, key, sizeof key), -1,
-                                  bson_iter_value(&g));
-        }
+    case ROLES_REVOKE_ROLES:
+        access_role_list_change(&roles, &roles_given, what == ROLES_GRANT_ROLES, &merged);
         bson_destroy(&roles);
         bson_copy_to(&merged, &roles);
         break;
-    }
     }
     roles_append_doc(&doc, ctx->db, role, &privs, &roles);
     ok = roles_store(r, &doc, err);

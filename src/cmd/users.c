@@ -350,7 +350,7 @@ static bool users_change_roles(cmd_ctx_t *ctx, bool grant, dberr_t *err)
 {
     static const char *const known[] = {"roles"};
     const char *user;
-    bson_iter_t it, el, ol;
+    bson_iter_t it, ol;
     bool ok = false;
     bson_t roles = BSON_INITIALIZER, doc = BSON_INITIALIZER, merged = BSON_INITIALIZER, old;
     if (!cmd_only_fields(ctx, known, 1, err) || !users_name(ctx, &user, err))
@@ -370,34 +370,10 @@ static bool users_change_roles(cmd_ctx_t *ctx, bool grant, dberr_t *err)
         goto cleanup;
     record_view(r, &old);
     /* the new roles array: old ones (less the revoked), then new grants */
-    uint32_t n = 0;
-    char key[16];
-    bson_t cur = BSON_INITIALIZER;
+    bson_t old_roles = BSON_INITIALIZER;
     if (bson_iter_init_find(&ol, &old, "roles") && BSON_ITER_HOLDS_ARRAY(&ol))
-        bson_iter_recurse(&ol, &el);
-    else
-        bson_iter_init(&el, &cur);
-    while (bson_iter_next(&el)) {
-        bool drop = false;
-        bson_iter_t g;
-        bson_iter_init(&g, &roles);
-        while (bson_iter_next(&g)) {
-            bson_t a, b;
-            if (cmd_iter_doc(&el, &a) && cmd_iter_doc(&g, &b) && bson_equal(&a, &b))
-                drop = true;
-        }
-        if (!drop)
-            bson_append_value(&merged, cmd_index_key(n++, key, sizeof key), -1,
-                              bson_iter_value(&el));
-    }
-    bson_destroy(&cur);
-    if (grant) {
-        bson_iter_t g;
-        bson_iter_init(&g, &roles);
-        while (bson_iter_next(&g))
-            bson_append_value(&merged, cmd_index_key(n++, key, sizeof key), -1,
-                              bson_iter_value(&g));
-    }
+        cmd_iter_doc(&ol, &old_roles);
+    access_role_list_change(&old_roles, &roles, grant, &merged);
     static const char *const replaced[] = {"roles"};
     users_copy_except(&old, &doc, replaced, 1);
     BSON_APPEND_ARRAY(&doc, "roles", &merged);
