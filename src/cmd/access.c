@@ -562,6 +562,33 @@ bool access_localhost_exception(const cmd_client_t *client)
 /* Normalises a roles argument (strings name roles on ctx->db) into the
  * array `out` of {role, db}, checking each role exists and that the caller
  * may grant it. */
+/* What access_records_of_db's scan collects into. */
+typedef struct access_of_db {
+    collection_t *c;
+    const char *db;
+    recvec_t *out;
+} access_of_db_t;
+
+static bool access_collect_db(const bson_t *doc, void *arg)
+{
+    access_of_db_t *u = arg;
+    bson_iter_t it, id;
+    if (bson_iter_init_find(&it, doc, "db") && BSON_ITER_HOLDS_UTF8(&it) &&
+        strcmp(bson_iter_utf8(&it, NULL), u->db) == 0 && bson_iter_init_find(&id, doc, "_id")) {
+        record_t *r = collection_find_id(u->c, bson_iter_value(&id));
+        if (r)
+            recvec_push_ref(u->out, r);
+    }
+    return true;
+}
+
+void access_records_of_db(collection_t *c, const char *db, recvec_t *out)
+{
+    access_of_db_t u = {.c = c, .db = db, .out = out};
+    if (c)
+        collection_foreach(c, access_collect_db, &u);
+}
+
 void access_role_list_change(const bson_t *old, const bson_t *given, bool grant, bson_t *out)
 {
     uint32_t n = 0;

@@ -105,6 +105,11 @@ record_t *access_find_role(const char *db, const char *role);
 collection_t *access_users(bool create, dberr_t *err);
 collection_t *access_roles(bool create, dberr_t *err);
 
+/* Pushes onto `out` (referenced) the records of `c` (admin.system.users or
+ * admin.system.roles; NULL: none) whose db is `db`: the users or roles
+ * that dropAll*FromDatabase removes. */
+void access_records_of_db(collection_t *c, const char *db, recvec_t *out);
+
 /* Adds to `out` the privileges of the roles in `roles` ([{role, db}]),
  * built-in or user-defined, and their inherited roles; when
  * `inherited` is not NULL also appends every role reached to it (as

@@ -386,44 +386,25 @@ bool cmd_drop_role(cmd_ctx_t *ctx, dberr_t *err)
     return true;
 }
 
-typedef struct roles_of_db {
-    const char *db;
-    recvec_t recs;
-} roles_of_db_t;
-
-static bool roles_collect_db(const bson_t *doc, void *arg)
-{
-    roles_of_db_t *u = arg;
-    bson_iter_t it, id;
-    if (bson_iter_init_find(&it, doc, "db") && BSON_ITER_HOLDS_UTF8(&it) &&
-        strcmp(bson_iter_utf8(&it, NULL), u->db) == 0 && bson_iter_init_find(&id, doc, "_id")) {
-        record_t *r = collection_find_id(access_roles(false, NULL), bson_iter_value(&id));
-        if (r)
-            recvec_push_ref(&u->recs, r);
-    }
-    return true;
-}
-
 bool cmd_drop_all_roles_from_database(cmd_ctx_t *ctx, dberr_t *err)
 {
-    roles_of_db_t u = {.db = ctx->db};
-    recvec_init(&u.recs);
+    recvec_t recs;
+    recvec_init(&recs);
     collection_t *c = access_roles(false, NULL);
-    if (c)
-        collection_foreach(c, roles_collect_db, &u);
-    for (size_t i = 0; i < u.recs.len; i++) {
+    access_records_of_db(c, ctx->db, &recs);
+    for (size_t i = 0; i < recs.len; i++) {
         bson_t doc;
         bson_iter_t it;
-        record_view(u.recs.items[i], &doc);
+        record_view(recs.items[i], &doc);
         char role[300] = "";
         if (bson_iter_init_find(&it, &doc, "role") && BSON_ITER_HOLDS_UTF8(&it))
             snprintf(role, sizeof role, "%s", bson_iter_utf8(&it, NULL));
-        collection_remove(c, u.recs.items[i]);
+        collection_remove(c, recs.items[i]);
         if (*role)
             roles_forget(ctx->db, role);
     }
-    BSON_APPEND_INT32(ctx->reply, "n", (int32_t)u.recs.len);
-    recvec_destroy(&u.recs);
+    BSON_APPEND_INT32(ctx->reply, "n", (int32_t)recs.len);
+    recvec_destroy(&recs);
     access_changed();
     return true;
 }

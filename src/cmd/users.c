@@ -308,39 +308,16 @@ bool cmd_drop_user(cmd_ctx_t *ctx, dberr_t *err)
     return true;
 }
 
-typedef struct users_of_db {
-    const char *db;
-    recvec_t recs;
-} users_of_db_t;
-
-static bool users_collect_db(const bson_t *doc, void *arg)
-{
-    users_of_db_t *u = arg;
-    bson_iter_t it;
-    if (bson_iter_init_find(&it, doc, "db") && BSON_ITER_HOLDS_UTF8(&it) &&
-        (!u->db || strcmp(bson_iter_utf8(&it, NULL), u->db) == 0)) {
-        bson_iter_t id;
-        collection_t *c = access_users(false, NULL);
-        if (bson_iter_init_find(&id, doc, "_id")) {
-            record_t *r = collection_find_id(c, bson_iter_value(&id));
-            if (r)
-                recvec_push_ref(&u->recs, r);
-        }
-    }
-    return true;
-}
-
 bool cmd_drop_all_users_from_database(cmd_ctx_t *ctx, dberr_t *err)
 {
-    users_of_db_t u = {.db = ctx->db};
-    recvec_init(&u.recs);
+    recvec_t recs;
+    recvec_init(&recs);
     collection_t *c = access_users(false, NULL);
-    if (c)
-        collection_foreach(c, users_collect_db, &u);
-    for (size_t i = 0; i < u.recs.len; i++)
-        collection_remove(c, u.recs.items[i]);
-    BSON_APPEND_INT32(ctx->reply, "n", (int32_t)u.recs.len);
-    recvec_destroy(&u.recs);
+    access_records_of_db(c, ctx->db, &recs);
+    for (size_t i = 0; i < recs.len; i++)
+        collection_remove(c, recs.items[i]);
+    BSON_APPEND_INT32(ctx->reply, "n", (int32_t)recs.len);
+    recvec_destroy(&recs);
     access_changed();
     return true;
 }
