@@ -349,6 +349,31 @@ static bool fail_value(dberr_t *err, int code, const char *fmt, const bson_iter_
     return false;
 }
 
+/* A new spec for `s` from its argument `arg`, which must be an object
+ * (else `code` with `fmt`, its %s the type found). */
+static struct bucket_spec *bucket_spec_new(stage_t *s, const bson_iter_t *arg, int code,
+                                           const char *fmt, dberr_t *err)
+{
+    if (!BSON_ITER_HOLDS_DOCUMENT(arg)) {
+        dberr_set(err, code, fmt, shellfmt_type_name(bson_iter_type(arg)));
+        return NULL;
+    }
+    struct bucket_spec *b = s->u.bucket = bson_malloc0(sizeof *b);
+    b->def.value_type = BSON_TYPE_EOD;
+    return b;
+}
+
+/* The `output` field under `it` into *output (borrowed): an object, else
+ * `code` with `fmt` (its %s the type found). */
+static bool bucket_output_parse(const bson_iter_t *it, int code, const char *fmt, bson_t *output,
+                                dberr_t *err)
+{
+    if (!BSON_ITER_HOLDS_DOCUMENT(it))
+        return dberr_set(err, code, fmt, shellfmt_type_name(bson_iter_type(it)));
+    pipeline_borrow_doc(it, output);
+    return true;
+}
+
 static bool bucket_parse_bounds(struct bucket_spec *b, const bson_iter_t *arg, dberr_t *err)
 {
     bson_iter_t el;
@@ -401,12 +426,10 @@ static bool bucket_parse(stage_t *s, bson_iter_t *arg, const bson_t *let, dberr_
     bson_iter_t it, group_by;
     bson_t output;
     bool have_group_by = false, have_output = false;
-    if (!BSON_ITER_HOLDS_DOCUMENT(arg))
-        return dberr_set(err, 40201,
-                         "Argument to $bucket stage must be an object, but found type: %s.",
-                         shellfmt_type_name(bson_iter_type(arg)));
-    struct bucket_spec *b = s->u.bucket = bson_malloc0(sizeof *b);
-    b->def.value_type = BSON_TYPE_EOD;
+    struct bucket_spec *b = bucket_spec_new(
+        s, arg, 40201, "Argument to $bucket stage must be an object, but found type: %s.", err);
+    if (!b)
+        return false;
     bson_iter_recurse(arg, &it);
     while (bson_iter_next(&it)) {
         const char *k = bson_iter_key(&it);
@@ -434,12 +457,10 @@ static bool bucket_parse(stage_t *s, bson_iter_t *arg, const bson_t *let, dberr_
                                   "found: %s.",
                                   &it);
         } else if (!strcmp(k, "output")) {
-            if (!BSON_ITER_HOLDS_DOCUMENT(&it))
-                return dberr_set(err, 40196,
-                                 "The $bucket 'output' field must be an object, but found type: "
-                                 "%s.",
-                                 shellfmt_type_name(bson_iter_type(&it)));
-            pipeline_borrow_doc(&it, &output);
+            if (!bucket_output_parse(
+                    &it, 40196, "The $bucket 'output' field must be an object, but found type: %s.",
+                    &output, err))
+                return false;
             have_output = true;
         } else {
             return dberr_set(err, 40197, "Unrecognized option to $bucket: %s.", k);
@@ -465,12 +486,10 @@ static bool bucket_auto_parse(stage_t *s, bson_iter_t *arg, const bson_t *let, d
     bson_iter_t it;
     bson_t output;
     bool have_output = false, have_buckets = false;
-    if (!BSON_ITER_HOLDS_DOCUMENT(arg))
-        return dberr_set(err, 40240,
-                         "The argument to $bucketAuto must be an object, but found type: %s",
-                         shellfmt_type_name(bson_iter_type(arg)));
-    struct bucket_spec *b = s->u.bucket = bson_malloc0(sizeof *b);
-    b->def.value_type = BSON_TYPE_EOD;
+    struct bucket_spec *b = bucket_spec_new(
+        s, arg, 40240, "The argument to $bucketAuto must be an object, but found type: %s", err);
+    if (!b)
+        return false;
     bson_iter_recurse(arg, &it);
     while (bson_iter_next(&it)) {
         const char *k = bson_iter_key(&it);
@@ -503,12 +522,11 @@ static bool bucket_auto_parse(stage_t *s, bson_iter_t *arg, const bson_t *let, d
             b->nbuckets = (int32_t)n;
             have_buckets = true;
         } else if (!strcmp(k, "output")) {
-            if (!BSON_ITER_HOLDS_DOCUMENT(&it))
-                return dberr_set(err, 40244,
-                                 "The $bucketAuto 'output' field must be an object, but found "
-                                 "type: %s",
-                                 shellfmt_type_name(bson_iter_type(&it)));
-            pipeline_borrow_doc(&it, &output);
+            if (!bucket_output_parse(
+                    &it, 40244,
+                    "The $bucketAuto 'output' field must be an object, but found type: %s", &output,
+                    err))
+                return false;
             have_output = true;
         } else if (!strcmp(k, "granularity")) {
             if (!BSON_ITER_HOLDS_UTF8(&it))
