@@ -26,6 +26,25 @@ static bool docvalidation_clause_matches(const char *key, const bson_value_t *v,
     return ok;
 }
 
+/* Opens entry `k` of the array `arr`, {index: i, details: {...}}, with its
+ * details to be written into `details`; docvalidation_entry_end closes it. */
+static void docvalidation_entry_begin(bson_t *arr, uint32_t k, uint32_t i, bson_t *entry,
+                                      bson_t *details)
+{
+    const char *key;
+    char buf[16];
+    bson_uint32_to_string(k, &key, buf, sizeof buf);
+    bson_append_document_begin(arr, key, -1, entry);
+    BSON_APPEND_INT32(entry, "index", (int32_t)i);
+    bson_append_document_begin(entry, "details", -1, details);
+}
+
+static void docvalidation_entry_end(bson_t *arr, bson_t *entry, bson_t *details)
+{
+    bson_append_document_end(entry, details);
+    bson_append_document_end(arr, entry);
+}
+
 /* `field`: [{index, details}] for each top-level clause of `filter` that
  * `doc` fails. */
 static void docvalidation_clauses(const bson_t *filter, const bson_t *doc, bool brief,
@@ -39,16 +58,10 @@ static void docvalidation_clauses(const bson_t *filter, const bson_t *doc, bool 
         for (; bson_iter_next(&it); i++) {
             if (docvalidation_clause_matches(bson_iter_key(&it), bson_iter_value(&it), doc))
                 continue;
-            const char *key;
-            char buf[16];
-            bson_uint32_to_string(k++, &key, buf, sizeof buf);
             bson_t entry, details;
-            bson_append_document_begin(&arr, key, -1, &entry);
-            BSON_APPEND_INT32(&entry, "index", (int32_t)i);
-            bson_append_document_begin(&entry, "details", -1, &details);
+            docvalidation_entry_begin(&arr, k++, i, &entry, &details);
             docvalidation_clause(&it, doc, brief, &details);
-            bson_append_document_end(&entry, &details);
-            bson_append_document_end(&arr, &entry);
+            docvalidation_entry_end(&arr, &entry, &details);
         }
     }
     bson_append_array_end(out, &arr);
@@ -162,16 +175,10 @@ static void docvalidation_clause(const bson_iter_t *it, const bson_t *doc, bool 
                 continue;
             }
             matcher_destroy(m);
-            const char *akey;
-            char buf[16];
-            bson_uint32_to_string(k++, &akey, buf, sizeof buf);
             bson_t entry, details;
-            bson_append_document_begin(&arr, akey, -1, &entry);
-            BSON_APPEND_INT32(&entry, "index", (int32_t)i);
-            bson_append_document_begin(&entry, "details", -1, &details);
+            docvalidation_entry_begin(&arr, k++, i, &entry, &details);
             docvalidation_filter(&f, doc, brief, &details);
-            bson_append_document_end(&entry, &details);
-            bson_append_document_end(&arr, &entry);
+            docvalidation_entry_end(&arr, &entry, &details);
         }
         bson_append_array_end(out, &arr);
         return;
