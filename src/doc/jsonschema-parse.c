@@ -9,6 +9,7 @@
 #include "doc/compare.h"
 #include "doc/jsonschema-private.h"
 #include "doc/regexp.h"
+#include "util/bsonview.h"
 #include "util/shellfmt.h"
 
 const char *const jsonschema_keyword_names[K_COUNT] = {
@@ -110,11 +111,8 @@ static const char *js_type_name(bson_type_t t)
 /* A nested schema held by iterator `it` (already checked to be a document). */
 static js_node_t *js_parse_iter(const bson_iter_t *it, int depth, dberr_t *err)
 {
-    uint32_t len;
-    const uint8_t *data;
     bson_t sub;
-    bson_iter_document(it, &len, &data);
-    if (!bson_init_static(&sub, data, len)) {
+    if (!bsonview_iter(it, &sub)) {
         dberr_set(err, DBERR_BAD_VALUE, "invalid $jsonSchema document");
         return NULL;
     }

@@ -205,11 +205,8 @@ static mnode_t *parse_elem_match(const char *path, const bson_iter_t *it, int de
         if (!parse_ops(NULL, it, and_node, depth + 1, err))
             goto cleanup;
     } else {
-        uint32_t len;
-        const uint8_t *data;
         bson_t sub;
-        bson_iter_document(it, &len, &data);
-        if (!bson_init_static(&sub, data, len)) {
+        if (!bsonview_iter(it, &sub)) {
             dberr_set(err, DBERR_BAD_VALUE, "$elemMatch needs an Object");
             goto cleanup;
         }

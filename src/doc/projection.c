@@ -341,10 +341,7 @@ static bool parse_elem(pctx_t *pc, pnode_t *parent, bson_iter_t *it, const char 
          * operators are sub-documents of expressions */
         if (BSON_ITER_HOLDS_DOCUMENT(it)) {
             bson_t sub;
-            const uint8_t *d;
-            uint32_t len;
-            bson_iter_document(it, &len, &d);
-            bson_init_static(&sub, d, len);
+            bsonview_iter(it, &sub);
             bson_iter_t f;
             bool is_op = false;
             if (bson_iter_init(&f, &sub) && bson_iter_next(&f))
@@ -364,11 +361,8 @@ static bool parse_elem(pctx_t *pc, pnode_t *parent, bson_iter_t *it, const char 
 
     if (BSON_ITER_HOLDS_DOCUMENT(it)) {
         bson_t sub;
-        const uint8_t *d;
-        uint32_t len;
         bson_iter_t f;
-        bson_iter_document(it, &len, &d);
-        bson_init_static(&sub, d, len);
+        bsonview_iter(it, &sub);
         if (positional)
             return dberr_set(
                 err, 31271,

@@ -10,6 +10,7 @@
 #include "doc/fts.h"
 #include "doc/collation.h"
 #include "doc/path.h"
+#include "util/bsonview.h"
 #include "util/fiber.h"
 #include "util/table.h"
 #include "util/vec.h"
@@ -45,10 +46,7 @@ void doclist_destroy(doclist_t *l)
 
 void pipeline_borrow_doc(const bson_iter_t *it, bson_t *out)
 {
-    const uint8_t *d;
-    uint32_t n;
-    bson_iter_document(it, &n, &d);
-    if (!bson_init_static(out, d, n))
+    if (!BSON_ITER_HOLDS_DOCUMENT(it) || !bsonview_iter(it, out))
         bson_init(out);
 }
 
