@@ -107,18 +107,26 @@ static const char *docvalidation_reason(const char *op)
     return "expression did not match";
 }
 
+/* {operatorName: op, specifiedAs: {key: v}} into `out` (specifiedAs left
+ * out when `brief`). */
+static void docvalidation_operator(bson_t *out, bool brief, const char *op, const char *key,
+                                   const bson_value_t *v)
+{
+    BSON_APPEND_UTF8(out, "operatorName", op);
+    if (brief)
+        return;
+    bson_t sa;
+    bson_append_document_begin(out, "specifiedAs", -1, &sa);
+    bson_append_value(&sa, key, -1, v);
+    bson_append_document_end(out, &sa);
+}
+
 /* {operatorName, specifiedAs: {path: spec}, reason, consideredValue} for
  * the field predicate `path: spec` whose operator is `op`. */
 static void docvalidation_field(const char *path, const char *op, const bson_value_t *spec,
                                 const bson_t *doc, bool brief, bson_t *out)
 {
-    BSON_APPEND_UTF8(out, "operatorName", op);
-    if (!brief) {
-        bson_t sa;
-        bson_append_document_begin(out, "specifiedAs", -1, &sa);
-        bson_append_value(&sa, path, -1, spec);
-        bson_append_document_end(out, &sa);
-    }
+    docvalidation_operator(out, brief, op, path, spec);
     bson_iter_t it, found;
     bool present = bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, path, &found);
     if (strcmp(op, "$exists") == 0) {
@@ -184,13 +192,7 @@ static void docvalidation_clause(const bson_iter_t *it, const bson_t *doc, bool 
         return;
     }
     if (key[0] == '$') { /* $expr, $nor, ... */
-        BSON_APPEND_UTF8(out, "operatorName", key);
-        if (!brief) {
-            bson_t sa;
-            bson_append_document_begin(out, "specifiedAs", -1, &sa);
-            bson_append_value(&sa, key, -1, v);
-            bson_append_document_end(out, &sa);
-        }
+        docvalidation_operator(out, brief, key, key, v);
         BSON_APPEND_UTF8(out, "reason", "expression did not match");
         if (strcmp(key, "$expr") == 0)
             BSON_APPEND_BOOL(out, "expressionResult", false);
