@@ -29,10 +29,12 @@ typedef struct param {
     const char *name;
     void (*get)(const struct param *p, bson_t *out);
     bool (*set)(const struct param *p, const bson_iter_t *it, dberr_t *err);
-    bool runtime;   /* settable by the setParameter command (else at start only) */
-    int64_t lo, hi; /* bounds of a numeric parameter */
-    int32_t *i32;   /* the variable of a plain int32 parameter (get_int32, set_int32) */
-    int64_t *i64;   /* the variable of a plain int64 parameter (get_int64, set_int64) */
+    bool runtime;             /* settable by the setParameter command (else at start only) */
+    int64_t lo, hi;           /* bounds of a numeric parameter */
+    int32_t *i32;             /* the variable of a plain int32 parameter (get_int32, set_int32) */
+    int64_t *i64;             /* the variable of a plain int64 parameter (get_int64, set_int64) */
+    int64_t (*read)(void);    /* an int64 parameter kept by another module (get_int64_fn) */
+    void (*write)(int64_t v); /* ... and its setter (set_int64_fn) */
 } param_t;
 
 /* -- value helpers -- */
@@ -95,6 +97,20 @@ static void get_int64(const param_t *p, bson_t *out)
 static bool set_int64(const param_t *p, const bson_iter_t *it, dberr_t *err)
 {
     return param_int(p, it, p->i64, err);
+}
+
+static void get_int64_fn(const param_t *p, bson_t *out)
+{
+    BSON_APPEND_INT64(out, p->name, p->read());
+}
+
+static bool set_int64_fn(const param_t *p, const bson_iter_t *it, dberr_t *err)
+{
+    int64_t v;
+    if (!param_int(p, it, &v, err))
+        return false;
+    p->write(v);
+    return true;
 }
 
 static void get_fcv(const param_t *p, bson_t *out)
@@ -241,34 +257,6 @@ static bool set_yield_ms(const param_t *p, const bson_iter_t *it, dberr_t *err)
     return true;
 }
 
-static void get_yield_us(const param_t *p, bson_t *out)
-{
-    BSON_APPEND_INT64(out, p->name, fiber_slice_us());
-}
-
-static bool set_yield_us(const param_t *p, const bson_iter_t *it, dberr_t *err)
-{
-    int64_t v;
-    if (!param_int(p, it, &v, err))
-        return false;
-    fiber_set_slice_us(v);
-    return true;
-}
-
-static void get_busy_yield(const param_t *p, bson_t *out)
-{
-    BSON_APPEND_INT64(out, p->name, op_busy_slice());
-}
-
-static bool set_busy_yield(const param_t *p, const bson_iter_t *it, dberr_t *err)
-{
-    int64_t v;
-    if (!param_int(p, it, &v, err))
-        return false;
-    op_set_busy_slice_us(v);
-    return true;
-}
-
 static void get_scram(const param_t *p, bson_t *out)
 {
     BSON_APPEND_INT32(out, p->name,
@@ -331,8 +319,10 @@ static const param_t param_table[] = {
      .i64 = &param_cursor_timeout_ms},
     {"maxBSONDepth", get_bson_depth, NULL, STARTUP, 0, 0},
     {"internalQueryExecYieldPeriodMS", get_yield_ms, set_yield_ms, RUNTIME, 0, 1000},
-    {"atomdbYieldPeriodMicros", get_yield_us, set_yield_us, RUNTIME, 0, 1000000},
-    {"atomdbBusyYieldPeriodMicros", get_busy_yield, set_busy_yield, RUNTIME, 0, 1000000},
+    {"atomdbYieldPeriodMicros", get_int64_fn, set_int64_fn, RUNTIME, 0, 1000000,
+     .read = fiber_slice_us, .write = fiber_set_slice_us},
+    {"atomdbBusyYieldPeriodMicros", get_int64_fn, set_int64_fn, RUNTIME, 0, 1000000,
+     .read = op_busy_slice, .write = op_set_busy_slice_us},
     {"internalQueryMaxBlockingSortMemoryUsageBytes", get_int64, set_int64, RUNTIME, 1, INT64_MAX,
      .i64 = &pipeline_limits.sort_bytes},
     {"internalDocumentSourceGroupMaxMemoryBytes", get_int64, set_int64, RUNTIME, 1, INT64_MAX,
