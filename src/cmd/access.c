@@ -562,6 +562,24 @@ bool access_localhost_exception(const cmd_client_t *client)
 /* Normalises a roles argument (strings name roles on ctx->db) into the
  * array `out` of {role, db}, checking each role exists and that the caller
  * may grant it. */
+bool access_store(collection_t *c, record_t *old, const bson_t *doc, dberr_t *err)
+{
+    if (!c)
+        return false;
+    bool ok = old ? collection_replace(c, old, doc, err) : collection_insert(c, doc, err);
+    access_changed();
+    return ok;
+}
+
+bool access_refuse_restrictions(const cmd_ctx_t *ctx, dberr_t *err)
+{
+    bson_iter_t it;
+    if (cmd_find(ctx, "authenticationRestrictions", &it))
+        return dberr_set(err, DBERR_NOT_IMPLEMENTED,
+                         "authenticationRestrictions are not supported by atomdb");
+    return true;
+}
+
 /* What access_records_of_db's scan collects into. */
 typedef struct access_of_db {
     collection_t *c;

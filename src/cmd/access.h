@@ -105,6 +105,15 @@ record_t *access_find_role(const char *db, const char *role);
 collection_t *access_users(bool create, dberr_t *err);
 collection_t *access_roles(bool create, dberr_t *err);
 
+/* Writes the user or role document `doc` into `c` (admin.system.users or
+ * admin.system.roles as access_users/access_roles(true) gave it; NULL:
+ * false, their error already set), replacing `old` when not NULL, and
+ * tells the cache (access_changed). */
+bool access_store(collection_t *c, record_t *old, const bson_t *doc, dberr_t *err);
+
+/* NotImplemented when the user/role command gives authenticationRestrictions. */
+bool access_refuse_restrictions(const cmd_ctx_t *ctx, dberr_t *err);
+
 /* Pushes onto `out` (referenced) the records of `c` (admin.system.users or
  * admin.system.roles; NULL: none) whose db is `db`: the users or roles
  * that dropAll*FromDatabase removes. */

@@ -83,23 +83,10 @@ static void roles_read(record_t *r, priv_set_t *privs, bson_t *roles)
         bson_init(roles);
 }
 
+/* Writes `doc` as the role document (replacing `old` when not NULL). */
 static bool roles_store(record_t *old, const bson_t *doc, dberr_t *err)
 {
-    collection_t *c = access_roles(true, err);
-    if (!c)
-        return false;
-    bool ok = old ? collection_replace(c, old, doc, err) : collection_insert(c, doc, err);
-    access_changed();
-    return ok;
-}
-
-static bool roles_refuse_restrictions(cmd_ctx_t *ctx, dberr_t *err)
-{
-    bson_iter_t it;
-    if (cmd_find(ctx, "authenticationRestrictions", &it))
-        return dberr_set(err, DBERR_NOT_IMPLEMENTED,
-                         "authenticationRestrictions are not supported by atomdb");
-    return true;
+    return access_store(access_roles(true, err), old, doc, err);
 }
 
 /* True when `roles` (an array of {role, db}) reaches role@db. */
@@ -145,7 +132,7 @@ bool cmd_create_role(cmd_ctx_t *ctx, dberr_t *err)
     priv_set_init(&privs);
     bson_t roles = BSON_INITIALIZER, doc = BSON_INITIALIZER;
     if (!cmd_only_fields(ctx, known, 3, err) || !roles_name(ctx, &role, err) ||
-        !roles_refuse_restrictions(ctx, err))
+        !access_refuse_restrictions(ctx, err))
         goto cleanup;
     if (priv_is_builtin_role(role, ctx->db) || priv_is_builtin_role(role, "admin")) {
         dberr_set(err, 51, "Cannot create roles with the same name as a built-in role");
@@ -206,7 +193,7 @@ static bool roles_change(cmd_ctx_t *ctx, roles_change_t what, dberr_t *err)
     bson_t roles = BSON_INITIALIZER, roles_given = BSON_INITIALIZER, doc = BSON_INITIALIZER;
     bson_t merged = BSON_INITIALIZER;
     if (!cmd_only_fields(ctx, known, 3, err) || !roles_name(ctx, &role, err) ||
-        !roles_refuse_restrictions(ctx, err))
+        !access_refuse_restrictions(ctx, err))
         goto cleanup;
     bool has_p = cmd_find(ctx, "privileges", &pit), has_r = cmd_find(ctx, "roles", &rit);
     bool need_p = what == ROLES_GRANT_PRIVS || what == ROLES_REVOKE_PRIVS;

@@ -98,24 +98,10 @@ static bool users_pwd(cmd_ctx_t *ctx, const bson_iter_t *it, const char **out, d
     return true;
 }
 
-static bool users_refuse_restrictions(cmd_ctx_t *ctx, dberr_t *err)
-{
-    bson_iter_t it;
-    if (cmd_find(ctx, "authenticationRestrictions", &it))
-        return dberr_set(err, DBERR_NOT_IMPLEMENTED,
-                         "authenticationRestrictions are not supported by atomdb");
-    return true;
-}
-
 /* Writes `doc` as the user document (replacing `old` when not NULL). */
 static bool users_store(record_t *old, const bson_t *doc, dberr_t *err)
 {
-    collection_t *c = access_users(true, err);
-    if (!c)
-        return false;
-    bool ok = old ? collection_replace(c, old, doc, err) : collection_insert(c, doc, err);
-    access_changed();
-    return ok;
+    return access_store(access_users(true, err), old, doc, err);
 }
 
 /* ---- createUser / updateUser / dropUser ---- */
@@ -130,7 +116,7 @@ bool cmd_create_user(cmd_ctx_t *ctx, dberr_t *err)
     bool ok = false;
     bson_t roles = BSON_INITIALIZER, doc = BSON_INITIALIZER;
     if (!cmd_only_fields(ctx, known, 6, err) || !users_name(ctx, &user, err) ||
-        !users_refuse_restrictions(ctx, err) || !users_mechanisms(ctx, &mechs, err))
+        !access_refuse_restrictions(ctx, err) || !users_mechanisms(ctx, &mechs, err))
         goto cleanup;
     if (!cmd_find(ctx, "pwd", &it)) {
         dberr_set(err, DBERR_BAD_VALUE, "Must provide a 'pwd' field for all user documents, "
@@ -225,7 +211,7 @@ bool cmd_update_user(cmd_ctx_t *ctx, dberr_t *err)
     bson_t roles = BSON_INITIALIZER, doc = BSON_INITIALIZER, old;
     int mechs = 0;
     if (!cmd_only_fields(ctx, known, 6, err) || !users_name(ctx, &user, err) ||
-        !users_refuse_restrictions(ctx, err))
+        !access_refuse_restrictions(ctx, err))
         goto cleanup;
     bool has_pwd = cmd_find(ctx, "pwd", &pwd_it), has_cd = cmd_find(ctx, "customData", &cd_it);
     bool has_roles = cmd_find(ctx, "roles", &roles_it);
