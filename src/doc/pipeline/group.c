@@ -215,7 +215,6 @@ static bool merge_fold(const accum_t *spec, acc_state_t *a, const bson_value_t *
                        const expr_ctx_t *ctx, dberr_t *err)
 {
     bson_t old, add, merged;
-    bson_iter_t it;
     if (nullish(v))
         return true;
     if (v->value_type != BSON_TYPE_DOCUMENT) {
@@ -232,20 +231,7 @@ static bool merge_fold(const accum_t *spec, acc_state_t *a, const bson_value_t *
         return true;
     }
     bson_init_static(&old, a->val.value.v_doc.data, a->val.value.v_doc.data_len);
-    bson_init(&merged);
-    /* a field already there keeps its place and takes the new value */
-    if (bson_iter_init(&it, &old))
-        while (bson_iter_next(&it)) {
-            bson_iter_t f;
-            if (bson_iter_init_find(&f, &add, bson_iter_key(&it)))
-                bson_append_value(&merged, bson_iter_key(&it), -1, bson_iter_value(&f));
-            else
-                bson_append_value(&merged, bson_iter_key(&it), -1, bson_iter_value(&it));
-        }
-    if (bson_iter_init(&it, &add))
-        while (bson_iter_next(&it))
-            if (!bson_has_field(&old, bson_iter_key(&it)))
-                bson_append_value(&merged, bson_iter_key(&it), -1, bson_iter_value(&it));
+    expr_merge_docs(&old, &add, &merged);
     bson_value_destroy(&a->val);
     expr_value_take_bson(&a->val, &merged, BSON_TYPE_DOCUMENT);
     if (a->val.value.v_doc.data_len > EXPR_MAX_VALUE_BYTES)
