@@ -118,6 +118,20 @@ static bool to_set(const bson_value_t *v, bson_value_t **vals, size_t *n, dberr_
     return true;
 }
 
+/* Both operands of $setDifference / $setIsSubset arrays, else mongod's
+ * `first_code` or `second_code`. */
+static bool both_arrays(const expr_t *e, const bson_value_t *v, int first_code, int second_code,
+                        dberr_t *err)
+{
+    for (int i = 0; i < 2; i++)
+        if (v[i].value_type != BSON_TYPE_ARRAY)
+            return dberr_set(err, i ? second_code : first_code,
+                             "both operands of %s must be arrays. %s argument is of type: %s",
+                             e->op->name, i ? "Second" : "First",
+                             shellfmt_type_name(v[i].value_type));
+    return true;
+}
+
 static bool op_setdifference(const expr_t *e, const bson_value_t *v, bson_value_t *out,
                              dberr_t *err)
 {
@@ -128,12 +142,8 @@ static bool op_setdifference(const expr_t *e, const bson_value_t *v, bson_value_
         expr_val_null(out);
         return true;
     }
-    for (int i = 0; i < 2; i++)
-        if (v[i].value_type != BSON_TYPE_ARRAY)
-            return dberr_set(err, i ? 17049 : 17048,
-                             "both operands of $setDifference must be arrays. %s argument is of "
-                             "type: %s",
-                             i ? "Second" : "First", shellfmt_type_name(v[i].value_type));
+    if (!both_arrays(e, v, 17048, 17049, err))
+        return false;
     if (!(ok = expr_array_values(&v[0], &a, &na, err) && to_set(&v[1], &b, &nb, err)))
         goto cleanup;
     {
@@ -161,12 +171,8 @@ static bool op_setissubset(const expr_t *e, const bson_value_t *v, bson_value_t 
     bson_value_t *a = NULL, *b = NULL;
     size_t na, nb;
     bool ok;
-    for (int i = 0; i < 2; i++)
-        if (v[i].value_type != BSON_TYPE_ARRAY)
-            return dberr_set(err, i ? 17042 : 17046,
-                             "both operands of $setIsSubset must be arrays. %s argument is of "
-                             "type: %s",
-                             i ? "Second" : "First", shellfmt_type_name(v[i].value_type));
+    if (!both_arrays(e, v, 17046, 17042, err))
+        return false;
     if ((ok = expr_array_values(&v[0], &a, &na, err) && to_set(&v[1], &b, &nb, err))) {
         bool sub = true;
         for (size_t i = 0; sub && i < na; i++)
