@@ -5,6 +5,8 @@
 
 #include <string.h>
 
+#include "util/bsonview.h"
+
 static const char *const priv_action_names[ACT__COUNT] = {
     [ACT_FIND] = "find",
     [ACT_INSERT] = "insert",
@@ -412,10 +414,7 @@ bool priv_parse(const bson_t *doc, priv_set_t *out, dberr_t *err)
     if (!bson_iter_init_find(&it, doc, "resource") || !BSON_ITER_HOLDS_DOCUMENT(&it))
         return dberr_set(err, DBERR_FAILED_TO_PARSE,
                          "BSON field 'privilege.resource' is missing but a required field");
-    uint32_t len;
-    const uint8_t *data;
-    bson_iter_document(&it, &len, &data);
-    if (!bson_init_static(&rdoc, data, len))
+    if (!bsonview_iter(&it, &rdoc))
         return dberr_set(err, DBERR_FAILED_TO_PARSE, "malformed privilege resource");
     priv_pattern_t pattern;
     char db[64] = "", coll[256] = "";

@@ -562,6 +562,75 @@ bool access_localhost_exception(const cmd_client_t *client)
 /* Normalises a roles argument (strings name roles on ctx->db) into the
  * array `out` of {role, db}, checking each role exists and that the caller
  * may grant it. */
+bool access_store(collection_t *c, record_t *old, const bson_t *doc, dberr_t *err)
+{
+    if (!c)
+        return false;
+    bool ok = old ? collection_replace(c, old, doc, err) : collection_insert(c, doc, err);
+    access_changed();
+    return ok;
+}
+
+bool access_refuse_restrictions(const cmd_ctx_t *ctx, dberr_t *err)
+{
+    bson_iter_t it;
+    if (cmd_find(ctx, "authenticationRestrictions", &it))
+        return dberr_set(err, DBERR_NOT_IMPLEMENTED,
+                         "authenticationRestrictions are not supported by atomdb");
+    return true;
+}
+
+/* What access_records_of_db's scan collects into. */
+typedef struct access_of_db {
+    collection_t *c;
+    const char *db;
+    recvec_t *out;
+} access_of_db_t;
+
+static bool access_collect_db(const bson_t *doc, void *arg)
+{
+    access_of_db_t *u = arg;
+    bson_iter_t it, id;
+    if (bson_iter_init_find(&it, doc, "db") && BSON_ITER_HOLDS_UTF8(&it) &&
+        strcmp(bson_iter_utf8(&it, NULL), u->db) == 0 && bson_iter_init_find(&id, doc, "_id")) {
+        record_t *r = collection_find_id(u->c, bson_iter_value(&id));
+        if (r)
+            recvec_push_ref(u->out, r);
+    }
+    return true;
+}
+
+void access_records_of_db(collection_t *c, const char *db, recvec_t *out)
+{
+    access_of_db_t u = {.c = c, .db = db, .out = out};
+    if (c)
+        collection_foreach(c, access_collect_db, &u);
+}
+
+void access_role_list_change(const bson_t *old, const bson_t *given, bool grant, bson_t *out)
+{
+    uint32_t n = 0;
+    char key[16];
+    bson_iter_t el, g;
+    bson_iter_init(&el, old);
+    while (bson_iter_next(&el)) {
+        bool listed = false;
+        bson_iter_init(&g, given);
+        while (bson_iter_next(&g)) {
+            bson_t a, b;
+            if (cmd_iter_doc(&el, &a) && cmd_iter_doc(&g, &b) && bson_equal(&a, &b))
+                listed = true;
+        }
+        if (!listed)
+            bson_append_value(out, cmd_index_key(n++, key, sizeof key), -1, bson_iter_value(&el));
+    }
+    if (!grant)
+        return;
+    bson_iter_init(&g, given);
+    while (bson_iter_next(&g))
+        bson_append_value(out, cmd_index_key(n++, key, sizeof key), -1, bson_iter_value(&g));
+}
+
 bool access_role_list(cmd_ctx_t *ctx, const bson_iter_t *it, bson_t *out, dberr_t *err)
 {
     bson_iter_t el;

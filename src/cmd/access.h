@@ -105,6 +105,20 @@ record_t *access_find_role(const char *db, const char *role);
 collection_t *access_users(bool create, dberr_t *err);
 collection_t *access_roles(bool create, dberr_t *err);
 
+/* Writes the user or role document `doc` into `c` (admin.system.users or
+ * admin.system.roles as access_users/access_roles(true) gave it; NULL:
+ * false, their error already set), replacing `old` when not NULL, and
+ * tells the cache (access_changed). */
+bool access_store(collection_t *c, record_t *old, const bson_t *doc, dberr_t *err);
+
+/* NotImplemented when the user/role command gives authenticationRestrictions. */
+bool access_refuse_restrictions(const cmd_ctx_t *ctx, dberr_t *err);
+
+/* Pushes onto `out` (referenced) the records of `c` (admin.system.users or
+ * admin.system.roles; NULL: none) whose db is `db`: the users or roles
+ * that dropAll*FromDatabase removes. */
+void access_records_of_db(collection_t *c, const char *db, recvec_t *out);
+
 /* Adds to `out` the privileges of the roles in `roles` ([{role, db}]),
  * built-in or user-defined, and their inherited roles; when
  * `inherited` is not NULL also appends every role reached to it (as
@@ -115,6 +129,11 @@ void access_resolve_roles(const bson_t *roles, priv_set_t *out, bson_t *inherite
  * into the array `out` of {role, db}: RoleNotFound 31 for a role that does
  * not exist, Unauthorized 13 when the caller may not grant it. */
 bool access_role_list(cmd_ctx_t *ctx, const bson_iter_t *it, bson_t *out, dberr_t *err);
+
+/* Appends to the array `out` the roles of the array `old` that are not in
+ * `given` (both [{role, db}]), then, when `grant`, those of `given`: the
+ * new role list of grantRolesTo* (grant) and revokeRolesFrom*. */
+void access_role_list_change(const bson_t *old, const bson_t *given, bool grant, bson_t *out);
 
 /* True while mongod's localhost exception is open for this connection:
  * access control on, the client on loopback and not logged in, and no

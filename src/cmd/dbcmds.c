@@ -164,23 +164,28 @@ static void dbcmds_list_one_coll(collection_t *c, void *ctx)
     bson_destroy(&entry);
 }
 
+/* The cursor.batchSize of listCollections and listIndexes: -1 (all) unless
+ * a number is given. */
+static int64_t dbcmds_cursor_batch_size(const cmd_ctx_t *ctx)
+{
+    bson_iter_t it, bs;
+    bson_t cur;
+    if (cmd_find(ctx, "cursor", &it) && cmd_iter_doc(&it, &cur) &&
+        bson_iter_init_find(&bs, &cur, "batchSize") && BSON_ITER_HOLDS_NUMBER(&bs))
+        return bson_iter_as_int64(&bs);
+    return -1;
+}
+
 bool cmd_list_collections(cmd_ctx_t *ctx, dberr_t *err)
 {
     dbcmds_listcoll_t l = {0};
     bson_t filter;
     bool has_filter;
-    int64_t batch_size = -1;
+    int64_t batch_size = dbcmds_cursor_batch_size(ctx);
     recvec_init(&l.recs);
     if (!cmd_opt_bool(ctx, "nameOnly", &l.name_only, err) ||
         !cmd_opt_doc(ctx, "filter", &filter, &has_filter, err))
         return false;
-    bson_iter_t it;
-    bson_t cur;
-    if (cmd_find(ctx, "cursor", &it) && cmd_iter_doc(&it, &cur)) {
-        bson_iter_t bs;
-        if (bson_iter_init_find(&bs, &cur, "batchSize") && BSON_ITER_HOLDS_NUMBER(&bs))
-            batch_size = bson_iter_as_int64(&bs);
-    }
     if (has_filter && !(l.filter = matcher_new(&filter, err)))
         return false;
     catalog_foreach_coll(server.catalog, ctx->db, dbcmds_list_one_coll, &l);
@@ -709,15 +714,8 @@ bool cmd_list_indexes(cmd_ctx_t *ctx, dberr_t *err)
         recvec_push_ref(&recs, r);
         record_unref(r);
     }
-    int64_t batch_size = -1;
-    bson_iter_t it;
-    bson_t cur;
-    if (cmd_find(ctx, "cursor", &it) && cmd_iter_doc(&it, &cur)) {
-        bson_iter_t bs;
-        if (bson_iter_init_find(&bs, &cur, "batchSize") && BSON_ITER_HOLDS_NUMBER(&bs))
-            batch_size = bson_iter_as_int64(&bs);
-    }
-    return cmd_reply_cursor(ctx, t.ns, &recs, NULL, NULL, batch_size, false, err);
+    return cmd_reply_cursor(ctx, t.ns, &recs, NULL, NULL, dbcmds_cursor_batch_size(ctx), false,
+                            err);
 }
 
 /* Checks every name of a dropIndexes array before any is dropped, so a

@@ -15,6 +15,7 @@
 #include "store/reaper.h"
 #include "txn/session.h"
 #include "util/shellfmt.h"
+#include "util/dlist.h"
 #include "util/fiber.h"
 #include "util/log.h"
 
@@ -56,13 +57,7 @@ static bool op_is_long(const char *name)
 
 static void op_link(op_t *o)
 {
-    o->prev = op_tail;
-    o->next = NULL;
-    if (op_tail)
-        op_tail->next = o;
-    else
-        op_head = o;
-    op_tail = o;
+    DLIST_APPEND_TAILED(op_head, op_tail, o, prev, next);
     op_len++;
 }
 
@@ -70,14 +65,7 @@ static void op_unlink(op_t *o)
 {
     if (op_cursor == o)
         op_cursor = o->next;
-    if (o->prev)
-        o->prev->next = o->next;
-    else
-        op_head = o->next;
-    if (o->next)
-        o->next->prev = o->prev;
-    else
-        op_tail = o->prev;
+    DLIST_UNLINK_TAILED(op_head, op_tail, o, prev, next);
     op_len--;
 }
 
@@ -86,13 +74,7 @@ static void op_client_list(cmd_client_t *c)
     if (c->op_listed)
         return;
     c->op_listed = true;
-    c->op_prev = op_clients_tail;
-    c->op_next = NULL;
-    if (op_clients_tail)
-        op_clients_tail->op_next = c;
-    else
-        op_clients_head = c;
-    op_clients_tail = c;
+    DLIST_APPEND_TAILED(op_clients_head, op_clients_tail, c, op_prev, op_next);
 }
 
 static void op_client_unlist(cmd_client_t *c)
@@ -100,15 +82,7 @@ static void op_client_unlist(cmd_client_t *c)
     if (!c->op_listed)
         return;
     c->op_listed = false;
-    if (c->op_prev)
-        c->op_prev->op_next = c->op_next;
-    else
-        op_clients_head = c->op_next;
-    if (c->op_next)
-        c->op_next->op_prev = c->op_prev;
-    else
-        op_clients_tail = c->op_prev;
-    c->op_prev = c->op_next = NULL;
+    DLIST_UNLINK_TAILED(op_clients_head, op_clients_tail, c, op_prev, op_next);
 }
 
 static void op_body(void *arg)

@@ -17,11 +17,11 @@
 #include "util/log.h"
 
 static int64_t param_cursor_timeout_ms = CURSOR_IDLE_TIMEOUT_MS;
-static int32_t param_log_level;          /* logLevel 0..5 (atomdb logs debug from 1) */
+static int32_t param_log_level;                       /* logLevel 0..5 (atomdb logs debug from 1) */
 static bson_t param_log_verbosity = BSON_INITIALIZER; /* logComponentVerbosity as set */
-static bool param_ttl_enabled = true;    /* ttlMonitorEnabled */
-static int32_t param_ttl_sleep_s = 1;    /* ttlMonitorSleepSecs (mongod's default is 60) */
-static int64_t param_ttl_last_ms;        /* when the TTL monitor last ran */
+static bool param_ttl_enabled = true;                 /* ttlMonitorEnabled */
+static int32_t param_ttl_sleep_s = 1; /* ttlMonitorSleepSecs (mongod's default is 60) */
+static int64_t param_ttl_last_ms;     /* when the TTL monitor last ran */
 
 /* One parameter: `get` appends its value to `out` under `name`; `set`
  * checks and applies the value at `it`. */
@@ -29,8 +29,12 @@ typedef struct param {
     const char *name;
     void (*get)(const struct param *p, bson_t *out);
     bool (*set)(const struct param *p, const bson_iter_t *it, dberr_t *err);
-    bool runtime; /* settable by the setParameter command (else at start only) */
-    int64_t lo, hi; /* bounds of a numeric parameter */
+    bool runtime;             /* settable by the setParameter command (else at start only) */
+    int64_t lo, hi;           /* bounds of a numeric parameter */
+    int32_t *i32;             /* the variable of a plain int32 parameter (get_int32, set_int32) */
+    int64_t *i64;             /* the variable of a plain int64 parameter (get_int64, set_int64) */
+    int64_t (*read)(void);    /* an int64 parameter kept by another module (get_int64_fn) */
+    void (*write)(int64_t v); /* ... and its setter (set_int64_fn) */
 } param_t;
 
 /* -- value helpers -- */
@@ -63,13 +67,51 @@ static bool param_int(const param_t *p, const bson_iter_t *it, int64_t *out, dbe
 static bool param_bool(const param_t *p, const bson_iter_t *it, bool *out, dberr_t *err)
 {
     if (!BSON_ITER_HOLDS_BOOL(it) && !BSON_ITER_HOLDS_NUMBER(it))
-        return dberr_set(err, DBERR_BAD_VALUE,
-                         "Invalid value for parameter %s: must be a boolean", p->name);
+        return dberr_set(err, DBERR_BAD_VALUE, "Invalid value for parameter %s: must be a boolean",
+                         p->name);
     *out = bson_iter_as_bool(it);
     return true;
 }
 
 /* -- rows -- */
+
+static void get_int32(const param_t *p, bson_t *out)
+{
+    BSON_APPEND_INT32(out, p->name, *p->i32);
+}
+
+static bool set_int32(const param_t *p, const bson_iter_t *it, dberr_t *err)
+{
+    int64_t v;
+    if (!param_int(p, it, &v, err))
+        return false;
+    *p->i32 = (int32_t)v; /* p->lo and p->hi keep it in range */
+    return true;
+}
+
+static void get_int64(const param_t *p, bson_t *out)
+{
+    BSON_APPEND_INT64(out, p->name, *p->i64);
+}
+
+static bool set_int64(const param_t *p, const bson_iter_t *it, dberr_t *err)
+{
+    return param_int(p, it, p->i64, err);
+}
+
+static void get_int64_fn(const param_t *p, bson_t *out)
+{
+    BSON_APPEND_INT64(out, p->name, p->read());
+}
+
+static bool set_int64_fn(const param_t *p, const bson_iter_t *it, dberr_t *err)
+{
+    int64_t v;
+    if (!param_int(p, it, &v, err))
+        return false;
+    p->write(v);
+    return true;
+}
 
 static void get_fcv(const param_t *p, bson_t *out)
 {
@@ -84,34 +126,6 @@ static bool set_fcv(const param_t *p, const bson_iter_t *it, dberr_t *err)
     return dberr_set(err, DBERR_ILLEGAL_OPERATION,
                      "Unable to set featureCompatibilityVersion with setParameter: it is "
                      "always 7.0 in atomdb (setFeatureCompatibilityVersion reports it)");
-}
-
-static void get_lock_timeout(const param_t *p, bson_t *out)
-{
-    BSON_APPEND_INT32(out, p->name, server.txn_lock_timeout_ms);
-}
-
-static bool set_lock_timeout(const param_t *p, const bson_iter_t *it, dberr_t *err)
-{
-    int64_t v;
-    if (!param_int(p, it, &v, err))
-        return false;
-    server.txn_lock_timeout_ms = (int32_t)v;
-    return true;
-}
-
-static void get_txn_lifetime(const param_t *p, bson_t *out)
-{
-    BSON_APPEND_INT32(out, p->name, server.txn_lifetime_s);
-}
-
-static bool set_txn_lifetime(const param_t *p, const bson_iter_t *it, dberr_t *err)
-{
-    int64_t v;
-    if (!param_int(p, it, &v, err))
-        return false;
-    server.txn_lifetime_s = (int32_t)v;
-    return true;
 }
 
 static void get_isolation(const param_t *p, bson_t *out)
@@ -223,47 +237,9 @@ static bool set_log_verbosity(const param_t *p, const bson_iter_t *it, dberr_t *
     return true;
 }
 
-static void get_cursor_timeout(const param_t *p, bson_t *out)
-{
-    BSON_APPEND_INT64(out, p->name, param_cursor_timeout_ms);
-}
-
-static bool set_cursor_timeout(const param_t *p, const bson_iter_t *it, dberr_t *err)
-{
-    return param_int(p, it, &param_cursor_timeout_ms, err);
-}
-
 static void get_bson_depth(const param_t *p, bson_t *out)
 {
     BSON_APPEND_INT32(out, p->name, 200);
-}
-
-/* The memory limit parameter `name` (doc/pipeline.h), or NULL. */
-static int64_t *param_limit(const char *name)
-{
-    if (!strcmp(name, "internalQueryMaxBlockingSortMemoryUsageBytes"))
-        return &pipeline_limits.sort_bytes;
-    if (!strcmp(name, "internalDocumentSourceGroupMaxMemoryBytes"))
-        return &pipeline_limits.group_bytes;
-    if (!strcmp(name, "internalQueryMaxPushBytes"))
-        return &pipeline_limits.push_bytes;
-    if (!strcmp(name, "internalQueryMaxAddToSetBytes"))
-        return &pipeline_limits.add_to_set_bytes;
-    if (!strcmp(name, "internalDocumentSourceSetWindowFieldsMaxMemoryBytes"))
-        return &pipeline_limits.window_bytes;
-    if (!strcmp(name, "internalQueryMaxAllowedDensifyDocs"))
-        return &pipeline_limits.densify_docs;
-    return NULL;
-}
-
-static void get_limit(const param_t *p, bson_t *out)
-{
-    BSON_APPEND_INT64(out, p->name, *param_limit(p->name));
-}
-
-static bool set_limit(const param_t *p, const bson_iter_t *it, dberr_t *err)
-{
-    return param_int(p, it, param_limit(p->name), err);
 }
 
 static void get_yield_ms(const param_t *p, bson_t *out)
@@ -281,38 +257,10 @@ static bool set_yield_ms(const param_t *p, const bson_iter_t *it, dberr_t *err)
     return true;
 }
 
-static void get_yield_us(const param_t *p, bson_t *out)
-{
-    BSON_APPEND_INT64(out, p->name, fiber_slice_us());
-}
-
-static bool set_yield_us(const param_t *p, const bson_iter_t *it, dberr_t *err)
-{
-    int64_t v;
-    if (!param_int(p, it, &v, err))
-        return false;
-    fiber_set_slice_us(v);
-    return true;
-}
-
-static void get_busy_yield(const param_t *p, bson_t *out)
-{
-    BSON_APPEND_INT64(out, p->name, op_busy_slice());
-}
-
-static bool set_busy_yield(const param_t *p, const bson_iter_t *it, dberr_t *err)
-{
-    int64_t v;
-    if (!param_int(p, it, &v, err))
-        return false;
-    op_set_busy_slice_us(v);
-    return true;
-}
-
 static void get_scram(const param_t *p, bson_t *out)
 {
-    BSON_APPEND_INT32(out, p->name, access_iterations(p->name[5] == 'I' ? SCRAM_SHA_1
-                                                                        : SCRAM_SHA_256));
+    BSON_APPEND_INT32(out, p->name,
+                      access_iterations(p->name[5] == 'I' ? SCRAM_SHA_1 : SCRAM_SHA_256));
 }
 
 static bool set_scram(const param_t *p, const bson_iter_t *it, dberr_t *err)
@@ -332,20 +280,6 @@ static void get_auth_mechanisms(const param_t *p, bson_t *out)
     bson_append_array_end(out, &arr);
 }
 
-static void get_frame_timeout(const param_t *p, bson_t *out)
-{
-    BSON_APPEND_INT32(out, p->name, server.frame_timeout_s);
-}
-
-static bool set_frame_timeout(const param_t *p, const bson_iter_t *it, dberr_t *err)
-{
-    int64_t v;
-    if (!param_int(p, it, &v, err))
-        return false;
-    server.frame_timeout_s = (int32_t)v;
-    return true;
-}
-
 static void get_ttl_enabled(const param_t *p, bson_t *out)
 {
     BSON_APPEND_BOOL(out, p->name, param_ttl_enabled);
@@ -354,20 +288,6 @@ static void get_ttl_enabled(const param_t *p, bson_t *out)
 static bool set_ttl_enabled(const param_t *p, const bson_iter_t *it, dberr_t *err)
 {
     return param_bool(p, it, &param_ttl_enabled, err);
-}
-
-static void get_ttl_sleep(const param_t *p, bson_t *out)
-{
-    BSON_APPEND_INT32(out, p->name, param_ttl_sleep_s);
-}
-
-static bool set_ttl_sleep(const param_t *p, const bson_iter_t *it, dberr_t *err)
-{
-    int64_t v;
-    if (!param_int(p, it, &v, err))
-        return false;
-    param_ttl_sleep_s = (int32_t)v;
-    return true;
 }
 
 static void get_notablescan(const param_t *p, bson_t *out)
@@ -388,32 +308,40 @@ static bool set_notablescan(const param_t *p, const bson_iter_t *it, dberr_t *er
 #define STARTUP false
 static const param_t param_table[] = {
     {"featureCompatibilityVersion", get_fcv, set_fcv, RUNTIME, 0, 0},
-    {"maxTransactionLockRequestTimeoutMillis", get_lock_timeout, set_lock_timeout, RUNTIME,
-     INT32_MIN, INT32_MAX},
-    {"transactionLifetimeLimitSeconds", get_txn_lifetime, set_txn_lifetime, RUNTIME, 1,
-     INT32_MAX},
+    {"maxTransactionLockRequestTimeoutMillis", get_int32, set_int32, RUNTIME, INT32_MIN, INT32_MAX,
+     .i32 = &server.txn_lock_timeout_ms},
+    {"transactionLifetimeLimitSeconds", get_int32, set_int32, RUNTIME, 1, INT32_MAX,
+     .i32 = &server.txn_lifetime_s},
     {"atomdbTransactionIsolation", get_isolation, set_isolation, RUNTIME, 0, 0},
     {"logLevel", get_log_level, set_log_level, RUNTIME, 0, 5},
     {"logComponentVerbosity", get_log_verbosity, set_log_verbosity, RUNTIME, 0, 0},
-    {"cursorTimeoutMillis", get_cursor_timeout, set_cursor_timeout, RUNTIME, 1, INT64_MAX},
+    {"cursorTimeoutMillis", get_int64, set_int64, RUNTIME, 1, INT64_MAX,
+     .i64 = &param_cursor_timeout_ms},
     {"maxBSONDepth", get_bson_depth, NULL, STARTUP, 0, 0},
     {"internalQueryExecYieldPeriodMS", get_yield_ms, set_yield_ms, RUNTIME, 0, 1000},
-    {"atomdbYieldPeriodMicros", get_yield_us, set_yield_us, RUNTIME, 0, 1000000},
-    {"atomdbBusyYieldPeriodMicros", get_busy_yield, set_busy_yield, RUNTIME, 0, 1000000},
-    {"internalQueryMaxBlockingSortMemoryUsageBytes", get_limit, set_limit, RUNTIME, 1,
-     INT64_MAX},
-    {"internalDocumentSourceGroupMaxMemoryBytes", get_limit, set_limit, RUNTIME, 1, INT64_MAX},
-    {"internalQueryMaxPushBytes", get_limit, set_limit, RUNTIME, 1, INT64_MAX},
-    {"internalQueryMaxAddToSetBytes", get_limit, set_limit, RUNTIME, 1, INT64_MAX},
-    {"internalDocumentSourceSetWindowFieldsMaxMemoryBytes", get_limit, set_limit, RUNTIME, 1,
-     INT64_MAX},
-    {"internalQueryMaxAllowedDensifyDocs", get_limit, set_limit, RUNTIME, 1, INT64_MAX},
+    {"atomdbYieldPeriodMicros", get_int64_fn, set_int64_fn, RUNTIME, 0, 1000000,
+     .read = fiber_slice_us, .write = fiber_set_slice_us},
+    {"atomdbBusyYieldPeriodMicros", get_int64_fn, set_int64_fn, RUNTIME, 0, 1000000,
+     .read = op_busy_slice, .write = op_set_busy_slice_us},
+    {"internalQueryMaxBlockingSortMemoryUsageBytes", get_int64, set_int64, RUNTIME, 1, INT64_MAX,
+     .i64 = &pipeline_limits.sort_bytes},
+    {"internalDocumentSourceGroupMaxMemoryBytes", get_int64, set_int64, RUNTIME, 1, INT64_MAX,
+     .i64 = &pipeline_limits.group_bytes},
+    {"internalQueryMaxPushBytes", get_int64, set_int64, RUNTIME, 1, INT64_MAX,
+     .i64 = &pipeline_limits.push_bytes},
+    {"internalQueryMaxAddToSetBytes", get_int64, set_int64, RUNTIME, 1, INT64_MAX,
+     .i64 = &pipeline_limits.add_to_set_bytes},
+    {"internalDocumentSourceSetWindowFieldsMaxMemoryBytes", get_int64, set_int64, RUNTIME, 1,
+     INT64_MAX, .i64 = &pipeline_limits.window_bytes},
+    {"internalQueryMaxAllowedDensifyDocs", get_int64, set_int64, RUNTIME, 1, INT64_MAX,
+     .i64 = &pipeline_limits.densify_docs},
     {"scramIterationCount", get_scram, set_scram, RUNTIME, 0, 0},
     {"scramSHA256IterationCount", get_scram, set_scram, RUNTIME, 0, 0},
     {"authenticationMechanisms", get_auth_mechanisms, NULL, STARTUP, 0, 0},
-    {"atomdbFrameTimeoutSecs", get_frame_timeout, set_frame_timeout, RUNTIME, 1, 86400},
+    {"atomdbFrameTimeoutSecs", get_int32, set_int32, RUNTIME, 1, 86400,
+     .i32 = &server.frame_timeout_s},
     {"ttlMonitorEnabled", get_ttl_enabled, set_ttl_enabled, RUNTIME, 0, 0},
-    {"ttlMonitorSleepSecs", get_ttl_sleep, set_ttl_sleep, RUNTIME, 1, INT32_MAX},
+    {"ttlMonitorSleepSecs", get_int32, set_int32, RUNTIME, 1, INT32_MAX, .i32 = &param_ttl_sleep_s},
     {"notablescan", get_notablescan, set_notablescan, RUNTIME, 0, 0},
 };
 #define PARAM_COUNT (sizeof param_table / sizeof param_table[0])
@@ -464,8 +392,8 @@ bool cmd_get_parameter(cmd_ctx_t *ctx, dberr_t *err)
             else if (strcmp(k, "showDetails") == 0)
                 details = bson_iter_as_bool(&o);
             else
-                return dberr_set(err, 40415,
-                                 "BSON field 'getParameter.%s' is an unknown field.", k);
+                return dberr_set(err, 40415, "BSON field 'getParameter.%s' is an unknown field.",
+                                 k);
         }
     }
     if (all) {
@@ -533,8 +461,9 @@ bool cmd_set_parameter(cmd_ctx_t *ctx, dberr_t *err)
         set++;
     }
     if (!set)
-        return dberr_set(err, DBERR_INVALID_OPTIONS, "no option found to set, use help:true to "
-                                                     "see options ");
+        return dberr_set(err, DBERR_INVALID_OPTIONS,
+                         "no option found to set, use help:true to "
+                         "see options ");
     return true;
 }
 

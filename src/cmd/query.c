@@ -703,6 +703,17 @@ cleanup:
     return ok;
 }
 
+/* The `query` filter of count and distinct (borrowed), {} when absent. */
+static bool query_filter_opt(cmd_ctx_t *ctx, bson_t *filter, dberr_t *err)
+{
+    bool present;
+    if (!cmd_opt_doc(ctx, "query", filter, &present, err))
+        return false;
+    if (!present)
+        bson_init(filter);
+    return true;
+}
+
 bool cmd_count(cmd_ctx_t *ctx, dberr_t *err)
 {
     const char *coll;
@@ -712,11 +723,8 @@ bool cmd_count(cmd_ctx_t *ctx, dberr_t *err)
     if (!cmd_only_fields(ctx, known, sizeof known / sizeof known[0], err))
         return false;
     bson_t filter;
-    bool present;
-    if (!cmd_opt_doc(ctx, "query", &filter, &present, err))
+    if (!query_filter_opt(ctx, &filter, err))
         return false;
-    if (!present)
-        bson_init(&filter);
     query_find_t q = {0};
     bson_iter_t it;
     if (!cmd_opt_int64(ctx, "skip", &q.skip, err) || !cmd_opt_int64(ctx, "limit", &q.limit, err))
@@ -805,11 +813,8 @@ bool cmd_distinct(cmd_ctx_t *ctx, dberr_t *err)
     if (!cmd_only_fields(ctx, known, sizeof known / sizeof known[0], err))
         return false;
     bson_t filter;
-    bool present;
-    if (!cmd_opt_doc(ctx, "query", &filter, &present, err))
+    if (!query_filter_opt(ctx, &filter, err))
         return false;
-    if (!present)
-        bson_init(&filter);
     collection_t *c = catalog_get(server.catalog, ctx->db, coll);
     query_find_t q = {0};
     q.has_coll_field = cmd_find(ctx, "collation", &q.coll_field);
@@ -896,12 +901,9 @@ bool cmd_explain(cmd_ctx_t *ctx, dberr_t *err)
         if (!query_parse_find(&sub, &q, err))
             return false;
     } else if (strcmp(sub.name, "count") == 0 || strcmp(sub.name, "distinct") == 0) {
-        bool present;
         memset(&q, 0, sizeof q);
-        if (!cmd_opt_doc(&sub, "query", &q.filter, &present, err))
+        if (!query_filter_opt(&sub, &q.filter, err))
             return false;
-        if (!present)
-            bson_init(&q.filter);
         q.has_coll_field = cmd_find(&sub, "collation", &q.coll_field);
     } else {
         return dberr_set(err, DBERR_NOT_IMPLEMENTED,

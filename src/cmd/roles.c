@@ -83,23 +83,10 @@ static void roles_read(record_t *r, priv_set_t *privs, bson_t *roles)
         bson_init(roles);
 }
 
+/* Writes `doc` as the role document (replacing `old` when not NULL). */
 static bool roles_store(record_t *old, const bson_t *doc, dberr_t *err)
 {
-    collection_t *c = access_roles(true, err);
-    if (!c)
-        return false;
-    bool ok = old ? collection_replace(c, old, doc, err) : collection_insert(c, doc, err);
-    access_changed();
-    return ok;
-}
-
-static bool roles_refuse_restrictions(cmd_ctx_t *ctx, dberr_t *err)
-{
-    bson_iter_t it;
-    if (cmd_find(ctx, "authenticationRestrictions", &it))
-        return dberr_set(err, DBERR_NOT_IMPLEMENTED,
-                         "authenticationRestrictions are not supported by atomdb");
-    return true;
+    return access_store(access_roles(true, err), old, doc, err);
 }
 
 /* True when `roles` (an array of {role, db}) reaches role@db. */
@@ -145,7 +132,7 @@ bool cmd_create_role(cmd_ctx_t *ctx, dberr_t *err)
     priv_set_init(&privs);
     bson_t roles = BSON_INITIALIZER, doc = BSON_INITIALIZER;
     if (!cmd_only_fields(ctx, known, 3, err) || !roles_name(ctx, &role, err) ||
-        !roles_refuse_restrictions(ctx, err))
+        !access_refuse_restrictions(ctx, err))
         goto cleanup;
     if (priv_is_builtin_role(role, ctx->db) || priv_is_builtin_role(role, "admin")) {
         dberr_set(err, 51, "Cannot create roles with the same name as a built-in role");
@@ -206,7 +193,7 @@ static bool roles_change(cmd_ctx_t *ctx, roles_change_t what, dberr_t *err)
     bson_t roles = BSON_INITIALIZER, roles_given = BSON_INITIALIZER, doc = BSON_INITIALIZER;
     bson_t merged = BSON_INITIALIZER;
     if (!cmd_only_fields(ctx, known, 3, err) || !roles_name(ctx, &role, err) ||
-        !roles_refuse_restrictions(ctx, err))
+        !access_refuse_restrictions(ctx, err))
         goto cleanup;
     bool has_p = cmd_find(ctx, "privileges", &pit), has_r = cmd_find(ctx, "roles", &rit);
     bool need_p = what == ROLES_GRANT_PRIVS || what == ROLES_REVOKE_PRIVS;
@@ -260,33 +247,11 @@ static bool roles_change(cmd_ctx_t *ctx, roles_change_t what, dberr_t *err)
                             given.v[i].actions);
         break;
     case ROLES_GRANT_ROLES:
-    case ROLES_REVOKE_ROLES: {
-        uint32_t n = 0;
-        char key[16];
-        bson_iter_t el, g;
-        bson_iter_init(&el, &roles);
-        while (bson_iter_next(&el)) {
-            bool listed = false;
-            bson_iter_init(&g, &roles_given);
-            while (bson_iter_next(&g)) {
-                bson_t a, b;
-                if (cmd_iter_doc(&el, &a) && cmd_iter_doc(&g, &b) && bson_equal(&a, &b))
-                    listed = true;
-            }
-            if (!listed)
-                bson_append_value(&merged, cmd_index_key(n++, key, sizeof key), -1,
-                                  bson_iter_value(&el));
-        }
-        if (what == ROLES_GRANT_ROLES) {
-            bson_iter_init(&g, &roles_given);
-            while (bson_iter_next(&g))
-                bson_append_value(&merged, cmd_index_key(n++, key, sizeof key), -1,
-                                  bson_iter_value(&g));
-        }
+    case ROLES_REVOKE_ROLES:
+        access_role_list_change(&roles, &roles_given, what == ROLES_GRANT_ROLES, &merged);
         bson_destroy(&roles);
         bson_copy_to(&merged, &roles);
         break;
-    }
     }
     roles_append_doc(&doc, ctx->db, role, &privs, &roles);
     ok = roles_store(r, &doc, err);
@@ -408,44 +373,25 @@ bool cmd_drop_role(cmd_ctx_t *ctx, dberr_t *err)
     return true;
 }
 
-typedef struct roles_of_db {
-    const char *db;
-    recvec_t recs;
-} roles_of_db_t;
-
-static bool roles_collect_db(const bson_t *doc, void *arg)
-{
-    roles_of_db_t *u = arg;
-    bson_iter_t it, id;
-    if (bson_iter_init_find(&it, doc, "db") && BSON_ITER_HOLDS_UTF8(&it) &&
-        strcmp(bson_iter_utf8(&it, NULL), u->db) == 0 && bson_iter_init_find(&id, doc, "_id")) {
-        record_t *r = collection_find_id(access_roles(false, NULL), bson_iter_value(&id));
-        if (r)
-            recvec_push_ref(&u->recs, r);
-    }
-    return true;
-}
-
 bool cmd_drop_all_roles_from_database(cmd_ctx_t *ctx, dberr_t *err)
 {
-    roles_of_db_t u = {.db = ctx->db};
-    recvec_init(&u.recs);
+    recvec_t recs;
+    recvec_init(&recs);
     collection_t *c = access_roles(false, NULL);
-    if (c)
-        collection_foreach(c, roles_collect_db, &u);
-    for (size_t i = 0; i < u.recs.len; i++) {
+    access_records_of_db(c, ctx->db, &recs);
+    for (size_t i = 0; i < recs.len; i++) {
         bson_t doc;
         bson_iter_t it;
-        record_view(u.recs.items[i], &doc);
+        record_view(recs.items[i], &doc);
         char role[300] = "";
         if (bson_iter_init_find(&it, &doc, "role") && BSON_ITER_HOLDS_UTF8(&it))
             snprintf(role, sizeof role, "%s", bson_iter_utf8(&it, NULL));
-        collection_remove(c, u.recs.items[i]);
+        collection_remove(c, recs.items[i]);
         if (*role)
             roles_forget(ctx->db, role);
     }
-    BSON_APPEND_INT32(ctx->reply, "n", (int32_t)u.recs.len);
-    recvec_destroy(&u.recs);
+    BSON_APPEND_INT32(ctx->reply, "n", (int32_t)recs.len);
+    recvec_destroy(&recs);
     access_changed();
     return true;
 }

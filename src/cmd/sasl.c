@@ -6,28 +6,18 @@
 
 #include <string.h>
 
+#include "auth/backoff.h"
 #include "util/log.h"
 
 #define SASL_PAYLOAD_MAX 16384 /* longest SASL message accepted */
 
-/* ---- per-address backoff after failed logins ----
- * After SASL_BACKOFF_FREE failures in a row from one IP address, each
- * further saslStart from it waits (parked on a timer, the loop keeps
- * serving everyone else): 100 ms doubling per failure, at most 5 s. A
- * success, or SASL_BACKOFF_FORGET_MS without failures, clears the count. */
-#define SASL_BACKOFF_FREE 5
-#define SASL_BACKOFF_BASE_MS 100
-#define SASL_BACKOFF_MAX_MS 5000
-#define SASL_BACKOFF_FORGET_MS 60000
+/* ---- per-address backoff after failed logins (auth/backoff.h) ----
+ * A saslStart that must wait is parked on a timer; the loop keeps serving
+ * everyone else. */
 #define SASL_BACKOFF_SLOTS 256
 
-typedef struct sasl_failures {
-    char ip[64];
-    int count;
-    int64_t last_ms;
-} sasl_failures_t;
-
-static sasl_failures_t sasl_failed[SASL_BACKOFF_SLOTS];
+static backoff_slot_t sasl_failed_slots[SASL_BACKOFF_SLOTS];
+static backoff_t sasl_failed = {sasl_failed_slots, SASL_BACKOFF_SLOTS};
 
 /* The IP part of "ip:port" into `out`. */
 static void sasl_ip(const char *remote, char *out, size_t size)
@@ -38,36 +28,11 @@ static void sasl_ip(const char *remote, char *out, size_t size)
         *colon = '\0';
 }
 
-/* The slot of `ip` (or a free / the oldest one when `claim`), or NULL. */
-static sasl_failures_t *sasl_slot(const char *ip, bool claim)
-{
-    sasl_failures_t *oldest = &sasl_failed[0];
-    for (int i = 0; i < SASL_BACKOFF_SLOTS; i++) {
-        if (strcmp(sasl_failed[i].ip, ip) == 0)
-            return &sasl_failed[i];
-        if (sasl_failed[i].last_ms < oldest->last_ms)
-            oldest = &sasl_failed[i];
-    }
-    if (!claim)
-        return NULL;
-    memset(oldest, 0, sizeof *oldest);
-    snprintf(oldest->ip, sizeof oldest->ip, "%s", ip);
-    return oldest;
-}
-
 static void sasl_note_result(cmd_client_t *client, bool ok)
 {
     char ip[64];
     sasl_ip(client->remote, ip, sizeof ip);
-    sasl_failures_t *f = sasl_slot(ip, !ok);
-    if (!f)
-        return;
-    int64_t now = server_now_ms();
-    if (ok || now - f->last_ms > SASL_BACKOFF_FORGET_MS)
-        f->count = 0;
-    if (!ok)
-        f->count++;
-    f->last_ms = now;
+    backoff_note(&sasl_failed, ip, ok, server_now_ms());
 }
 
 /* How long a login from this client's address waits now (0: not at all). */
@@ -75,13 +40,7 @@ static uint64_t sasl_backoff_ms(const cmd_client_t *client)
 {
     char ip[64];
     sasl_ip(client->remote, ip, sizeof ip);
-    sasl_failures_t *f = sasl_slot(ip, false);
-    if (!f || f->count < SASL_BACKOFF_FREE ||
-        server_now_ms() - f->last_ms > SASL_BACKOFF_FORGET_MS)
-        return 0;
-    int shift = f->count - SASL_BACKOFF_FREE;
-    uint64_t ms = shift > 6 ? SASL_BACKOFF_MAX_MS : (uint64_t)SASL_BACKOFF_BASE_MS << shift;
-    return ms > SASL_BACKOFF_MAX_MS ? SASL_BACKOFF_MAX_MS : ms;
+    return (uint64_t)backoff_delay_ms(&sasl_failed, ip, server_now_ms());
 }
 
 static void sasl_on_backoff(uv_timer_t *t)

@@ -98,24 +98,10 @@ static bool users_pwd(cmd_ctx_t *ctx, const bson_iter_t *it, const char **out, d
     return true;
 }
 
-static bool users_refuse_restrictions(cmd_ctx_t *ctx, dberr_t *err)
-{
-    bson_iter_t it;
-    if (cmd_find(ctx, "authenticationRestrictions", &it))
-        return dberr_set(err, DBERR_NOT_IMPLEMENTED,
-                         "authenticationRestrictions are not supported by atomdb");
-    return true;
-}
-
 /* Writes `doc` as the user document (replacing `old` when not NULL). */
 static bool users_store(record_t *old, const bson_t *doc, dberr_t *err)
 {
-    collection_t *c = access_users(true, err);
-    if (!c)
-        return false;
-    bool ok = old ? collection_replace(c, old, doc, err) : collection_insert(c, doc, err);
-    access_changed();
-    return ok;
+    return access_store(access_users(true, err), old, doc, err);
 }
 
 /* ---- createUser / updateUser / dropUser ---- */
@@ -130,7 +116,7 @@ bool cmd_create_user(cmd_ctx_t *ctx, dberr_t *err)
     bool ok = false;
     bson_t roles = BSON_INITIALIZER, doc = BSON_INITIALIZER;
     if (!cmd_only_fields(ctx, known, 6, err) || !users_name(ctx, &user, err) ||
-        !users_refuse_restrictions(ctx, err) || !users_mechanisms(ctx, &mechs, err))
+        !access_refuse_restrictions(ctx, err) || !users_mechanisms(ctx, &mechs, err))
         goto cleanup;
     if (!cmd_find(ctx, "pwd", &it)) {
         dberr_set(err, DBERR_BAD_VALUE, "Must provide a 'pwd' field for all user documents, "
@@ -225,7 +211,7 @@ bool cmd_update_user(cmd_ctx_t *ctx, dberr_t *err)
     bson_t roles = BSON_INITIALIZER, doc = BSON_INITIALIZER, old;
     int mechs = 0;
     if (!cmd_only_fields(ctx, known, 6, err) || !users_name(ctx, &user, err) ||
-        !users_refuse_restrictions(ctx, err))
+        !access_refuse_restrictions(ctx, err))
         goto cleanup;
     bool has_pwd = cmd_find(ctx, "pwd", &pwd_it), has_cd = cmd_find(ctx, "customData", &cd_it);
     bool has_roles = cmd_find(ctx, "roles", &roles_it);
@@ -308,39 +294,16 @@ bool cmd_drop_user(cmd_ctx_t *ctx, dberr_t *err)
     return true;
 }
 
-typedef struct users_of_db {
-    const char *db;
-    recvec_t recs;
-} users_of_db_t;
-
-static bool users_collect_db(const bson_t *doc, void *arg)
-{
-    users_of_db_t *u = arg;
-    bson_iter_t it;
-    if (bson_iter_init_find(&it, doc, "db") && BSON_ITER_HOLDS_UTF8(&it) &&
-        (!u->db || strcmp(bson_iter_utf8(&it, NULL), u->db) == 0)) {
-        bson_iter_t id;
-        collection_t *c = access_users(false, NULL);
-        if (bson_iter_init_find(&id, doc, "_id")) {
-            record_t *r = collection_find_id(c, bson_iter_value(&id));
-            if (r)
-                recvec_push_ref(&u->recs, r);
-        }
-    }
-    return true;
-}
-
 bool cmd_drop_all_users_from_database(cmd_ctx_t *ctx, dberr_t *err)
 {
-    users_of_db_t u = {.db = ctx->db};
-    recvec_init(&u.recs);
+    recvec_t recs;
+    recvec_init(&recs);
     collection_t *c = access_users(false, NULL);
-    if (c)
-        collection_foreach(c, users_collect_db, &u);
-    for (size_t i = 0; i < u.recs.len; i++)
-        collection_remove(c, u.recs.items[i]);
-    BSON_APPEND_INT32(ctx->reply, "n", (int32_t)u.recs.len);
-    recvec_destroy(&u.recs);
+    access_records_of_db(c, ctx->db, &recs);
+    for (size_t i = 0; i < recs.len; i++)
+        collection_remove(c, recs.items[i]);
+    BSON_APPEND_INT32(ctx->reply, "n", (int32_t)recs.len);
+    recvec_destroy(&recs);
     access_changed();
     return true;
 }
@@ -350,7 +313,7 @@ static bool users_change_roles(cmd_ctx_t *ctx, bool grant, dberr_t *err)
 {
     static const char *const known[] = {"roles"};
     const char *user;
-    bson_iter_t it, el, ol;
+    bson_iter_t it, ol;
     bool ok = false;
     bson_t roles = BSON_INITIALIZER, doc = BSON_INITIALIZER, merged = BSON_INITIALIZER, old;
     if (!cmd_only_fields(ctx, known, 1, err) || !users_name(ctx, &user, err))
@@ -370,34 +333,10 @@ static bool users_change_roles(cmd_ctx_t *ctx, bool grant, dberr_t *err)
         goto cleanup;
     record_view(r, &old);
     /* the new roles array: old ones (less the revoked), then new grants */
-    uint32_t n = 0;
-    char key[16];
-    bson_t cur = BSON_INITIALIZER;
+    bson_t old_roles = BSON_INITIALIZER;
     if (bson_iter_init_find(&ol, &old, "roles") && BSON_ITER_HOLDS_ARRAY(&ol))
-        bson_iter_recurse(&ol, &el);
-    else
-        bson_iter_init(&el, &cur);
-    while (bson_iter_next(&el)) {
-        bool drop = false;
-        bson_iter_t g;
-        bson_iter_init(&g, &roles);
-        while (bson_iter_next(&g)) {
-            bson_t a, b;
-            if (cmd_iter_doc(&el, &a) && cmd_iter_doc(&g, &b) && bson_equal(&a, &b))
-                drop = true;
-        }
-        if (!drop)
-            bson_append_value(&merged, cmd_index_key(n++, key, sizeof key), -1,
-                              bson_iter_value(&el));
-    }
-    bson_destroy(&cur);
-    if (grant) {
-        bson_iter_t g;
-        bson_iter_init(&g, &roles);
-        while (bson_iter_next(&g))
-            bson_append_value(&merged, cmd_index_key(n++, key, sizeof key), -1,
-                              bson_iter_value(&g));
-    }
+        cmd_iter_doc(&ol, &old_roles);
+    access_role_list_change(&old_roles, &roles, grant, &merged);
     static const char *const replaced[] = {"roles"};
     users_copy_except(&old, &doc, replaced, 1);
     BSON_APPEND_ARRAY(&doc, "roles", &merged);

@@ -26,6 +26,25 @@ static bool docvalidation_clause_matches(const char *key, const bson_value_t *v,
     return ok;
 }
 
+/* Opens entry `k` of the array `arr`, {index: i, details: {...}}, with its
+ * details to be written into `details`; docvalidation_entry_end closes it. */
+static void docvalidation_entry_begin(bson_t *arr, uint32_t k, uint32_t i, bson_t *entry,
+                                      bson_t *details)
+{
+    const char *key;
+    char buf[16];
+    bson_uint32_to_string(k, &key, buf, sizeof buf);
+    bson_append_document_begin(arr, key, -1, entry);
+    BSON_APPEND_INT32(entry, "index", (int32_t)i);
+    bson_append_document_begin(entry, "details", -1, details);
+}
+
+static void docvalidation_entry_end(bson_t *arr, bson_t *entry, bson_t *details)
+{
+    bson_append_document_end(entry, details);
+    bson_append_document_end(arr, entry);
+}
+
 /* `field`: [{index, details}] for each top-level clause of `filter` that
  * `doc` fails. */
 static void docvalidation_clauses(const bson_t *filter, const bson_t *doc, bool brief,
@@ -39,16 +58,10 @@ static void docvalidation_clauses(const bson_t *filter, const bson_t *doc, bool 
         for (; bson_iter_next(&it); i++) {
             if (docvalidation_clause_matches(bson_iter_key(&it), bson_iter_value(&it), doc))
                 continue;
-            const char *key;
-            char buf[16];
-            bson_uint32_to_string(k++, &key, buf, sizeof buf);
             bson_t entry, details;
-            bson_append_document_begin(&arr, key, -1, &entry);
-            BSON_APPEND_INT32(&entry, "index", (int32_t)i);
-            bson_append_document_begin(&entry, "details", -1, &details);
+            docvalidation_entry_begin(&arr, k++, i, &entry, &details);
             docvalidation_clause(&it, doc, brief, &details);
-            bson_append_document_end(&entry, &details);
-            bson_append_document_end(&arr, &entry);
+            docvalidation_entry_end(&arr, &entry, &details);
         }
     }
     bson_append_array_end(out, &arr);
@@ -94,18 +107,26 @@ static const char *docvalidation_reason(const char *op)
     return "expression did not match";
 }
 
+/* {operatorName: op, specifiedAs: {key: v}} into `out` (specifiedAs left
+ * out when `brief`). */
+static void docvalidation_operator(bson_t *out, bool brief, const char *op, const char *key,
+                                   const bson_value_t *v)
+{
+    BSON_APPEND_UTF8(out, "operatorName", op);
+    if (brief)
+        return;
+    bson_t sa;
+    bson_append_document_begin(out, "specifiedAs", -1, &sa);
+    bson_append_value(&sa, key, -1, v);
+    bson_append_document_end(out, &sa);
+}
+
 /* {operatorName, specifiedAs: {path: spec}, reason, consideredValue} for
  * the field predicate `path: spec` whose operator is `op`. */
 static void docvalidation_field(const char *path, const char *op, const bson_value_t *spec,
                                 const bson_t *doc, bool brief, bson_t *out)
 {
-    BSON_APPEND_UTF8(out, "operatorName", op);
-    if (!brief) {
-        bson_t sa;
-        bson_append_document_begin(out, "specifiedAs", -1, &sa);
-        bson_append_value(&sa, path, -1, spec);
-        bson_append_document_end(out, &sa);
-    }
+    docvalidation_operator(out, brief, op, path, spec);
     bson_iter_t it, found;
     bool present = bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, path, &found);
     if (strcmp(op, "$exists") == 0) {
@@ -162,28 +183,16 @@ static void docvalidation_clause(const bson_iter_t *it, const bson_t *doc, bool 
                 continue;
             }
             matcher_destroy(m);
-            const char *akey;
-            char buf[16];
-            bson_uint32_to_string(k++, &akey, buf, sizeof buf);
             bson_t entry, details;
-            bson_append_document_begin(&arr, akey, -1, &entry);
-            BSON_APPEND_INT32(&entry, "index", (int32_t)i);
-            bson_append_document_begin(&entry, "details", -1, &details);
+            docvalidation_entry_begin(&arr, k++, i, &entry, &details);
             docvalidation_filter(&f, doc, brief, &details);
-            bson_append_document_end(&entry, &details);
-            bson_append_document_end(&arr, &entry);
+            docvalidation_entry_end(&arr, &entry, &details);
         }
         bson_append_array_end(out, &arr);
         return;
     }
     if (key[0] == '$') { /* $expr, $nor, ... */
-        BSON_APPEND_UTF8(out, "operatorName", key);
-        if (!brief) {
-            bson_t sa;
-            bson_append_document_begin(out, "specifiedAs", -1, &sa);
-            bson_append_value(&sa, key, -1, v);
-            bson_append_document_end(out, &sa);
-        }
+        docvalidation_operator(out, brief, key, key, v);
         BSON_APPEND_UTF8(out, "reason", "expression did not match");
         if (strcmp(key, "$expr") == 0)
             BSON_APPEND_BOOL(out, "expressionResult", false);

@@ -75,6 +75,19 @@ void expr_value_take_bson(bson_value_t *out, bson_t *b, bson_type_t type);
  * 5787908. */
 bool expr_check_n(const bson_value_t *v, int64_t *n, dberr_t *err);
 
+/* $mergeObjects's merge of `add` onto `old` into `out` (initialised here):
+ * old's fields in their place, taking add's value where add has one, then
+ * add's other fields (expressions and accumulators). */
+void expr_merge_docs(const bson_t *old, const bson_t *add, bson_t *out);
+
+/* The {input, p, method} of $percentile (`want_p`) or {input, method} of
+ * $median named `op` (expressions and accumulators): no other field, all
+ * present, p a non-empty array of numbers in [0, 1], method "approximate";
+ * else false with mongod's codes. On success *input is at the input field
+ * and, for $percentile, *p at the p array. */
+bool expr_check_quantile(const bson_t *args, const char *op, bool want_p, bson_iter_t *input,
+                         bson_iter_t *p, dberr_t *err);
+
 /* True when the value is "truthy" for $cond / $expr: not false, null,
  * undefined, missing or numeric zero. */
 bool expr_truthy(const bson_value_t *v);

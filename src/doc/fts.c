@@ -13,6 +13,7 @@
 #include <unicode/unorm2.h>
 #include <unicode/utf8.h>
 
+#include "util/bsonview.h"
 #include "util/buf.h"
 #include "util/hash.h"
 #include "util/log.h"
@@ -569,13 +570,7 @@ static bool fts_walk_obj(const fts_spec_t *spec, const bson_t *obj, const char *
             bool arr = !is_doc;
             if ((is_doc && (!exact || spec->wildcard)) || (arr && (!is_array || spec->wildcard))) {
                 bson_t sub;
-                uint32_t len;
-                const uint8_t *data;
-                if (arr)
-                    bson_iter_array(&it, &len, &data);
-                else
-                    bson_iter_document(&it, &len, &data);
-                if (bson_init_static(&sub, data, len))
+                if (bsonview_iter(&it, &sub))
                     ok = fts_walk_obj(spec, &sub, d, arr, lang, depth + 1, fn, ctx, err);
             }
         }

@@ -8,6 +8,8 @@
 
 #include "doc/compare.h"
 #include "doc/jsonschema-private.h"
+#include "doc/regexp.h"
+#include "util/bsonview.h"
 #include "util/shellfmt.h"
 
 const char *const jsonschema_keyword_names[K_COUNT] = {
@@ -109,11 +111,8 @@ static const char *js_type_name(bson_type_t t)
 /* A nested schema held by iterator `it` (already checked to be a document). */
 static js_node_t *js_parse_iter(const bson_iter_t *it, int depth, dberr_t *err)
 {
-    uint32_t len;
-    const uint8_t *data;
     bson_t sub;
-    bson_iter_document(it, &len, &data);
-    if (!bson_init_static(&sub, data, len)) {
+    if (!bsonview_iter(it, &sub)) {
         dberr_set(err, DBERR_BAD_VALUE, "invalid $jsonSchema document");
         return NULL;
     }
@@ -122,19 +121,9 @@ static js_node_t *js_parse_iter(const bson_iter_t *it, int depth, dberr_t *err)
 
 static js_regex_t *js_regex_new(const char *pattern, size_t len, dberr_t *err)
 {
-    if (strlen(pattern) != len) {
-        dberr_set(err, 51109, "Regular expression cannot contain an embedded null byte");
+    pcre2_code *re = regexp_compile_query(pattern, len, "", err);
+    if (!re)
         return NULL;
-    }
-    int code;
-    PCRE2_SIZE off;
-    pcre2_code *re = pcre2_compile((PCRE2_SPTR)pattern, len, PCRE2_UTF, &code, &off, NULL);
-    if (!re) {
-        PCRE2_UCHAR msg[256];
-        pcre2_get_error_message(code, msg, sizeof msg);
-        dberr_set(err, 51091, "Regular expression is invalid: %s", (const char *)msg);
-        return NULL;
-    }
     js_regex_t *r = bson_malloc0(sizeof *r);
     r->code = re;
     r->md = pcre2_match_data_create_from_pattern(re, NULL);
@@ -192,17 +181,12 @@ static bool js_add_type(js_node_t *n, const char *alias, bool json, dberr_t *err
 {
     static const struct {
         const char *name;
-        int code;
-    } bson_aliases[] = {
-        {"double", 1},      {"string", 2},     {"object", 3},     {"array", 4},
-        {"binData", 5},     {"undefined", 6},  {"objectId", 7},   {"bool", 8},
-        {"date", 9},        {"null", 10},      {"regex", 11},     {"dbPointer", 12},
-        {"javascript", 13}, {"symbol", 14},    {"javascriptWithScope", 15},
-        {"int", 16},        {"timestamp", 17}, {"long", 18},      {"decimal", 19},
-        {"minKey", -1},     {"maxKey", 127},
-    }, json_aliases[] = {
-        {"array", 4}, {"boolean", 8}, {"null", 10}, {"object", 3}, {"string", 2},
+        bson_type_t type;
+    } json_aliases[] = {
+        {"array", BSON_TYPE_ARRAY}, {"boolean", BSON_TYPE_BOOL},  {"null", BSON_TYPE_NULL},
+        {"object", BSON_TYPE_DOCUMENT}, {"string", BSON_TYPE_UTF8},
     };
+    bson_type_t t = BSON_TYPE_EOD;
     if (strcmp(alias, "integer") == 0)
         return dberr_set(err, DBERR_FAILED_TO_PARSE,
                          "$jsonSchema type 'integer' is not currently supported.");
@@ -210,19 +194,19 @@ static bool js_add_type(js_node_t *n, const char *alias, bool json, dberr_t *err
         n->type_number = true;
         return true;
     }
-    size_t count = json ? sizeof json_aliases / sizeof json_aliases[0]
-                        : sizeof bson_aliases / sizeof bson_aliases[0];
-    for (size_t i = 0; i < count; i++) {
-        const char *name = json ? json_aliases[i].name : bson_aliases[i].name;
-        if (strcmp(alias, name) == 0) {
-            int code = json ? json_aliases[i].code : bson_aliases[i].code;
-            n->types |= code == -1 ? UINT64_C(1) << 62
-                        : code == 127 ? UINT64_C(1) << 63
-                                      : UINT64_C(1) << code;
-            return true;
-        }
+    if (json) {
+        for (size_t i = 0; i < sizeof json_aliases / sizeof json_aliases[0]; i++)
+            if (strcmp(alias, json_aliases[i].name) == 0)
+                t = json_aliases[i].type;
+    } else if (!shellfmt_type_from_name(alias, &t)) {
+        t = BSON_TYPE_EOD;
     }
-    return dberr_set(err, DBERR_BAD_VALUE, "Unknown type name alias: %s", alias);
+    if (t == BSON_TYPE_EOD)
+        return dberr_set(err, DBERR_BAD_VALUE, "Unknown type name alias: %s", alias);
+    n->types |= t == BSON_TYPE_MINKEY   ? UINT64_C(1) << 62
+                : t == BSON_TYPE_MAXKEY ? UINT64_C(1) << 63
+                                        : UINT64_C(1) << t;
+    return true;
 }
 
 static bool js_parse_type(js_node_t *n, js_keyword_t kw, const bson_iter_t *it, dberr_t *err)

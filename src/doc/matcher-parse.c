@@ -9,6 +9,7 @@
 #include "doc/compare.h"
 #include "doc/path.h"
 #include "util/bsonview.h"
+#include "util/shellfmt.h"
 
 static bool starts_dollar(const char *s)
 {
@@ -72,32 +73,17 @@ static bool is_unsupported_field_op(const char *op)
 /* Parses the $type argument (a code, an alias, or an array of either). */
 static bool parse_type_entry(mnode_t *n, const bson_value_t *v, dberr_t *err)
 {
-    static const struct {
-        const char *name;
-        int code;
-    } aliases[] = {
-        {"double", 1},     {"string", 2},     {"object", 3},     {"array", 4},
-        {"binData", 5},    {"undefined", 6},  {"objectId", 7},   {"bool", 8},
-        {"date", 9},       {"null", 10},      {"regex", 11},     {"dbPointer", 12},
-        {"javascript", 13}, {"symbol", 14},   {"javascriptWithScope", 15},
-        {"int", 16},       {"timestamp", 17}, {"long", 18},      {"decimal", 19},
-        {"minKey", -1},    {"maxKey", 127},
-    };
     int code;
     if (v->value_type == BSON_TYPE_UTF8) {
         if (strcmp(v->value.v_utf8.str, "number") == 0) {
             n->type_number = true;
             return true;
         }
-        size_t i;
-        for (i = 0; i < sizeof aliases / sizeof aliases[0]; i++) {
-            if (strcmp(v->value.v_utf8.str, aliases[i].name) == 0)
-                break;
-        }
-        if (i == sizeof aliases / sizeof aliases[0])
+        bson_type_t t;
+        if (!shellfmt_type_from_name(v->value.v_utf8.str, &t))
             return dberr_set(err, DBERR_BAD_VALUE, "Unknown type name alias: %s",
                              v->value.v_utf8.str);
-        code = aliases[i].code;
+        code = t == BSON_TYPE_MINKEY ? -1 : (int)t;
     } else if (compare_is_number(v)) {
         double d = compare_to_double(v);
         if (d != floor(d) || !((d >= 1 && d <= 19) || d == -1 || d == 127))
@@ -219,11 +205,8 @@ static mnode_t *parse_elem_match(const char *path, const bson_iter_t *it, int de
         if (!parse_ops(NULL, it, and_node, depth + 1, err))
             goto cleanup;
     } else {
-        uint32_t len;
-        const uint8_t *data;
         bson_t sub;
-        bson_iter_document(it, &len, &data);
-        if (!bson_init_static(&sub, data, len)) {
+        if (!bsonview_iter(it, &sub)) {
             dberr_set(err, DBERR_BAD_VALUE, "$elemMatch needs an Object");
             goto cleanup;
         }

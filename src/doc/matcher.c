@@ -17,7 +17,9 @@
 #include "doc/fts.h"
 #include "doc/jsonschema.h"
 #include "doc/matcher-private.h"
+#include "doc/num.h"
 #include "doc/path.h"
+#include "doc/regexp.h"
 #include "geo/geo.h"
 #include "util/bsonview.h"
 
@@ -94,41 +96,9 @@ void matcher_node_set_arg(mnode_t *n, const bson_value_t *v)
 
 mregex_t *matcher_regex_new(const char *pattern, size_t len, const char *flags, dberr_t *err)
 {
-    if (strlen(pattern) != len) {
-        dberr_set(err, 51109, "Regular expression cannot contain an embedded null byte");
+    pcre2_code *re = regexp_compile_query(pattern, len, flags, err);
+    if (!re)
         return NULL;
-    }
-    uint32_t opts = PCRE2_UTF;
-    for (const char *f = flags; *f; f++) {
-        switch (*f) {
-        case 'i':
-            opts |= PCRE2_CASELESS;
-            break;
-        case 'm':
-            opts |= PCRE2_MULTILINE;
-            break;
-        case 's':
-            opts |= PCRE2_DOTALL;
-            break;
-        case 'x':
-            opts |= PCRE2_EXTENDED;
-            break;
-        case 'u':
-            break;
-        default:
-            dberr_set(err, 51108, "invalid flag in regex options: %c", *f);
-            return NULL;
-        }
-    }
-    int code;
-    PCRE2_SIZE off;
-    pcre2_code *re = pcre2_compile((PCRE2_SPTR)pattern, len, opts, &code, &off, NULL);
-    if (!re) {
-        PCRE2_UCHAR msg[256];
-        pcre2_get_error_message(code, msg, sizeof msg);
-        dberr_set(err, 51091, "Regular expression is invalid: %s", (const char *)msg);
-        return NULL;
-    }
     mregex_t *r = bson_malloc0(sizeof *r);
     r->code = re;
     r->md = pcre2_match_data_create_from_pattern(re, NULL);
@@ -235,14 +205,7 @@ int64_t matcher_to_int64_trunc(const bson_value_t *v)
         return v->value.v_int32;
     if (v->value_type == BSON_TYPE_INT64)
         return v->value.v_int64;
-    double d = compare_to_double(v);
-    if (isnan(d))
-        return 0;
-    if (d >= 9223372036854775807.0)
-        return INT64_MAX;
-    if (d <= -9223372036854775808.0)
-        return INT64_MIN;
-    return (int64_t)d;
+    return num_saturate_int64(compare_to_double(v));
 }
 
 static bool mod_test(const mnode_t *n, const bson_value_t *v)

@@ -99,14 +99,14 @@ void num_to_value(const num_t *n, bson_value_t *out)
         memcpy(&out->value, &n->v, sizeof n->v);
 }
 
-static void value_decimal(bson_value_t *out, bson_decimal128_t d)
+void num_value_decimal(bson_value_t *out, bson_decimal128_t d)
 {
     memset(out, 0, sizeof *out);
     out->value_type = BSON_TYPE_DECIMAL128;
     out->value.v_decimal128 = d;
 }
 
-static void value_double(bson_value_t *out, double d)
+void num_value_double(bson_value_t *out, double d)
 {
     memset(out, 0, sizeof *out);
     out->value_type = BSON_TYPE_DOUBLE;
@@ -178,6 +178,17 @@ int num_compare(const bson_value_t *a, const bson_value_t *b)
     if (nx || ny)
         return nx && ny ? 0 : nx ? -1 : 1;
     return x < y ? -1 : x > y ? 1 : 0;
+}
+
+int64_t num_saturate_int64(double d)
+{
+    if (isnan(d))
+        return 0;
+    if (d >= 9223372036854775807.0)
+        return INT64_MAX;
+    if (d <= -9223372036854775808.0)
+        return INT64_MIN;
+    return (int64_t)d;
 }
 
 bool num_to_int64_whole(const bson_value_t *v, int64_t *out)
@@ -383,9 +394,9 @@ void num_acc_mul(num_acc_t *a, const bson_value_t *v)
 void num_acc_value(const num_acc_t *a, bson_value_t *out)
 {
     if (a->type == BSON_TYPE_DECIMAL128)
-        value_decimal(out, a->dec);
+        num_value_decimal(out, a->dec);
     else if (a->type == BSON_TYPE_DOUBLE)
-        value_double(out, a->d);
+        num_value_double(out, a->d);
     else
         value_int(out, a->l, a->type == BSON_TYPE_INT64);
 }
@@ -405,11 +416,11 @@ void num_subtract(const bson_value_t *a, const bson_value_t *b, bson_value_t *ou
 {
     int64_t x, y, r;
     if (a->value_type == BSON_TYPE_DECIMAL128 || b->value_type == BSON_TYPE_DECIMAL128) {
-        value_decimal(out, dec_sub(num_to_decimal(a), num_to_decimal(b)));
+        num_value_decimal(out, dec_sub(num_to_decimal(a), num_to_decimal(b)));
         return;
     }
     if (!value_is_int(a, &x) || !value_is_int(b, &y) || __builtin_sub_overflow(x, y, &r)) {
-        value_double(out, num_to_double(a) - num_to_double(b));
+        num_value_double(out, num_to_double(a) - num_to_double(b));
         return;
     }
     value_int(out, r, a->value_type == BSON_TYPE_INT64 || b->value_type == BSON_TYPE_INT64);
@@ -421,12 +432,12 @@ bool num_divide(const bson_value_t *a, const bson_value_t *b, bson_value_t *out)
         bson_decimal128_t den = num_to_decimal(b);
         if (dec_is_zero(den))
             return false;
-        value_decimal(out, dec_div(num_to_decimal(a), den));
+        num_value_decimal(out, dec_div(num_to_decimal(a), den));
         return true;
     }
     if (num_to_double(b) == 0.0)
         return false;
-    value_double(out, num_to_double(a) / num_to_double(b));
+    num_value_double(out, num_to_double(a) / num_to_double(b));
     return true;
 }
 
@@ -462,7 +473,7 @@ static bson_decimal128_t sum_decimal(const num_sum_t *s)
 void num_sum_value(const num_sum_t *s, bson_value_t *out)
 {
     if (s->has_dec)
-        value_decimal(out, sum_decimal(s));
+        num_value_decimal(out, sum_decimal(s));
     else
         num_acc_value(&s->nondec, out);
 }
@@ -473,9 +484,9 @@ void num_avg_value(const num_sum_t *s, bson_value_t *out)
         memset(out, 0, sizeof *out);
         out->value_type = BSON_TYPE_NULL;
     } else if (s->has_dec) {
-        value_decimal(out, dec_div(sum_decimal(s), dec_from_int64(s->count)));
+        num_value_decimal(out, dec_div(sum_decimal(s), dec_from_int64(s->count)));
     } else {
-        value_double(out, s->nondec.d / (double)s->count);
+        num_value_double(out, s->nondec.d / (double)s->count);
     }
 }
 

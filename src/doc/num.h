@@ -46,6 +46,10 @@ static inline bool num_from_value(const bson_value_t *v, num_t *out)
 /* `n` as a BSON value (null for a num of type EOD). */
 void num_to_value(const num_t *n, bson_value_t *out);
 
+/* `out` set to the double `d` / the Decimal128 `d` (nothing to free). */
+void num_value_double(bson_value_t *out, double d);
+void num_value_decimal(bson_value_t *out, bson_decimal128_t d);
+
 /* ---- valuation and order ---- */
 
 /* `v` (a number) as a long double: int32/int64/double exactly, decimal128
@@ -74,6 +78,10 @@ int num_compare(const bson_value_t *a, const bson_value_t *b);
  * int64, or a double / decimal128 with no fractional part in [-2^63, 2^63).
  * False otherwise. */
 bool num_to_int64_whole(const bson_value_t *v, int64_t *out);
+
+/* `d` as an int64 the way mongod's safeNumberLong casts: truncated toward
+ * zero, saturated at the int64 range, NaN as 0. */
+int64_t num_saturate_int64(double d);
 
 /* `v` (a number) as Decimal128 the way mongod coerces an operand: integers
  * exactly, a double rounded to 15 significant digits. */

@@ -164,6 +164,15 @@ static pnode_t *pnode_add(pnode_t *parent, const char *name, size_t len)
     return k;
 }
 
+/* Makes `n` a computed field: the expression under `it` (false with `err`
+ * when it does not parse). */
+static bool node_set_expr(pnode_t *n, const bson_iter_t *it, dberr_t *err)
+{
+    n->kind = PN_EXPR;
+    n->expr = expr_new(it, err);
+    return n->expr != NULL;
+}
+
 /* Finds or creates the node for dotted `path` under `root`; the leaf must
  * not exist yet (31250) and inner nodes must be sub-projections (31249). */
 static pnode_t *node_at(pnode_t *root, const char *path, const char *full, dberr_t *err)
@@ -332,10 +341,7 @@ static bool parse_elem(pctx_t *pc, pnode_t *parent, bson_iter_t *it, const char 
          * operators are sub-documents of expressions */
         if (BSON_ITER_HOLDS_DOCUMENT(it)) {
             bson_t sub;
-            const uint8_t *d;
-            uint32_t len;
-            bson_iter_document(it, &len, &d);
-            bson_init_static(&sub, d, len);
+            bsonview_iter(it, &sub);
             bson_iter_t f;
             bool is_op = false;
             if (bson_iter_init(&f, &sub) && bson_iter_next(&f))
@@ -350,18 +356,13 @@ static bool parse_elem(pctx_t *pc, pnode_t *parent, bson_iter_t *it, const char 
         pnode_t *n = node_at(parent, key, full, err);
         if (!n)
             return false;
-        n->kind = PN_EXPR;
-        n->expr = expr_new(it, err);
-        return n->expr != NULL;
+        return node_set_expr(n, it, err);
     }
 
     if (BSON_ITER_HOLDS_DOCUMENT(it)) {
         bson_t sub;
-        const uint8_t *d;
-        uint32_t len;
         bson_iter_t f;
-        bson_iter_document(it, &len, &d);
-        bson_init_static(&sub, d, len);
+        bsonview_iter(it, &sub);
         if (positional)
             return dberr_set(
                 err, 31271,
@@ -387,9 +388,7 @@ static bool parse_elem(pctx_t *pc, pnode_t *parent, bson_iter_t *it, const char 
                     return false;
                 dberr_clear(err);
                 /* not the find form: the $slice expression ({$slice: ["$a", 2]}) */
-                n->kind = PN_EXPR;
-                n->expr = expr_new(it, err);
-                if (!n->expr)
+                if (!node_set_expr(n, it, err))
                     return false;
                 pc->type = 1;
                 return true;
@@ -428,9 +427,7 @@ static bool parse_elem(pctx_t *pc, pnode_t *parent, bson_iter_t *it, const char 
             pnode_t *n = node_at(parent, key, full, err);
             if (!n)
                 return false;
-            n->kind = PN_EXPR;
-            n->expr = expr_new(it, err);
-            if (!n->expr) {
+            if (!node_set_expr(n, it, err)) {
                 if (err && err->code == DBERR_INVALID_PIPELINE_OPERATOR && strstr(err->msg, op) &&
                     !strchr(op, '.'))
                     dberr_set(err, 31325, "Unknown expression %s", op);
@@ -501,9 +498,7 @@ static bool parse_elem(pctx_t *pc, pnode_t *parent, bson_iter_t *it, const char 
     pnode_t *n = node_at(parent, key, full, err);
     if (!n)
         return false;
-    n->kind = PN_EXPR;
-    n->expr = expr_new(it, err);
-    if (!n->expr)
+    if (!node_set_expr(n, it, err))
         return false;
     pc->type = 1;
     return true;

@@ -8,9 +8,9 @@
  * (forgotten when users or roles change), so the status page's 2 s refresh
  * does not run PBKDF2 on the loop each time. The user then needs the
  * serverStatus action on the cluster (clusterMonitor, clusterAdmin, root).
- * Failed attempts from one address back off as logins do (cmd/sasl.c): after
- * BASICAUTH_FREE failures, requests from it get 429 with Retry-After for a
- * delay doubling from 100 ms to 5 s. Loop thread only. */
+ * Failed attempts from one address back off as logins do (auth/backoff.h):
+ * after BACKOFF_FREE failures, requests from it get 429 with Retry-After
+ * for a delay doubling from 100 ms to 5 s. Loop thread only. */
 #include <arpa/inet.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "auth/backoff.h"
 #include "cmd/access.h"
 #include "cmd/server.h"
 #include "http/http-private.h"
@@ -27,10 +28,6 @@
 
 #define BASICAUTH_CACHE_MS 60000
 #define BASICAUTH_CACHE_SLOTS 16
-#define BASICAUTH_FREE 5
-#define BASICAUTH_BASE_MS 100
-#define BASICAUTH_MAX_MS 5000
-#define BASICAUTH_FORGET_MS 60000
 #define BASICAUTH_SLOTS 64
 
 typedef struct basicauth_entry {
@@ -39,18 +36,13 @@ typedef struct basicauth_entry {
     uint64_t generation; /* access_generation() when verified */
 } basicauth_entry_t;
 
-typedef struct basicauth_failures {
-    char ip[INET6_ADDRSTRLEN];
-    int count;
-    int64_t last_ms;
-} basicauth_failures_t;
-
 static struct {
     bool keyed;
     uint8_t secret[32];
     basicauth_entry_t cache[BASICAUTH_CACHE_SLOTS];
-    basicauth_failures_t failed[BASICAUTH_SLOTS];
-} basicauth;
+    backoff_slot_t failed_slots[BASICAUTH_SLOTS];
+    backoff_t failed; /* per-address backoff (auth/backoff.h) */
+} basicauth = {.failed = {basicauth.failed_slots, BASICAUTH_SLOTS}};
 
 /* ---- remembered successes ---- */
 
@@ -93,51 +85,6 @@ static void basicauth_remember(const uint8_t *key)
     memcpy(slot->key, key, sizeof slot->key);
     slot->until_ms = server_now_ms() + BASICAUTH_CACHE_MS;
     slot->generation = access_generation();
-}
-
-/* ---- per-address backoff ---- */
-
-static basicauth_failures_t *basicauth_slot(const char *ip, bool claim)
-{
-    basicauth_failures_t *oldest = &basicauth.failed[0];
-    for (int i = 0; i < BASICAUTH_SLOTS; i++) {
-        if (strcmp(basicauth.failed[i].ip, ip) == 0)
-            return &basicauth.failed[i];
-        if (basicauth.failed[i].last_ms < oldest->last_ms)
-            oldest = &basicauth.failed[i];
-    }
-    if (!claim)
-        return NULL;
-    memset(oldest, 0, sizeof *oldest);
-    snprintf(oldest->ip, sizeof oldest->ip, "%s", ip);
-    return oldest;
-}
-
-static void basicauth_note(const char *ip, bool ok)
-{
-    basicauth_failures_t *f = basicauth_slot(ip, !ok);
-    if (!f)
-        return;
-    int64_t now = server_now_ms();
-    if (ok || now - f->last_ms > BASICAUTH_FORGET_MS)
-        f->count = 0;
-    if (!ok)
-        f->count++;
-    f->last_ms = now;
-}
-
-/* Milliseconds `ip` must still wait before its credentials are checked. */
-static int64_t basicauth_wait_ms(const char *ip)
-{
-    basicauth_failures_t *f = basicauth_slot(ip, false);
-    if (!f || f->count < BASICAUTH_FREE)
-        return 0;
-    int shift = f->count - BASICAUTH_FREE;
-    int64_t delay = shift > 6 ? BASICAUTH_MAX_MS : (int64_t)BASICAUTH_BASE_MS << shift;
-    if (delay > BASICAUTH_MAX_MS)
-        delay = BASICAUTH_MAX_MS;
-    int64_t left = f->last_ms + delay - server_now_ms();
-    return left > 0 ? left : 0;
 }
 
 /* ---- the credential ---- */
@@ -247,9 +194,11 @@ basicauth_result_t basicauth_check(struct MHD_Connection *conn, int64_t *retry_m
     record_t *r = basicauth_user(name, user, sizeof user, db, sizeof db);
     bool verified = r && basicauth_cached(key);
     if (!verified) {
-        int64_t wait = basicauth_wait_ms(ip);
+        int64_t now = server_now_ms();
+        int64_t wait = backoff_left_ms(&basicauth.failed, ip, now);
         if (wait > 0) {
-            basicauth_note(ip, false); /* hammering during the wait prolongs it */
+            /* hammering during the wait prolongs it */
+            backoff_note(&basicauth.failed, ip, false, now);
             *retry_ms = wait;
             res = BASICAUTH_BACKOFF;
             goto cleanup;
@@ -268,7 +217,7 @@ basicauth_result_t basicauth_check(struct MHD_Connection *conn, int64_t *retry_m
             basicauth_verify(&cred, user, password);
         }
         OPENSSL_cleanse(&cred, sizeof cred);
-        basicauth_note(ip, verified);
+        backoff_note(&basicauth.failed, ip, verified, server_now_ms());
         if (!verified) {
             basicauth_log_failure(ip, user, db, "Authentication failed.");
             goto cleanup;

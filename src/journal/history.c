@@ -2,6 +2,7 @@
  * change streams read, oldest first, built by the journal's observer and
  * trimmed by age and size. */
 #include "journal/history.h"
+#include "journal/journal-private.h"
 
 #include "util/buf.h"
 
@@ -32,9 +33,7 @@ static struct {
     /* the commit being built: its ops array's elements, raw BSON */
     buf_t ops;
     uint32_t nops;
-    bool has_txn;
-    bson_t lsid;
-    int64_t txn_number;
+    journal_txn_tag_t txn; /* the commit's transaction, if any */
 } hist;
 
 void history_configure(int64_t seconds, int64_t bytes)
@@ -208,11 +207,7 @@ void history_op_ddl(const char *db, const bson_t *cmd)
 
 void history_set_txn(const bson_t *lsid, int64_t txn_number)
 {
-    if (hist.has_txn)
-        bson_destroy(&hist.lsid);
-    bson_copy_to(lsid, &hist.lsid);
-    hist.txn_number = txn_number;
-    hist.has_txn = true;
+    journal_txn_tag_set(&hist.txn, lsid, txn_number);
 }
 
 static void history_pop(void)
@@ -264,7 +259,7 @@ static void history_push(clock_ts_t ts, int64_t wall_ms, uint64_t lsn, uint32_t 
     }
     history_chunk_t *c;
     size_t arr = 4 + hist.ops.len + 1;
-    size_t txn = hist.has_txn ? 1 + 5 + hist.lsid.len + 1 + 10 + 8 : 0;
+    size_t txn = hist.txn.set ? 1 + 5 + hist.txn.lsid.len + 1 + 10 + 8 : 0;
     uint32_t len = doc ? doc->len : (uint32_t)(4 + 5 + arr + txn + 1);
     uint8_t *p = history_alloc(len, &c);
     if (doc) {
@@ -278,12 +273,12 @@ static void history_push(clock_ts_t ts, int64_t wall_ms, uint64_t lsn, uint32_t 
         memcpy(w + 4, hist.ops.data, hist.ops.len);
         w[4 + hist.ops.len] = 0;
         w += arr;
-        if (hist.has_txn) {
+        if (hist.txn.set) {
             memcpy(w, "\x03lsid", 6);
-            memcpy(w + 6, bson_get_data(&hist.lsid), hist.lsid.len);
-            w += 6 + hist.lsid.len;
+            memcpy(w + 6, bson_get_data(&hist.txn.lsid), hist.txn.lsid.len);
+            w += 6 + hist.txn.lsid.len;
             memcpy(w, "\x12txnNumber", 11);
-            buf_put_le(w + 11, 8, (uint64_t)hist.txn_number);
+            buf_put_le(w + 11, 8, (uint64_t)hist.txn.number);
             w += 19;
         }
         *w = 0;
@@ -303,10 +298,7 @@ void history_commit(clock_ts_t ts, int64_t wall_ms, uint64_t lsn)
 {
     if (hist.nops > 0)
         history_push(ts, wall_ms, lsn, hist.nops, NULL);
-    if (hist.has_txn) {
-        bson_destroy(&hist.lsid);
-        hist.has_txn = false;
-    }
+    journal_txn_tag_clear(&hist.txn);
     if (hist.nops == 0)
         return;
     hist.ops.len = 0;
@@ -408,8 +400,5 @@ void history_clear(void)
     hist.horizon = (clock_ts_t){0, 0};
     hist.ops.len = 0;
     hist.nops = 0;
-    if (hist.has_txn) {
-        bson_destroy(&hist.lsid);
-        hist.has_txn = false;
-    }
+    journal_txn_tag_clear(&hist.txn);
 }

@@ -22,6 +22,23 @@
 /* Snapshot file: magic, u64 lsn, tagged entries, u32 crc32c of all before. */
 #define SNAPSHOT_MAGIC "ATOMDBS1"
 
+/* ---- journal.c: the transaction of the commit being built ---- */
+
+/* The session and number of the transaction a commit being built belongs
+ * to, kept by the journal (for the log record) and by history (for change
+ * events). */
+typedef struct journal_txn_tag {
+    bool set;       /* false: the commit is no transaction's */
+    bson_t lsid;    /* owned when set */
+    int64_t number; /* txnNumber */
+} journal_txn_tag_t;
+
+/* Tags `t` with the session `lsid` (copied) and `number`, replacing any
+ * previous tag. */
+void journal_txn_tag_set(journal_txn_tag_t *t, const bson_t *lsid, int64_t number);
+/* Drops the tag of `t`, if any. */
+void journal_txn_tag_clear(journal_txn_tag_t *t);
+
 /* ---- walrec.c (the record format) ---- */
 
 /* Appends one record holding `payload` as log record `lsn` to `b`. */

@@ -47,9 +47,7 @@ static struct {
     int64_t snapshot_took_ms;  /* the last snapshot's duration, -1 when none */
     uint64_t snapshots;        /* written since start */
     clock_ts_t commit_ts;    /* the cluster time of the last sealed commit */
-    bool has_txn;            /* the pending commit is a transaction's: */
-    bson_t txn_lsid;         /* ... its session */
-    int64_t txn_number;      /* ... and number */
+    journal_txn_tag_t txn;   /* the pending commit's transaction, if any */
     void (*commit_hook)(uint64_t lsn); /* told of every sealed commit */
 } journal = {.lock_fd = -1, .snapshot_took_ms = -1};
 
@@ -187,13 +185,24 @@ static int64_t journal_wall_ms(void)
     return base_wall + (int64_t)(now - base_loop);
 }
 
+void journal_txn_tag_set(journal_txn_tag_t *t, const bson_t *lsid, int64_t number)
+{
+    journal_txn_tag_clear(t);
+    bson_copy_to(lsid, &t->lsid);
+    t->number = number;
+    t->set = true;
+}
+
+void journal_txn_tag_clear(journal_txn_tag_t *t)
+{
+    if (t->set)
+        bson_destroy(&t->lsid);
+    t->set = false;
+}
+
 void journal_note_txn(const bson_t *lsid, int64_t txn_number)
 {
-    if (journal.has_txn)
-        bson_destroy(&journal.txn_lsid);
-    bson_copy_to(lsid, &journal.txn_lsid);
-    journal.txn_number = txn_number;
-    journal.has_txn = true;
+    journal_txn_tag_set(&journal.txn, lsid, txn_number);
     history_set_txn(lsid, txn_number);
 }
 
@@ -205,10 +214,7 @@ void journal_set_commit_hook(void (*hook)(uint64_t lsn))
 uint64_t journal_seal(void)
 {
     if (journal.nops == 0) {
-        if (journal.has_txn) {
-            bson_destroy(&journal.txn_lsid);
-            journal.has_txn = false;
-        }
+        journal_txn_tag_clear(&journal.txn);
         history_commit(journal.commit_ts, 0, 0); /* drops a stray lsid */
         return 0;
     }
@@ -220,18 +226,15 @@ uint64_t journal_seal(void)
         BSON_APPEND_TIMESTAMP(&payload, "ts", journal.commit_ts.t, journal.commit_ts.i);
         BSON_APPEND_DATE_TIME(&payload, "wall", wall);
         bson_append_array(&payload, "ops", 3, &journal.ops);
-        if (journal.has_txn) { /* replay rebuilds the events' lsid/txnNumber */
-            BSON_APPEND_DOCUMENT(&payload, "lsid", &journal.txn_lsid);
-            BSON_APPEND_INT64(&payload, "txnNumber", journal.txn_number);
+        if (journal.txn.set) { /* replay rebuilds the events' lsid/txnNumber */
+            BSON_APPEND_DOCUMENT(&payload, "lsid", &journal.txn.lsid);
+            BSON_APPEND_INT64(&payload, "txnNumber", journal.txn.number);
         }
         lsn = wal_append(&payload);
         bson_destroy(&payload);
         bson_reinit(&journal.ops);
     }
-    if (journal.has_txn) {
-        bson_destroy(&journal.txn_lsid);
-        journal.has_txn = false;
-    }
+    journal_txn_tag_clear(&journal.txn);
     journal.nops = 0;
     history_commit(journal.commit_ts, wall, lsn);
     if (journal.commit_hook)

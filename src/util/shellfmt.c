@@ -160,3 +160,16 @@ const char *shellfmt_type_name(bson_type_t t)
         return shellfmt_type_names[t];
     return t == BSON_TYPE_MINKEY ? "minKey" : t == BSON_TYPE_MAXKEY ? "maxKey" : "unknown";
 }
+
+bool shellfmt_type_from_name(const char *name, bson_type_t *out)
+{
+    for (size_t t = 1; t < sizeof shellfmt_type_names / sizeof shellfmt_type_names[0]; t++)
+        if (!strcmp(shellfmt_type_names[t], name)) {
+            *out = (bson_type_t)t;
+            return true;
+        }
+    if (strcmp(name, "minKey") && strcmp(name, "maxKey"))
+        return false;
+    *out = name[1] == 'i' ? BSON_TYPE_MINKEY : BSON_TYPE_MAXKEY;
+    return true;
+}

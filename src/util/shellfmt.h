@@ -29,4 +29,9 @@ char *shellfmt_value(const bson_value_t *v);
  * messages name it; "missing" for BSON_TYPE_EOD (an absent field). */
 const char *shellfmt_type_name(bson_type_t t);
 
+/* The BSON type whose mongod alias is `name` (the names above but
+ * "missing"; not "number", which is several), as $type and $convert read
+ * them; false when `name` is none of them. */
+bool shellfmt_type_from_name(const char *name, bson_type_t *out);
+
 #endif

@@ -120,12 +120,7 @@ static bool op_mod(const expr_t *e, const bson_value_t *v, bson_value_t *out, db
     return ok;
 }
 
-/* Evaluates the single numeric argument of $abs/$ceil/$floor etc.; *done is
- * set when `out` already holds the answer (null). */
-/* The one argument of $abs $ceil $floor $sqrt $exp $ln $log10: 0 when
- * `out` is already the answer (null for a nullish argument), -1 with
- * Location28765 when it is not a number, 1 to go on. */
-static int one_number(const expr_t *e, const bson_value_t *v, bson_value_t *out, dberr_t *err)
+int expr_one_number(const expr_t *e, const bson_value_t *v, bson_value_t *out, dberr_t *err)
 {
     if (expr_is_nullish(v)) {
         expr_val_null(out);
@@ -141,7 +136,7 @@ static int one_number(const expr_t *e, const bson_value_t *v, bson_value_t *out,
 
 static bool op_abs(const expr_t *e, const bson_value_t *v, bson_value_t *out, dberr_t *err)
 {
-    int go = one_number(e, v, out, err);
+    int go = expr_one_number(e, v, out, err);
     if (go <= 0)
         return go == 0;
     switch (v->value_type) {
@@ -167,7 +162,7 @@ static bool op_abs(const expr_t *e, const bson_value_t *v, bson_value_t *out, db
 static bool op_rounding(const expr_t *e, const bson_value_t *v, bson_value_t *out, dberr_t *err)
 {
     double (*fn)(double) = e->op->aux ? ceil : floor;
-    int go = one_number(e, v, out, err);
+    int go = expr_one_number(e, v, out, err);
     if (go <= 0)
         return go == 0;
     if (v->value_type == BSON_TYPE_INT32 || v->value_type == BSON_TYPE_INT64)
@@ -264,7 +259,7 @@ static bool math1(const expr_t *e, const bson_value_t *v, bson_value_t *out, dbe
 {
     double (*fn)(double) = math1_fns[e->op->aux].fn;
     bool need_nonneg = math1_fns[e->op->aux].need_nonneg, need_pos = math1_fns[e->op->aux].need_pos;
-    int go = one_number(e, v, out, err);
+    int go = expr_one_number(e, v, out, err);
     if (go <= 0)
         return go == 0;
     double x = num_to_double(v);

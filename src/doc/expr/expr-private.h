@@ -150,12 +150,18 @@ int expr_unary(const bson_value_t *v, bson_type_t want, int code, const char *fm
  * them, each borrowing `arr`'s bytes); false with `err` when the loop was
  * stopped (fiber_check). */
 bool expr_array_values(const bson_value_t *arr, bson_value_t **vals, size_t *n, dberr_t *err);
+/* The one argument `v` of $abs $ceil … $sqrt and $sin … $atanh: 0 when
+ * `out` is already the answer (null for a nullish argument), -1 with
+ * Location28765 when it is not a number, 1 to go on. */
+int expr_one_number(const expr_t *e, const bson_value_t *v, bson_value_t *out, dberr_t *err);
 /* A number that is a whole 32-bit integer. */
 bool expr_as_int32(const bson_value_t *v, int32_t *out);
 /* Binds `name` to `v` on top of `base` into `vars` (initialised here). */
 void expr_bind_var(bson_t *vars, const bson_t *base, const char *name, const bson_value_t *v);
 /* Appends `v` to the array `arr` under the next index `*idx`. */
 void expr_array_append(bson_t *arr, uint32_t *idx, const bson_value_t *v);
+/* The `n` values `vals` as an array value into `out` (owned). */
+void expr_values_to_array(const bson_value_t *vals, size_t n, bson_value_t *out);
 
 /* ---- evaluation ---- */
 

@@ -878,6 +878,16 @@ void expr_array_append(bson_t *arr, uint32_t *idx, const bson_value_t *v)
     bson_append_value(arr, k, -1, v);
 }
 
+void expr_values_to_array(const bson_value_t *vals, size_t n, bson_value_t *out)
+{
+    bson_t arr;
+    uint32_t idx = 0;
+    bson_init(&arr);
+    for (size_t i = 0; i < n; i++)
+        expr_array_append(&arr, &idx, &vals[i]);
+    expr_value_take_bson(out, &arr, BSON_TYPE_ARRAY);
+}
+
 /* Reads a number that must be a whole 32-bit integer. */
 bool expr_as_int32(const bson_value_t *v, int32_t *out)
 {

@@ -78,12 +78,7 @@ static bool op_nelem(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, 
     {
         size_t take = (uint64_t)n < nv ? (size_t)n : nv;
         size_t from = kind == NE_LAST ? nv - take : 0;
-        bson_t arr;
-        uint32_t idx = 0;
-        bson_init(&arr);
-        for (size_t i = from; i < from + take; i++)
-            expr_array_append(&arr, &idx, &vals[i]);
-        expr_value_take_bson(out, &arr, BSON_TYPE_ARRAY);
+        expr_values_to_array(take ? vals + from : NULL, take, out); /* vals: NULL when empty */
     }
 cleanup:
     bson_free(vals);
@@ -197,14 +192,7 @@ static bool op_sortarray(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *o
      * of runs would be needed; mongod's std::sort is not stable either */
     if (n > 1) /* else nothing to sort, and vals may be NULL (qsort must not get it) */
         qsort(vals, n, sizeof *vals, sortby_cmp);
-    {
-        bson_t arr;
-        uint32_t idx = 0;
-        bson_init(&arr);
-        for (size_t i = 0; i < n; i++)
-            expr_array_append(&arr, &idx, &vals[i]);
-        expr_value_take_bson(out, &arr, BSON_TYPE_ARRAY);
-    }
+    expr_values_to_array(vals, n, out);
 cleanup:
     sortspec_destroy(spec);
     bson_free(vals);
@@ -354,6 +342,59 @@ cleanup:
 
 /* ---- $median $percentile ---- */
 
+/* The p array at `p` (a number in [0, 1] each, at least one), else false
+ * with mongod's 7750301 / 7750302 / 7750303. */
+static bool quantile_check_p(const bson_iter_t *p, dberr_t *err)
+{
+    static const char msg[] =
+        "The $percentile 'p' field must be an array of numbers from [0.0, 1.0], but found: %s";
+    const bson_value_t *bad = bson_iter_value((bson_iter_t *)p);
+    int code = 7750301;
+    uint32_t np = 0;
+    bson_iter_t el;
+    if (BSON_ITER_HOLDS_ARRAY(p) && bson_iter_recurse(p, &el))
+        while (bson_iter_next(&el)) {
+            const bson_value_t *pv = bson_iter_value(&el);
+            double d = num_is_number(pv) ? num_to_double(pv) : NAN;
+            if (!(d >= 0 && d <= 1)) {
+                bad = pv;
+                code = num_is_number(pv) ? 7750303 : 7750302;
+                break;
+            }
+            np++;
+        }
+    if (code == 7750301 && np > 0)
+        return true;
+    char *s = shellfmt_value(bad);
+    dberr_set(err, code, msg, s);
+    bson_free(s);
+    return false;
+}
+
+bool expr_check_quantile(const bson_t *args, const char *op, bool want_p, bson_iter_t *input,
+                         bson_iter_t *p, dberr_t *err)
+{
+    static const char *const required[] = {"input", "p", "method"};
+    bson_iter_t it;
+    bson_iter_init(&it, args);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "input") && strcmp(k, "method") && (!want_p || strcmp(k, "p")))
+            return dberr_set(err, 40415, "BSON field '%s.%s' is an unknown field.", op, k);
+    }
+    for (int i = 0; i < 3; i++)
+        if ((i != 1 || want_p) && !bson_has_field(args, required[i]))
+            return dberr_set(err, 40414, "BSON field '%s.%s' is missing but a required field", op,
+                             required[i]);
+    if (want_p && !(bson_iter_init_find(p, args, "p") && quantile_check_p(p, err)))
+        return false;
+    bson_iter_init_find(&it, args, "method");
+    if (!BSON_ITER_HOLDS_UTF8(&it) || strcmp(bson_iter_utf8(&it, NULL), "approximate"))
+        return dberr_set(err, DBERR_BAD_VALUE,
+                         "Currently only 'approximate' can be used as a percentile 'method'.");
+    return bson_iter_init_find(input, args, "input");
+}
+
 /* {input, p, method} ($median: no p): e->args[0] the input, e->cval the p
  * array (checked here, as the accumulators check it). */
 static bool parse_quantile(expr_t *e, bson_iter_t *arg, dberr_t *err)
@@ -361,7 +402,7 @@ static bool parse_quantile(expr_t *e, bson_iter_t *arg, dberr_t *err)
     bool want_p = e->op->aux;
     const char *op = e->op->name;
     bson_t args;
-    bson_iter_t it, el;
+    bson_iter_t it, p;
     if (!BSON_ITER_HOLDS_DOCUMENT(arg)) {
         char *s = shellfmt_value(bson_iter_value(arg));
         bool r = dberr_set(err, 7429703, "specification must be an object; found %s: %s", op, s);
@@ -369,51 +410,10 @@ static bool parse_quantile(expr_t *e, bson_iter_t *arg, dberr_t *err)
         return r;
     }
     expr_bson_of(bson_iter_value(arg), &args);
-    bson_iter_init(&it, &args);
-    while (bson_iter_next(&it)) {
-        const char *k = bson_iter_key(&it);
-        if (strcmp(k, "input") && strcmp(k, "method") && (!want_p || strcmp(k, "p")))
-            return dberr_set(err, 40415, "BSON field '%s.%s' is an unknown field.", op, k);
-    }
-    static const char *const required[] = {"input", "p", "method"};
-    for (int i = 0; i < 3; i++)
-        if ((i != 1 || want_p) && !bson_has_field(&args, required[i]))
-            return dberr_set(err, 40414, "BSON field '%s.%s' is missing but a required field", op,
-                             required[i]);
-    if (want_p) {
-        uint32_t np = 0;
-        bson_iter_init_find(&it, &args, "p");
-        if (BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &el))
-            while (bson_iter_next(&el)) {
-                const bson_value_t *pv = bson_iter_value(&el);
-                double p = num_is_number(pv) ? num_to_double(pv) : NAN;
-                if (!(p >= 0 && p <= 1)) {
-                    char *s = shellfmt_value(pv);
-                    bool r = dberr_set(err, num_is_number(pv) ? 7750303 : 7750302,
-                                       "The $percentile 'p' field must be an array of numbers "
-                                       "from [0.0, 1.0], but found: %s",
-                                       s);
-                    bson_free(s);
-                    return r;
-                }
-                np++;
-            }
-        if (np == 0) {
-            char *s = shellfmt_value(bson_iter_value(&it));
-            bool r = dberr_set(err, 7750301,
-                               "The $percentile 'p' field must be an array of numbers from [0.0, "
-                               "1.0], but found: %s",
-                               s);
-            bson_free(s);
-            return r;
-        }
-        bson_value_copy(bson_iter_value(&it), &e->cval);
-    }
-    bson_iter_init_find(&it, &args, "method");
-    if (!BSON_ITER_HOLDS_UTF8(&it) || strcmp(bson_iter_utf8(&it, NULL), "approximate"))
-        return dberr_set(err, DBERR_BAD_VALUE,
-                         "Currently only 'approximate' can be used as a percentile 'method'.");
-    bson_iter_init_find(&it, &args, "input");
+    if (!expr_check_quantile(&args, op, want_p, &it, &p, err))
+        return false;
+    if (want_p)
+        bson_value_copy(bson_iter_value(&p), &e->cval);
     expr_t *in = expr_parse(&it, err);
     if (!in)
         return false;
@@ -483,56 +483,16 @@ cleanup:
 }
 
 const expr_op_t expr_nelem_ops[] = {
-    {"$firstN",
-     op_nelem,
-     OPP_NAMED,
-     0,
-     0,
-     {"!n", "!input", NULL},
-     NE_FIRST,
-     NULL,
-     NULL,
-     NULL,
-     {5787900, 5787901},
-     {5787906, 5787907}},
-    {"$lastN",
-     op_nelem,
-     OPP_NAMED,
-     0,
-     0,
-     {"!n", "!input", NULL},
-     NE_LAST,
-     NULL,
-     NULL,
-     NULL,
-     {5787900, 5787901},
-     {5787906, 5787907}},
+    {"$firstN", op_nelem, OPP_NAMED, .params = {"!n", "!input"}, .aux = NE_FIRST,
+     .named_codes = {5787900, 5787901}, .missing_codes = {5787906, 5787907}},
+    {"$lastN", op_nelem, OPP_NAMED, .params = {"!n", "!input"}, .aux = NE_LAST,
+     .named_codes = {5787900, 5787901}, .missing_codes = {5787906, 5787907}},
     {"$median", op_quantile, OPP_CUSTOM, 0, 0, {0}, 0, NULL, NULL, parse_quantile},
     {"$percentile", op_quantile, OPP_CUSTOM, 0, 0, {0}, 1, NULL, NULL, parse_quantile},
-    {"$maxN",
-     op_nelem,
-     OPP_NAMED,
-     0,
-     0,
-     {"!n", "!input", NULL},
-     NE_MAX,
-     NULL,
-     NULL,
-     NULL,
-     {5787900, 5787901},
-     {5787906, 5787907}},
-    {"$minN",
-     op_nelem,
-     OPP_NAMED,
-     0,
-     0,
-     {"!n", "!input", NULL},
-     NE_MIN,
-     NULL,
-     NULL,
-     NULL,
-     {5787900, 5787901},
-     {5787906, 5787907}},
+    {"$maxN", op_nelem, OPP_NAMED, .params = {"!n", "!input"}, .aux = NE_MAX,
+     .named_codes = {5787900, 5787901}, .missing_codes = {5787906, 5787907}},
+    {"$minN", op_nelem, OPP_NAMED, .params = {"!n", "!input"}, .aux = NE_MIN,
+     .named_codes = {5787900, 5787901}, .missing_codes = {5787906, 5787907}},
     {"$sortArray", op_sortarray, OPP_CUSTOM, 0, 0, {0}, 0, NULL, NULL, parse_sortarray},
     {"$zip", op_zip, OPP_CUSTOM, 0, 0, {0}, 0, NULL, NULL, parse_zip},
     {NULL, NULL, OPP_ARGS, 0, 0, {0}, 0, NULL},

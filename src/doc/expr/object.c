@@ -7,6 +7,22 @@
 
 #include "util/shellfmt.h"
 
+void expr_merge_docs(const bson_t *old, const bson_t *add, bson_t *out)
+{
+    bson_iter_t it, f;
+    bson_init(out);
+    if (bson_iter_init(&it, old))
+        while (bson_iter_next(&it)) {
+            /* a field already there keeps its place and takes the new value */
+            bson_iter_t *from = bson_iter_init_find(&f, add, bson_iter_key(&it)) ? &f : &it;
+            bson_append_value(out, bson_iter_key(&it), -1, bson_iter_value(from));
+        }
+    if (bson_iter_init(&it, add))
+        while (bson_iter_next(&it))
+            if (!bson_has_field(old, bson_iter_key(&it)))
+                bson_append_value(out, bson_iter_key(&it), -1, bson_iter_value(&it));
+}
+
 /* One $mergeObjects input merged into `acc`: its fields replace acc's in
  * place, new ones are appended; null inputs are skipped. */
 static bool merge_one(const expr_t *e, size_t i, const bson_value_t *v, bson_t *acc, void *st,
@@ -18,21 +34,8 @@ static bool merge_one(const expr_t *e, size_t i, const bson_value_t *v, bson_t *
                          "$mergeObjects requires object inputs, but input is of type %s", err))
         return false;
     bson_t b, merged;
-    bson_iter_t it;
     expr_bson_of(v, &b);
-    bson_init(&merged);
-    if (bson_iter_init(&it, acc))
-        while (bson_iter_next(&it)) {
-            bson_iter_t f;
-            if (bson_iter_init_find(&f, &b, bson_iter_key(&it)))
-                bson_append_value(&merged, bson_iter_key(&it), -1, bson_iter_value(&f));
-            else
-                bson_append_value(&merged, bson_iter_key(&it), -1, bson_iter_value(&it));
-        }
-    if (bson_iter_init(&it, &b))
-        while (bson_iter_next(&it))
-            if (!bson_has_field(acc, bson_iter_key(&it)))
-                bson_append_value(&merged, bson_iter_key(&it), -1, bson_iter_value(&it));
+    expr_merge_docs(acc, &b, &merged);
     bson_destroy(acc);
     bson_steal(acc, &merged);
     return true;

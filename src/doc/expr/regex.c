@@ -3,10 +3,9 @@
  * offsets and their captures, as mongod's RegexExecutionState. */
 #include "doc/expr/expr-private.h"
 
-#define PCRE2_CODE_UNIT_WIDTH 8
-#include <pcre2.h>
 #include <string.h>
 
+#include "doc/regexp.h"
 #include "util/fiber.h"
 #include "util/shellfmt.h"
 
@@ -33,7 +32,7 @@ static bool rx_compile(const expr_t *e, const bson_value_t *re, const bson_value
 {
     const char *pattern, *flags = "";
     size_t len;
-    uint32_t opts = PCRE2_UTF;
+    uint32_t opts;
     memset(r, 0, sizeof *r);
     if (re->value_type == BSON_TYPE_REGEX) {
         pattern = re->value.v_regex.regex ? re->value.v_regex.regex : "";
@@ -60,32 +59,11 @@ static bool rx_compile(const expr_t *e, const bson_value_t *re, const bson_value
                          "%s: regular expression options cannot contain an embedded "
                          "null byte",
                          e->op->name);
-    for (const char *f = flags; *f; f++) {
-        switch (*f) {
-        case 'i':
-            opts |= PCRE2_CASELESS;
-            break;
-        case 'm':
-            opts |= PCRE2_MULTILINE;
-            break;
-        case 's':
-            opts |= PCRE2_DOTALL;
-            break;
-        case 'x':
-            opts |= PCRE2_EXTENDED;
-            break;
-        default:
-            return dberr_set(err, 51108, "%s invalid flag in regex options: %c", e->op->name, *f);
-        }
-    }
-    int code;
-    PCRE2_SIZE off;
-    r->code = pcre2_compile((PCRE2_SPTR)pattern, len, opts, &code, &off, NULL);
-    if (!r->code) {
-        PCRE2_UCHAR msg[256];
-        pcre2_get_error_message(code, msg, sizeof msg);
-        return dberr_set(err, 51111, "Invalid Regex in %s: %s", e->op->name, (const char *)msg);
-    }
+    char bad, msg[256];
+    if (!regexp_options(flags, false, &opts, &bad))
+        return dberr_set(err, 51108, "%s invalid flag in regex options: %c", e->op->name, bad);
+    if (!(r->code = regexp_compile(pattern, len, opts, msg, sizeof msg)))
+        return dberr_set(err, 51111, "Invalid Regex in %s: %s", e->op->name, msg);
     r->md = pcre2_match_data_create_from_pattern(r->code, NULL);
     return true;
 }
@@ -228,41 +206,11 @@ cleanup:
 }
 
 const expr_op_t expr_regex_ops[] = {
-    {"$regexFind",
-     op_regex,
-     OPP_NAMED,
-     0,
-     0,
-     {"!input", "!regex", "options", NULL},
-     RX_FIND,
-     NULL,
-     NULL,
-     NULL,
-     {51103, 31024},
-     {31022, 31023, 0}},
-    {"$regexFindAll",
-     op_regex,
-     OPP_NAMED,
-     0,
-     0,
-     {"!input", "!regex", "options", NULL},
-     RX_FIND_ALL,
-     NULL,
-     NULL,
-     NULL,
-     {51103, 31024},
-     {31022, 31023, 0}},
-    {"$regexMatch",
-     op_regex,
-     OPP_NAMED,
-     0,
-     0,
-     {"!input", "!regex", "options", NULL},
-     RX_MATCH,
-     NULL,
-     NULL,
-     NULL,
-     {51103, 31024},
-     {31022, 31023, 0}},
+    {"$regexFind", op_regex, OPP_NAMED, .params = {"!input", "!regex", "options"}, .aux = RX_FIND,
+     .named_codes = {51103, 31024}, .missing_codes = {31022, 31023}},
+    {"$regexFindAll", op_regex, OPP_NAMED, .params = {"!input", "!regex", "options"},
+     .aux = RX_FIND_ALL, .named_codes = {51103, 31024}, .missing_codes = {31022, 31023}},
+    {"$regexMatch", op_regex, OPP_NAMED, .params = {"!input", "!regex", "options"}, .aux = RX_MATCH,
+     .named_codes = {51103, 31024}, .missing_codes = {31022, 31023}},
     {NULL, NULL, OPP_ARGS, 0, 0, {0}, 0, NULL},
 };

@@ -55,17 +55,6 @@ static bool set_has(const bson_value_t *set, size_t n, const bson_value_t *v)
     return n && bsearch(v, set, n, sizeof *set, value_cmp) != NULL;
 }
 
-/* `n` values as an array value into `out`. */
-static void values_to_array(const bson_value_t *vals, size_t n, bson_value_t *out)
-{
-    bson_t arr;
-    uint32_t idx = 0;
-    bson_init(&arr);
-    for (size_t i = 0; i < n; i++)
-        expr_array_append(&arr, &idx, &vals[i]);
-    expr_value_take_bson(out, &arr, BSON_TYPE_ARRAY);
-}
-
 /* $setUnion (aux 0) and $setIntersection (aux 1): null when an operand is
  * nullish, the result sorted as mongod's ordered ValueSet. */
 static bool op_union_inter(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
@@ -109,7 +98,7 @@ static bool op_union_inter(const expr_t *e, const expr_ctx_t *ctx, bson_value_t 
         vals = NULL;
     }
     if (ok)
-        values_to_array(acc, nacc, out);
+        expr_values_to_array(acc, nacc, out);
 cleanup:
     if (ok && null)
         expr_val_null(out);
@@ -129,6 +118,20 @@ static bool to_set(const bson_value_t *v, bson_value_t **vals, size_t *n, dberr_
     return true;
 }
 
+/* Both operands of $setDifference / $setIsSubset arrays, else mongod's
+ * `first_code` or `second_code`. */
+static bool both_arrays(const expr_t *e, const bson_value_t *v, int first_code, int second_code,
+                        dberr_t *err)
+{
+    for (int i = 0; i < 2; i++)
+        if (v[i].value_type != BSON_TYPE_ARRAY)
+            return dberr_set(err, i ? second_code : first_code,
+                             "both operands of %s must be arrays. %s argument is of type: %s",
+                             e->op->name, i ? "Second" : "First",
+                             shellfmt_type_name(v[i].value_type));
+    return true;
+}
+
 static bool op_setdifference(const expr_t *e, const bson_value_t *v, bson_value_t *out,
                              dberr_t *err)
 {
@@ -139,12 +142,8 @@ static bool op_setdifference(const expr_t *e, const bson_value_t *v, bson_value_
         expr_val_null(out);
         return true;
     }
-    for (int i = 0; i < 2; i++)
-        if (v[i].value_type != BSON_TYPE_ARRAY)
-            return dberr_set(err, i ? 17049 : 17048,
-                             "both operands of $setDifference must be arrays. %s argument is of "
-                             "type: %s",
-                             i ? "Second" : "First", shellfmt_type_name(v[i].value_type));
+    if (!both_arrays(e, v, 17048, 17049, err))
+        return false;
     if (!(ok = expr_array_values(&v[0], &a, &na, err) && to_set(&v[1], &b, &nb, err)))
         goto cleanup;
     {
@@ -172,12 +171,8 @@ static bool op_setissubset(const expr_t *e, const bson_value_t *v, bson_value_t 
     bson_value_t *a = NULL, *b = NULL;
     size_t na, nb;
     bool ok;
-    for (int i = 0; i < 2; i++)
-        if (v[i].value_type != BSON_TYPE_ARRAY)
-            return dberr_set(err, i ? 17042 : 17046,
-                             "both operands of $setIsSubset must be arrays. %s argument is of "
-                             "type: %s",
-                             i ? "Second" : "First", shellfmt_type_name(v[i].value_type));
+    if (!both_arrays(e, v, 17046, 17042, err))
+        return false;
     if ((ok = expr_array_values(&v[0], &a, &na, err) && to_set(&v[1], &b, &nb, err))) {
         bool sub = true;
         for (size_t i = 0; sub && i < na; i++)

@@ -65,25 +65,14 @@ static void print_number(const bson_value_t *v, char *buf, size_t n)
         expr_double_to_string(v->value.v_double, buf, n);
 }
 
-static void val_decimal(bson_value_t *out, bson_decimal128_t d)
-{
-    memset(out, 0, sizeof *out);
-    out->value_type = BSON_TYPE_DECIMAL128;
-    out->value.v_decimal128 = d;
-}
-
 /* $sin … $atanh: null for null, double for the binary numbers, Decimal128
  * for a Decimal128. */
 static bool op_trig(const expr_t *e, const bson_value_t *v, bson_value_t *out, dberr_t *err)
 {
     char buf[BSON_DECIMAL128_STRING + 8];
-    if (expr_is_nullish(v)) {
-        expr_val_null(out);
-        return true;
-    }
-    if (!num_is_number(v))
-        return dberr_set(err, 28765, "%s only supports numeric types, not %s", e->op->name,
-                         shellfmt_type_name(v->value_type));
+    int r = expr_one_number(e, v, out, err);
+    if (r <= 0)
+        return r == 0;
     double x = num_to_double(v);
     trig_bounds_t b = trig_fns[e->op->aux].bounds;
     if (!in_bounds(x, b)) {
@@ -92,7 +81,7 @@ static bool op_trig(const expr_t *e, const bson_value_t *v, bson_value_t *out, d
                          bounds_text[b]);
     }
     if (v->value_type == BSON_TYPE_DECIMAL128)
-        val_decimal(out, num_decimal_math(trig_fns[e->op->aux].dec, v->value.v_decimal128));
+        num_value_decimal(out, num_decimal_math(trig_fns[e->op->aux].dec, v->value.v_decimal128));
     else
         expr_val_double(out, trig_fns[e->op->aux].fn(x));
     return true;
@@ -109,7 +98,7 @@ static bool op_atan2(const expr_t *e, const bson_value_t *v, bson_value_t *out, 
             return dberr_set(err, i ? 51045 : 51044, "$atan2 only supports numeric types, not %s",
                              shellfmt_type_name(v[i].value_type));
     if (v[0].value_type == BSON_TYPE_DECIMAL128 || v[1].value_type == BSON_TYPE_DECIMAL128)
-        val_decimal(out, num_decimal_atan2(num_to_decimal(&v[0]), num_to_decimal(&v[1])));
+        num_value_decimal(out, num_decimal_atan2(num_to_decimal(&v[0]), num_to_decimal(&v[1])));
     else
         expr_val_double(out, atan2(num_to_double(&v[0]), num_to_double(&v[1])));
     return true;
@@ -130,15 +119,11 @@ static bson_decimal128_t angle_factor(bool to_deg)
 static bool op_angle(const expr_t *e, const bson_value_t *v, bson_value_t *out, dberr_t *err)
 {
     bool to_deg = e->op->aux;
-    if (expr_is_nullish(v)) {
-        expr_val_null(out);
-        return true;
-    }
-    if (!num_is_number(v))
-        return dberr_set(err, 28765, "%s only supports numeric types, not %s", e->op->name,
-                         shellfmt_type_name(v->value_type));
+    int r = expr_one_number(e, v, out, err);
+    if (r <= 0)
+        return r == 0;
     if (v->value_type == BSON_TYPE_DECIMAL128) {
-        val_decimal(out, num_decimal_mul(v->value.v_decimal128, angle_factor(to_deg)));
+        num_value_decimal(out, num_decimal_mul(v->value.v_decimal128, angle_factor(to_deg)));
     } else {
         double x = num_to_double(v);
         expr_val_double(out, to_deg ? x * (180.0 / M_PI) : x * (M_PI / 180.0));
@@ -171,8 +156,9 @@ static bool op_log(const expr_t *e, const bson_value_t *v, bson_value_t *out, db
                          "$log's base must be a positive number not equal to 1, but is %s", buf);
     }
     if (v[0].value_type == BSON_TYPE_DECIMAL128 || v[1].value_type == BSON_TYPE_DECIMAL128)
-        val_decimal(out, num_decimal_div(num_decimal_math(NUM_DEC_LN, num_to_decimal(&v[0])),
-                                         num_decimal_math(NUM_DEC_LN, num_to_decimal(&v[1]))));
+        num_value_decimal(out,
+                          num_decimal_div(num_decimal_math(NUM_DEC_LN, num_to_decimal(&v[0])),
+                                          num_decimal_math(NUM_DEC_LN, num_to_decimal(&v[1]))));
     else
         expr_val_double(out, log(x) / log(b));
     return true;

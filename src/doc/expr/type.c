@@ -284,27 +284,9 @@ static bool parse_convert(expr_t *e, bson_iter_t *arg, dberr_t *err)
  * reads it: BadValue 2 for an unknown name, FailedToParse 9 otherwise. */
 static bool convert_target(const bson_value_t *to, bson_type_t *out, dberr_t *err)
 {
-    static const struct {
-        const char *name;
-        bson_type_t type;
-    } names[] = {{"double", BSON_TYPE_DOUBLE},     {"string", BSON_TYPE_UTF8},
-                 {"object", BSON_TYPE_DOCUMENT},   {"array", BSON_TYPE_ARRAY},
-                 {"binData", BSON_TYPE_BINARY},    {"undefined", BSON_TYPE_UNDEFINED},
-                 {"objectId", BSON_TYPE_OID},      {"bool", BSON_TYPE_BOOL},
-                 {"date", BSON_TYPE_DATE_TIME},    {"null", BSON_TYPE_NULL},
-                 {"regex", BSON_TYPE_REGEX},       {"dbPointer", BSON_TYPE_DBPOINTER},
-                 {"javascript", BSON_TYPE_CODE},   {"symbol", BSON_TYPE_SYMBOL},
-                 {"javascriptWithScope", BSON_TYPE_CODEWSCOPE}, {"int", BSON_TYPE_INT32},
-                 {"timestamp", BSON_TYPE_TIMESTAMP}, {"long", BSON_TYPE_INT64},
-                 {"decimal", BSON_TYPE_DECIMAL128}, {"minKey", BSON_TYPE_MINKEY},
-                 {"maxKey", BSON_TYPE_MAXKEY}};
-    size_t n = sizeof names / sizeof names[0];
     if (to->value_type == BSON_TYPE_UTF8) {
-        for (size_t i = 0; i < n; i++)
-            if (!strcmp(names[i].name, to->value.v_utf8.str)) {
-                *out = names[i].type;
-                return true;
-            }
+        if (shellfmt_type_from_name(to->value.v_utf8.str, out))
+            return true;
         return dberr_set(err, DBERR_BAD_VALUE, "Unknown type name: %s", to->value.v_utf8.str);
     }
     if (!num_is_number(to))
@@ -315,12 +297,11 @@ static bool convert_target(const bson_value_t *to, bson_type_t *out, dberr_t *er
     if (!expr_as_int32(to, &code))
         return dberr_set(err, DBERR_FAILED_TO_PARSE,
                          "In $convert, numeric 'to' argument is not an integer");
-    for (size_t i = 0; i < n; i++)
-        if ((int32_t)names[i].type == code || (code == -1 && names[i].type == BSON_TYPE_MINKEY) ||
-            (code == 127 && names[i].type == BSON_TYPE_MAXKEY)) {
-            *out = names[i].type;
-            return true;
-        }
+    if ((code >= BSON_TYPE_DOUBLE && code <= BSON_TYPE_DECIMAL128) || code == BSON_TYPE_MAXKEY ||
+        code == -1) {
+        *out = code == -1 ? BSON_TYPE_MINKEY : (bson_type_t)code;
+        return true;
+    }
     return dberr_set(err, DBERR_FAILED_TO_PARSE,
                      "In $convert, numeric value for 'to' does not correspond to a BSON type: %d",
                      code);

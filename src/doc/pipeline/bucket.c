@@ -11,6 +11,7 @@
 #include "doc/compare.h"
 #include "doc/num.h"
 #include "util/fiber.h"
+#include "util/msort.h"
 #include "util/shellfmt.h"
 
 /* A preferred-number series for $bucketAuto's granularity. */
@@ -90,20 +91,6 @@ static const granularity_t granularities[] = {
 
 /* ------------------------------------------------------------- rounding */
 
-static void value_double(bson_value_t *v, double d)
-{
-    memset(v, 0, sizeof *v);
-    v->value_type = BSON_TYPE_DOUBLE;
-    v->value.v_double = d;
-}
-
-static void value_decimal(bson_value_t *v, bson_decimal128_t d)
-{
-    memset(v, 0, sizeof *v);
-    v->value_type = BSON_TYPE_DECIMAL128;
-    v->value.v_decimal128 = d;
-}
-
 /* a * b through the number model (exact for decimals, as Decimal128::multiply). */
 static void num_mul(const bson_value_t *a, const bson_value_t *b, bson_value_t *out)
 {
@@ -136,11 +123,11 @@ static bool gran_check(const granularity_t *g, const bson_value_t *v, dberr_t *e
 static void series_at(const granularity_t *g, size_t i, const bson_value_t *m, bson_value_t *out)
 {
     if (m->value_type == BSON_TYPE_DOUBLE) {
-        value_double(out, g->series[i] * m->value.v_double);
+        num_value_double(out, g->series[i] * m->value.v_double);
         return;
     }
     bson_value_t s;
-    value_decimal(&s, num_decimal_from_double(g->series[i], 15));
+    num_value_decimal(&s, num_decimal_from_double(g->series[i], 15));
     num_mul(&s, m, out);
 }
 
@@ -154,7 +141,7 @@ static void scale(bson_value_t *m, bool up)
     bson_value_t ten, r;
     bson_decimal128_t d;
     bson_decimal128_from_string("10", &d);
-    value_decimal(&ten, d);
+    num_value_decimal(&ten, d);
     if (up)
         num_mul(m, &ten, &r);
     else
@@ -172,12 +159,12 @@ static void round_series(const granularity_t *g, const bson_value_t *v, bool up,
     if (v->value_type == BSON_TYPE_DECIMAL128) {
         bson_decimal128_t one;
         bson_decimal128_from_string("1", &one);
-        value_decimal(&m, one);
+        num_value_decimal(&m, one);
     } else
-        value_double(&m, 1.0);
+        num_value_double(&m, 1.0);
     bson_value_t num = *v;
     if (v->value_type != BSON_TYPE_DECIMAL128)
-        value_double(&num, num_to_double(v));
+        num_value_double(&num, num_to_double(v));
     if (up) {
         for (series_at(g, n - 1, &m, &t); num_compare(&num, &t) >= 0; series_at(g, n - 1, &m, &t))
             scale(&m, true);
@@ -231,7 +218,7 @@ static void pow2(int e, bool dec, bson_value_t *out)
             snprintf(buf, sizeof buf, "%.33e", ldexp(1.0, e));
         bson_decimal128_t d;
         bson_decimal128_from_string(buf, &d);
-        value_decimal(out, d);
+        num_value_decimal(out, d);
     } else if (e >= 0 && e <= 30) {
         memset(out, 0, sizeof *out);
         out->value_type = BSON_TYPE_INT32;
@@ -241,7 +228,7 @@ static void pow2(int e, bool dec, bson_value_t *out)
         out->value_type = BSON_TYPE_INT64;
         out->value.v_int64 = (int64_t)1 << e;
     } else {
-        value_double(out, ldexp(1.0, e));
+        num_value_double(out, ldexp(1.0, e));
     }
 }
 
@@ -362,6 +349,31 @@ static bool fail_value(dberr_t *err, int code, const char *fmt, const bson_iter_
     return false;
 }
 
+/* A new spec for `s` from its argument `arg`, which must be an object
+ * (else `code` with `fmt`, its %s the type found). */
+static struct bucket_spec *bucket_spec_new(stage_t *s, const bson_iter_t *arg, int code,
+                                           const char *fmt, dberr_t *err)
+{
+    if (!BSON_ITER_HOLDS_DOCUMENT(arg)) {
+        dberr_set(err, code, fmt, shellfmt_type_name(bson_iter_type(arg)));
+        return NULL;
+    }
+    struct bucket_spec *b = s->u.bucket = bson_malloc0(sizeof *b);
+    b->def.value_type = BSON_TYPE_EOD;
+    return b;
+}
+
+/* The `output` field under `it` into *output (borrowed): an object, else
+ * `code` with `fmt` (its %s the type found). */
+static bool bucket_output_parse(const bson_iter_t *it, int code, const char *fmt, bson_t *output,
+                                dberr_t *err)
+{
+    if (!BSON_ITER_HOLDS_DOCUMENT(it))
+        return dberr_set(err, code, fmt, shellfmt_type_name(bson_iter_type(it)));
+    pipeline_borrow_doc(it, output);
+    return true;
+}
+
 static bool bucket_parse_bounds(struct bucket_spec *b, const bson_iter_t *arg, dberr_t *err)
 {
     bson_iter_t el;
@@ -414,12 +426,10 @@ static bool bucket_parse(stage_t *s, bson_iter_t *arg, const bson_t *let, dberr_
     bson_iter_t it, group_by;
     bson_t output;
     bool have_group_by = false, have_output = false;
-    if (!BSON_ITER_HOLDS_DOCUMENT(arg))
-        return dberr_set(err, 40201,
-                         "Argument to $bucket stage must be an object, but found type: %s.",
-                         shellfmt_type_name(bson_iter_type(arg)));
-    struct bucket_spec *b = s->u.bucket = bson_malloc0(sizeof *b);
-    b->def.value_type = BSON_TYPE_EOD;
+    struct bucket_spec *b = bucket_spec_new(
+        s, arg, 40201, "Argument to $bucket stage must be an object, but found type: %s.", err);
+    if (!b)
+        return false;
     bson_iter_recurse(arg, &it);
     while (bson_iter_next(&it)) {
         const char *k = bson_iter_key(&it);
@@ -447,12 +457,10 @@ static bool bucket_parse(stage_t *s, bson_iter_t *arg, const bson_t *let, dberr_
                                   "found: %s.",
                                   &it);
         } else if (!strcmp(k, "output")) {
-            if (!BSON_ITER_HOLDS_DOCUMENT(&it))
-                return dberr_set(err, 40196,
-                                 "The $bucket 'output' field must be an object, but found type: "
-                                 "%s.",
-                                 shellfmt_type_name(bson_iter_type(&it)));
-            pipeline_borrow_doc(&it, &output);
+            if (!bucket_output_parse(
+                    &it, 40196, "The $bucket 'output' field must be an object, but found type: %s.",
+                    &output, err))
+                return false;
             have_output = true;
         } else {
             return dberr_set(err, 40197, "Unrecognized option to $bucket: %s.", k);
@@ -478,12 +486,10 @@ static bool bucket_auto_parse(stage_t *s, bson_iter_t *arg, const bson_t *let, d
     bson_iter_t it;
     bson_t output;
     bool have_output = false, have_buckets = false;
-    if (!BSON_ITER_HOLDS_DOCUMENT(arg))
-        return dberr_set(err, 40240,
-                         "The argument to $bucketAuto must be an object, but found type: %s",
-                         shellfmt_type_name(bson_iter_type(arg)));
-    struct bucket_spec *b = s->u.bucket = bson_malloc0(sizeof *b);
-    b->def.value_type = BSON_TYPE_EOD;
+    struct bucket_spec *b = bucket_spec_new(
+        s, arg, 40240, "The argument to $bucketAuto must be an object, but found type: %s", err);
+    if (!b)
+        return false;
     bson_iter_recurse(arg, &it);
     while (bson_iter_next(&it)) {
         const char *k = bson_iter_key(&it);
@@ -516,12 +522,11 @@ static bool bucket_auto_parse(stage_t *s, bson_iter_t *arg, const bson_t *let, d
             b->nbuckets = (int32_t)n;
             have_buckets = true;
         } else if (!strcmp(k, "output")) {
-            if (!BSON_ITER_HOLDS_DOCUMENT(&it))
-                return dberr_set(err, 40244,
-                                 "The $bucketAuto 'output' field must be an object, but found "
-                                 "type: %s",
-                                 shellfmt_type_name(bson_iter_type(&it)));
-            pipeline_borrow_doc(&it, &output);
+            if (!bucket_output_parse(
+                    &it, 40244,
+                    "The $bucketAuto 'output' field must be an object, but found type: %s", &output,
+                    err))
+                return false;
             have_output = true;
         } else if (!strcmp(k, "granularity")) {
             if (!BSON_ITER_HOLDS_UTF8(&it))
@@ -706,25 +711,11 @@ typedef struct auto_entry {
     bson_t *doc;      /* owned until moved into a bucket */
 } auto_entry_t;
 
-/* A stable merge sort by key; false when interrupted (util/fiber.h). */
-static bool auto_sort(auto_entry_t *a, auto_entry_t *tmp, size_t n, dberr_t *err)
+/* msort order of auto_entry_t by key. */
+static int auto_entry_cmp(const void *a, const void *b, void *ctx)
 {
-    if (n < 2)
-        return true;
-    size_t mid = n / 2;
-    if (!auto_sort(a, tmp, mid, err) || !auto_sort(a + mid, tmp, n - mid, err))
-        return false;
-    if (n >= 64 && !fiber_check(err))
-        return false;
-    size_t i = 0, j = mid, k = 0;
-    while (i < mid && j < n)
-        tmp[k++] = compare_values(&a[j].key, &a[i].key) < 0 ? a[j++] : a[i++];
-    while (i < mid)
-        tmp[k++] = a[i++];
-    while (j < n)
-        tmp[k++] = a[j++];
-    memcpy(a, tmp, n * sizeof *a);
-    return true;
+    (void)ctx;
+    return compare_values(&((const auto_entry_t *)a)->key, &((const auto_entry_t *)b)->key);
 }
 
 /* Evaluates the groupBy of every input document into `e` (documents moved
@@ -859,12 +850,8 @@ static bool bucket_auto_run(const stage_t *s, const expr_ctx_t *ctx, doclist_t *
     const struct bucket_spec *b = s->u.bucket;
     size_t n = 0;
     auto_entry_t *e = bson_malloc0((in->len ? in->len : 1) * sizeof *e);
-    auto_entry_t *tmp = NULL;
-    bool ok = auto_keys(b, ctx, in, e, &n, err);
-    if (ok) {
-        tmp = bson_malloc((n ? n : 1) * sizeof *tmp);
-        ok = auto_sort(e, tmp, n, err);
-    }
+    bool ok =
+        auto_keys(b, ctx, in, e, &n, err) && msort(e, n, sizeof *e, auto_entry_cmp, NULL, err);
     ok = ok && auto_buckets(b, ctx, e, n, out, err);
     for (size_t i = 0; i < n; i++) {
         if (e[i].key.value_type != BSON_TYPE_EOD)
@@ -873,7 +860,6 @@ static bool bucket_auto_run(const stage_t *s, const expr_ctx_t *ctx, doclist_t *
             bson_destroy(e[i].doc);
     }
     bson_free(e);
-    bson_free(tmp);
     return ok;
 }
 

@@ -10,6 +10,7 @@
 #include "doc/compare.h"
 #include "doc/path.h"
 #include "util/fiber.h"
+#include "util/msort.h"
 #include "util/hash.h"
 
 typedef enum densify_bounds { DENSIFY_FULL, DENSIFY_PARTITION, DENSIFY_EXPLICIT } densify_bounds_t;
@@ -252,34 +253,17 @@ typedef struct densify_run {
     bson_value_t gmin, gmax; /* "full": the smallest and largest value */
 } densify_run_t;
 
-static int item_cmp(const densify_run_t *r, const item_t *a, const item_t *b)
+/* msort order of item_t: partition, then value (run `r`). */
+static int item_cmp(const void *pa, const void *pb, void *ctx)
 {
+    const densify_run_t *r = ctx;
+    const item_t *a = pa, *b = pb;
     if (r->d->bounds != DENSIFY_FULL) {
         int c = compare_docs(a->pkey, b->pkey);
         if (c)
             return c;
     }
     return compare_values(&a->val, &b->val);
-}
-
-static bool items_sort(const densify_run_t *r, item_t *a, item_t *tmp, size_t n, dberr_t *err)
-{
-    if (n < 2)
-        return true;
-    size_t mid = n / 2;
-    if (!items_sort(r, a, tmp, mid, err) || !items_sort(r, a + mid, tmp, n - mid, err))
-        return false;
-    if (n >= 64 && !fiber_check(err))
-        return false;
-    size_t i = 0, j = mid, k = 0;
-    while (i < mid && j < n)
-        tmp[k++] = item_cmp(r, &a[j], &a[i]) < 0 ? a[j++] : a[i++];
-    while (i < mid)
-        tmp[k++] = a[i++];
-    while (j < n)
-        tmp[k++] = a[j++];
-    memcpy(a, tmp, n * sizeof *a);
-    return true;
 }
 
 /* v + step. */
@@ -368,7 +352,7 @@ static bool densify_run(const stage_t *s, const expr_ctx_t *ctx, doclist_t *in, 
 {
     const struct densify_spec *d = s->u.densify;
     size_t n = in->len;
-    item_t *items = bson_malloc0((n ? n : 1) * sizeof *items), *tmp = NULL;
+    item_t *items = bson_malloc0((n ? n : 1) * sizeof *items);
     part_t *parts = NULL, *first = NULL, **tail = &first, *p, *ptmp;
     densify_run_t r = {d, ctx, out, 0, false};
     bson_t empty = BSON_INITIALIZER;
@@ -399,10 +383,7 @@ static bool densify_run(const stage_t *s, const expr_ctx_t *ctx, doclist_t *in, 
                        "Sort exceeded memory limit of %lld bytes, but did not opt in to external "
                        "sorting.",
                        (long long)pipeline_limits.sort_bytes);
-    if (ok) {
-        tmp = bson_malloc((n ? n : 1) * sizeof *tmp);
-        ok = items_sort(&r, items, tmp, n, err);
-    }
+    ok = ok && msort(items, n, sizeof *items, item_cmp, &r, err);
     if (ok && d->bounds == DENSIFY_EXPLICIT && d->nparts == 0) {
         /* unpartitioned explicit bounds make documents even with no input */
         p = bson_malloc0(sizeof *p);
@@ -455,7 +436,6 @@ static bool densify_run(const stage_t *s, const expr_ctx_t *ctx, doclist_t *in, 
             bson_destroy(items[i].pkey);
     }
     bson_free(items);
-    bson_free(tmp);
     return ok;
 }
 

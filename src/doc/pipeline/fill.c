@@ -10,50 +10,20 @@
 
 bool window_fill_parse(stage_t *s, bson_iter_t *arg, const bson_t *let, dberr_t *err)
 {
-    bson_iter_t it, out, part;
-    bool has_out = false, has_part = false, has_fields = false;
+    window_fields_t fields;
     if (!BSON_ITER_HOLDS_DOCUMENT(arg))
         return dberr_set(err, DBERR_FAILED_TO_PARSE, "$fill specification must be an object");
     window_spec_t *w = s->u.window = window_spec_new("$fill");
-    bson_iter_recurse(arg, &it);
-    while (bson_iter_next(&it)) {
-        const char *k = bson_iter_key(&it);
-        if (!strcmp(k, "partitionBy")) {
-            part = it;
-            has_part = true;
-        } else if (!strcmp(k, "partitionByFields")) {
-            part = it;
-            has_fields = true;
-        } else if (!strcmp(k, "sortBy")) {
-            if (!window_sort_parse(w, &it, err))
-                return false;
-        } else if (!strcmp(k, "output")) {
-            if (!BSON_ITER_HOLDS_DOCUMENT(&it))
-                return dberr_set(err, DBERR_TYPE_MISMATCH,
-                                 "BSON field '$fill.output' is the wrong type, expected type "
-                                 "'object'");
-            out = it;
-            has_out = true;
-        } else {
-            return dberr_set(err, 40415, "BSON field '$fill.%s' is an unknown field.", k);
-        }
-    }
-    if (!has_out)
-        return dberr_set(err, 40414, "BSON field '$fill.output' is missing but a required field");
-    if (has_part && has_fields)
-        return dberr_set(err, 6050204,
-                         "Maximum one of 'partitionBy' and 'partitionByFields can be specified in "
-                         "'$fill'");
-    if (has_part && !window_partition_parse(w, &part, err))
+    if (!window_fields_parse(w, arg, true, &fields, err))
         return false;
-    if (has_fields) {
+    if (fields.has_partition_fields) {
         /* {"0": "$a.b", "1": "$c"}: one partition per combination */
         bson_iter_t f;
         bson_t *doc = bson_new();
         int i = 0;
-        bool ok = BSON_ITER_HOLDS_ARRAY(&part);
+        bool ok = BSON_ITER_HOLDS_ARRAY(&fields.partition_fields);
         if (ok) {
-            bson_iter_recurse(&part, &f);
+            bson_iter_recurse(&fields.partition_fields, &f);
             while (ok && bson_iter_next(&f)) {
                 char key[16], *path;
                 char **parts = NULL;
@@ -90,7 +60,7 @@ bool window_fill_parse(stage_t *s, bson_iter_t *arg, const bson_t *let, dberr_t 
             return false;
     }
     bson_iter_t o;
-    bson_iter_recurse(&out, &o);
+    bson_iter_recurse(&fields.output, &o);
     while (bson_iter_next(&o)) {
         const char *k = bson_iter_key(&o);
         char **path = NULL;

@@ -3,6 +3,7 @@
 #include "doc/pipeline/pipeline-private.h"
 #include "doc/fts.h"
 #include "util/fiber.h"
+#include "util/msort.h"
 
 #include <string.h>
 
@@ -68,25 +69,10 @@ static bool sort_parse(stage_t *s, bson_iter_t *it, const bson_t *let, dberr_t *
     return s->u.sort != NULL;
 }
 
-/* False when the operation was interrupted (util/fiber.h) part-way. */
-static bool merge_sort(bson_t **a, bson_t **tmp, size_t n, const sortspec_t *s, dberr_t *err)
+/* msort order of documents (bson_t *) by the sortspec `ctx`. */
+static int doc_cmp(const void *a, const void *b, void *ctx)
 {
-    if (n < 2)
-        return true;
-    size_t mid = n / 2;
-    if (!merge_sort(a, tmp, mid, s, err) || !merge_sort(a + mid, tmp, n - mid, s, err))
-        return false;
-    if (n >= 64 && !fiber_check(err))
-        return false;
-    size_t i = 0, j = mid, k = 0;
-    while (i < mid && j < n)
-        tmp[k++] = sortspec_compare(s, a[j], a[i]) < 0 ? a[j++] : a[i++];
-    while (i < mid)
-        tmp[k++] = a[i++];
-    while (j < n)
-        tmp[k++] = a[j++];
-    memcpy(a, tmp, n * sizeof *a);
-    return true;
+    return sortspec_compare(ctx, *(bson_t *const *)a, *(bson_t *const *)b);
 }
 
 static bool sort_run(const stage_t *s, const expr_ctx_t *ctx, doclist_t *in, doclist_t *out,
@@ -105,9 +91,7 @@ static bool sort_run(const stage_t *s, const expr_ctx_t *ctx, doclist_t *in, doc
                              : "Sort exceeded memory limit of %lld bytes, but did not opt in to "
                                "external sorting.",
                          (long long)pipeline_limits.sort_bytes);
-    bson_t **tmp = bson_malloc((in->len ? in->len : 1) * sizeof *tmp);
-    bool ok = merge_sort(in->docs, tmp, in->len, s->u.sort, err);
-    bson_free(tmp);
+    bool ok = msort(in->docs, in->len, sizeof *in->docs, doc_cmp, s->u.sort, err);
     pipeline_pass_all(in, out);
     return ok;
 }

@@ -215,7 +215,6 @@ static bool merge_fold(const accum_t *spec, acc_state_t *a, const bson_value_t *
                        const expr_ctx_t *ctx, dberr_t *err)
 {
     bson_t old, add, merged;
-    bson_iter_t it;
     if (nullish(v))
         return true;
     if (v->value_type != BSON_TYPE_DOCUMENT) {
@@ -232,20 +231,7 @@ static bool merge_fold(const accum_t *spec, acc_state_t *a, const bson_value_t *
         return true;
     }
     bson_init_static(&old, a->val.value.v_doc.data, a->val.value.v_doc.data_len);
-    bson_init(&merged);
-    /* a field already there keeps its place and takes the new value */
-    if (bson_iter_init(&it, &old))
-        while (bson_iter_next(&it)) {
-            bson_iter_t f;
-            if (bson_iter_init_find(&f, &add, bson_iter_key(&it)))
-                bson_append_value(&merged, bson_iter_key(&it), -1, bson_iter_value(&f));
-            else
-                bson_append_value(&merged, bson_iter_key(&it), -1, bson_iter_value(&it));
-        }
-    if (bson_iter_init(&it, &add))
-        while (bson_iter_next(&it))
-            if (!bson_has_field(&old, bson_iter_key(&it)))
-                bson_append_value(&merged, bson_iter_key(&it), -1, bson_iter_value(&it));
+    expr_merge_docs(&old, &add, &merged);
     bson_value_destroy(&a->val);
     expr_value_take_bson(&a->val, &merged, BSON_TYPE_DOCUMENT);
     if (a->val.value.v_doc.data_len > EXPR_MAX_VALUE_BYTES)
@@ -583,60 +569,23 @@ static bool parse_top_bottom(accum_t *acc, const bson_t *args, dberr_t *err)
            parse_field_expr(args, "output", &acc->arg, err);
 }
 
-/* {input, method, p} of $percentile, {input, method} of $median. */
+/* {input, method, p} of $percentile, {input, method} of $median (checked
+ * as the expressions check them). */
 static bool parse_quantile(accum_t *acc, const bson_t *args, dberr_t *err)
 {
-    bool want_p = acc->def->aux;
-    const char *op = acc->def->name;
-    bson_iter_t it;
-    bson_iter_init(&it, args);
-    while (bson_iter_next(&it)) {
-        const char *k = bson_iter_key(&it);
-        if (strcmp(k, "input") && strcmp(k, "method") && (!want_p || strcmp(k, "p")))
-            return dberr_set(err, 40415, "BSON field '%s.%s' is an unknown field.", op, k);
-    }
-    static const char *const required[] = {"input", "p", "method"};
-    for (int i = 0; i < 3; i++)
-        if ((i != 1 || want_p) && !bson_has_field(args, required[i]))
-            return dberr_set(err, 40414, "BSON field '%s.%s' is missing but a required field", op,
-                             required[i]);
-    if (want_p) {
-        bson_iter_init_find(&it, args, "p");
-        bson_iter_t e;
+    bson_iter_t input, p, e;
+    if (!expr_check_quantile(args, acc->def->name, acc->def->aux, &input, &p, err))
+        return false;
+    if (acc->def->aux) {
         uint32_t np = 0;
-        if (BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &e))
-            while (bson_iter_next(&e))
-                np++;
-        if (np == 0) {
-            char *s = shellfmt_value(bson_iter_value(&it));
-            bool r = dberr_set(err, 7750301,
-                               "The $percentile 'p' field must be an array of numbers from [0.0, "
-                               "1.0], but found: %s",
-                               s);
-            bson_free(s);
-            return r;
-        }
+        bson_iter_recurse(&p, &e);
+        while (bson_iter_next(&e))
+            np++;
         acc->ps = bson_malloc(np * sizeof *acc->ps);
-        bson_iter_recurse(&it, &e);
-        while (bson_iter_next(&e)) {
-            const bson_value_t *pv = bson_iter_value(&e);
-            double p = num_is_number(pv) ? num_to_double(pv) : NAN;
-            if (!num_is_number(pv) || !(p >= 0 && p <= 1)) {
-                char *s = shellfmt_value(pv);
-                bool r = dberr_set(err, num_is_number(pv) ? 7750303 : 7750302,
-                                   "The $percentile 'p' field must be an array of numbers from "
-                                   "[0.0, 1.0], but found: %s",
-                                   s);
-                bson_free(s);
-                return r;
-            }
-            acc->ps[acc->nps++] = p;
-        }
+        bson_iter_recurse(&p, &e);
+        while (bson_iter_next(&e))
+            acc->ps[acc->nps++] = num_to_double(bson_iter_value(&e));
     }
-    bson_iter_init_find(&it, args, "method");
-    if (!BSON_ITER_HOLDS_UTF8(&it) || strcmp(bson_iter_utf8(&it, NULL), "approximate"))
-        return dberr_set(err, DBERR_BAD_VALUE,
-                         "Currently only 'approximate' can be used as a percentile 'method'.");
     return parse_field_expr(args, "input", &acc->arg, err);
 }
 

@@ -10,6 +10,7 @@
 #include "doc/fts.h"
 #include "doc/collation.h"
 #include "doc/path.h"
+#include "util/bsonview.h"
 #include "util/fiber.h"
 #include "util/table.h"
 #include "util/vec.h"
@@ -45,10 +46,7 @@ void doclist_destroy(doclist_t *l)
 
 void pipeline_borrow_doc(const bson_iter_t *it, bson_t *out)
 {
-    const uint8_t *d;
-    uint32_t n;
-    bson_iter_document(it, &n, &d);
-    if (!bson_init_static(out, d, n))
+    if (!BSON_ITER_HOLDS_DOCUMENT(it) || !bsonview_iter(it, out))
         bson_init(out);
 }
 
@@ -445,6 +443,24 @@ static bool stream_run(const pipeline_t *p, const expr_ctx_t *ctx, size_t first,
     return ok;
 }
 
+/* Moves on from a stage's input `docs` to its output `next`: what the stage
+ * did not move out of `docs` (those it moved are NULL) is freed. When the
+ * stage failed (!ok) its output is freed as well. Returns ok. */
+static bool docs_advance(doclist_t *docs, doclist_t *next, bool ok)
+{
+    for (size_t j = 0; j < docs->len; j++) {
+        if ((j & 1023) == 1023)
+            fiber_tick();
+        if (docs->docs[j])
+            bson_destroy(docs->docs[j]);
+    }
+    bson_free(docs->docs);
+    *docs = *next;
+    if (!ok)
+        doclist_destroy(docs);
+    return ok;
+}
+
 /* Runs the stages of `p` over `docs` under `ctx`. */
 static bool run_stages(const pipeline_t *p, const expr_ctx_t *ctx, doclist_t *docs, dberr_t *err)
 {
@@ -460,19 +476,8 @@ static bool run_stages(const pipeline_t *p, const expr_ctx_t *ctx, doclist_t *do
         } else {
             ok = s->def->run(s, ctx, docs, &next, err);
         }
-        /* documents moved to `next` were nulled in `docs` */
-        for (size_t j = 0; j < docs->len; j++) {
-            if ((j & 1023) == 1023)
-                fiber_tick();
-            if (docs->docs[j])
-                bson_destroy(docs->docs[j]);
-        }
-        bson_free(docs->docs);
-        *docs = next;
-        if (!ok) {
-            doclist_destroy(docs);
+        if (!docs_advance(docs, &next, ok))
             return false;
-        }
     }
     return true;
 }
@@ -549,15 +554,8 @@ bool pipeline_run_explain(const pipeline_t *p, doclist_t *docs, int64_t *nreturn
         gettimeofday(&a, NULL);
         bool ok = s->def->run(s, &ctx, docs, &next, err);
         gettimeofday(&b, NULL);
-        for (size_t j = 0; j < docs->len; j++)
-            if (docs->docs[j])
-                bson_destroy(docs->docs[j]);
-        bson_free(docs->docs);
-        *docs = next;
-        if (!ok) {
-            doclist_destroy(docs);
+        if (!docs_advance(docs, &next, ok))
             return false;
-        }
         nreturned[i] = (int64_t)docs->len;
         millis[i] = ((int64_t)b.tv_sec - a.tv_sec) * 1000 + (b.tv_usec - a.tv_usec) / 1000;
         if (after)

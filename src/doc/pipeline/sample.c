@@ -21,13 +21,7 @@ static int64_t sample_safe_long(const bson_value_t *v)
     double d = num_to_double(v);
     if (v->value_type == BSON_TYPE_DECIMAL128)
         d = nearbyint(d);
-    if (isnan(d))
-        return 0;
-    if (d >= 9223372036854775807.0)
-        return INT64_MAX;
-    if (d <= -9223372036854775808.0)
-        return INT64_MIN;
-    return (int64_t)d;
+    return num_saturate_int64(d);
 }
 
 static bool sample_parse(stage_t *s, bson_iter_t *arg, const bson_t *let, dberr_t *err)

@@ -141,6 +141,20 @@ window_spec_t *window_spec_new(const char *stage);
 bool window_sort_parse(window_spec_t *w, bson_iter_t *it, dberr_t *err);
 /* The partitionBy expression under `it` into `w`. */
 bool window_partition_parse(window_spec_t *w, bson_iter_t *it, dberr_t *err);
+
+/* What window_fields_parse leaves to its stage. */
+typedef struct window_fields {
+    bson_iter_t output;           /* the output document */
+    bson_iter_t partition_fields; /* $fill's partitionByFields, when given */
+    bool has_partition_fields;
+} window_fields_t;
+
+/* The fields $setWindowFields and $fill share in the document `arg`
+ * (partitionBy, sortBy, output; with `fill` also partitionByFields):
+ * partitionBy and sortBy go into `w`, the rest into `f`. Errors name w's
+ * stage, as mongod's IDL does. */
+bool window_fields_parse(window_spec_t *w, const bson_iter_t *arg, bool fill, window_fields_t *f,
+                         dberr_t *err);
 /* $fill's parse (fill.c): into s->u.window. */
 bool window_fill_parse(stage_t *s, bson_iter_t *arg, const bson_t *let, dberr_t *err);
 

@@ -10,6 +10,7 @@
 #include "doc/compare.h"
 #include "doc/path.h"
 #include "util/fiber.h"
+#include "util/msort.h"
 #include "util/shellfmt.h"
 
 /* What one document may hold (mongod's BSONObjMaxUserSize). */
@@ -518,42 +519,57 @@ bool window_partition_parse(window_spec_t *w, bson_iter_t *it, dberr_t *err)
     return (w->partition_by = expr_new(it, err)) != NULL;
 }
 
-static bool swf_parse(stage_t *s, bson_iter_t *arg, const bson_t *let, dberr_t *err)
+bool window_fields_parse(window_spec_t *w, const bson_iter_t *arg, bool fill, window_fields_t *f,
+                         dberr_t *err)
 {
-    bson_iter_t it, part, out;
+    bson_iter_t it, part;
     bool has_part = false, has_out = false;
-    if (!BSON_ITER_HOLDS_DOCUMENT(arg))
-        return dberr_set(err, DBERR_FAILED_TO_PARSE,
-                         "the $setWindowFields stage specification must be an object");
-    window_spec_t *w = s->u.window = window_spec_new("$setWindowFields");
+    f->has_partition_fields = false;
     bson_iter_recurse(arg, &it);
     while (bson_iter_next(&it)) {
         const char *k = bson_iter_key(&it);
         if (!strcmp(k, "partitionBy")) {
             part = it;
             has_part = true;
+        } else if (fill && !strcmp(k, "partitionByFields")) {
+            f->partition_fields = it;
+            f->has_partition_fields = true;
         } else if (!strcmp(k, "sortBy")) {
             if (!window_sort_parse(w, &it, err))
                 return false;
         } else if (!strcmp(k, "output")) {
             if (!BSON_ITER_HOLDS_DOCUMENT(&it))
                 return dberr_set(err, DBERR_TYPE_MISMATCH,
-                                 "BSON field '$setWindowFields.output' is the wrong type, "
-                                 "expected type 'object'");
-            out = it;
+                                 "BSON field '%s.output' is the wrong type, expected type 'object'",
+                                 w->stage);
+            f->output = it;
             has_out = true;
         } else {
-            return dberr_set(err, 40415, "BSON field '$setWindowFields.%s' is an unknown field.",
-                             k);
+            return dberr_set(err, 40415, "BSON field '%s.%s' is an unknown field.", w->stage, k);
         }
     }
     if (!has_out)
-        return dberr_set(err, 40414,
-                         "BSON field '$setWindowFields.output' is missing but a required field");
-    if (has_part && !window_partition_parse(w, &part, err))
+        return dberr_set(err, 40414, "BSON field '%s.output' is missing but a required field",
+                         w->stage);
+    if (has_part && f->has_partition_fields)
+        return dberr_set(err, 6050204,
+                         "Maximum one of 'partitionBy' and 'partitionByFields can be specified in "
+                         "'%s'",
+                         w->stage);
+    return !has_part || window_partition_parse(w, &part, err);
+}
+
+static bool swf_parse(stage_t *s, bson_iter_t *arg, const bson_t *let, dberr_t *err)
+{
+    window_fields_t f;
+    if (!BSON_ITER_HOLDS_DOCUMENT(arg))
+        return dberr_set(err, DBERR_FAILED_TO_PARSE,
+                         "the $setWindowFields stage specification must be an object");
+    window_spec_t *w = s->u.window = window_spec_new("$setWindowFields");
+    if (!window_fields_parse(w, arg, false, &f, err))
         return false;
     bson_iter_t o;
-    bson_iter_recurse(&out, &o);
+    bson_iter_recurse(&f.output, &o);
     while (bson_iter_next(&o))
         if (!output_parse(w, &o, err))
             return false;
@@ -583,35 +599,17 @@ typedef struct order {
     bson_value_t *pkeys;
 } order_t;
 
-static int order_cmp(const order_t *o, size_t a, size_t b)
+/* msort order of document indexes: partition key, then sortBy (`ctx`: the order_t). */
+static int order_cmp(const void *pa, const void *pb, void *ctx)
 {
+    const order_t *o = ctx;
+    size_t a = *(const size_t *)pa, b = *(const size_t *)pb;
     if (o->pkeys) {
         int c = compare_values(&o->pkeys[a], &o->pkeys[b]);
         if (c)
             return c;
     }
     return o->w->sort ? sortspec_compare(o->w->sort, o->docs[a], o->docs[b]) : 0;
-}
-
-/* A stable merge sort of idx[0..n); false when interrupted. */
-static bool order_sort(const order_t *o, size_t *idx, size_t *tmp, size_t n, dberr_t *err)
-{
-    if (n < 2)
-        return true;
-    size_t mid = n / 2;
-    if (!order_sort(o, idx, tmp, mid, err) || !order_sort(o, idx + mid, tmp, n - mid, err))
-        return false;
-    if (n >= 64 && !fiber_check(err))
-        return false;
-    size_t i = 0, j = mid, k = 0;
-    while (i < mid && j < n)
-        tmp[k++] = order_cmp(o, idx[j], idx[i]) < 0 ? idx[j++] : idx[i++];
-    while (i < mid)
-        tmp[k++] = idx[i++];
-    while (j < n)
-        tmp[k++] = idx[j++];
-    memcpy(idx, tmp, n * sizeof *idx);
-    return true;
 }
 
 static void values_free(bson_value_t *v, size_t n)
@@ -763,7 +761,7 @@ static bool window_run(const stage_t *s, const expr_ctx_t *ctx, doclist_t *in, d
     size_t n = in->len;
     int64_t mem = 0;
     bool ok = true;
-    size_t *idx = bson_malloc((n ? n : 1) * sizeof *idx), *tmp = NULL;
+    size_t *idx = bson_malloc((n ? n : 1) * sizeof *idx);
     order_t o = {w, in->docs, NULL};
     window_part_t p = {NULL, 0, NULL, w, ctx, &mem};
     p.docs = bson_malloc((n ? n : 1) * sizeof *p.docs);
@@ -793,8 +791,7 @@ static bool window_run(const stage_t *s, const expr_ctx_t *ctx, doclist_t *in, d
             goto cleanup;
     }
     if (w->partition_by || w->sort) {
-        tmp = bson_malloc((n ? n : 1) * sizeof *tmp);
-        if (!(ok = order_sort(&o, idx, tmp, n, err)))
+        if (!(ok = msort(idx, n, sizeof *idx, order_cmp, &o, err)))
             goto cleanup;
     }
     for (size_t start = 0; ok && start < n;) {
@@ -818,7 +815,6 @@ static bool window_run(const stage_t *s, const expr_ctx_t *ctx, doclist_t *in, d
 cleanup:
     values_free(o.pkeys, n);
     bson_free(idx);
-    bson_free(tmp);
     bson_free(p.docs);
     return ok;
 }
