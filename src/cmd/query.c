@@ -23,6 +23,7 @@
 #include "doc/sortspec.h"
 #include "store/catalog.h"
 #include "store/cursor.h"
+#include "store/geoscan.h"
 #include "store/clock.h"
 #include "store/index.h"
 #include "store/mvcc.h"
@@ -460,15 +461,16 @@ static matcher_t *query_find_matcher(cmd_ctx_t *ctx, const bson_t *filter, dberr
     return m;
 }
 
-/* A $near needs a 2dsphere index on its path, as mongod's planner (291). */
-static bool query_near_index(collection_t *c, const char *path, dberr_t *err)
+/* A $near needs a 2dsphere index on its path, as mongod's planner (291):
+ * with the filter `m` (NULL: any such index), one the planner finds
+ * relevant (its geometry first, or a predicate on its first field). */
+static bool query_near_index(collection_t *c, const matcher_t *m, const char *path, dberr_t *err)
 {
     for (int i = 0; i < collection_nindexes(c); i++) {
         const index_t *ix = collection_index(c, i);
-        for (int f = 0; ix->is_2dsphere && f < ix->nfields; f++) {
-            if (ix->sphere[f] && strcmp(ix->paths[f], path) == 0)
-                return true;
-        }
+        int g = geoscan_geo_field(ix);
+        if (g >= 0 && strcmp(ix->paths[g], path) == 0 && (!m || geoscan_relevant(ix, m)))
+            return true;
     }
     return dberr_set(err, 291,
                      "error processing query: ns=%s planner returned error :: caused by :: "
@@ -486,7 +488,7 @@ bool query_geonear_key(collection_t *c, geonear_spec_t *g, dberr_t *err)
         return dberr_set(err, DBERR_NOT_IMPLEMENTED, "atomdb does not run $geoNear on a view yet");
     const char *key = pipeline_geonear_key(g);
     if (key)
-        return query_near_index(c, key, err);
+        return query_near_index(c, NULL, key, err);
     const char *found = NULL;
     int count = 0;
     for (int i = 0; i < collection_nindexes(c); i++) {
@@ -559,7 +561,7 @@ bool query_run(cmd_ctx_t *ctx, collection_t *c, const char *coll, const query_fi
     if (near && s)
         return dberr_set(err, DBERR_NOT_IMPLEMENTED,
                          "atomdb does not combine $near / $nearSphere with a sort yet");
-    if (near && c && !collection_is_view(c) && !query_near_index(c, near, err))
+    if (near && c && !collection_is_view(c) && !query_near_index(c, m, near, err))
         return false;
     collection_query_opts_t o = {0};
     o.matcher = m;

@@ -826,6 +826,39 @@ bool matcher_in_values(const matcher_t *m, const char *path, const bson_value_t 
     return true;
 }
 
+static bool sargable_find(const mnode_t *n, const char *path)
+{
+    switch (n->kind) {
+    case MN_AND:
+    case MN_OR:
+    case MN_NOT:
+        for (size_t i = 0; i < n->nkids; i++)
+            if (sargable_find(n->kids[i], path))
+                return true;
+        return false;
+    case MN_EQ:
+    case MN_GT:
+    case MN_GTE:
+    case MN_LT:
+    case MN_LTE:
+    case MN_IN:
+    case MN_REGEX:
+    case MN_EXISTS:
+    case MN_TYPE:
+    case MN_MOD:
+    case MN_GEO:
+    case MN_ELEM_VAL:
+        return n->path && strcmp(n->path, path) == 0;
+    default:
+        return false;
+    }
+}
+
+bool matcher_path_sargable(const matcher_t *m, const char *path)
+{
+    return m->root && sargable_find(m->root, path);
+}
+
 bool matcher_iter_filter(const bson_t *filter, int depth, bson_iter_t *it, dberr_t *err)
 {
     if (depth > MATCHER_MAX_DEPTH)

@@ -127,6 +127,12 @@ int matcher_bound_paths(const matcher_t *m, const char **out, int cap);
 bool matcher_in_values(const matcher_t *m, const char *path, const bson_value_t **vals,
                        size_t *n);
 
+/* True when the filter has a predicate on `path` an index on it could
+ * bound (comparison, $in, $regex, $exists, $type, $mod, geo, value
+ * $elemMatch) under its ANDs, ORs and NOTs (not $nor): mongod's
+ * getFields, by which an index whose first field is `path` is relevant. */
+bool matcher_path_sargable(const matcher_t *m, const char *path);
+
 /* Builds the document an upsert starts from: the filter's equality
  * predicates (top level, under $and, {$eq: v}), dotted paths expanded into
  * nested documents, `_id` first when present. Operators other than equality

@@ -191,9 +191,11 @@ geonear_spec_t *pipeline_leading_geonear(const pipeline_t *p);
 const char *pipeline_geonear_key(const geonear_spec_t *g);
 void pipeline_geonear_set_key(geonear_spec_t *g, const char *path);
 /* The filter the collection read under a leading $geoNear runs with (for
- * matcher_new_near): {key: {$nearSphere: .., $minDistance, $maxDistance}},
- * so the planner scans the 2dsphere index over the distance range; the
- * stage still filters and orders. `out` is initialized here. */
+ * matcher_new_near): the `query`'s predicates (unless it has $text) and
+ * {key: {$nearSphere: .., $minDistance, $maxDistance}}, so the planner
+ * scans the 2dsphere index over the distance range (under the bounds the
+ * query puts on a compound index's leading fields); the stage still
+ * filters and orders. `out` is initialized here. */
 void pipeline_geonear_source_filter(const geonear_spec_t *g, bson_t *out);
 
 /* The filter of a leading $match stage (borrowed from `p`), or NULL; the

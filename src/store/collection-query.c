@@ -109,8 +109,7 @@ static bool collection_value_indexable(const bson_value_t *v)
     return v->value_type != BSON_TYPE_ARRAY && v->value_type != BSON_TYPE_REGEX;
 }
 
-/* True when `v` is or holds a string: its index key depends on the collation. */
-static bool collection_value_has_string(const bson_value_t *v)
+bool collection_value_has_string(const bson_value_t *v)
 {
     if (v->value_type == BSON_TYPE_UTF8 || v->value_type == BSON_TYPE_SYMBOL)
         return true;
@@ -786,10 +785,11 @@ static bool collection_geo_bounded(const geo_pred_t *p)
     return ok;
 }
 
-/* The 2dsphere index (first field the S2 cells of a path) the filter's
- * geospatial predicate on that path is scanned on: the hinted one, else
- * the first not hidden nor partial; NULL when none (a hint to a 2dsphere
- * index no predicate bounds fails as mongod's planner: BadValue). */
+/* The 2dsphere index the filter's geospatial predicate on its geometry
+ * is scanned on: the hinted one, else the first not hidden nor partial
+ * that is relevant (geoscan_relevant: its geometry first, or a predicate
+ * on its first field); NULL when none (a hint to a 2dsphere index no
+ * predicate bounds fails as mongod's planner: BadValue). */
 static index_t *collection_geo_index(collection_t *c, const collection_query_opts_t *o,
                                      const geo_pred_t **pred, dberr_t *err)
 {
@@ -797,14 +797,7 @@ static index_t *collection_geo_index(collection_t *c, const collection_query_opt
         index_t *ix = collection_hinted(c, o, err);
         if (!ix || !ix->is_2dsphere)
             return NULL;
-        if (!geoscan_usable(ix)) {
-            dberr_set(err, DBERR_NOT_IMPLEMENTED,
-                      "atomdb does not scan a 2dsphere index whose first field is not the "
-                      "geometry yet (hint: %s)",
-                      ix->name);
-            return NULL;
-        }
-        *pred = matcher_geo_on(o->matcher, ix->paths[0]);
+        *pred = matcher_geo_on(o->matcher, ix->paths[geoscan_geo_field(ix)]);
         if (*pred && collection_geo_bounded(*pred))
             return ix;
         dberr_set(err, DBERR_BAD_VALUE,
@@ -815,9 +808,9 @@ static index_t *collection_geo_index(collection_t *c, const collection_query_opt
     }
     for (int i = 0; i < c->nindexes; i++) {
         index_t *ix = c->indexes[i];
-        if (ix->hidden || ix->partial || !geoscan_usable(ix))
+        if (ix->hidden || ix->partial || !ix->is_2dsphere || !geoscan_relevant(ix, o->matcher))
             continue;
-        *pred = matcher_geo_on(o->matcher, ix->paths[0]);
+        *pred = matcher_geo_on(o->matcher, ix->paths[geoscan_geo_field(ix)]);
         if (*pred && collection_geo_bounded(*pred))
             return ix;
     }
@@ -861,7 +854,9 @@ static bool collection_query_geo(const collection_query_opts_t *o, index_t *ix,
     recvec_t cand;
     recvec_init(&cand);
     bool ok;
-    if (geoscan_candidates(ix, pred, -1, &cand, &plan->keys_examined)) {
+    geoscan_bounds_t gb; /* the fields before the geometry of a compound index */
+    geoscan_bounds_init(&gb, ix, o->matcher);
+    if (geoscan_candidates_in(ix, &gb, pred, -1, &cand, &plan->keys_examined)) {
         size_t close = 0;
         ok = collection_geo_match(o, &cand, -1, out, &close, plan, err);
     } else {
@@ -869,7 +864,7 @@ static bool collection_query_geo(const collection_query_opts_t *o, index_t *ix,
         double r = o->near_want > 0 ? whole / 65536 : whole;
         for (;;) {
             size_t close = 0;
-            geoscan_candidates(ix, pred, r, &cand, &plan->keys_examined);
+            geoscan_candidates_in(ix, &gb, pred, r, &cand, &plan->keys_examined);
             ok = collection_geo_match(o, &cand, r, out, &close, plan, err);
             recvec_destroy(&cand);
             recvec_init(&cand);
@@ -882,6 +877,7 @@ static bool collection_query_geo(const collection_query_opts_t *o, index_t *ix,
         }
     }
     recvec_destroy(&cand);
+    geoscan_bounds_destroy(&gb);
     if (!ok)
         return false;
     bool need_sort = o->sort && sortspec_nkeys(o->sort) > 0;
