@@ -504,8 +504,13 @@ index_t *index_new(const bson_t *spec, dberr_t *err)
     char generated[512] = "";
     bson_t text_opts = BSON_INITIALIZER; /* a text index's resolved options */
     bool is_text = textindex_is_text_spec(spec);
-    bool is_wild = !is_text && wildcard_is_spec(spec);
+    bool is_wild = wildcard_is_spec(spec);
     int version = 2;
+    if (is_text && is_wild) { /* {"a.$**": 1, b: "text"}: as mongod */
+        dberr_set(err, DBERR_CANNOT_CREATE_INDEX,
+                  "Can't use more than one index plugin for a single index.");
+        goto fail;
+    }
     if (!bson_iter_init(&it, spec))
         goto bad;
     while (bson_iter_next(&it)) {
@@ -698,6 +703,13 @@ index_t *index_new(const bson_t *spec, dberr_t *err)
                       "Index version v=%d does not support the key type '$**'; wildcard indexes "
                       "need v=2",
                       version);
+        goto fail;
+    }
+    if (ix->wildcard && wildcard_is_compound(ix->wildcard)) {
+        /* a valid compound wildcard index (mongod 7.0): not built yet */
+        dberr_set(err, DBERR_NOT_IMPLEMENTED,
+                  "atomdb does not support compound wildcard indexes yet (a '$**' field with "
+                  "other fields in one key pattern)");
         goto fail;
     }
     if (ix->hashed >= 0 && ix->unique) {
