@@ -921,7 +921,7 @@ bool cmd_explain(cmd_ctx_t *ctx, dberr_t *err)
         bson_append_document_begin(ctx->reply, "queryPlanner", -1, &qp);
         BSON_APPEND_UTF8(&qp, "namespace", ns);
         BSON_APPEND_DOCUMENT(&qp, "parsedQuery", &q.filter);
-        explain_append_plan(&qp, &plan, c != NULL);
+        explain_append_plan_filtered(&qp, &plan, c != NULL, &q.filter);
         bson_t rejected = BSON_INITIALIZER;
         BSON_APPEND_ARRAY(&qp, "rejectedPlans", &rejected);
         bson_destroy(&rejected);
