@@ -123,10 +123,9 @@ static void geoscan_bounds_range(geoscan_bounds_t *b, const index_t *ix, const m
             index_append_key_part(ix, f, &mb.eq, &b->prefix);
             continue;
         }
-        if (f == ix->hashed || (!same_coll && ((mb.has_lower && collection_value_has_string(
-                                                                   &mb.lower)) ||
-                                               (mb.has_upper && collection_value_has_string(
-                                                                   &mb.upper)))))
+        bool strings = (mb.has_lower && collection_value_has_string(&mb.lower)) ||
+                       (mb.has_upper && collection_value_has_string(&mb.upper));
+        if (f == ix->hashed || (!same_coll && strings)) /* a hash has no ranges */
             break;
         bool desc = ix->dirs[f] < 0;
         const bson_value_t *low = mb.has_lower ? &mb.lower : NULL;
