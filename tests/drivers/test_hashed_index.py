@@ -291,3 +291,43 @@ def test_in_on_compound_hashed_indexes_in_any_position(client):
                    ("a" not in bound or d["a"] == 1) and d["b"] == 2]
         keys_read = c.find(q).explain()["executionStats"]["totalKeysExamined"]
         assert keys_read == len(in_keys), (name, keys_read, len(in_keys))
+
+
+def test_an_in_scan_that_yields_reads_one_snapshot_across_its_points(client):
+    """The points of an $in scan are read in slices: documents moved from
+    one point to another meanwhile are returned once each (in the version
+    the scan's snapshot holds or the new one), none missing."""
+    import threading
+    c = client.h.inyield
+    c.create_index([("a", "hashed")])
+    n = 60000
+    for start in range(0, n, 10000):
+        c.insert_many([{"_id": i, "a": i % 3, "pad": "x" * 100}
+                       for i in range(start, start + 10000)])
+    want = sorted(i for i in range(n) if i % 3 in (1, 2))
+    stop = threading.Event()
+    moved = [0]
+
+    def mover():
+        import random
+        rnd = random.Random(5)
+        while not stop.is_set():
+            i = rnd.randrange(n)
+            if i % 3:  # between the two points the query reads: it matches either way
+                c.update_one({"_id": i}, {"$set": {"a": 3 - (i % 3)}})
+                moved[0] += 1
+
+    t = threading.Thread(target=mover)
+    t.start()
+    try:
+        rounds = 0
+        while rounds < 6 or moved[0] < 50:
+            got = [d["_id"] for d in c.find({"a": {"$in": [1, 2]}}, {"_id": 1}, batch_size=n)]
+            assert len(got) == len(set(got)), "a document returned twice"
+            assert sorted(got) == want, "a document missing"
+            rounds += 1
+            assert rounds < 60, "the mover made no progress while scans ran"
+    finally:
+        stop.set()
+        t.join()
+    assert moved[0] >= 50
