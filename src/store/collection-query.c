@@ -838,11 +838,34 @@ static bool collection_geo_match(const collection_query_opts_t *o, const recvec_
     return true;
 }
 
+/* A compound 2dsphere index whose leading fields give a range (not
+ * points, geoscan_bounds_t): that range of its keys read as any index
+ * scan (in slices, at one snapshot), each document once, matched against
+ * the whole filter; the caller orders a $near by distance. */
+static bool collection_query_geo_range(collection_t *c, const collection_query_opts_t *o,
+                                       index_t *ix, const geoscan_bounds_t *gb, recvec_t *out,
+                                       collection_plan_t *plan, dberr_t *err)
+{
+    scan_plan_t sp = {0};
+    buf_init(&sp.lo);
+    buf_init(&sp.prefix);
+    buf_init(&sp.hi);
+    sp.ix = ix;
+    buf_append(&sp.lo, gb->lo.data, gb->lo.len);
+    buf_append(&sp.prefix, gb->prefix.data, gb->prefix.len);
+    buf_append(&sp.hi, gb->hi.data, gb->hi.len);
+    sp.has_hi = gb->has_hi;
+    bool unordered = false;
+    bool ok = collection_run_scan(c, &sp, o, false, 0, out, plan, &unordered, err);
+    scan_plan_destroy(&sp);
+    return ok;
+}
+
 /* A geospatial query on the 2dsphere index `ix`: the key ranges covering
  * the predicate's region; a $near without $maxDistance scans caps that
  * double in radius until the nearest near_want matches lie inside one
  * (every match outside is farther), the whole sphere without a limit. */
-static bool collection_query_geo(const collection_query_opts_t *o, index_t *ix,
+static bool collection_query_geo(collection_t *c, const collection_query_opts_t *o, index_t *ix,
                                  const geo_pred_t *pred, recvec_t *out, collection_plan_t *plan,
                                  dberr_t *err)
 {
@@ -856,7 +879,9 @@ static bool collection_query_geo(const collection_query_opts_t *o, index_t *ix,
     bool ok;
     geoscan_bounds_t gb; /* the fields before the geometry of a compound index */
     geoscan_bounds_init(&gb, ix, o->matcher);
-    if (geoscan_candidates_in(ix, &gb, pred, -1, &cand, &plan->keys_examined)) {
+    if (!gb.points) { /* a range of the leading fields: read as any index scan, in slices */
+        ok = collection_query_geo_range(c, o, ix, &gb, out, plan, err);
+    } else if (geoscan_candidates_in(ix, &gb, pred, -1, &cand, &plan->keys_examined)) {
         size_t close = 0;
         ok = collection_geo_match(o, &cand, -1, out, &close, plan, err);
     } else {
@@ -957,7 +982,7 @@ static bool collection_query_opts_plain(collection_t *c, const collection_query_
         dberr_t why = {0};
         index_t *gix = collection_geo_index(c, o, &pred, &why);
         if (gix)
-            return collection_query_geo(o, gix, pred, out, plan, err);
+            return collection_query_geo(c, o, gix, pred, out, plan, err);
         if (why.code) {
             *err = why;
             return false;

@@ -215,33 +215,12 @@ void geoscan_bounds_destroy(geoscan_bounds_t *b)
     buf_destroy(&b->hi);
 }
 
-/* Range mode: every record with a key in b's range. */
-static void geoscan_range_candidates(const index_t *ix, const geoscan_bounds_t *b, recvec_t *cand,
-                                     size_t *keys)
-{
-    omap_node_t *nd = omap_seek(ix->map, b->lo.len ? b->lo.data : NULL, b->lo.len);
-    for (; nd; nd = omap_next(nd)) {
-        size_t klen;
-        const uint8_t *key = omap_node_key(nd, &klen);
-        if (b->prefix.len &&
-            (klen < b->prefix.len || memcmp(key, b->prefix.data, b->prefix.len) != 0))
-            break;
-        if (b->has_hi && memcmp(key, b->hi.data, klen < b->hi.len ? klen : b->hi.len) > 0)
-            break;
-        (*keys)++;
-        recvec_push_ref(cand, omap_node_value(nd));
-    }
-}
-
 bool geoscan_candidates_in(const index_t *ix, const geoscan_bounds_t *b, const geo_pred_t *p,
                            double radius, recvec_t *cand, size_t *keys)
 {
     size_t first = cand->len;
-    if (!b->points) {
-        geoscan_range_candidates(ix, b, cand, keys);
-        geoscan_dedupe(cand, first);
-        return true;
-    }
+    if (!b->points) /* range mode: the caller reads it as an index scan */
+        return false;
     int64_t *ranges = NULL;
     size_t n = 0;
     if (!geo_pred_index_ranges(p, radius, &ranges, &n))

@@ -35,11 +35,11 @@ bool geoscan_relevant(const index_t *ix, const matcher_t *m);
  * mongod's compound 2dsphere bounds: when each of them has an equality or
  * an $in (not a regex; strings only under the index's collation), one key
  * prefix per combination of values (`points`, at most GEOSCAN_MAX_POINTS),
- * each then followed by the covering's cell ranges; otherwise the keys
- * from `lo` while they start with `prefix` (and are <= hi when has_hi):
- * the equalities of the leading fields and a range on the next one, every
- * key in it read (its cells are not bounded). A geometry-first index has
- * one empty point. */
+ * each then followed by the covering's cell ranges; otherwise (range
+ * mode) the keys from `lo` while they start with `prefix` (and are <= hi
+ * when has_hi): the equalities of the leading fields and a range on the
+ * next one, every key in it read (its cells are not bounded). A
+ * geometry-first index has one empty point. */
 typedef struct geoscan_bounds {
     int geo;         /* the index's first 2dsphere field */
     buf_t *points;   /* owned; NULL in range mode */
@@ -55,9 +55,9 @@ typedef struct geoscan_bounds {
 void geoscan_bounds_init(geoscan_bounds_t *b, const index_t *ix, const matcher_t *m);
 void geoscan_bounds_destroy(geoscan_bounds_t *b);
 
-/* geoscan_candidates under `b`: each point's cell ranges of `p` (false
- * when `p` gives no ranges at `radius`), or in range mode every record
- * in the range (true whatever the radius). */
+/* geoscan_candidates under `b`: each point's cell ranges of `p`; false
+ * when `p` gives no ranges at `radius`, or in range mode (no points),
+ * whose range the caller reads as an ordinary index scan (it yields). */
 bool geoscan_candidates_in(const index_t *ix, const geoscan_bounds_t *b, const geo_pred_t *p,
                            double radius, recvec_t *cand, size_t *keys);
 
