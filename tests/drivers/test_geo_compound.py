@@ -229,3 +229,73 @@ def test_compound_index_kept_right_through_writes(colls):
     q = {"cat": "park", "loc": {"$near": {"$geometry": NEAR}}}
     assert [d["_id"] for d in c.find(q).limit(10)] == \
         [d["_id"] for d in c.find(q).hint([("$natural", 1)]).limit(10)]
+
+
+def _mixed(db):
+    """One collection with a 2d index (other fields after its location), a
+    compound 2dsphere index (its geometry after `cat`) and a hashed one."""
+    c = db.mixed
+    c.drop()
+    rnd = random.Random(5)
+    docs = []
+    for i in range(2000):
+        x, y = rnd.uniform(-50, 50), rnd.uniform(-50, 50)
+        docs.append({"_id": i, "cat": rnd.choice("abc"), "p": [x, y],
+                     "g": {"type": "Point", "coordinates": [x, y]}, "h": i % 7})
+    c.insert_many(docs)
+    assert c.create_index([("p", "2d"), ("cat", 1)]) == "p_2d_cat_1"
+    assert c.create_index([("cat", 1), ("g", "2dsphere")]) == "cat_1_g_2dsphere"
+    assert c.create_index([("h", "hashed")]) == "h_hashed"
+    return c
+
+
+def test_2d_and_compound_2dsphere_indexes_planned_side_by_side(db):
+    c = _mixed(db)
+    # the 2d index: flat $near (its own stage) and $box, its trailing field filtered
+    q = {"p": {"$near": [1, 2], "$maxDistance": 10}, "cat": "a"}
+    got = [d["_id"] for d in c.find(q)]
+    assert len(got) > 5 and sorted(got) == ids(c.find(
+        {"p": {"$geoWithin": {"$center": [[1, 2], 10]}}, "cat": "a"}).hint([("$natural", 1)]))
+    assert plan_of(c.find(q))["stage"] == "GEO_NEAR_2D"
+    q = {"p": {"$geoWithin": {"$box": [[0, 0], [10, 10]]}}, "cat": {"$in": ["a", "b"]}}
+    assert ids(c.find(q)) == ids(c.find(q).hint([("$natural", 1)]))
+    assert plan_of(c.find(q))["inputStage"]["indexName"] == "p_2d_cat_1"
+    assert ids(c.find(q).hint("p_2d_cat_1")) == ids(c.find(q).hint([("$natural", 1)]))
+    # the compound 2dsphere index: its leading field bound, metres
+    q = {"cat": "b", "g": {"$geoWithin": {"$centerSphere": [[1, 2], 0.1]}}}
+    assert ids(c.find(q)) == ids(c.find(q).hint([("$natural", 1)]))
+    assert plan_of(c.find(q))["inputStage"]["indexName"] == "cat_1_g_2dsphere"
+    q = {"cat": "b", "g": {"$near": {"$geometry": {"type": "Point", "coordinates": [1, 2]},
+                                     "$maxDistance": 900000}}}
+    got = [d["_id"] for d in c.find(q)]
+    assert len(got) > 5 and got == [d["_id"] for d in c.find(q).hint([("$natural", 1)])]
+    # each index in its own units only (mongod: 291)
+    for bad in ({"p": {"$near": {"$geometry": {"type": "Point", "coordinates": [1, 2]}}}},
+                {"cat": "a", "g": {"$near": [1, 2]}},
+                {"g": {"$nearSphere": [1, 2]}}):  # no predicate on cat: not relevant
+        with pytest.raises(OperationFailure) as e:
+            list(c.find(bad))
+        assert e.value.code == 291, bad
+    # a hashed $in beside them
+    q = {"h": {"$in": [1, 3]}}
+    assert ids(c.find(q)) == ids(c.find(q).hint([("$natural", 1)]))
+    assert plan_of(c.find(q))["inputStage"]["indexName"] == "h_hashed"
+
+
+def test_geonear_picks_the_2d_index_or_the_keyed_compound_one(db):
+    c = _mixed(db)
+    r = list(c.aggregate([{"$geoNear": {"near": [1, 2], "distanceField": "d",
+                                        "spherical": False, "query": {"cat": "c"},
+                                        "maxDistance": 5}}]))
+    assert r and all(x["cat"] == "c" and x["d"] <= 5 for x in r)
+    assert [x["d"] for x in r] == sorted(x["d"] for x in r)
+    near = {"type": "Point", "coordinates": [1, 2]}
+    r = list(c.aggregate([{"$geoNear": {"near": near, "distanceField": "d", "key": "g",
+                                        "query": {"cat": "c"}, "maxDistance": 900000}}]))
+    assert [x["_id"] for x in r] == [d["_id"] for d in c.find(
+        {"cat": "c", "g": {"$near": {"$geometry": near, "$maxDistance": 900000}}})
+        .hint([("$natural", 1)])]
+    assert len(r) > 5
+    with pytest.raises(OperationFailure) as e:  # the compound index needs a bound on cat
+        list(c.aggregate([{"$geoNear": {"near": near, "distanceField": "d", "key": "g"}}]))
+    assert e.value.code == 291
