@@ -303,6 +303,11 @@ bool cmd_explain(cmd_ctx_t *ctx, dberr_t *err);
 /* Appends an explain's winningPlan for `plan` to `qp` (`exists`: the
  * collection exists; else the plan is EOF). */
 void explain_append_plan(bson_t *qp, const collection_plan_t *plan, bool exists);
+/* explain_append_plan with the read's filter (NULL: none): a scan of a
+ * hashed index shows it as its FETCH stage's `filter`, as mongod's (the
+ * hash bounds are inexact: every fetched document is matched again). */
+void explain_append_plan_filtered(bson_t *qp, const collection_plan_t *plan, bool exists,
+                                  const bson_t *filter);
 /* Appends an explain's serverInfo to `reply`. */
 void explain_append_server_info(bson_t *reply);
 struct pipeline;

@@ -13,6 +13,12 @@
 
 void explain_append_plan(bson_t *qp, const collection_plan_t *plan, bool exists)
 {
+    explain_append_plan_filtered(qp, plan, exists, NULL);
+}
+
+void explain_append_plan_filtered(bson_t *qp, const collection_plan_t *plan, bool exists,
+                                  const bson_t *filter)
+{
     bson_t wp, in;
     bson_append_document_begin(qp, "winningPlan", -1, &wp);
     if (!exists) {
@@ -49,6 +55,8 @@ void explain_append_plan(bson_t *qp, const collection_plan_t *plan, bool exists)
         BSON_APPEND_INT32(&wp, "indexVersion", 2);
     } else {
         BSON_APPEND_UTF8(&wp, "stage", "FETCH");
+        if (filter && !bson_empty(filter) && plan->index->hashed >= 0)
+            BSON_APPEND_DOCUMENT(&wp, "filter", filter);
         bson_append_document_begin(&wp, "inputStage", -1, &in);
         BSON_APPEND_UTF8(&in, "stage", "IXSCAN");
         if (plan->index->wildcard) { /* as mongod: the $** index expanded for one path */

@@ -23,6 +23,7 @@
 #include "doc/sortspec.h"
 #include "store/catalog.h"
 #include "store/cursor.h"
+#include "store/geoscan.h"
 #include "store/clock.h"
 #include "store/index.h"
 #include "store/mvcc.h"
@@ -462,18 +463,20 @@ static matcher_t *query_find_matcher(cmd_ctx_t *ctx, const bson_t *filter, dberr
 
 /* A $near needs a geo index on its path, as mongod's planner (291): a
  * 2dsphere one for a GeoJSON point, a 2d one for a flat legacy $near,
- * either for a legacy $nearSphere. */
-static bool query_near_index(collection_t *c, const char *path, geo_near_units_t units,
-                             dberr_t *err)
+ * either for a legacy $nearSphere; with the filter `m` (NULL: any such
+ * index), one the planner finds relevant (its geometry first, or a
+ * predicate on its first field). */
+static bool query_near_index(collection_t *c, const matcher_t *m, const char *path,
+                             geo_near_units_t units, dberr_t *err)
 {
     for (int i = 0; i < collection_nindexes(c); i++) {
         const index_t *ix = collection_index(c, i);
-        if (ix->geo2d && units != GEO_NEAR_METRES && strcmp(ix->paths[0], path) == 0)
+        int g = geoscan_geo_field(ix);
+        if (g < 0 || strcmp(ix->paths[g], path) != 0 ||
+            units == (ix->geo2d ? GEO_NEAR_METRES : GEO_NEAR_FLAT))
+            continue;
+        if (!m || geoscan_relevant(ix, m))
             return true;
-        for (int f = 0; ix->is_2dsphere && units != GEO_NEAR_FLAT && f < ix->nfields; f++) {
-            if (ix->sphere[f] && strcmp(ix->paths[f], path) == 0)
-                return true;
-        }
     }
     return dberr_set(err, 291,
                      "error processing query: ns=%s planner returned error :: caused by :: "
@@ -492,7 +495,7 @@ bool query_geonear_key(collection_t *c, geonear_spec_t *g, dberr_t *err)
         return dberr_set(err, DBERR_NOT_IMPLEMENTED, "atomdb does not run $geoNear on a view yet");
     const char *key = pipeline_geonear_key(g);
     if (key)
-        return query_near_index(c, key, pipeline_geonear_units(g), err);
+        return query_near_index(c, NULL, key, pipeline_geonear_units(g), err);
     const char *found = NULL;
     int count = 0;
     for (int i = 0; i < collection_nindexes(c); i++) { /* 2d indexes first */
@@ -581,7 +584,7 @@ bool query_run(cmd_ctx_t *ctx, collection_t *c, const char *coll, const query_fi
         return dberr_set(err, DBERR_NOT_IMPLEMENTED,
                          "atomdb does not combine $near / $nearSphere with a sort yet");
     if (near && c && !collection_is_view(c) &&
-        !query_near_index(c, near, geo_pred_near_units(matcher_geo_on(m, near)), err))
+        !query_near_index(c, m, near, geo_pred_near_units(matcher_geo_on(m, near)), err))
         return false;
     collection_query_opts_t o = {0};
     o.matcher = m;
@@ -943,7 +946,7 @@ bool cmd_explain(cmd_ctx_t *ctx, dberr_t *err)
         bson_append_document_begin(ctx->reply, "queryPlanner", -1, &qp);
         BSON_APPEND_UTF8(&qp, "namespace", ns);
         BSON_APPEND_DOCUMENT(&qp, "parsedQuery", &q.filter);
-        explain_append_plan(&qp, &plan, c != NULL);
+        explain_append_plan_filtered(&qp, &plan, c != NULL, &q.filter);
         bson_t rejected = BSON_INITIALIZER;
         BSON_APPEND_ARRAY(&qp, "rejectedPlans", &rejected);
         bson_destroy(&rejected);

@@ -762,6 +762,66 @@ int matcher_bound_paths(const matcher_t *m, const char **out, int cap)
     return len;
 }
 
+static const mnode_t *in_node_find(const mnode_t *n, const char *path)
+{
+    if (n->kind == MN_AND) {
+        for (size_t i = 0; i < n->nkids; i++) {
+            const mnode_t *f = in_node_find(n->kids[i], path);
+            if (f)
+                return f;
+        }
+        return NULL;
+    }
+    return n->kind == MN_IN && n->path && strcmp(n->path, path) == 0 ? n : NULL;
+}
+
+bool matcher_in_values(const matcher_t *m, const char *path, const bson_value_t **vals,
+                       size_t *n)
+{
+    const mnode_t *in = m->root ? in_node_find(m->root, path) : NULL;
+    if (!in)
+        return false;
+    for (size_t i = 0; i < in->nlist; i++)
+        if (in->list_re[i])
+            return false;
+    *vals = in->list;
+    *n = in->nlist;
+    return true;
+}
+
+static bool sargable_find(const mnode_t *n, const char *path)
+{
+    switch (n->kind) {
+    case MN_AND:
+    case MN_OR:
+    case MN_NOT:
+        for (size_t i = 0; i < n->nkids; i++)
+            if (sargable_find(n->kids[i], path))
+                return true;
+        return false;
+    case MN_EQ:
+    case MN_GT:
+    case MN_GTE:
+    case MN_LT:
+    case MN_LTE:
+    case MN_IN:
+    case MN_REGEX:
+    case MN_EXISTS:
+    case MN_TYPE:
+    case MN_MOD:
+    case MN_GEO:
+    case MN_ELEM_VAL:
+        return n->path && strcmp(n->path, path) == 0;
+    default:
+        return false;
+    }
+}
+
+bool matcher_path_sargable(const matcher_t *m, const char *path)
+{
+    return m->root && sargable_find(m->root, path);
+}
+
 bool matcher_iter_filter(const bson_t *filter, int depth, bson_iter_t *it, dberr_t *err)
 {
     if (depth > MATCHER_MAX_DEPTH)

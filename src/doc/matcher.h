@@ -120,6 +120,19 @@ bool matcher_bounds(const matcher_t *m, const char *path, matcher_bounds_t *out)
  * plans on one of them. */
 int matcher_bound_paths(const matcher_t *m, const char **out, int cap);
 
+/* The values of the first {path: {$in: [...]}} of the filter's top-level
+ * AND (never through $or/$nor/$not), borrowed from the matcher, in filter
+ * order; false when there is none or when its list holds a regex (which
+ * no point bound answers). *n may be 0 ({$in: []} matches nothing). */
+bool matcher_in_values(const matcher_t *m, const char *path, const bson_value_t **vals,
+                       size_t *n);
+
+/* True when the filter has a predicate on `path` an index on it could
+ * bound (comparison, $in, $regex, $exists, $type, $mod, geo, value
+ * $elemMatch) under its ANDs, ORs and NOTs (not $nor): mongod's
+ * getFields, by which an index whose first field is `path` is relevant. */
+bool matcher_path_sargable(const matcher_t *m, const char *path);
+
 /* Builds the document an upsert starts from: the filter's equality
  * predicates (top level, under $and, {$eq: v}), dotted paths expanded into
  * nested documents, `_id` first when present. Operators other than equality

@@ -195,10 +195,11 @@ void pipeline_geonear_set_key(geonear_spec_t *g, const char *path);
  * legacy pair with spherical: true) or flat (spherical: false: a 2d index). */
 geo_near_units_t pipeline_geonear_units(const geonear_spec_t *g);
 /* The filter the collection read under a leading $geoNear runs with (for
- * matcher_new_near): {key: {$nearSphere: .., $minDistance, $maxDistance}}
- * ($near for a flat one), so the planner scans the geo index over the
- * distance range; the
- * stage still filters and orders. `out` is initialized here. */
+ * matcher_new_near): the `query`'s predicates (unless it has $text) and
+ * {key: {$nearSphere: .., $minDistance, $maxDistance}} ($near for a flat
+ * one), so the planner scans the geo index over the distance range (under
+ * the bounds the query puts on a compound 2dsphere index's leading
+ * fields); the stage still filters and orders. `out` is initialized here. */
 void pipeline_geonear_source_filter(const geonear_spec_t *g, bson_t *out);
 
 /* The filter of a leading $match stage (borrowed from `p`), or NULL; the

@@ -31,6 +31,11 @@ struct collection {
 
 /* The _id of `doc`; false when it has none. */
 bool collection_doc_id(const bson_t *doc, bson_value_t *id);
+
+/* True when `v` is or holds a string: its index key depends on the
+ * collation, so a bound on it needs the query's collation to be the
+ * index's (collection-query.c). */
+bool collection_value_has_string(const bson_value_t *v);
 /* Puts r under each of its keys in ix, or with r NULL takes them out. */
 void collection_index_put(index_t *ix, const index_keys_t *keys, const bson_value_t *id,
                           record_t *r);

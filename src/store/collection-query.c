@@ -64,6 +64,13 @@ typedef struct scan_plan {
     bool has_hi;
     int score;
     char wc_path[WILDCARD_PATH_MAX]; /* a wildcard index's scanned path, else "" */
+    /* A hashed field bound by $in: the plan is one range per entry of
+     * `alts` (distinct hash key parts, in index order), each lo/prefix/hi
+     * with the bytes [alt_off, alt_off + alt_len) replaced by the entry.
+     * NULL: the one range lo/prefix/hi. nalts 0 with alts set: no range. */
+    buf_t *alts;
+    size_t nalts;
+    size_t alt_off, alt_len;
 } scan_plan_t;
 
 static void scan_plan_destroy(scan_plan_t *p)
@@ -71,6 +78,30 @@ static void scan_plan_destroy(scan_plan_t *p)
     buf_destroy(&p->lo);
     buf_destroy(&p->prefix);
     buf_destroy(&p->hi);
+    for (size_t i = 0; i < p->nalts; i++)
+        buf_destroy(&p->alts[i]);
+    bson_free(p->alts);
+    p->alts = NULL;
+    p->nalts = 0;
+}
+
+/* The ranges of `p`: 1, or one per $in alternative of its hashed field. */
+static size_t scan_plan_nranges(const scan_plan_t *p)
+{
+    return p->alts ? p->nalts : 1;
+}
+
+/* Fills `out` with `src` (p's lo, prefix or hi) as range `i` has it. */
+static void scan_plan_splice(const scan_plan_t *p, const buf_t *src, size_t i, buf_t *out)
+{
+    out->len = 0;
+    if (!p->alts || src->len < p->alt_off + p->alt_len) {
+        buf_append(out, src->data, src->len);
+        return;
+    }
+    buf_append(out, src->data, p->alt_off);
+    buf_append(out, p->alts[i].data, p->alts[i].len);
+    buf_append(out, src->data + p->alt_off + p->alt_len, src->len - p->alt_off - p->alt_len);
 }
 
 static bool collection_value_indexable(const bson_value_t *v)
@@ -78,8 +109,7 @@ static bool collection_value_indexable(const bson_value_t *v)
     return v->value_type != BSON_TYPE_ARRAY && v->value_type != BSON_TYPE_REGEX;
 }
 
-/* True when `v` is or holds a string: its index key depends on the collation. */
-static bool collection_value_has_string(const bson_value_t *v)
+bool collection_value_has_string(const bson_value_t *v)
 {
     if (v->value_type == BSON_TYPE_UTF8 || v->value_type == BSON_TYPE_SYMBOL)
         return true;
@@ -173,6 +203,58 @@ static int collection_plan_wildcard(index_t *ix, const matcher_t *m, scan_plan_t
     return best;
 }
 
+static int collection_buf_cmp(const void *a, const void *b)
+{
+    const buf_t *x = a, *y = b;
+    size_t n = x->len < y->len ? x->len : y->len;
+    int c = n ? memcmp(x->data, y->data, n) : 0;
+    return c ? c : (x->len < y->len ? -1 : x->len > y->len);
+}
+
+/* A {path: {$in: [...]}} on the hashed field `f` of `ix`, as mongod's
+ * hashed bounds: one point per distinct hash (values hashing alike, 1 and
+ * 1.0 or colliding ones, give one), in index order; the fetched documents
+ * are matched against the whole filter, so collisions are harmless. An
+ * array in the list gives no point (a hashed field never holds one: such
+ * documents are refused, 16766); a regex, or strings under another
+ * collation than the index's, make the index unusable. Appends the first
+ * point to p->prefix and keeps the others in p->alts. */
+static bool collection_plan_hashed_in(index_t *ix, int f, const matcher_t *m, bool same_coll,
+                                      scan_plan_t *p)
+{
+    const bson_value_t *vals;
+    size_t n;
+    if (p->alts || !matcher_in_values(m, ix->paths[f], &vals, &n))
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!same_coll && collection_value_has_string(&vals[i]))
+            return false;
+    buf_t *alts = bson_malloc0((n ? n : 1) * sizeof *alts);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (vals[i].value_type == BSON_TYPE_ARRAY)
+            continue;
+        buf_init(&alts[k]);
+        index_append_key_part(ix, f, &vals[i], &alts[k++]);
+    }
+    if (k > 1)
+        qsort(alts, k, sizeof *alts, collection_buf_cmp);
+    size_t w = k ? 1 : 0;
+    for (size_t r = 1; r < k; r++) {
+        if (collection_buf_cmp(&alts[r], &alts[w - 1]) == 0)
+            buf_destroy(&alts[r]);
+        else
+            alts[w++] = alts[r];
+    }
+    p->alts = alts;
+    p->nalts = w;
+    p->alt_off = p->prefix.len;
+    p->alt_len = w ? alts[0].len : 0;
+    if (w)
+        buf_append(&p->prefix, alts[0].data, alts[0].len);
+    return true;
+}
+
 /* Works out the bounds `m` allows on `ix`; returns the plan's score (0 =
  * the index narrows nothing). As mongod: bounds that hold strings are used
  * only when the query's collation is the index's. */
@@ -184,23 +266,30 @@ static int collection_plan_index(index_t *ix, const matcher_t *m, scan_plan_t *p
     buf_init(&p->hi);
     p->ix = ix;
     p->has_hi = false;
+    p->alts = NULL;
+    p->nalts = 0;
     p->wc_path[0] = '\0';
     if (ix->wildcard)
         return collection_plan_wildcard(ix, m, p);
     int score = 0;
     for (int f = 0; f < ix->nfields; f++) {
         matcher_bounds_t b;
-        if (!matcher_bounds(m, ix->paths[f], &b))
-            break;
-        bool desc = ix->dirs[f] < 0;
-        if (f == ix->hashed) { /* a hash serves equality only */
-            if (!b.has_eq || !collection_value_indexable(&b.eq) ||
-                (!same_coll && collection_value_has_string(&b.eq)))
+        bool bounded = matcher_bounds(m, ix->paths[f], &b);
+        if (f == ix->hashed) { /* a hash serves equality and $in only */
+            if (bounded && b.has_eq && collection_value_indexable(&b.eq) &&
+                (same_coll || !collection_value_has_string(&b.eq))) {
+                index_append_key_part(ix, f, &b.eq, &p->prefix);
+                score += 2;
+                continue;
+            }
+            if (!collection_plan_hashed_in(ix, f, m, same_coll, p))
                 break;
-            index_append_key_part(ix, f, &b.eq, &p->prefix);
             score += 2;
             continue;
         }
+        if (!bounded)
+            break;
+        bool desc = ix->dirs[f] < 0;
         if (!same_coll && ((b.has_eq && collection_value_has_string(&b.eq)) ||
                            (b.has_lower && collection_value_has_string(&b.lower)) ||
                            (b.has_upper && collection_value_has_string(&b.upper))))
@@ -343,57 +432,74 @@ static bool collection_run_scan(collection_t *c, const scan_plan_t *p,
     size_t first = out->len;
     uint64_t snap = 0;
     bool ok = true;
-    buf_t at;
+    bool done = false;
+    buf_t at, lo, prefix, hi;
     buf_init(&at);
-    omap_node_t *n = omap_seek(p->ix->map, p->lo.len ? p->lo.data : NULL, p->lo.len);
-    for (; n; n = omap_next(n)) {
-        size_t klen;
-        const uint8_t *key = omap_node_key(n, &klen);
-        if (fiber_running && (plan->keys_examined & 15) == 0 && fiber_due()) {
-            /* give the loop back; go on from this key afterwards */
-            at.len = 0;
-            buf_append(&at, key, klen);
-            if (!snap)
-                snap = mvcc_snapshot_open();
-            uint64_t y = fiber_yields(fiber_running);
-            if (!fiber_check(err)) {
-                ok = false;
-                break;
-            }
-            if (fiber_yields(fiber_running) != y) {
-                if (!collection_has_index(c, p->ix)) {
-                    ok = dberr_set(err, 175, "index '%s' dropped", p->ix->name);
+    buf_init(&lo);
+    buf_init(&prefix);
+    buf_init(&hi);
+    /* one range, or one per $in point of a hashed field, in index order */
+    for (size_t ri = 0; ri < scan_plan_nranges(p) && !done; ri++) {
+        scan_plan_splice(p, &p->lo, ri, &lo);
+        scan_plan_splice(p, &p->prefix, ri, &prefix);
+        scan_plan_splice(p, &p->hi, ri, &hi);
+        omap_node_t *n = omap_seek(p->ix->map, lo.len ? lo.data : NULL, lo.len);
+        for (; n; n = omap_next(n)) {
+            size_t klen;
+            const uint8_t *key = omap_node_key(n, &klen);
+            if (fiber_running && (plan->keys_examined & 15) == 0 && fiber_due()) {
+                /* give the loop back; go on from this key afterwards */
+                at.len = 0;
+                buf_append(&at, key, klen);
+                if (!snap)
+                    snap = mvcc_snapshot_open();
+                uint64_t y = fiber_yields(fiber_running);
+                if (!fiber_check(err)) {
+                    ok = false;
+                    done = true;
                     break;
                 }
-                n = omap_seek(p->ix->map, at.data, at.len);
-                if (!n)
+                if (fiber_yields(fiber_running) != y) {
+                    if (!collection_has_index(c, p->ix)) {
+                        ok = dberr_set(err, 175, "index '%s' dropped", p->ix->name);
+                        done = true;
+                        break;
+                    }
+                    n = omap_seek(p->ix->map, at.data, at.len);
+                    if (!n)
+                        break;
+                    key = omap_node_key(n, &klen);
+                }
+            }
+            if (prefix.len &&
+                (klen < prefix.len || memcmp(key, prefix.data, prefix.len) != 0))
+                break;
+            if (p->has_hi) {
+                size_t cmpn = klen < hi.len ? klen : hi.len;
+                if (memcmp(key, hi.data, cmpn) > 0)
                     break;
-                key = omap_node_key(n, &klen);
+            }
+            plan->keys_examined++;
+            record_t *r = omap_node_value(n);
+            if (snap && r->seq > snap)
+                continue; /* made since the snapshot: its older version comes at the end */
+            if (p->ix->multikey && !seen_add(&seen, r))
+                continue;
+            plan->docs_examined++;
+            bson_t doc;
+            record_view(r, &doc);
+            if (!matcher_matches(o->matcher, &doc, NULL))
+                continue;
+            recvec_push_ref(out, r);
+            if (stop_early && want > 0 && (int64_t)out->len - (int64_t)first >= want) {
+                done = true;
+                break;
             }
         }
-        if (p->prefix.len &&
-            (klen < p->prefix.len || memcmp(key, p->prefix.data, p->prefix.len) != 0))
-            break;
-        if (p->has_hi) {
-            size_t cmpn = klen < p->hi.len ? klen : p->hi.len;
-            if (memcmp(key, p->hi.data, cmpn) > 0)
-                break;
-        }
-        plan->keys_examined++;
-        record_t *r = omap_node_value(n);
-        if (snap && r->seq > snap)
-            continue; /* made since the snapshot: its older version comes at the end */
-        if (p->ix->multikey && !seen_add(&seen, r))
-            continue;
-        plan->docs_examined++;
-        bson_t doc;
-        record_view(r, &doc);
-        if (!matcher_matches(o->matcher, &doc, NULL))
-            continue;
-        recvec_push_ref(out, r);
-        if (stop_early && want > 0 && (int64_t)out->len - (int64_t)first >= want)
-            break;
     }
+    buf_destroy(&lo);
+    buf_destroy(&prefix);
+    buf_destroy(&hi);
     seen_clear(&seen);
     buf_destroy(&at);
     if (snap) {
@@ -666,26 +772,21 @@ static bool collection_query_text(collection_t *c, const collection_query_opts_t
     return collection_finish(out, first, o, need_sort, false, err);
 }
 
-/* The 2dsphere index (first field the S2 cells of a path) the filter's
- * geospatial predicate on that path is scanned on: the hinted one, else
- * the first not hidden nor partial; NULL when none (a hint to a 2dsphere
- * index no predicate bounds fails as mongod's planner: BadValue). */
+/* The geo index (2dsphere or 2d, geoscan_geo_field) the filter's
+ * geospatial predicate on its geometry is scanned on: the hinted one, else
+ * the first not hidden nor partial that is relevant (geoscan_relevant: its
+ * geometry first, or a predicate on its first field) and bounds the
+ * predicate (geoscan_bounded); NULL when none (a hint to a geo index no
+ * predicate bounds fails as mongod's planner: BadValue). */
 static index_t *collection_geo_index(collection_t *c, const collection_query_opts_t *o,
                                      const geo_pred_t **pred, dberr_t *err)
 {
     if (o->hint_name || (o->hint && !bson_empty(o->hint))) {
         index_t *ix = collection_hinted(c, o, err);
-        if (!ix || !(ix->is_2dsphere || ix->geo2d))
+        if (!ix || geoscan_geo_field(ix) < 0)
             return NULL;
-        if (!geoscan_usable(ix)) {
-            dberr_set(err, DBERR_NOT_IMPLEMENTED,
-                      "atomdb does not scan a 2dsphere index whose first field is not the "
-                      "geometry yet (hint: %s)",
-                      ix->name);
-            return NULL;
-        }
-        *pred = matcher_geo_on(o->matcher, ix->paths[0]);
-        if (*pred && geoscan_bounds(ix, *pred))
+        *pred = matcher_geo_on(o->matcher, ix->paths[geoscan_geo_field(ix)]);
+        if (*pred && geoscan_bounded(ix, *pred))
             return ix;
         dberr_set(err, DBERR_BAD_VALUE,
                   "error processing query: ns=%s planner returned error :: caused by :: hint "
@@ -695,10 +796,11 @@ static index_t *collection_geo_index(collection_t *c, const collection_query_opt
     }
     for (int i = 0; i < c->nindexes; i++) {
         index_t *ix = c->indexes[i];
-        if (ix->hidden || ix->partial || !geoscan_usable(ix))
+        if (ix->hidden || ix->partial || geoscan_geo_field(ix) < 0 ||
+            !geoscan_relevant(ix, o->matcher))
             continue;
-        *pred = matcher_geo_on(o->matcher, ix->paths[0]);
-        if (*pred && geoscan_bounds(ix, *pred))
+        *pred = matcher_geo_on(o->matcher, ix->paths[geoscan_geo_field(ix)]);
+        if (*pred && geoscan_bounded(ix, *pred))
             return ix;
     }
     return NULL;
@@ -725,11 +827,35 @@ static bool collection_geo_match(const collection_query_opts_t *o, const recvec_
     return true;
 }
 
-/* A geospatial query on the 2dsphere index `ix`: the key ranges covering
- * the predicate's region; a $near without $maxDistance scans caps that
+/* A compound 2dsphere index whose leading fields give a range (not
+ * points, geoscan_bounds_t): that range of its keys read as any index
+ * scan (in slices, at one snapshot), each document once, matched against
+ * the whole filter; the caller orders a $near by distance. */
+static bool collection_query_geo_range(collection_t *c, const collection_query_opts_t *o,
+                                       index_t *ix, const geoscan_bounds_t *gb, recvec_t *out,
+                                       collection_plan_t *plan, dberr_t *err)
+{
+    scan_plan_t sp = {0};
+    buf_init(&sp.lo);
+    buf_init(&sp.prefix);
+    buf_init(&sp.hi);
+    sp.ix = ix;
+    buf_append(&sp.lo, gb->lo.data, gb->lo.len);
+    buf_append(&sp.prefix, gb->prefix.data, gb->prefix.len);
+    buf_append(&sp.hi, gb->hi.data, gb->hi.len);
+    sp.has_hi = gb->has_hi;
+    bool unordered = false;
+    bool ok = collection_run_scan(c, &sp, o, false, 0, out, plan, &unordered, err);
+    scan_plan_destroy(&sp);
+    return ok;
+}
+
+/* A geospatial query on the geo index `ix`: the key ranges covering the
+ * predicate's region (under the bounds of a compound 2dsphere index's
+ * leading fields); a $near without $maxDistance scans caps that
  * double in radius until the nearest near_want matches lie inside one
  * (every match outside is farther), the whole sphere without a limit. */
-static bool collection_query_geo(const collection_query_opts_t *o, index_t *ix,
+static bool collection_query_geo(collection_t *c, const collection_query_opts_t *o, index_t *ix,
                                  const geo_pred_t *pred, recvec_t *out, collection_plan_t *plan,
                                  dberr_t *err)
 {
@@ -743,7 +869,11 @@ static bool collection_query_geo(const collection_query_opts_t *o, index_t *ix,
     recvec_t cand;
     recvec_init(&cand);
     bool ok;
-    if (geoscan_candidates(ix, pred, -1, &cand, &plan->keys_examined)) {
+    geoscan_bounds_t gb; /* the fields before the geometry of a compound index */
+    geoscan_bounds_init(&gb, ix, o->matcher);
+    if (!gb.points) { /* a range of the leading fields: read as any index scan, in slices */
+        ok = collection_query_geo_range(c, o, ix, &gb, out, plan, err);
+    } else if (geoscan_candidates_in(ix, &gb, pred, -1, &cand, &plan->keys_examined)) {
         size_t close = 0;
         ok = collection_geo_match(o, &cand, -1, out, &close, plan, err);
     } else {
@@ -751,7 +881,7 @@ static bool collection_query_geo(const collection_query_opts_t *o, index_t *ix,
         double r = o->near_want > 0 ? whole / 65536 : whole;
         for (;;) {
             size_t close = 0;
-            geoscan_candidates(ix, pred, r, &cand, &plan->keys_examined);
+            geoscan_candidates_in(ix, &gb, pred, r, &cand, &plan->keys_examined);
             ok = collection_geo_match(o, &cand, r, out, &close, plan, err);
             recvec_destroy(&cand);
             recvec_init(&cand);
@@ -764,6 +894,7 @@ static bool collection_query_geo(const collection_query_opts_t *o, index_t *ix,
         }
     }
     recvec_destroy(&cand);
+    geoscan_bounds_destroy(&gb);
     if (!ok)
         return false;
     bool need_sort = o->sort && sortspec_nkeys(o->sort) > 0;
@@ -843,7 +974,7 @@ static bool collection_query_opts_plain(collection_t *c, const collection_query_
         dberr_t why = {0};
         index_t *gix = collection_geo_index(c, o, &pred, &why);
         if (gix)
-            return collection_query_geo(o, gix, pred, out, plan, err);
+            return collection_query_geo(c, o, gix, pred, out, plan, err);
         if (why.code) {
             *err = why;
             return false;

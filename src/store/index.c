@@ -249,6 +249,41 @@ static bool index_geo_collect(const index_t *ix, int f, const bson_t *doc, index
     return true;
 }
 
+/* The most keys one document may give a 2dsphere index (a polygon's
+ * hundreds of cells times the elements of arrays in other fields). */
+#define INDEX_MAX_GEO_KEYS 100000
+
+/* A 2dsphere index's keys, as mongod's S2 key generation: the cartesian
+ * product of every field's values (its cells for a 2dsphere field, the
+ * elements of an array elsewhere), so arrays beside a geometry are no
+ * parallel arrays. */
+static bool index_keys_product(const index_t *ix, const index_vals_t *vals, index_keys_t *out,
+                               dberr_t *err)
+{
+    size_t total = 1;
+    for (int f = 0; f < ix->nfields; f++) {
+        total *= (size_t)vals[f].n;
+        if (total > INDEX_MAX_GEO_KEYS)
+            return dberr_set(err, DBERR_CANNOT_CREATE_INDEX,
+                             "atomdb indexes at most %d 2dsphere keys per document (the "
+                             "geometry's cells times the elements of the other fields' arrays); "
+                             "this document gives more",
+                             INDEX_MAX_GEO_KEYS);
+    }
+    int at[INDEX_MAX_FIELDS] = {0};
+    for (size_t k = 0; k < total; k++) {
+        buf_t *key = index_keys_add(out);
+        for (int f = 0; f < ix->nfields; f++)
+            index_append_key_part(ix, f, index_vals_at(&vals[f], at[f]), key);
+        for (int f = ix->nfields - 1; f >= 0; f--) { /* the next combination */
+            if (++at[f] < vals[f].n)
+                break;
+            at[f] = 0;
+        }
+    }
+    return true;
+}
+
 bool index_keys_of(index_t *ix, const bson_t *doc, index_keys_t *out, dberr_t *err)
 {
     bool any_geo = false;
@@ -297,7 +332,9 @@ bool index_keys_of(index_t *ix, const bson_t *doc, index_keys_t *out, dberr_t *e
             bson_value_t null = {.value_type = BSON_TYPE_NULL};
             index_vals_push(&vals[f], &null);
         }
-        if (vals[f].n > 1 || array_seen) {
+        if (ix->is_2dsphere && (vals[f].n > 1 || array_seen)) {
+            ix->multikey = true; /* keys are the product of the fields' values */
+        } else if (vals[f].n > 1 || array_seen) {
             if (multi_field >= 0 && vals[f].n > 1 && vals[multi_field].n > 1)
                 return dberr_set(err, 171, "cannot index parallel arrays [%s] [%s]",
                                  ix->paths[f], ix->paths[multi_field]);
@@ -313,6 +350,11 @@ bool index_keys_of(index_t *ix, const bson_t *doc, index_keys_t *out, dberr_t *e
     if (ix->sparse && !any_present) {
         out->skip = true;
         return true;
+    }
+    if (ix->is_2dsphere) {
+        if (!index_keys_product(ix, vals, out, err))
+            return false;
+        goto distinct;
     }
     int n = multi_field >= 0 ? vals[multi_field].n : 1;
     for (int i = 0; i < n; i++) {
@@ -490,8 +532,13 @@ index_t *index_new(const bson_t *spec, dberr_t *err)
     char generated[512] = "";
     bson_t text_opts = BSON_INITIALIZER; /* a text index's resolved options */
     bool is_text = textindex_is_text_spec(spec);
-    bool is_wild = !is_text && wildcard_is_spec(spec);
+    bool is_wild = wildcard_is_spec(spec);
     int version = 2;
+    if (is_text && is_wild) { /* {"a.$**": 1, b: "text"}: as mongod */
+        dberr_set(err, DBERR_CANNOT_CREATE_INDEX,
+                  "Can't use more than one index plugin for a single index.");
+        goto fail;
+    }
     if (!bson_iter_init(&it, spec))
         goto bad;
     while (bson_iter_next(&it)) {
@@ -713,6 +760,13 @@ index_t *index_new(const bson_t *spec, dberr_t *err)
     if (!ix->geo2d && have_2d_option) {
         dberr_set(err, DBERR_NOT_IMPLEMENTED,
                   "atomdb takes the index options 'bits', 'min' and 'max' on 2d indexes only");
+        goto fail;
+    }
+    if (ix->wildcard && wildcard_is_compound(ix->wildcard)) {
+        /* a valid compound wildcard index (mongod 7.0): not built yet */
+        dberr_set(err, DBERR_NOT_IMPLEMENTED,
+                  "atomdb does not support compound wildcard indexes yet (a '$**' field with "
+                  "other fields in one key pattern)");
         goto fail;
     }
     if (ix->hashed >= 0 && ix->unique) {

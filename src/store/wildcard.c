@@ -25,6 +25,7 @@ struct wildcard {
     size_t npaths;
     size_t cap;
     wc_multikey_t *multikey; /* paths found multikey; never cleared, as mongod */
+    bool compound;   /* other fields beside the wildcard one (index_new refuses it) */
 };
 
 /* How the projection treats a path. */
@@ -49,7 +50,8 @@ bool wildcard_is_spec(const bson_t *spec)
         !bson_iter_recurse(&it, &kit))
         return false;
     while (bson_iter_next(&kit))
-        if (wc_is_wild_field(bson_iter_key(&kit)))
+        if (wc_is_wild_field(bson_iter_key(&kit)) &&
+            !(BSON_ITER_HOLDS_UTF8(&kit) && !strcmp(bson_iter_utf8(&kit, NULL), "text")))
             return true;
     return false;
 }
@@ -199,6 +201,65 @@ static bool wc_check_root(const char *root, dberr_t *err)
     }
 }
 
+/* mongod 7.0's checks of a compound wildcard key pattern (its wildcard
+ * field `wild`): the other fields plain ascending/descending ones (no
+ * other index plugin, 67), none on the wildcard field's own subtree
+ * (7246204), and {"$**": ..} with other fields only with a
+ * wildcardProjection (67). */
+static bool wc_check_compound(const bson_t *key, const char *wild, const bson_t *spec,
+                              dberr_t *err)
+{
+    bson_iter_t kit, it;
+    size_t root_len = strcmp(wild, "$**") == 0 ? 0 : strlen(wild) - strlen(wc_suffix);
+    bson_iter_init(&kit, key);
+    while (bson_iter_next(&kit)) {
+        const char *f = bson_iter_key(&kit);
+        if (f == wild || !strcmp(f, wild))
+            continue;
+        if (!BSON_ITER_HOLDS_NUMBER(&kit))
+            return dberr_set(err, DBERR_CANNOT_CREATE_INDEX,
+                             "Can't use more than one index plugin for a single index.");
+        if (root_len) {
+            char *root = bson_strndup(wild, root_len);
+            int rel = wc_path_rel(f, root);
+            bson_free(root);
+            if (rel != 2)
+                return dberr_set(err, 7246204,
+                                 "Index key pattern field '%s' overlaps the wildcard field '%s' "
+                                 "of a compound wildcard index",
+                                 f, wild);
+        }
+    }
+    if (!root_len && !bson_iter_init_find(&it, spec, "wildcardProjection"))
+        return dberr_set(err, DBERR_CANNOT_CREATE_INDEX,
+                         "A compound wildcard index on all fields ('$**') requires a "
+                         "'wildcardProjection' that leaves out its other fields");
+    return true;
+}
+
+/* The other fields of a compound {"$**": ..} index must be left out of
+ * its wildcardProjection (excluded, or not included): 7246208. */
+static bool wc_check_compound_projection(const wildcard_t *w, const bson_t *key, dberr_t *err)
+{
+    bson_iter_t kit;
+    bson_iter_init(&kit, key);
+    while (bson_iter_next(&kit)) {
+        const char *f = bson_iter_key(&kit);
+        if (wc_is_wild_field(f) || w->root)
+            continue;
+        bool overlaps = false;
+        for (size_t i = 0; i < w->npaths && !overlaps; i++)
+            overlaps = wc_path_rel(w->paths[i], f) != 2;
+        /* an inclusion must not reach f; an exclusion must drop f whole */
+        if (w->inclusion ? overlaps : wc_status(w, f) != WC_OUT)
+            return dberr_set(err, 7246208,
+                             "The wildcardProjection of a compound wildcard index must leave "
+                             "out its other field '%s'",
+                             f);
+    }
+    return true;
+}
+
 wildcard_t *wildcard_new(const bson_t *spec, bson_t *key_out, char *name, size_t name_cap,
                          dberr_t *err)
 {
@@ -225,7 +286,9 @@ wildcard_t *wildcard_new(const bson_t *spec, bson_t *key_out, char *name, size_t
                           field, BSON_ITER_HOLDS_UTF8(&kit) ? bson_iter_utf8(&kit, NULL) : "non-number");
                 goto fail;
             }
-            if (bson_iter_as_double(&kit) <= 0) {
+            /* a compound wildcard field may descend (mongod 7.0); alone it may not */
+            if (bson_iter_as_double(&kit) == 0 ||
+                (bson_iter_as_double(&kit) < 0 && bson_count_keys(&key) == 1)) {
                 dberr_set(err, DBERR_CANNOT_CREATE_INDEX,
                           "A numeric value in a $** index key pattern must be positive.");
                 goto fail;
@@ -236,12 +299,8 @@ wildcard_t *wildcard_new(const bson_t *spec, bson_t *key_out, char *name, size_t
         dberr_set(err, 7246201, "Only one wildcard index field is allowed in a compound index");
         goto fail;
     }
-    if (nfields > 1) {
-        dberr_set(err, DBERR_NOT_IMPLEMENTED,
-                  "atomdb does not support compound wildcard indexes yet (a '$**' field with "
-                  "other fields in one key pattern)");
+    if (nfields > 1 && !wc_check_compound(&key, field, spec, err))
         goto fail;
-    }
     if (strcmp(field, "$**") != 0) {
         w->root = bson_strndup(field, strlen(field) - strlen(wc_suffix));
         if (!wc_check_root(w->root, err))
@@ -266,8 +325,11 @@ wildcard_t *wildcard_new(const bson_t *spec, bson_t *key_out, char *name, size_t
                       "The 'wildcardProjection' field can't be an empty object");
             goto fail;
         }
-        if (!wc_parse_projection(w, &proj, err))
+        if (!wc_parse_projection(w, &proj, err)) {
+            if (nfields > 1 && err->code == 31249) /* as mongod's compound check */
+                err->code = 7246200;
             goto fail;
+        }
     } else if (w->root) {
         w->inclusion = true;
         wc_add_path(w, w->root);
@@ -275,6 +337,9 @@ wildcard_t *wildcard_new(const bson_t *spec, bson_t *key_out, char *name, size_t
         w->inclusion = false; /* mongod's default projection {_id: 0} */
         wc_add_path(w, "_id");
     }
+    if (nfields > 1 && !wc_check_compound_projection(w, &key, err))
+        goto fail;
+    w->compound = nfields > 1;
     bson_concat(key_out, &key);
     bson_iter_init(&kit, &key);
     bson_iter_next(&kit);
@@ -301,6 +366,11 @@ void wildcard_destroy(wildcard_t *w)
         bson_free(e);
     }
     bson_free(w);
+}
+
+bool wildcard_is_compound(const wildcard_t *w)
+{
+    return w->compound;
 }
 
 bool wildcard_same(const wildcard_t *a, const wildcard_t *b)

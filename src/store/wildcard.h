@@ -25,11 +25,18 @@ bool wildcard_is_spec(const bson_t *spec);
  * generated name ("$**_1", "a.$**_1"). NULL with err as mongod:
  * CannotCreateIndex 67 (bad key), FailedToParse 9 / TypeMismatch 14 (bad
  * projection), 31253/31254 (mixed projection), 51271 (computed field),
- * 31249 (path collision), NotImplemented 238 (compound wildcard). */
+ * 31249 (path collision), the compound checks (wildcard_is_compound). */
 wildcard_t *wildcard_new(const bson_t *spec, bson_t *key_out, char *name, size_t name_cap,
                          dberr_t *err);
 /* Frees it (accepts NULL). */
 void wildcard_destroy(wildcard_t *w);
+
+/* True when the key pattern has other fields beside the wildcard one
+ * (mongod 7.0's compound wildcard index): wildcard_new checks its spec as
+ * mongod does (7246204 overlap, 7246208 projection keeping another field,
+ * 7246200 projection collision, 67 another index plugin or "$**" without
+ * a projection), index_new then refuses it (NotImplemented 238). */
+bool wildcard_is_compound(const wildcard_t *w);
 
 /* True when both index the same paths (key pattern and projection). */
 bool wildcard_same(const wildcard_t *a, const wildcard_t *b);

@@ -333,9 +333,29 @@ def create(client, key, **opts):
     ([("a.$**", 1)], {"wildcardProjection": {"a": 1}}, 9, None),
     ([("a.$**", 1)], {"wildcardProjection": {"b": 0}}, 9, None),
     ([("a.$**", 1), ("b.$**", 1)], {}, 7246201, None),
-    # compound wildcard indexes (mongod 7.0) are not implemented: refused
+    # compound wildcard indexes (mongod 7.0): bad specs get mongod's errors
+    # (jstests/core/compound_wildcard_index_validation.js)...
+    ([("a.$**", 1), ("b", "text")], {}, 67,
+     "Can't use more than one index plugin for a single index."),
+    ([("a.$**", 1), ("b", "hashed")], {}, 67, None),
+    ([("a.$**", 1), ("b", "2dsphere")], {}, 67, None),
+    ([("a", 1), ("a.$**", 1)], {}, 7246204, None),
+    ([("a.b.c", 1), ("a.b.$**", 1)], {}, 7246204, None),
+    ([("$**", 1), ("c", 1)], {"wildcardProjection": {"a.b": 1, "a.b.c": 1}}, 7246200, None),
+    ([("a", 1), ("$**", 1)], {}, 67, None),
+    ([("st", 1), ("$**", 1)], {"wildcardProjection": {"a": "something"}}, 51271, None),
+    ([("$**", 1), ("a", 1)], {"wildcardProjection": {"a": 1}}, 7246208, None),
+    ([("$**", 1), ("a", 1)], {"wildcardProjection": {"b": 0}}, 7246208, None),
+    ([("$**", 1), ("a", 1)], {"wildcardProjection": {"a.x": 0}}, 7246208, None),
+    ([("a.$**", 1), ("b", 1)], {"unique": True}, 67, None),
+    ([("a.$**", 1), ("b", 1)], {"sparse": True}, 67, None),
+    # ...and valid ones are not implemented: refused, nothing created
     ([("$**", 1), ("a", 1)], {"wildcardProjection": {"a": 0}}, 238, None),
     ([("a", 1), ("b.$**", 1)], {}, 238, None),
+    ([("a", 1), ("b.$**", -1), ("c", 1)], {}, 238, None),
+    ([("$**", 1), ("other", 1)], {"wildcardProjection": {"_id": 0, "a": 1}}, 238, None),
+    ([("$**", 1), ("another", 1)], {"wildcardProjection": {"_id": 1, "a": 0, "another": 0}},
+     238, None),
 ])
 def test_refusals_as_mongod(client, key, opts, code, msg):
     e = fails(code, lambda: create(client, key, **opts), "%s %s" % (key, opts))

@@ -162,6 +162,47 @@ static void test_bounds_ignore_or_and_not(void)
     bson_destroy(f);
 }
 
+static void test_in_values_come_from_the_top_level_and_without_regexes(void)
+{
+    bson_t *f = BCON_NEW("$and", "[", "{", "a", "{", "$in", "[", BCON_INT32(1), BCON_UTF8("x"),
+                         BCON_NULL, "]", "}", "}", "]", "b", "{", "$in", "[", BCON_INT32(2),
+                         BCON_REGEX("^y", ""), "]", "}", "c", "{", "$in", "[", "]", "}", "$or",
+                         "[", "{", "d", "{", "$in", "[", BCON_INT32(3), "]", "}", "}", "]");
+    dberr_t err;
+    matcher_t *m = matcher_new(f, &err);
+    const bson_value_t *vals = NULL;
+    size_t n = 99;
+    CHECK(m && matcher_in_values(m, "a", &vals, &n) && n == 3, "$in on a under $and: 3 values");
+    if (m && n == 3)
+        CHECK(vals[0].value_type == BSON_TYPE_INT32 && vals[1].value_type == BSON_TYPE_UTF8 &&
+                  vals[2].value_type == BSON_TYPE_NULL,
+              "the values in filter order");
+    CHECK(m && !matcher_in_values(m, "b", &vals, &n), "a regex in the list: no point values");
+    CHECK(m && matcher_in_values(m, "c", &vals, &n) && n == 0, "an empty $in: zero values");
+    CHECK(m && !matcher_in_values(m, "d", &vals, &n), "an $in under $or gives none");
+    CHECK(m && !matcher_in_values(m, "e", &vals, &n), "no $in on e");
+    matcher_destroy(m);
+    bson_destroy(f);
+}
+
+static void test_sargable_paths_as_mongods_relevant_fields(void)
+{
+    bson_t *f = BCON_NEW("$or", "[", "{", "a", BCON_INT32(1), "}", "{", "b", "{", "$exists",
+                         BCON_BOOL(true), "}", "}", "]", "c", "{", "$not", "{", "$regex",
+                         BCON_UTF8("^x"), "}", "}", "$nor", "[", "{", "d", BCON_INT32(1), "}", "]",
+                         "e", "{", "$size", BCON_INT32(2), "}");
+    dberr_t err;
+    matcher_t *m = matcher_new(f, &err);
+    CHECK(m && matcher_path_sargable(m, "a"), "an equality under $or counts");
+    CHECK(m && matcher_path_sargable(m, "b"), "$exists counts");
+    CHECK(m && matcher_path_sargable(m, "c"), "a regex under $not counts");
+    CHECK(m && !matcher_path_sargable(m, "d"), "nothing under $nor counts");
+    CHECK(m && !matcher_path_sargable(m, "e"), "$size does not count");
+    CHECK(m && !matcher_path_sargable(m, "z"), "an absent path does not count");
+    matcher_destroy(m);
+    bson_destroy(f);
+}
+
 static void test_empty_filter_is_empty(void)
 {
     bson_t empty = BSON_INITIALIZER;
@@ -463,6 +504,8 @@ int main(void)
     UNIT_RUN(test_set_vars_binds_values_as_they_are);
     UNIT_RUN(test_bounds_combine_top_level_and_and_members);
     UNIT_RUN(test_bounds_ignore_or_and_not);
+    UNIT_RUN(test_in_values_come_from_the_top_level_and_without_regexes);
+    UNIT_RUN(test_sargable_paths_as_mongods_relevant_fields);
     UNIT_RUN(test_empty_filter_is_empty);
     UNIT_RUN(test_error_messages_read_like_mongod);
     UNIT_RUN(test_deeply_nested_filter_is_rejected_not_crashing);

@@ -18,6 +18,7 @@ struct geonear_spec {
     char *distance_field;
     char *include_locs; /* or NULL */
     matcher_t *query;   /* or NULL */
+    bson_t *query_doc;  /* the query as given (owned), or NULL */
     double multiplier;  /* distanceMultiplier, 1 when not given */
 };
 
@@ -33,6 +34,8 @@ static void geonear_free(stage_t *s)
     bson_free(g->distance_field);
     bson_free(g->include_locs);
     matcher_destroy(g->query);
+    if (g->query_doc)
+        bson_destroy(g->query_doc);
     bson_free(g);
     s->u.geonear = NULL;
 }
@@ -113,6 +116,7 @@ static bool geonear_parse(stage_t *s, bson_iter_t *it, const bson_t *let, dberr_
             pipeline_borrow_doc(&c, &q);
             if (!(g->query = matcher_new(&q, err)))
                 return false;
+            g->query_doc = bson_copy(&q);
             if (let)
                 matcher_set_let(g->query, let);
         } else if (strcmp(k, "uniqueDocs") == 0) {
@@ -284,6 +288,11 @@ void pipeline_geonear_set_key(geonear_spec_t *g, const char *path)
 void pipeline_geonear_source_filter(const geonear_spec_t *g, bson_t *out)
 {
     bson_init(out);
+    /* the query's predicates too (not a $text one: it needs its own
+     * index), so the planner finds the compound 2dsphere indexes they
+     * make relevant and bounds their leading fields, as mongod's */
+    if (g->query_doc && !matcher_text(g->query))
+        bson_concat(out, g->query_doc);
     if (g->key)
         BSON_APPEND_DOCUMENT(out, g->key, g->near_ops);
 }
