@@ -296,6 +296,52 @@ static bool crud_run_batch(cmd_ctx_t *ctx, bson_iter_t *items, bool ordered, boo
     return true;
 }
 
+/* stmtId / stmtIds (the statement ids mongos gives a batch), checked as
+ * mongod checks them. A retryable batch records its progress as the
+ * number of statements run (crud_retry_note), which is right when the
+ * statements are numbered by their index (mongod's default); other
+ * numberings are refused there. */
+static bool crud_stmt_ids(const cmd_ctx_t *ctx, uint32_t n, dberr_t *err)
+{
+    bson_iter_t it, el;
+    bool has_one = cmd_find(ctx, "stmtId", &it);
+    int64_t first = has_one && BSON_ITER_HOLDS_NUMBER(&it) ? bson_iter_as_int64(&it) : 0;
+    if (has_one && !BSON_ITER_HOLDS_INT32(&it) && !BSON_ITER_HOLDS_INT64(&it))
+        return dberr_set(err, DBERR_TYPE_MISMATCH,
+                         "BSON field '%s.stmtId' is the wrong type '%s', expected type 'int'",
+                         ctx->name, shellfmt_type_name(bson_iter_type(&it)));
+    bool by_index = first == 0;
+    if (cmd_find(ctx, "stmtIds", &it)) {
+        if (!BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &el))
+            return dberr_set(err, DBERR_TYPE_MISMATCH,
+                             "BSON field '%s.stmtIds' is the wrong type '%s', expected type "
+                             "'array'",
+                             ctx->name, shellfmt_type_name(bson_iter_type(&it)));
+        uint32_t count = 0;
+        while (bson_iter_next(&el)) {
+            if (!BSON_ITER_HOLDS_INT32(&el) && !BSON_ITER_HOLDS_INT64(&el))
+                return dberr_set(err, DBERR_TYPE_MISMATCH,
+                                 "BSON field '%s.stmtIds' holds a '%s', expected type 'int'",
+                                 ctx->name, shellfmt_type_name(bson_iter_type(&el)));
+            by_index = by_index && bson_iter_as_int64(&el) == (int64_t)count;
+            count++;
+        }
+        if (count != n)
+            return dberr_set(err, 16,
+                             "Number of statement ids must match the number of batch entries. "
+                             "Got %u statement ids but %u operations.",
+                             count, n);
+        if (has_one)
+            return dberr_set(err, DBERR_INVALID_OPTIONS,
+                             "May not specify both stmtId and stmtIds in write command.");
+    }
+    if (!by_index && crud_retry_sliced(ctx))
+        return dberr_set(err, DBERR_NOT_IMPLEMENTED,
+                         "atomdb numbers the statements of a retryable write by their index in "
+                         "the batch (0, 1, 2, ...); other stmtId/stmtIds are not supported");
+    return true;
+}
+
 /* The array argument `key` (insert.documents, update.updates, ...), checked
  * against maxWriteBatchSize. */
 static bool crud_batch(cmd_ctx_t *ctx, const char *key, bson_iter_t *items, bool *ordered,
@@ -311,7 +357,7 @@ static bool crud_batch(cmd_ctx_t *ctx, const char *key, bson_iter_t *items, bool
         return dberr_set(err, 16, "Write batch sizes must be between 1 and %d. Got %u operations.",
                          WIRE_MAX_WRITE_BATCH_SIZE, n);
     *ordered = true;
-    if (!cmd_opt_bool(ctx, "ordered", ordered, err))
+    if (!cmd_opt_bool(ctx, "ordered", ordered, err) || !crud_stmt_ids(ctx, n, err))
         return false;
     bson_iter_recurse(&it, items);
     return true;

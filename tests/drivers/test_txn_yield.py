@@ -514,3 +514,30 @@ def test_a_retryable_update_batch_killed_by_kill_9_mid_way_is_finished_by_its_re
         "each statement was applied exactly once across the crash"
     assert db.ru.count_documents({}) == n + n // 10
     c.close()
+
+
+def test_statement_ids_are_checked_as_mongod_and_only_index_numbering_is_taken(loaded):
+    server, c = loaded
+    db = c.t
+    db.drop_collection("sid")
+    lsid = {"id": c.start_session().session_id["id"]}
+    two = [{"q": {"_id": 1}, "u": {"$inc": {"n": 1}}, "upsert": True},
+           {"q": {"_id": 2}, "u": {"$inc": {"n": 1}}, "upsert": True}]
+
+    def upd(txn, extra):
+        return raw(server, SON([("update", "sid"), ("updates", two), ("lsid", lsid),
+                                ("txnNumber", Int64(txn)), ("$db", "t")] + extra))
+
+    r = upd(1, [("stmtIds", [0])])
+    assert r["ok"] == 0 and r["code"] == 16 and "Number of statement ids" in r["errmsg"], r
+    r = upd(2, [("stmtIds", [0, 1]), ("stmtId", 0)])
+    assert r["ok"] == 0 and r["code"] == 72, r
+    r = upd(3, [("stmtIds", [7, 9])])
+    assert r["ok"] == 0 and r["code"] == 238 and "stmtIds" in r["errmsg"], \
+        "a numbering other than the statements' indexes is refused, not ignored (%r)" % r
+    assert db.sid.count_documents({}) == 0, "nothing was written by the refused commands"
+    r = upd(4, [("stmtIds", [0, 1])])
+    assert r["ok"] == 1 and r["n"] == 2, r
+    assert upd(4, [("stmtIds", [0, 1])])["n"] == 2 and \
+        db.sid.count_documents({"n": 1}) == 2, "its retry is answered, nothing applied twice"
+    db.drop_collection("sid")
