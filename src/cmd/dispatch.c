@@ -480,7 +480,9 @@ static cmd_status_t cmd_run_one(cmd_client_t *client, const wire_request_t *req,
         /* A transaction's statement and a retryable insert, update or
          * delete batch run in slices like any command, holding their
          * session (checked out) meanwhile; commit and abort apply or drop
-         * the write set in one slice, and a retryable findAndModify stays
+         * the write set in one slice (and an index build on a collection
+         * new to the transaction, never in the catalog, runs in one slice
+         * as before), and a retryable findAndModify stays
          * one log record with its config.transactions entry, so a retry
          * after a crash finds all of it or none of it. A retryable batch
          * records its progress as it goes (crud.c). See
@@ -488,7 +490,8 @@ static cmd_status_t cmd_run_one(cmd_client_t *client, const wire_request_t *req,
         bool sliced_retry = !ctx.in_txn && ctx.txn_number >= 0 &&
                             (!strcmp(ctx.name, "insert") || !strcmp(ctx.name, "update") ||
                              !strcmp(ctx.name, "delete"));
-        bool pinned = (ctx.in_txn && cmd_txn_is_end(ctx.name)) ||
+        bool pinned = (ctx.in_txn && (cmd_txn_is_end(ctx.name) ||
+                                      !strcmp(ctx.name, "createIndexes"))) ||
                       (!ctx.in_txn && ctx.txn_number >= 0 && !sliced_retry);
         session_t *held = ctx.session && ctx.txn_number >= 0 && fiber_current()
                               ? ctx.session
