@@ -541,3 +541,14 @@ def test_statement_ids_are_checked_as_mongod_and_only_index_numbering_is_taken(l
     assert upd(4, [("stmtIds", [0, 1])])["n"] == 2 and \
         db.sid.count_documents({"n": 1}) == 2, "its retry is answered, nothing applied twice"
     db.drop_collection("sid")
+
+
+def test_waiting_for_a_session_in_use_is_bounded_by_max_time_ms(loaded):
+    server, c = loaded
+    s, th, box, op = start_suspended(server, c, "tx-busy")
+    r = raw(server, SON([("find", "docs"), ("filter", {"_id": 1}), ("maxTimeMS", 200),
+                         ("$db", "t")] + txn_fields(s)))
+    assert r["ok"] == 0 and r["code"] == MAX_TIME_MS_EXPIRED, \
+        "a statement waiting for its session in use gives up at its maxTimeMS (%r)" % r
+    c.admin.command("killOp", op=op["opid"])
+    assert_ended(server, c, s, th, box, INTERRUPTED, "tx-busy")
