@@ -243,6 +243,8 @@ int cmd_session_prepare(cmd_ctx_t *ctx, dberr_t *err);
 /* After the handler: aborts a transaction whose statement failed, records
  * a retryable write's outcome. Returns the command's success. */
 bool cmd_session_finish(cmd_ctx_t *ctx, bool ok, dberr_t *err);
+/* True for commitTransaction and abortTransaction. */
+bool cmd_txn_is_end(const char *name);
 /* The handler found a document locked (VIEW_BLOCKED_CODE): queue the
  * request on the lock (true), or fail it (lock timeout, deadlock). */
 bool cmd_park_on_lock(cmd_ctx_t *ctx, dberr_t *err);

@@ -165,18 +165,18 @@ static void crud_reply(cmd_ctx_t *ctx, crud_result_t *r, bool is_update)
 typedef bool (*crud_stmt_fn)(cmd_ctx_t *ctx, const bson_iter_t *item, uint32_t index,
                              crud_result_t *r, void *arg, dberr_t *err);
 
-static bool crud_insert_stmt(cmd_ctx_t *ctx, const bson_iter_t *item, uint32_t index,
-                             crud_result_t *r, void *arg, dberr_t *err);
-
-/* A retryable insert batch (lsid + txnNumber, outside a transaction) runs
- * in slices like any other: before it gives the loop back it records how
- * many statements it has run and their result in config.transactions
- * (txn/session.h), in the same log record as their writes, so a retry —
- * after a crash, a kill or a disconnect — runs only the rest and answers
- * exactly what one uninterrupted run would have. */
-static bool crud_retry_sliced(const cmd_ctx_t *ctx, crud_stmt_fn fn)
+/* A retryable write batch (insert, update or delete with lsid +
+ * txnNumber, outside a transaction) runs in slices like any other,
+ * yielding between statements (each statement runs in one slice): before
+ * it gives the loop back it records how many statements it has run and
+ * their result in config.transactions (txn/session.h), in the same log
+ * record as their writes, so a retry — after a crash, a kill or a
+ * disconnect — runs only the rest and answers exactly what one
+ * uninterrupted run would have. A statement's id is its index in the
+ * batch, as mongod numbers them when the command carries no stmtIds. */
+static bool crud_retry_sliced(const cmd_ctx_t *ctx)
 {
-    return fn == crud_insert_stmt && ctx->txn_number >= 0 && !ctx->in_txn && ctx->session;
+    return ctx->txn_number >= 0 && !ctx->in_txn && ctx->session;
 }
 
 /* Records that the statements before `index` ran, with result `r`;
@@ -189,6 +189,10 @@ static bool crud_retry_note(cmd_ctx_t *ctx, uint32_t index, const crud_result_t 
     *noted = index;
     bson_t partial = BSON_INITIALIZER;
     BSON_APPEND_INT32(&partial, "n", (int32_t)r->n);
+    if (r->n_modified)
+        BSON_APPEND_INT32(&partial, "nModified", (int32_t)r->n_modified);
+    if (r->n_upserted)
+        BSON_APPEND_ARRAY(&partial, "upserted", &r->upserted);
     if (r->n_errors)
         BSON_APPEND_ARRAY(&partial, "writeErrors", &r->write_errors);
     bool ok = session_retry_progress_record(server.catalog, ctx->session->id, ctx->txn_number,
@@ -209,6 +213,13 @@ static uint32_t crud_retry_resume(cmd_ctx_t *ctx, crud_result_t *r)
                                &partial)) {
         if (bson_iter_init_find(&it, &partial, "n"))
             r->n = bson_iter_as_int64(&it);
+        if (bson_iter_init_find(&it, &partial, "nModified"))
+            r->n_modified = bson_iter_as_int64(&it);
+        bson_t ups;
+        if (bson_iter_init_find(&it, &partial, "upserted") && cmd_iter_doc(&it, &ups)) {
+            bson_concat(&r->upserted, &ups);
+            r->n_upserted = bson_count_keys(&ups);
+        }
         bson_t errs;
         if (bson_iter_init_find(&it, &partial, "writeErrors") && cmd_iter_doc(&it, &errs)) {
             bson_concat(&r->write_errors, &errs);
@@ -246,7 +257,7 @@ static bool crud_run_batch(cmd_ctx_t *ctx, bson_iter_t *items, bool ordered, boo
 {
     crud_result_t r;
     crud_result_init(&r);
-    bool retry = crud_retry_sliced(ctx, fn);
+    bool retry = crud_retry_sliced(ctx);
     uint32_t start = crud_resume_take(ctx, &r);
     if (retry && start == 0)
         start = crud_retry_resume(ctx, &r);
@@ -262,7 +273,12 @@ static bool crud_run_batch(cmd_ctx_t *ctx, bson_iter_t *items, bool ordered, boo
         if (retry ? !crud_retry_check(ctx, index, &r, &noted, &e) : !fiber_check(&e))
             return crud_park_batch(ctx, index, &r, &e, err);
         (*opcounter)++;
-        if (fn(ctx, items, index, &r, arg, &e))
+        if (retry) /* a statement is one step: no crash falls inside it */
+            fiber_no_yield_begin();
+        bool stmt_ok = fn(ctx, items, index, &r, arg, &e);
+        if (retry)
+            fiber_no_yield_end();
+        if (stmt_ok)
             continue;
         if (crud_stops_batch(ctx, &e)) {
             dberr_t note_err;
@@ -277,6 +293,52 @@ static bool crud_run_batch(cmd_ctx_t *ctx, bson_iter_t *items, bool ordered, boo
     }
     crud_reply(ctx, &r, is_update);
     crud_result_destroy(&r);
+    return true;
+}
+
+/* stmtId / stmtIds (the statement ids mongos gives a batch), checked as
+ * mongod checks them. A retryable batch records its progress as the
+ * number of statements run (crud_retry_note), which is right when the
+ * statements are numbered by their index (mongod's default); other
+ * numberings are refused there. */
+static bool crud_stmt_ids(const cmd_ctx_t *ctx, uint32_t n, dberr_t *err)
+{
+    bson_iter_t it, el;
+    bool has_one = cmd_find(ctx, "stmtId", &it);
+    int64_t first = has_one && BSON_ITER_HOLDS_NUMBER(&it) ? bson_iter_as_int64(&it) : 0;
+    if (has_one && !BSON_ITER_HOLDS_INT32(&it) && !BSON_ITER_HOLDS_INT64(&it))
+        return dberr_set(err, DBERR_TYPE_MISMATCH,
+                         "BSON field '%s.stmtId' is the wrong type '%s', expected type 'int'",
+                         ctx->name, shellfmt_type_name(bson_iter_type(&it)));
+    bool by_index = first == 0;
+    if (cmd_find(ctx, "stmtIds", &it)) {
+        if (!BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &el))
+            return dberr_set(err, DBERR_TYPE_MISMATCH,
+                             "BSON field '%s.stmtIds' is the wrong type '%s', expected type "
+                             "'array'",
+                             ctx->name, shellfmt_type_name(bson_iter_type(&it)));
+        uint32_t count = 0;
+        while (bson_iter_next(&el)) {
+            if (!BSON_ITER_HOLDS_INT32(&el) && !BSON_ITER_HOLDS_INT64(&el))
+                return dberr_set(err, DBERR_TYPE_MISMATCH,
+                                 "BSON field '%s.stmtIds' holds a '%s', expected type 'int'",
+                                 ctx->name, shellfmt_type_name(bson_iter_type(&el)));
+            by_index = by_index && bson_iter_as_int64(&el) == (int64_t)count;
+            count++;
+        }
+        if (count != n)
+            return dberr_set(err, 16,
+                             "Number of statement ids must match the number of batch entries. "
+                             "Got %u statement ids but %u operations.",
+                             count, n);
+        if (has_one)
+            return dberr_set(err, DBERR_INVALID_OPTIONS,
+                             "May not specify both stmtId and stmtIds in write command.");
+    }
+    if (!by_index && crud_retry_sliced(ctx))
+        return dberr_set(err, DBERR_NOT_IMPLEMENTED,
+                         "atomdb numbers the statements of a retryable write by their index in "
+                         "the batch (0, 1, 2, ...); other stmtId/stmtIds are not supported");
     return true;
 }
 
@@ -295,7 +357,7 @@ static bool crud_batch(cmd_ctx_t *ctx, const char *key, bson_iter_t *items, bool
         return dberr_set(err, 16, "Write batch sizes must be between 1 and %d. Got %u operations.",
                          WIRE_MAX_WRITE_BATCH_SIZE, n);
     *ordered = true;
-    if (!cmd_opt_bool(ctx, "ordered", ordered, err))
+    if (!cmd_opt_bool(ctx, "ordered", ordered, err) || !crud_stmt_ids(ctx, n, err))
         return false;
     bson_iter_recurse(&it, items);
     return true;
@@ -677,7 +739,9 @@ static bool crud_update_one(const cmd_ctx_t *ctx, view_t *view, collection_t *c,
         record_t *target = recs.items[i];
         if (!fiber_check(err))
             goto cleanup;
-        if (fiber_yields(fiber_current()) != y0) {
+        /* (in a transaction every target is locked and as the snapshot
+         * saw it, or the transaction's own version: nothing to re-read) */
+        if (!view->txn && fiber_yields(fiber_current()) != y0) {
             if (!crud_refetch(view, c, recs.items[i], m, &target, err))
                 goto cleanup;
             if (!target)
@@ -813,7 +877,7 @@ static bool crud_delete_one(const cmd_ctx_t *ctx, view_t *view, collection_t *c,
         record_t *target = recs.items[i];
         if (!(ok = fiber_check(err)))
             break;
-        if (fiber_yields(fiber_current()) != y0) {
+        if (!view->txn && fiber_yields(fiber_current()) != y0) {
             if (!(ok = crud_refetch(view, c, recs.items[i], m, &target, err)))
                 break;
             if (!target)

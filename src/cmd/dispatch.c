@@ -477,30 +477,48 @@ static cmd_status_t cmd_run_one(cmd_client_t *client, const wire_request_t *req,
     bool ok = true;
     if (prep == CMD_SESSION_RUN) {
         size_t savepoint = view.txn ? txn_savepoint(view.txn) : 0;
-        /* a transaction's statement sees nothing change; a retryable write
-         * stays one log record with its config.transactions entry, so a
-         * retry after a crash finds all of it or none of it */
-        /* (a retryable insert batch records its progress as it goes:
-         * crud.c) */
-        bool sliced_retry = !view.txn && ctx.txn_number >= 0 && !strcmp(ctx.name, "insert");
-        bool pinned = view.txn != NULL || (ctx.txn_number >= 0 && !sliced_retry);
-        uint8_t lsid[16];
-        if (sliced_retry) {
-            memcpy(lsid, ctx.session->id, 16);
-            ctx.session->retry_running = ctx.txn_number;
-        }
+        /* A transaction's statement and a retryable insert, update or
+         * delete batch run in slices like any command, holding their
+         * session (checked out) meanwhile; commit and abort apply or drop
+         * the write set in one slice (and an index build on a collection
+         * new to the transaction, never in the catalog, runs in one slice
+         * as before), and a retryable findAndModify stays
+         * one log record with its config.transactions entry, so a retry
+         * after a crash finds all of it or none of it. A retryable batch
+         * records its progress as it goes (crud.c). See
+         * docs/concurrency.md "Transactions in slices". */
+        bool sliced_retry = !ctx.in_txn && ctx.txn_number >= 0 &&
+                            (!strcmp(ctx.name, "insert") || !strcmp(ctx.name, "update") ||
+                             !strcmp(ctx.name, "delete"));
+        bool pinned = (ctx.in_txn && (cmd_txn_is_end(ctx.name) ||
+                                      !strcmp(ctx.name, "createIndexes"))) ||
+                      (!ctx.in_txn && ctx.txn_number >= 0 && !sliced_retry);
+        session_t *held = ctx.session && ctx.txn_number >= 0 && fiber_current()
+                              ? ctx.session
+                              : NULL;
+        if (held)
+            session_checkout(held, fiber_current());
         if (pinned)
             fiber_no_yield_begin();
         uint64_t started = uv_hrtime();
         ok = def->fn(&ctx, &err);
-        if (view.txn && ctx.session) /* a transaction's statement never yields */
+        if (view.txn && ctx.session)
             ctx.session->txn_active_ns += uv_hrtime() - started;
         if (pinned)
             fiber_no_yield_end();
-        if (sliced_retry) { /* the session may have ended while it yielded */
-            ctx.session = session_find(lsid);
-            if (ctx.session && ctx.session->retry_running == ctx.txn_number)
-                ctx.session->retry_running = -1;
+        if (held) {
+            dberr_t killed;
+            dberr_clear(&killed);
+            if (!session_checkin(held, &killed) && (ctx.in_txn || !ok)) {
+                /* the session or its transaction was ended while the
+                 * statement ran: it fails with why (its transaction is
+                 * aborted now, nothing it wrote stays); a retryable batch
+                 * that finished anyway keeps its result */
+                ok = false;
+                err = killed;
+                view.txn = NULL;
+                bson_reinit(reply);
+            }
         }
         if (!ok && err.code == VIEW_BLOCKED_CODE) {
             /* a document is locked: undo this attempt's transaction changes
@@ -515,6 +533,8 @@ static cmd_status_t cmd_run_one(cmd_client_t *client, const wire_request_t *req,
             }
         }
         ok = cmd_session_finish(&ctx, ok, &err);
+        if (held && session_end_pending(held))
+            ctx.session = NULL; /* endSessions/killSessions arrived meanwhile */
     }
     /* whatever the command changed, even when it failed part-way, is one
      * log record; the reply waits until that record is durable */

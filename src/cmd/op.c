@@ -55,6 +55,20 @@ static bool op_is_long(const char *name)
     return false;
 }
 
+/* True when the request names a session (lsid) that a statement running
+ * in slices holds: the request must wait for it, so it runs on a fiber
+ * (txncmds.c waits for the session's checkout). */
+static bool op_session_in_use(const wire_request_t *req)
+{
+    bson_iter_t it;
+    uint8_t id[16];
+    dberr_t err;
+    if (!bson_iter_init_find(&it, &req->cmd, "lsid") || !session_parse_lsid(&it, id, &err))
+        return false;
+    const session_t *s = session_find(id);
+    return s && s->checkout;
+}
+
 static void op_link(op_t *o)
 {
     DLIST_APPEND_TAILED(op_head, op_tail, o, prev, next);
@@ -217,7 +231,7 @@ cmd_status_t op_run(cmd_client_t *client, const wire_request_t *req, bson_t *rep
         client->op_wait = CMD_WAIT_NONE; /* a park sets it again */
     }
     if (fiber_current() || client->op || !bson_iter_init(&it, &req->cmd) || !bson_iter_next(&it) ||
-        !op_is_long(bson_iter_key(&it)))
+        (!op_is_long(bson_iter_key(&it)) && !op_session_in_use(req)))
         return run(client, req, reply);
     op_t *o = bson_malloc0(sizeof *o);
     o->fiber = fiber_new(op_body, o);

@@ -38,7 +38,7 @@ static bool txncmds_retryable(const char *name)
            !strcmp(name, "findAndModify") || !strcmp(name, "findandmodify");
 }
 
-static bool txncmds_is_end(const char *name)
+bool cmd_txn_is_end(const char *name)
 {
     return !strcmp(name, "commitTransaction") || !strcmp(name, "abortTransaction");
 }
@@ -82,6 +82,19 @@ int cmd_session_prepare(cmd_ctx_t *ctx, dberr_t *err)
         if (!session_parse_lsid(&it, id, err))
             return CMD_SESSION_FAIL;
         ctx->session = session_get(id, now);
+        /* a statement of this session is running (and may be suspended
+         * between slices): wait until it checks in, as mongod waits for
+         * its session checkout (bounded by maxTimeMS and killOp) */
+        while (ctx->session->checkout) {
+            if (!fiber_current() || ctx->session->checkout == fiber_current())
+                return dberr_set(err, DBERR_CONFLICTING_OPERATION_IN_PROGRESS,
+                                 "Cannot run a command on this session: another operation is "
+                                 "using it"),
+                       CMD_SESSION_FAIL;
+            if (!fiber_yield_now(err))
+                return CMD_SESSION_FAIL;
+            ctx->session = session_get(id, server_now_ms()); /* it may have ended meanwhile */
+        }
         if (server.auth) {
             /* a session, its transaction and its retryable writes belong
              * to the user who first used it */
@@ -127,7 +140,7 @@ int cmd_session_prepare(cmd_ctx_t *ctx, dberr_t *err)
                              "Cannot run '%s' in a multi-document transaction.", ctx->name),
                    CMD_SESSION_FAIL;
         bool start = cmd_find(ctx, "startTransaction", &it) && bson_iter_as_bool(&it);
-        if (!txncmds_is_end(ctx->name) && cmd_find(ctx, "writeConcern", &it))
+        if (!cmd_txn_is_end(ctx->name) && cmd_find(ctx, "writeConcern", &it))
             return dberr_set(err, DBERR_INVALID_OPTIONS,
                              "Cannot set write concern after starting a transaction."),
                    CMD_SESSION_FAIL;
@@ -172,7 +185,7 @@ int cmd_session_prepare(cmd_ctx_t *ctx, dberr_t *err)
                 err->labels |= DBERR_LABEL_TRANSIENT_TXN;
                 return CMD_SESSION_FAIL;
             }
-            if (!txncmds_is_end(ctx->name)) {
+            if (!cmd_txn_is_end(ctx->name)) {
                 if (s->state == SESSION_TXN_ABORTED) {
                     dberr_set(err, DBERR_NO_SUCH_TRANSACTION,
                               "Transaction with { txnNumber: %lld } has been aborted%s%s",
@@ -213,21 +226,6 @@ int cmd_session_prepare(cmd_ctx_t *ctx, dberr_t *err)
                          "session.",
                          (long long)ctx->txn_number, (long long)s->txn_number),
                CMD_SESSION_FAIL;
-    /* a retry of a batch still running in slices waits for its outcome
-     * (mongod's session checkout) */
-    while (s->retry_running == ctx->txn_number) {
-        uint8_t sid[16];
-        memcpy(sid, s->id, 16);
-        if (!fiber_current())
-            return dberr_set(err, DBERR_CONFLICTING_OPERATION_IN_PROGRESS,
-                             "Retryable write with txnNumber %lld is still running on this "
-                             "session",
-                             (long long)ctx->txn_number),
-                   CMD_SESSION_FAIL;
-        if (!fiber_yield_now(err))
-            return CMD_SESSION_FAIL;
-        s = ctx->session = session_get(sid, server_now_ms());
-    }
     int found = session_retry_recall(s, ctx->txn_number, ctx->reply)
                     ? 1
                     : session_retry_lookup(server.catalog, s->id, ctx->txn_number, ctx->reply, err);
@@ -249,7 +247,7 @@ int cmd_session_prepare(cmd_ctx_t *ctx, dberr_t *err)
 bool cmd_session_finish(cmd_ctx_t *ctx, bool ok, dberr_t *err)
 {
     session_t *s = ctx->session;
-    if (ctx->in_txn && s && !txncmds_is_end(ctx->name) && s->state == SESSION_TXN_IN_PROGRESS) {
+    if (ctx->in_txn && s && !cmd_txn_is_end(ctx->name) && s->state == SESSION_TXN_IN_PROGRESS) {
         bson_iter_t it;
         bool write_errors = ok && bson_iter_init_find(&it, ctx->reply, "writeErrors");
         if (!ok || write_errors) {

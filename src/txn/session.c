@@ -62,17 +62,35 @@ session_t *session_get(const uint8_t id[16], int64_t now_ms)
         s = bson_malloc0(sizeof *s);
         memcpy(s->id, id, 16);
         s->txn_number = -1;
-        s->retry_running = -1;
         omap_insert(session_table(), id, 16, s);
     }
     s->last_used_ms = now_ms;
     return s;
 }
 
+void session_interrupt(session_t *s, int code, const char *msg, const char *why)
+{
+    if (!s->checkout || s->kill_code)
+        return; /* idle, or the first kill wins (as fiber_kill) */
+    s->kill_code = code;
+    snprintf(s->kill_msg, sizeof s->kill_msg, "%s", msg);
+    snprintf(s->kill_abort, sizeof s->kill_abort, "%s", why ? why : "");
+    fiber_kill(s->checkout, code, msg);
+}
+
 void session_abort_txn(session_t *s, const char *reason)
 {
     if (s->state != SESSION_TXN_IN_PROGRESS)
         return;
+    if (s->checkout && s->checkout != fiber_current()) {
+        /* its statement is running (perhaps suspended) and uses the
+         * transaction: it ends first, then the abort is done */
+        char msg[160];
+        snprintf(msg, sizeof msg, "Transaction with { txnNumber: %lld } has been aborted%s%s",
+                 (long long)s->txn_number, reason ? ": " : ".", reason ? reason : "");
+        session_interrupt(s, DBERR_NO_SUCH_TRANSACTION, msg, reason);
+        return;
+    }
     txn_t *t = s->txn;
     s->txn = NULL;
     s->state = SESSION_TXN_ABORTED;
@@ -80,6 +98,37 @@ void session_abort_txn(session_t *s, const char *reason)
     if (reason)
         log_info("TXN", "transaction %lld aborted: %s", (long long)s->txn_number, reason);
     txn_destroy(t); /* releases locks and wakes their waiters */
+}
+
+void session_checkout(session_t *s, fiber_t *f)
+{
+    s->checkout = f;
+    s->kill_code = 0;
+    s->end_pending = false;
+}
+
+bool session_checkin(session_t *s, dberr_t *err)
+{
+    s->checkout = NULL;
+    if (!s->kill_code)
+        return true;
+    int code = s->kill_code;
+    s->kill_code = 0;
+    dberr_set(err, code, "%s", s->kill_msg);
+    if (code == DBERR_NO_SUCH_TRANSACTION)
+        err->labels |= DBERR_LABEL_TRANSIENT_TXN;
+    session_abort_txn(s, s->kill_abort[0] ? s->kill_abort : NULL);
+    return false;
+}
+
+bool session_end_pending(session_t *s)
+{
+    if (!s->end_pending || s->checkout)
+        return false;
+    uint8_t id[16];
+    memcpy(id, s->id, 16);
+    session_end(id);
+    return true;
 }
 
 void session_begin_txn(session_t *s, int64_t number, int64_t now_ms)
@@ -105,7 +154,14 @@ static void session_free(session_t *s)
 
 void session_end(const uint8_t id[16])
 {
-    session_t *s = omap_remove(session_table(), id, 16);
+    session_t *s = session_find(id);
+    if (s && s->checkout) {
+        s->end_pending = true;
+        session_interrupt(s, DBERR_INTERRUPTED, "operation was interrupted",
+                          "its session was ended");
+        return;
+    }
+    s = omap_remove(session_table(), id, 16);
     if (s)
         session_free(s);
     if (session_end_hook)
@@ -114,12 +170,15 @@ void session_end(const uint8_t id[16])
 
 void session_end_all(void)
 {
-    omap_node_t *n;
-    while ((n = omap_seek(session_table(), NULL, 0))) {
+    /* a checked-out session stays until its statement checks in */
+    omap_node_t *n = omap_seek(session_table(), NULL, 0);
+    while (n) {
+        omap_node_t *next = omap_next(n);
         size_t klen;
         uint8_t id[16];
         memcpy(id, omap_node_key(n, &klen), 16);
         session_end(id);
+        n = next;
     }
 }
 
@@ -134,9 +193,17 @@ void session_reap(int64_t now_ms, int64_t lifetime_s)
             char why[128];
             snprintf(why, sizeof why,
                      "it exceeded transactionLifetimeLimitSeconds (%lld s)", (long long)lifetime_s);
-            session_abort_txn(s, why);
+            if (s->checkout) /* as mongod: its running statement is killed with 290 */
+                session_interrupt(s, DBERR_TRANSACTION_EXCEEDED_LIFETIME,
+                                  "operation was interrupted because the transaction exceeded "
+                                  "transactionLifetimeLimitSeconds",
+                                  why);
+            else
+                session_abort_txn(s, why);
         }
-        if (now_ms - s->last_used_ms > (int64_t)SESSION_TIMEOUT_MINUTES * 60 * 1000) {
+        if (s->checkout) {
+            s->last_used_ms = now_ms; /* in use, not idle */
+        } else if (now_ms - s->last_used_ms > (int64_t)SESSION_TIMEOUT_MINUTES * 60 * 1000) {
             uint8_t id[16];
             memcpy(id, s->id, 16);
             session_end(id);

@@ -13,6 +13,7 @@
 #include "store/catalog.h"
 #include "txn/txn.h"
 #include "util/dberr.h"
+#include "util/fiber.h"
 
 #define SESSION_TIMEOUT_MINUTES 30
 
@@ -37,11 +38,34 @@ typedef struct session {
                                   * idle (cmd/op.c assigns it), 0: none yet */
     uint64_t txn_active_ns;      /* time the transaction's statements ran */
     char txn_read_concern[24];   /* readConcern level its first statement gave, "" */
-    int64_t retry_running;       /* txnNumber of the retryable batch running in
-                                  * slices (a retry waits for it), -1: none */
+    /* -- checkout: a statement of the session that may yield (a
+     * transaction's statement, a retryable batch) holds the session while
+     * it runs; another request on it waits, and what would end the
+     * session or its transaction meanwhile is recorded and done when the
+     * statement checks in (docs/concurrency.md "Transactions in slices") */
+    fiber_t *checkout;           /* the fiber running it, or NULL: idle */
+    int kill_code;               /* the statement must end with this error, 0: no */
+    char kill_msg[160];          /* ... and this message */
+    char kill_abort[200];        /* why its transaction is then aborted */
+    bool end_pending;            /* the session ends when the statement checks in */
     uint64_t owner;              /* under --auth: the user who first used it (an
                                   * opaque id, cmd/access.c), 0: not yet */
 } session_t;
+
+/* Marks `s` in use by the statement running on fiber `f` (which may
+ * yield): until session_checkin, session_end, session_abort_txn and
+ * session_reap only record what they would do and interrupt `f`. */
+void session_checkout(session_t *s, fiber_t *f);
+
+/* The statement of `s` ended. False with `err` (the code and message the
+ * kill recorded) when something ended the session or its transaction
+ * while it ran: the transaction is then aborted here. A pending session
+ * end is left to session_end_pending, once the reply is built. */
+bool session_checkin(session_t *s, dberr_t *err);
+
+/* Ends `s` when an end arrived while it was checked out; true when it did
+ * (`s` is then freed). */
+bool session_end_pending(session_t *s);
 
 /* Reads lsid.id from the `lsid` document. False with err when malformed. */
 bool session_parse_lsid(const bson_iter_t *lsid, uint8_t id[16], dberr_t *err);
@@ -53,7 +77,8 @@ session_t *session_get(const uint8_t id[16], int64_t now_ms);
 session_t *session_find(const uint8_t id[16]);
 
 /* Ends a session: aborts its transaction, releases its locks and leases,
- * forgets it. */
+ * forgets it. A checked-out session's statement is interrupted
+ * (Interrupted 11601) and the session ends when it checks in. */
 void session_end(const uint8_t id[16]);
 
 /* Ends every session. */
@@ -62,10 +87,21 @@ void session_end_all(void);
 /* Starts transaction `number` on `s` (aborting an older one in progress). */
 void session_begin_txn(session_t *s, int64_t number, int64_t now_ms);
 
-/* Aborts the transaction in progress (if any), remembering `reason`. */
+/* Aborts the transaction in progress (if any), remembering `reason`.
+ * While a statement has the session checked out (and the caller is not
+ * that statement), the statement is interrupted with NoSuchTransaction
+ * (251) and the abort happens when it checks in. */
 void session_abort_txn(session_t *s, const char *reason);
 
-/* Expires idle sessions and aborts transactions past `lifetime_s`. */
+/* Interrupts the statement that has `s` checked out with `code` and `msg`
+ * and, when it checks in, aborts its transaction for `why` (nothing when
+ * `s` is idle or already interrupted). */
+void session_interrupt(session_t *s, int code, const char *msg, const char *why);
+
+/* Expires idle sessions and aborts transactions past `lifetime_s` (a
+ * checked-out session is in use, not idle; its transaction past the limit
+ * has its statement interrupted with TransactionExceededLifetimeLimitSeconds
+ * (290)). */
 void session_reap(int64_t now_ms, int64_t lifetime_s);
 
 /* The stored reply of retryable write (`id`, `txn_number`), copied into

@@ -85,6 +85,7 @@ static const struct {
     {167, "OptionNotSupportedOnView"},
     {117, "ConflictingOperationInProgress"},
     {256, "TransactionCommitted"},
+    {290, "TransactionExceededLifetimeLimitSeconds"},
     {263, "OperationNotSupportedInTransaction"},
     {42, "LogWriteFailed"},
     {98, "DBPathInUse"},

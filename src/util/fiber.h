@@ -42,9 +42,10 @@ uint64_t fiber_yields(const fiber_t *f);
 /* uv_hrtime() when `f` was created, and nanoseconds it has run so far. */
 uint64_t fiber_started_ns(const fiber_t *f);
 
-/* The current fiber may not yield (a transaction's statement, which must
- * see nothing change under it) until the matching _end; nests. Kill and
- * deadline checks still apply. No effect off a fiber. */
+/* The current fiber may not yield (a single-document write, a commit, a
+ * statement of a retryable batch: each must be one step) until the
+ * matching _end; nests. Kill and deadline checks still apply. No effect
+ * off a fiber. */
 void fiber_no_yield_begin(void);
 void fiber_no_yield_end(void);
 

@@ -1,11 +1,15 @@
 /* test_txn: the lock manager (src/txn/lockmgr.c) and deadlock detection
  * (txn_deadlock_victim) — exclusive document locks, waiters woken when the
  * holder finishes or their deadline passes, and the youngest transaction on
- * a wait-for cycle chosen as the victim. */
+ * a wait-for cycle chosen as the victim — and the session checkout
+ * (src/txn/session.c): what would end a session or its transaction while
+ * a statement holds it is recorded and done at check-in. */
 #include <string.h>
 
 #include "txn/lockmgr.h"
+#include "txn/session.h"
 #include "txn/txn.h"
+#include "util/fiber.h"
 #include "unit.h"
 
 static void key_of(int id, buf_t *out)
@@ -118,11 +122,106 @@ static void test_a_wait_that_closes_a_cycle_picks_the_youngest_as_victim(void)
     txn_destroy(t3);
 }
 
+
+static void nothing(void *arg)
+{
+    (void)arg;
+}
+
+/* A session with transaction 1 in progress, checked out by fiber *f. */
+static session_t *checked_out_session(uint8_t id[16], fiber_t **f)
+{
+    static uint8_t next = 1;
+    memset(id, 0, 16);
+    id[0] = next++;
+    session_t *s = session_get(id, 1000);
+    session_begin_txn(s, 1, 1000);
+    *f = fiber_new(nothing, NULL);
+    session_checkout(s, *f);
+    return s;
+}
+
+static void test_ending_a_checked_out_session_waits_for_its_check_in(void)
+{
+    uint8_t id[16];
+    fiber_t *f;
+    session_t *s = checked_out_session(id, &f);
+    session_end(id);
+    CHECK(session_find(id) == s && s->state == SESSION_TXN_IN_PROGRESS && s->txn,
+          "the session and its transaction stay while the statement holds them");
+    CHECK(fiber_killed(f), "the statement is interrupted at its next check");
+    dberr_t err;
+    dberr_clear(&err);
+    CHECK(!session_checkin(s, &err) && err.code == DBERR_INTERRUPTED,
+          "its check-in reports Interrupted (got %d)", err.code);
+    CHECK(s->state == SESSION_TXN_ABORTED && !s->txn, "the transaction is aborted at check-in");
+    CHECK(session_end_pending(s) && !session_find(id), "then the session ends");
+    fiber_destroy(f);
+}
+
+static void test_an_abort_from_elsewhere_interrupts_the_statement_with_251(void)
+{
+    uint8_t id[16];
+    fiber_t *f;
+    session_t *s = checked_out_session(id, &f);
+    session_abort_txn(s, "it was chosen to break a deadlock");
+    CHECK(s->state == SESSION_TXN_IN_PROGRESS && s->txn && fiber_killed(f),
+          "the abort waits for the statement, which is interrupted");
+    dberr_t err;
+    dberr_clear(&err);
+    CHECK(!session_checkin(s, &err) && err.code == DBERR_NO_SUCH_TRANSACTION &&
+              (err.labels & DBERR_LABEL_TRANSIENT_TXN),
+          "the statement ends with NoSuchTransaction, TransientTransactionError (got %d)",
+          err.code);
+    CHECK(s->state == SESSION_TXN_ABORTED && strstr(s->abort_reason, "deadlock"),
+          "the transaction is aborted with the reason given");
+    CHECK(!session_end_pending(s) && session_find(id) == s, "the session itself goes on");
+    session_end(id);
+    fiber_destroy(f);
+}
+
+static void test_the_lifetime_limit_interrupts_a_running_statement_with_290(void)
+{
+    uint8_t id[16];
+    fiber_t *f;
+    session_t *s = checked_out_session(id, &f);
+    int64_t later = 1000 + 3600 * 1000; /* past the lifetime and the idle timeout */
+    session_reap(later, 60);
+    CHECK(session_find(id) == s, "a checked-out session is in use, never expired as idle");
+    CHECK(s->state == SESSION_TXN_IN_PROGRESS && fiber_killed(f),
+          "the transaction waits for its statement, which is interrupted");
+    dberr_t err;
+    dberr_clear(&err);
+    CHECK(!session_checkin(s, &err) && err.code == DBERR_TRANSACTION_EXCEEDED_LIFETIME,
+          "the statement ends with TransactionExceededLifetimeLimitSeconds (got %d)", err.code);
+    CHECK(s->state == SESSION_TXN_ABORTED, "and the transaction is aborted");
+    session_end(id);
+    fiber_destroy(f);
+}
+
+static void test_a_statement_nothing_interrupted_checks_in_cleanly(void)
+{
+    uint8_t id[16];
+    fiber_t *f;
+    session_t *s = checked_out_session(id, &f);
+    dberr_t err;
+    dberr_clear(&err);
+    CHECK(session_checkin(s, &err) && !fiber_killed(f) && s->state == SESSION_TXN_IN_PROGRESS,
+          "check-in succeeds and the transaction goes on");
+    session_end(id);
+    CHECK(!session_find(id), "an idle session ends at once");
+    fiber_destroy(f);
+}
+
 int main(void)
 {
     UNIT_RUN(test_a_lock_is_exclusive_until_its_holder_releases_it);
     UNIT_RUN(test_releasing_wakes_the_waiters_in_arrival_order);
     UNIT_RUN(test_a_waiter_with_a_deadline_times_out);
     UNIT_RUN(test_a_wait_that_closes_a_cycle_picks_the_youngest_as_victim);
+    UNIT_RUN(test_ending_a_checked_out_session_waits_for_its_check_in);
+    UNIT_RUN(test_an_abort_from_elsewhere_interrupts_the_statement_with_251);
+    UNIT_RUN(test_the_lifetime_limit_interrupts_a_running_statement_with_290);
+    UNIT_RUN(test_a_statement_nothing_interrupted_checks_in_cleanly);
     return unit_finish();
 }
