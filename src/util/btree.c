@@ -39,6 +39,7 @@ struct btree {
     size_t count;
     size_t bytes;        /* nodes and long keys */
     btree_leaf_t *first; /* the leftmost leaf */
+    btree_leaf_t *last;  /* the rightmost leaf */
 };
 
 /* The inner nodes from the root down to a leaf, and the child taken in each. */
@@ -115,7 +116,7 @@ static btree_inner_t *btree_inner_new(btree_t *t)
 btree_t *btree_new(void)
 {
     btree_t *t = bson_malloc0(sizeof *t);
-    t->first = btree_leaf_new(t);
+    t->first = t->last = btree_leaf_new(t);
     t->root = t->first;
     return t;
 }
@@ -167,6 +168,14 @@ static btree_leaf_t *btree_descend(const btree_t *t, const void *key, size_t kle
     return x;
 }
 
+/* True when `key` sorts after every key of the tree (ascending loads and
+ * new ObjectIds land there: no descent needed). */
+static bool btree_past_end(const btree_t *t, const void *key, size_t klen)
+{
+    const btree_leaf_t *l = t->last;
+    return l->n > 0 && btree_slot_cmp(&l->s[l->n - 1], key, klen) < 0;
+}
+
 /* Puts (key, ptr) at slot `pos` of inner level `h` on `path`, splitting
  * full nodes upwards (and growing a new root). */
 static void btree_inner_insert(btree_t *t, btree_path_t *path, int h, int pos, const void *key,
@@ -213,6 +222,13 @@ static void btree_inner_insert(btree_t *t, btree_path_t *path, int h, int pos, c
 
 bool btree_insert(btree_t *t, const void *key, size_t klen, void *value)
 {
+    btree_leaf_t *last = t->last;
+    if (last->n < BTREE_SLOTS && btree_past_end(t, key, klen)) {
+        btree_slot_set_key(t, &last->s[last->n], key, klen);
+        last->s[last->n++].ptr = value;
+        t->count++;
+        return true;
+    }
     btree_path_t path;
     btree_leaf_t *l = btree_descend(t, key, klen, &path);
     int i = btree_leaf_lower(l, key, klen);
@@ -238,6 +254,8 @@ bool btree_insert(btree_t *t, const void *key, size_t klen, void *value)
     right->prev = l;
     if (l->next)
         l->next->prev = right;
+    else
+        t->last = right;
     l->next = right;
     btree_leaf_t *into = i <= l->n && l->n < BTREE_SLOTS ? l : right;
     int at = into == l ? i : i - l->n;
@@ -297,6 +315,8 @@ static void btree_leaf_drop(btree_t *t, btree_path_t *path, btree_leaf_t *l, int
         t->first = l->next;
     if (l->next)
         l->next->prev = l->prev;
+    else
+        t->last = l->prev;
     t->bytes -= sizeof *l;
     bson_free(l);
     btree_inner_remove(t, path, t->height - 1, pos);
@@ -377,6 +397,8 @@ bool btree_find(const btree_t *t, const void *key, size_t klen, btree_pos_t *pos
 
 void *btree_get(const btree_t *t, const void *key, size_t klen)
 {
+    if (btree_past_end(t, key, klen))
+        return NULL;
     btree_pos_t pos;
     return btree_find(t, key, klen, &pos) ? pos.leaf->s[pos.i].ptr : NULL;
 }
