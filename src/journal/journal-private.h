@@ -95,11 +95,14 @@ bool snapshot_load(const char *path, catalog_t *cat, uint64_t *lsn, dberr_t *err
 
 enum { SNAPCHECK_RUNNING, SNAPCHECK_FINISHED, SNAPCHECK_FAILED };
 
-/* The check of one mapped snapshot file, running ahead of its loader. */
+/* The check of one mapped snapshot file or log segment, running ahead of
+ * its loader. */
 typedef struct snapcheck {
     const char *path;   /* for messages (borrowed) */
     const uint8_t *map; /* the file (borrowed) */
     size_t size;
+    size_t start;       /* the first entry's offset */
+    bool log;           /* a log segment (records), else a snapshot (entries) */
     size_t seen;        /* -- loader -- entries before this offset are known good */
     bool threaded;      /* the check runs on `thread` */
     pthread_t thread;
@@ -111,10 +114,12 @@ typedef struct snapcheck {
     char why[512];      /* what is wrong at `done` (FAILED) */
 } snapcheck_t;
 
-/* Starts checking the entries of the snapshot mapped at `map` (`size`
- * bytes, the 16-byte header already checked) on a thread of its own (or,
- * without one, right now). */
-void snapcheck_start(snapcheck_t *k, const char *path, const uint8_t *map, size_t size);
+/* Starts checking the entries from offset `start` of the snapshot (or with
+ * `log` the log segment) mapped at `map` (`size` bytes, its header already
+ * checked) on a thread of its own (or, without one, right now). A log's
+ * check ends at the first record that is not whole with a good checksum. */
+void snapcheck_start(snapcheck_t *k, const char *path, const uint8_t *map, size_t size,
+                     size_t start, bool log);
 /* Waits until the entry at `off` was checked: true when it is good, false
  * with err (the damage, named by file and offset) when it is not. */
 bool snapcheck_wait(snapcheck_t *k, size_t off, dberr_t *err);

@@ -167,7 +167,7 @@ bool snapshot_load(const char *path, catalog_t *cat, uint64_t *lsn, dberr_t *err
     bool ended = false;
     /* every entry is checked (framing, checksum, strict BSON) on another
      * thread ahead of this loop, which takes it only once it passed */
-    snapcheck_start(&check, path, map, size);
+    snapcheck_start(&check, path, map, size, 16, false);
     checking = true;
     while (off < size && !ended) {
         if (!snapcheck_wait(&check, off, err))
