@@ -272,7 +272,7 @@ static bool view_source_by_id(view_t *v, collection_t *c, const bson_t *filter,
     if (collation && (id.value_type == BSON_TYPE_UTF8 || id.value_type == BSON_TYPE_SYMBOL))
         return false; /* "a" may equal "A": the general read compares by the collation */
     record_t *r = collection_find_id(c, &id);
-    if (v->snapshot && (r ? r->seq > v->snapshot : collection_changed_since(c, &id, v->snapshot)))
+    if (v->snapshot && (r ? record_seq(r) > v->snapshot : collection_changed_since(c, &id, v->snapshot)))
         return false; /* changed since the snapshot: its older version is in the window */
     v->keys_examined++;
     if (r) {

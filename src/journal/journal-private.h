@@ -4,6 +4,8 @@
 #define ATOMDB_JOURNAL_PRIVATE_H
 
 #include <bson/bson.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <uv.h>
@@ -105,6 +107,41 @@ bool snapshot_write(const catalog_t *cat, const char *dir, uint64_t lsn);
 /* Loads the snapshot file `path` into `cat` (empty). *lsn gets its LSN.
  * False with err when the file is damaged. */
 bool snapshot_load(const char *path, catalog_t *cat, uint64_t *lsn, dberr_t *err);
+
+/* ---- snapcheck.c ---- */
+
+enum { SNAPCHECK_RUNNING, SNAPCHECK_FINISHED, SNAPCHECK_FAILED };
+
+/* The check of one mapped snapshot file or log segment, running ahead of
+ * its loader. */
+typedef struct snapcheck {
+    const char *path;   /* for messages (borrowed) */
+    const uint8_t *map; /* the file (borrowed) */
+    size_t size;
+    size_t start;       /* the first entry's offset */
+    bool log;           /* a log segment (records), else a snapshot (entries) */
+    size_t seen;        /* -- loader -- entries before this offset are known good */
+    bool threaded;      /* the check runs on `thread` */
+    pthread_t thread;
+    atomic_bool stop;   /* the loader gave up: the checker stops */
+    pthread_mutex_t mu; /* guards done, state and (once FAILED) why */
+    pthread_cond_t cond;
+    size_t done;        /* entries before this offset were checked and are good */
+    int state;          /* SNAPCHECK_* */
+    char why[512];      /* what is wrong at `done` (FAILED) */
+} snapcheck_t;
+
+/* Starts checking the entries from offset `start` of the snapshot (or with
+ * `log` the log segment) mapped at `map` (`size` bytes, its header already
+ * checked) on a thread of its own (or, without one, right now). A log's
+ * check ends at the first record that is not whole with a good checksum. */
+void snapcheck_start(snapcheck_t *k, const char *path, const uint8_t *map, size_t size,
+                     size_t start, bool log);
+/* Waits until the entry at `off` was checked: true when it is good, false
+ * with err (the damage, named by file and offset) when it is not. */
+bool snapcheck_wait(snapcheck_t *k, size_t off, dberr_t *err);
+/* Stops the check (if still running) and joins its thread. */
+void snapcheck_finish(snapcheck_t *k);
 
 /* ---- journal.c ---- */
 

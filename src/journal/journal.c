@@ -24,7 +24,6 @@
 #include "doc/updater.h"
 #include "store/clock.h"
 #include "store/observer.h"
-#include "util/bsoncheck.h"
 #include "util/bsonview.h"
 #include "util/log.h"
 
@@ -416,15 +415,15 @@ static bool journal_apply_op(catalog_t *cat, const bson_t *op, dberr_t *err)
     return dberr_set(err, DBERR_INTERNAL_ERROR, "unknown log operation '%s'", kind);
 }
 
+/* Applies one log record whose BSON was checked (journal/snapcheck.c). */
 static bool journal_apply_record(catalog_t *cat, const uint8_t *payload, uint32_t len,
                                  dberr_t *err)
 {
     bson_t rec;
     bson_iter_t it, el;
-    uint32_t bad_at;
     clock_ts_t ts = {0, 0};
     int64_t wall = 0;
-    if (!bson_init_static(&rec, payload, len) || bsoncheck_doc(&rec, &bad_at) != BSONCHECK_OK)
+    if (!bson_init_static(&rec, payload, len))
         return dberr_set(err, DBERR_INTERNAL_ERROR, "invalid BSON in the log record");
     if (bson_iter_init_find(&it, &rec, "ts") &&
         BSON_ITER_HOLDS_TIMESTAMP(&it)) {
@@ -555,7 +554,8 @@ static bool journal_replay_segment(const char *name, bool last, catalog_t *cat,
     char path[4300];
     snprintf(path, sizeof path, "%s/%s", journal.dbpath, name);
     int fd = open(path, O_RDWR | O_CLOEXEC);
-    bool ok = false;
+    bool ok = false, checking = false;
+    snapcheck_t check;
     uint8_t *map = MAP_FAILED;
     struct stat st;
     if (fd < 0)
@@ -585,6 +585,9 @@ static bool journal_replay_segment(const char *name, bool last, catalog_t *cat,
         damage = "bad segment header";
     } else {
         off = WAL_HEADER_SIZE;
+        /* the records' BSON is checked on another thread ahead of this loop */
+        snapcheck_start(&check, path, map, size, off, true);
+        checking = true;
         while (off < size) {
             walrec_t rec;
             walrec_status_t rs = walrec_decode(map + off, size - off, &rec);
@@ -610,7 +613,8 @@ static bool journal_replay_segment(const char *name, bool last, catalog_t *cat,
                               path, *applied + 1, lsn - 1, off);
                     goto cleanup;
                 }
-                if (!journal_apply_record(cat, map + off + WAL_RECORD_HEADER, len, err)) {
+                if (!snapcheck_wait(&check, off, err) ||
+                    !journal_apply_record(cat, map + off + WAL_RECORD_HEADER, len, err)) {
                     char msg[512];
                     snprintf(msg, sizeof msg, "%s: cannot replay record %" PRIu64
                                               " at offset %zu: %s",
@@ -622,6 +626,8 @@ static bool journal_replay_segment(const char *name, bool last, catalog_t *cat,
             }
             off += WAL_RECORD_HEADER + len;
         }
+        snapcheck_finish(&check); /* before the file may be truncated */
+        checking = false;
     }
     if (damage) {
         if (!journal.opts.repair) {
@@ -647,6 +653,8 @@ static bool journal_replay_segment(const char *name, bool last, catalog_t *cat,
     }
     ok = true;
 cleanup:
+    if (checking)
+        snapcheck_finish(&check);
     if (map != MAP_FAILED)
         munmap(map, size);
     close(fd);

@@ -17,7 +17,6 @@
 #include <unistd.h>
 
 #include "journal/history.h"
-#include "util/bsoncheck.h"
 #include "util/bsonview.h"
 #include "util/crc32c.h"
 
@@ -141,7 +140,8 @@ bool snapshot_write(const catalog_t *cat, const char *dir, uint64_t lsn)
 
 bool snapshot_load(const char *path, catalog_t *cat, uint64_t *lsn, dberr_t *err)
 {
-    bool ok = false;
+    bool ok = false, checking = false;
+    snapcheck_t check;
     uint8_t *map = MAP_FAILED;
     struct stat st;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -165,30 +165,18 @@ bool snapshot_load(const char *path, catalog_t *cat, uint64_t *lsn, dberr_t *err
     size_t off = 16;
     collection_t *cur = NULL;
     bool ended = false;
+    /* every entry is checked (framing, checksum, strict BSON) on another
+     * thread ahead of this loop, which takes it only once it passed */
+    snapcheck_start(&check, path, map, size, 16, false);
+    checking = true;
     while (off < size && !ended) {
-        if (size - off < 9) {
-            dberr_set(err, DBERR_INTERNAL_ERROR, "%s: truncated entry at offset %zu", path, off);
+        if (!snapcheck_wait(&check, off, err))
             goto cleanup;
-        }
         char tag = (char)map[off];
-        uint32_t len = (uint32_t)buf_get_le(map + off + 1, 4),
-                 crc = (uint32_t)buf_get_le(map + off + 5, 4);
-        if (len < 5 || len > size - off - 9) {
-            dberr_set(err, DBERR_INTERNAL_ERROR, "%s: bad entry length at offset %zu", path, off);
-            goto cleanup;
-        }
+        uint32_t len = (uint32_t)buf_get_le(map + off + 1, 4);
         const uint8_t *data = map + off + 9;
         bson_t doc;
-        if (crc32c(data, len) != crc || !bson_init_static(&doc, data, len)) {
-            dberr_set(err, DBERR_INTERNAL_ERROR, "%s: checksum mismatch at offset %zu", path, off);
-            goto cleanup;
-        }
-        uint32_t bad_at;
-        if (bsoncheck_doc(&doc, &bad_at) != BSONCHECK_OK) {
-            dberr_set(err, DBERR_INTERNAL_ERROR, "%s: invalid BSON at offset %zu", path,
-                      off + 9 + bad_at);
-            goto cleanup;
-        }
+        bson_init_static(&doc, data, len);
         bson_iter_t it;
         if (tag == 'C') {
             const char *db = NULL, *name = NULL;
@@ -282,6 +270,8 @@ bool snapshot_load(const char *path, catalog_t *cat, uint64_t *lsn, dberr_t *err
     *lsn = file_lsn;
     ok = true;
 cleanup:
+    if (checking)
+        snapcheck_finish(&check);
     if (map != MAP_FAILED)
         munmap(map, (size_t)st.st_size);
     close(fd);

@@ -29,12 +29,13 @@ bool check_collection(collection_t *c, bool full, check_result_t *out)
     out->nindexes = collection_nindexes(c);
     index_t *id_ix = collection_index(c, 0);
     for (int i = 0; i < out->nindexes; i++)
-        out->keys[i] = (int64_t)omap_count(collection_index(c, i)->map);
+        out->keys[i] = (int64_t)btree_count(collection_index(c, i)->map);
     int64_t expected[COLLECTION_MAX_INDEXES] = {0};
     buf_t mk;
     buf_init(&mk);
-    for (omap_node_t *n = omap_seek(id_ix->map, NULL, 0); n; n = omap_next(n)) {
-        record_t *r = omap_node_value(n);
+    btree_pos_t n;
+    for (bool more = btree_seek(id_ix->map, NULL, 0, &n); more; more = btree_next(&n)) {
+        record_t *r = btree_pos_value(&n);
         bson_t doc;
         record_view(r, &doc);
         out->nrecords++;
@@ -55,7 +56,7 @@ bool check_collection(collection_t *c, bool full, check_result_t *out)
                 for (size_t k = 0; k < keys.len; k++) {
                     mk.len = 0;
                     index_map_key(ix, &keys.keys[k], &id, &mk);
-                    if (omap_get(ix->map, mk.data, mk.len) == r)
+                    if (btree_get(ix->map, mk.data, mk.len) == r)
                         expected[i]++;
                     else
                         out->missing[i]++;

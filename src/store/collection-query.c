@@ -387,7 +387,7 @@ static size_t collection_scan_add_replaced(collection_t *c, const collection_que
     /* a change whose `before` was made at or before the snapshot is that
      * document's first change since it */
     for (size_t i = 0; i < n; i++)
-        if (ch[i].coll_id == c->id && ch[i].before && ch[i].before->seq <= snap)
+        if (ch[i].coll_id == c->id && ch[i].before && record_seq(ch[i].before) <= snap)
             seen_add(&want, ch[i].before);
     if (!want)
         return 0;
@@ -400,7 +400,7 @@ static size_t collection_scan_add_replaced(collection_t *c, const collection_que
     }
     for (size_t i = 0; i < n; i++) {
         record_t *r = ch[i].before;
-        if (ch[i].coll_id != c->id || !r || r->seq > snap || !seen_add(&have, r))
+        if (ch[i].coll_id != c->id || !r || record_seq(r) > snap || !seen_add(&have, r))
             continue;
         bson_t doc;
         record_view(r, &doc);
@@ -443,10 +443,11 @@ static bool collection_run_scan(collection_t *c, const scan_plan_t *p,
         scan_plan_splice(p, &p->lo, ri, &lo);
         scan_plan_splice(p, &p->prefix, ri, &prefix);
         scan_plan_splice(p, &p->hi, ri, &hi);
-        omap_node_t *n = omap_seek(p->ix->map, lo.len ? lo.data : NULL, lo.len);
-        for (; n; n = omap_next(n)) {
+        btree_pos_t n;
+        bool more = btree_seek(p->ix->map, lo.len ? lo.data : NULL, lo.len, &n);
+        for (; more; more = btree_next(&n)) {
             size_t klen;
-            const uint8_t *key = omap_node_key(n, &klen);
+            const uint8_t *key = btree_pos_key(&n, &klen);
             if (fiber_running && (plan->keys_examined & 15) == 0 && fiber_due()) {
                 /* give the loop back; go on from this key afterwards */
                 at.len = 0;
@@ -465,10 +466,9 @@ static bool collection_run_scan(collection_t *c, const scan_plan_t *p,
                         done = true;
                         break;
                     }
-                    n = omap_seek(p->ix->map, at.data, at.len);
-                    if (!n)
+                    if (!btree_seek(p->ix->map, at.data, at.len, &n))
                         break;
-                    key = omap_node_key(n, &klen);
+                    key = btree_pos_key(&n, &klen);
                 }
             }
             if (prefix.len &&
@@ -480,8 +480,8 @@ static bool collection_run_scan(collection_t *c, const scan_plan_t *p,
                     break;
             }
             plan->keys_examined++;
-            record_t *r = omap_node_value(n);
-            if (snap && r->seq > snap)
+            record_t *r = btree_pos_value(&n);
+            if (snap && record_seq(r) > snap)
                 continue; /* made since the snapshot: its older version comes at the end */
             if (p->ix->multikey && !seen_add(&seen, r))
                 continue;
@@ -623,7 +623,7 @@ bool collection_changed_since(const collection_t *c, const bson_value_t *id, uin
 {
     record_t *cur = collection_find_id(c, id);
     if (cur)
-        return cur->seq > snapshot; /* any change since made a new version */
+        return record_seq(cur) > snapshot; /* any change since made a new version */
     if (!mvcc_deletes_after(snapshot))
         return false;
     size_t n;
@@ -668,7 +668,7 @@ static bool collection_query_snapshot(collection_t *c, const collection_query_op
         return false;
     }
     for (size_t i = 0; i < cur.len; i++)
-        if (cur.items[i]->seq <= o->snapshot)
+        if (record_seq(cur.items[i]) <= o->snapshot)
             recvec_push_ref(out, cur.items[i]);
     recvec_destroy(&cur);
     size_t n;
@@ -1110,7 +1110,7 @@ bool collection_sort_memory_check(const recvec_t *out, size_t first,
         keep = (size_t)(o->skip + o->limit);
     int64_t bytes = 0;
     for (size_t i = 0; i < keep; i++) {
-        bytes += (int64_t)out->items[first + i]->len + (int64_t)sizeof(bson_t);
+        bytes += (int64_t)record_len(out->items[first + i]) + (int64_t)sizeof(bson_t);
         if (bytes > o->sort_max_bytes)
             return dberr_set(err, DBERR_QUERY_EXCEEDED_MEMORY_NO_DISK,
                              o->allow_disk_use

@@ -59,8 +59,9 @@ static void collection_capped_reset(collection_t *c)
     c->capped = now;
     if (!c->capped)
         return;
-    for (omap_node_t *n = omap_seek(c->indexes[0]->map, NULL, 0); n; n = omap_next(n)) {
-        record_t *r = omap_node_value(n);
+    btree_pos_t n;
+    for (bool more = btree_seek(c->indexes[0]->map, NULL, 0, &n); more; more = btree_next(&n)) {
+        record_t *r = btree_pos_value(&n);
         bson_t doc;
         bson_iter_t it;
         record_view(r, &doc);
@@ -312,9 +313,10 @@ void collection_foreach(const collection_t *c, bool (*fn)(const bson_t *doc, voi
         }
         return;
     }
-    for (omap_node_t *n = omap_seek(c->indexes[0]->map, NULL, 0); n; n = omap_next(n)) {
+    btree_pos_t n;
+    for (bool more = btree_seek(c->indexes[0]->map, NULL, 0, &n); more; more = btree_next(&n)) {
         bson_t doc;
-        record_view(omap_node_value(n), &doc);
+        record_view(btree_pos_value(&n), &doc);
         if (!fn(&doc, ctx))
             return;
     }
@@ -400,7 +402,7 @@ record_t *collection_find_id(const collection_t *c, const bson_value_t *id)
     uint8_t key_room[64];
     buf_init_fixed(&key, key_room, sizeof key_room);
     keystring_append_coll(&key, id, false, c->indexes[0]->collation);
-    record_t *r = omap_get(c->indexes[0]->map, key.data, key.len);
+    record_t *r = btree_get(c->indexes[0]->map, key.data, key.len);
     buf_destroy(&key);
     return r;
 }
@@ -458,9 +460,9 @@ void collection_index_put(index_t *ix, const index_keys_t *keys, const bson_valu
     for (size_t k = 0; k < keys->len; k++) {
         index_map_key(ix, &keys->keys[k], id, &mk);
         if (r)
-            omap_insert(ix->map, mk.data, mk.len, r);
+            btree_insert(ix->map, mk.data, mk.len, r);
         else
-            omap_remove(ix->map, mk.data, mk.len);
+            btree_remove(ix->map, mk.data, mk.len);
     }
     buf_destroy(&mk);
 }
@@ -529,19 +531,20 @@ static bool collection_replace_id_only(collection_t *c, record_t *old, const bso
     keystring_append_coll(&key, id, false, c->indexes[0]->collation);
     keystring_append_coll(&new_key, &new_id, false, c->indexes[0]->collation);
     bool same = key.len == new_key.len && memcmp(key.data, new_key.data, key.len) == 0;
-    omap_node_t *n = same ? omap_find(c->indexes[0]->map, key.data, key.len) : NULL;
+    btree_pos_t n;
+    bool found = same && btree_find(c->indexes[0]->map, key.data, key.len, &n);
     buf_destroy(&key);
     buf_destroy(&new_key);
-    if (!n)
+    if (!found)
         return false;
     record_t *r = record_new(doc);
     mvcc_stamp(r);
     mvcc_replaced(c->id, r, old);
-    omap_node_set_value(n, r);
+    btree_pos_set_value(&n, r);
     if (c->capped)
         capped_replace(c->capped, id, r);
     c->data_size += doc->len;
-    c->data_size -= old->len;
+    c->data_size -= record_len(old);
     const store_observer_t *obs = c->quiet ? NULL : store_observer_get();
     if (obs && obs->update)
         obs->update(c->db, c->name, c->uuid, old_doc, doc, obs->ctx);
@@ -578,9 +581,9 @@ bool collection_replace(collection_t *c, record_t *old, const bson_t *doc, dberr
                 continue;
             for (size_t k = 0; k < new_keys.per[i].len; k++) {
                 index_map_key(ix, &new_keys.per[i].keys[k], &id, &mk);
-                omap_node_t *n = omap_find(ix->map, mk.data, mk.len);
-                if (n)
-                    omap_node_set_value(n, r);
+                btree_pos_t n;
+                if (btree_find(ix->map, mk.data, mk.len, &n))
+                    btree_pos_set_value(&n, r);
             }
         } else {
             collection_index_put(ix, &old_keys.per[i], &id, NULL);
@@ -593,7 +596,7 @@ bool collection_replace(collection_t *c, record_t *old, const bson_t *doc, dberr
     if (c->capped)
         capped_replace(c->capped, &id, r);
     c->data_size += doc->len;
-    c->data_size -= old->len;
+    c->data_size -= record_len(old);
     const store_observer_t *obs = c->quiet ? NULL : store_observer_get();
     if (obs && obs->update)
         obs->update(c->db, c->name, c->uuid, &old_doc, doc, obs->ctx);
@@ -622,7 +625,7 @@ void collection_remove(collection_t *c, record_t *old)
         buf_t key;
         buf_init(&key);
         keystring_append_coll(&key, &id, false, c->indexes[0]->collation);
-        omap_remove(c->indexes[0]->map, key.data, key.len);
+        btree_remove(c->indexes[0]->map, key.data, key.len);
         buf_destroy(&key);
     }
     collection_keys_destroy(&keys);
@@ -630,7 +633,7 @@ void collection_remove(collection_t *c, record_t *old)
     if (c->capped)
         capped_remove(c->capped, &id);
     c->count--;
-    c->data_size -= old->len;
+    c->data_size -= record_len(old);
     const store_observer_t *obs = c->quiet ? NULL : store_observer_get();
     if (obs && obs->remove)
         obs->remove(c->db, c->name, c->uuid, &old_doc, obs->ctx);

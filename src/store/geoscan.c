@@ -266,14 +266,15 @@ bool geoscan_candidates_in(const index_t *ix, const geoscan_bounds_t *b, const g
             index_append_key_part(ix, b->geo, &v, &lo);
             v.value.v_int64 = ranges[2 * i + 1];
             index_append_key_part(ix, b->geo, &v, &hi);
-            for (omap_node_t *nd = omap_seek(ix->map, lo.data, lo.len); nd;
-                 nd = omap_next(nd)) {
+            btree_pos_t nd;
+            for (bool more = btree_seek(ix->map, lo.data, lo.len, &nd); more;
+                 more = btree_next(&nd)) {
                 size_t klen;
-                const uint8_t *key = omap_node_key(nd, &klen);
+                const uint8_t *key = btree_pos_key(&nd, &klen);
                 if (memcmp(key, hi.data, klen < hi.len ? klen : hi.len) > 0)
                     break;
                 (*keys)++;
-                recvec_push_ref(cand, omap_node_value(nd));
+                recvec_push_ref(cand, btree_pos_value(&nd));
             }
         }
     }

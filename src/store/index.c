@@ -389,7 +389,7 @@ void index_map_key(const index_t *ix, const buf_t *key, const bson_value_t *id, 
 
 record_t *index_unique_conflict(const index_t *ix, const buf_t *key, const record_t *self)
 {
-    record_t *r = omap_get(ix->map, key->data, key->len);
+    record_t *r = btree_get(ix->map, key->data, key->len);
     return r == self ? NULL : r;
 }
 
@@ -463,7 +463,7 @@ static index_t *index_alloc(void)
     bson_init(&ix->spec);
     ix->expire_after_s = -1;
     ix->hashed = -1;
-    ix->map = omap_new();
+    ix->map = btree_new();
     return ix;
 }
 
@@ -839,6 +839,6 @@ void index_destroy(index_t *ix)
     textindex_destroy(ix->text);
     wildcard_destroy(ix->wildcard);
     bson_free(ix->geo2d);
-    omap_destroy(ix->map, NULL);
+    btree_destroy(ix->map, NULL);
     bson_free(ix);
 }

@@ -14,6 +14,7 @@
 #include "store/record.h"
 #include "util/buf.h"
 #include "util/dberr.h"
+#include "util/btree.h"
 #include "util/omap.h"
 
 #define INDEX_MAX_FIELDS 32
@@ -49,7 +50,7 @@ typedef struct index {
     collation_t *collation;      /* the index's collation (owned), NULL: simple */
     int64_t expire_after_s;      /* TTL seconds, or -1 */
     bool multikey;               /* some document gave more than one key */
-    omap_t *map;                 /* key (+ _id key unless unique) → record_t* (borrowed) */
+    btree_t *map;                /* key (+ _id key unless unique) → record_t* (borrowed) */
     textindex_t *text;           /* a text index's spec (owned; store/textindex.h), or NULL;
                                   * then nfields is 0: the planner uses it for $text only */
     wildcard_t *wildcard;        /* a wildcard index's paths (owned; store/wildcard.h), or

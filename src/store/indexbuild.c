@@ -114,8 +114,8 @@ void indexbuild_note_remove(collection_t *c, const bson_t *old_doc, record_t *ol
                     index_map_key(b->ix, &keys.keys[k], &id, &mk);
                     /* a unique key is the record's only if it is the one
                      * holding it */
-                    if (omap_get(b->ix->map, mk.data, mk.len) == old)
-                        omap_remove(b->ix->map, mk.data, mk.len);
+                    if (btree_get(b->ix->map, mk.data, mk.len) == old)
+                        btree_remove(b->ix->map, mk.data, mk.len);
                 }
             index_keys_destroy(&keys);
         }
@@ -236,14 +236,14 @@ static void indexbuild_unlink(collection_t *c, indexbuild_t *b)
  * a time; between slices the write path maintains what the scan passed. */
 static bool indexbuild_scan(collection_t *c, indexbuild_t *b, dberr_t *err)
 {
-    omap_t *ids = c->indexes[0]->map;
-    omap_node_t *n = omap_seek(ids, NULL, 0);
-    while (n) {
-        record_t *r = omap_node_value(n);
+    btree_pos_t n;
+    bool more = btree_seek(c->indexes[0]->map, NULL, 0, &n);
+    while (more) {
+        record_t *r = btree_pos_value(&n);
         bson_t doc;
         bson_value_t id;
         size_t klen;
-        const uint8_t *key = omap_node_key(n, &klen);
+        const uint8_t *key = btree_pos_key(&n, &klen);
         record_view(r, &doc);
         collection_doc_id(&doc, &id);
         if (!indexbuild_add(b, c->ns, &doc, &id, r, err))
@@ -259,15 +259,15 @@ static bool indexbuild_scan(collection_t *c, indexbuild_t *b, dberr_t *err)
             return false;
         }
         if (fiber_yields(fiber_current()) == yields) {
-            n = omap_next(n);
+            more = btree_next(&n);
             continue;
         }
         /* others ran: `n` may be gone; go on after the cursor */
-        n = omap_seek(ids, b->cursor.data, b->cursor.len);
-        if (n) {
-            key = omap_node_key(n, &klen);
+        more = btree_seek(c->indexes[0]->map, b->cursor.data, b->cursor.len, &n);
+        if (more) {
+            key = btree_pos_key(&n, &klen);
             if (omap_keycmp(key, klen, b->cursor.data, b->cursor.len) == 0)
-                n = omap_next(n);
+                more = btree_next(&n);
         }
     }
     return true;

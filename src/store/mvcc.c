@@ -27,7 +27,7 @@ uint64_t mvcc_current_seq(void)
 
 void mvcc_stamp(record_t *r)
 {
-    r->seq = ++mvcc.seq;
+    record_set_seq(r, ++mvcc.seq);
 }
 
 uint64_t mvcc_new_collection_id(void)
@@ -99,13 +99,13 @@ static void mvcc_push(uint64_t coll_id, uint64_t seq, record_t *before, record_t
 void mvcc_inserted(uint64_t coll_id, record_t *r)
 {
     if (mvcc_active())
-        mvcc_push(coll_id, r->seq, NULL, r);
+        mvcc_push(coll_id, record_seq(r), NULL, r);
 }
 
 void mvcc_replaced(uint64_t coll_id, record_t *newer, record_t *old)
 {
     if (mvcc_active())
-        mvcc_push(coll_id, newer->seq, old, newer);
+        mvcc_push(coll_id, record_seq(newer), old, newer);
 }
 
 void mvcc_deleted(uint64_t coll_id, record_t *old)

@@ -9,7 +9,7 @@
 #define REAPER_BATCH 256
 
 typedef struct reaper_item {
-    omap_t *map;
+    btree_t *map;
     void (*free_value)(void *);
     size_t left; /* entries not yet freed, plus one for the map */
     struct reaper_item *next;
@@ -19,14 +19,14 @@ static reaper_item_t *reaper_head, *reaper_tail;
 static size_t reaper_left;
 static void (*reaper_wake)(void);
 
-void reaper_add(omap_t *map, void (*free_value)(void *))
+void reaper_add(btree_t *map, void (*free_value)(void *))
 {
     if (!map)
         return;
     reaper_item_t *it = bson_malloc0(sizeof *it);
     it->map = map;
     it->free_value = free_value;
-    it->left = omap_count(map) + 1;
+    it->left = btree_count(map) + 1;
     if (reaper_tail)
         reaper_tail->next = it;
     else
@@ -42,8 +42,10 @@ bool reaper_step(uint64_t budget_ns)
     uint64_t t0 = uv_hrtime();
     while (reaper_head) {
         reaper_item_t *it = reaper_head;
-        bool done = omap_destroy_some(it->map, it->free_value, REAPER_BATCH);
-        size_t freed = done ? it->left : REAPER_BATCH;
+        size_t freed;
+        bool done = btree_destroy_some(it->map, it->free_value, REAPER_BATCH, &freed);
+        if (done)
+            freed = it->left;
         it->left -= freed;
         reaper_left -= freed;
         if (done) {

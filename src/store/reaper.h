@@ -9,11 +9,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "util/omap.h"
+#include "util/btree.h"
 
 /* Takes `map` (now unreachable) to be freed later, calling `free_value`
  * (may be NULL) on each value. Accepts NULL. */
-void reaper_add(omap_t *map, void (*free_value)(void *));
+void reaper_add(btree_t *map, void (*free_value)(void *));
 /* Frees for about `budget_ns` of loop time (at least a few entries).
  * True when more remains. */
 bool reaper_step(uint64_t budget_ns);

@@ -11,8 +11,7 @@ record_t *record_new(const bson_t *doc)
 {
     record_t *r = bson_malloc(sizeof *r + doc->len);
     r->refs = 1;
-    r->len = doc->len;
-    r->seq = 0;
+    record_set_seq(r, 0);
     memcpy(r->data, bson_get_data(doc), doc->len);
     return r;
 }

@@ -260,9 +260,10 @@ bool textindex_scan(const index_t *ix, const fts_query_t *q, const matcher_t *m,
         v.value.v_utf8.str = (char *)term;
         v.value.v_utf8.len = (uint32_t)strlen(term);
         keystring_append(&pre, &v, false);
-        for (omap_node_t *n = omap_seek(ix->map, pre.data, pre.len); n; n = omap_next(n)) {
+        btree_pos_t n;
+        for (bool more = btree_seek(ix->map, pre.data, pre.len, &n); more; more = btree_next(&n)) {
             size_t klen;
-            const uint8_t *key = omap_node_key(n, &klen);
+            const uint8_t *key = btree_pos_key(&n, &klen);
             if (klen < pre.len || memcmp(key, pre.data, pre.len) != 0)
                 break;
             (*keys_examined)++;
@@ -270,7 +271,7 @@ bool textindex_scan(const index_t *ix, const fts_query_t *q, const matcher_t *m,
                 ok = false;
                 goto cleanup;
             }
-            record_t *r = omap_node_value(n);
+            record_t *r = btree_pos_value(&n);
             HASH_FIND_PTR(seen, &r, e);
             if (e)
                 continue;

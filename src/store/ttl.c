@@ -60,11 +60,12 @@ static bool ttl_reap(ttl_pass_t *p, collection_t *c, dberr_t *err)
 {
     if (!ttl_has_index(c))
         return true;
-    omap_node_t *n = omap_seek(c->indexes[0]->map, NULL, 0);
-    while (n) {
+    btree_pos_t n;
+    bool more = btree_seek(c->indexes[0]->map, NULL, 0, &n);
+    while (more) {
         size_t klen;
-        const uint8_t *key = omap_node_key(n, &klen);
-        record_t *r = omap_node_value(n);
+        const uint8_t *key = btree_pos_key(&n, &klen);
+        record_t *r = btree_pos_value(&n);
         bson_t doc;
         p->cursor.len = 0;
         buf_append(&p->cursor, key, klen);
@@ -79,17 +80,17 @@ static bool ttl_reap(ttl_pass_t *p, collection_t *c, dberr_t *err)
         if (!fiber_check(err))
             return false;
         if (!removed && fiber_yields(fiber_current()) == yields) {
-            n = omap_next(n);
+            more = btree_next(&n);
             continue;
         }
         if (collection_dropped(c) || !ttl_has_index(c))
             return true;
         /* `n` was removed, or others ran: go on after the cursor */
-        n = omap_seek(c->indexes[0]->map, p->cursor.data, p->cursor.len);
-        if (n) {
-            key = omap_node_key(n, &klen);
+        more = btree_seek(c->indexes[0]->map, p->cursor.data, p->cursor.len, &n);
+        if (more) {
+            key = btree_pos_key(&n, &klen);
             if (omap_keycmp(key, klen, p->cursor.data, p->cursor.len) == 0)
-                n = omap_next(n);
+                more = btree_next(&n);
         }
     }
     return true;

@@ -49,7 +49,8 @@ bsoncheck_fault_t bsoncheck_doc(const bson_t *doc, uint32_t *at)
         }
         *at = it->off;
         const char *key = bson_iter_key(it);
-        if (!bsoncheck_utf8(key, bson_iter_key_len(it), false))
+        /* the key's length is where its NUL is: no NUL inside to look for */
+        if (!bsoncheck_utf8(key, bson_iter_key_len(it), true))
             return BSONCHECK_BAD_UTF8;
 
         const uint8_t *sub = NULL;

@@ -383,7 +383,7 @@ static void test_an_index_built_in_slices_holds_the_writes_made_between_them(voi
     size_t all = collection_count(c);
     CHECK(query(c, "{\"a\": {\"$gte\": 0}}", NULL, "{\"a\": 1}", &plan) == all,
           "the index holds every document (%zu)", all);
-    CHECK(omap_count(collection_index(c, 1)->map) == all, "and exactly one key each");
+    CHECK(btree_count(collection_index(c, 1)->map) == all, "and exactly one key each");
     for (int a = 0; a < 8000; a += 997) {
         char f[64];
         snprintf(f, sizeof f, "{\"a\": %d}", a);

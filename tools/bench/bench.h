@@ -64,6 +64,9 @@ typedef struct {
 /* --auth: atomdb runs with access control and every client logs in with
  * SCRAM-SHA-256 as the user the bench creates (engine.c, drv_mongo.c). */
 extern bool bench_auth;
+/* When set, atomdb is started with --change-stream-history-mb this (a
+ * measurement of the store apart from the change streams' history). */
+extern const char *bench_history_mb;
 #define BENCH_AUTH_USER "bench"
 #define BENCH_AUTH_PWD "bench-Pa55word"
 /* Creates the bench's root user on the atomdb at `port` through the

@@ -269,6 +269,7 @@ static bool engine_start_postgres(engine_t *e, char *err, size_t errlen)
 }
 
 bool bench_auth = false;
+const char *bench_history_mb = NULL;
 
 bool engine_start(engine_t *e, const eng_conf_t *conf, const char *atomdb_path, char *err,
                   size_t errlen)
@@ -291,9 +292,16 @@ bool engine_start(engine_t *e, const eng_conf_t *conf, const char *atomdb_path, 
     bool ok = true;
     switch (conf->kind) {
     case ENG_ATOMDB: {
-        char *argv[] = {(char *)atomdb_path, "--bind", "127.0.0.1", "--port", port, "--dbpath",
-                        data, "--journal", (char *)conf->durability, "--log-level", "warn",
-                        bench_auth ? "--auth" : NULL, NULL};
+        char *argv[16] = {(char *)atomdb_path, "--bind", "127.0.0.1", "--port", port, "--dbpath",
+                          data, "--journal", (char *)conf->durability, "--log-level", "warn"};
+        int argc = 11;
+        if (bench_history_mb) {
+            argv[argc++] = "--change-stream-history-mb";
+            argv[argc++] = (char *)bench_history_mb;
+        }
+        if (bench_auth)
+            argv[argc++] = "--auth";
+        argv[argc] = NULL;
         if (access(atomdb_path, X_OK) != 0) {
             snprintf(err, errlen, "atomdb binary %s not found (build it or pass --atomdb)",
                      atomdb_path);
