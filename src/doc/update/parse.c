@@ -393,6 +393,7 @@ updater_t *updater_new_let(const bson_iter_t *spec, const bson_t *array_filters,
         if ((array_filters && !afilter_parse_all(u, array_filters, err)) ||
             !parse_operators(u, &doc, err))
             goto fail;
+        update_inplace_plan(u);
         return u;
     }
     u->kind = UPDATER_REPLACEMENT;
