@@ -17,7 +17,7 @@ void view_init(view_t *v, const char *db, txn_t *txn)
 {
     v->txn = txn;
     v->db = db;
-    buf_init(&v->blocked_key);
+    buf_init_fixed(&v->blocked_key, v->blocked_key_room, sizeof v->blocked_key_room);
     v->blocked_by = NULL;
     v->bypass_validation = false;
     v->depth = 0;
