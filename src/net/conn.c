@@ -15,6 +15,8 @@
 /* Stop reading from a client whose unsent replies pass this many bytes. */
 #define CONN_WRITE_HIGH_WATER (64u * 1024 * 1024)
 #define CONN_READ_CHUNK (64 * 1024)
+/* Stack bytes a reply frame is built in before it needs the heap. */
+#define CONN_REPLY_ROOM 1024
 
 /* A queued write: the frame bytes and libuv's request. */
 typedef struct conn_write {
@@ -159,8 +161,11 @@ static void conn_reply(conn_t *c, const wire_request_t *req, const bson_t *body)
 {
     if (req->opcode == WIRE_OP_MSG && (req->flags & WIRE_MSG_MORE_TO_COME))
         return; /* w: 0 / fire-and-forget: no reply at all */
+    /* a reply the socket takes at once is never copied to the heap
+     * (conn_send_raw's buf_steal copies what it must queue) */
     buf_t frame;
-    buf_init(&frame);
+    uint8_t room[CONN_REPLY_ROOM];
+    buf_init_fixed(&frame, room, sizeof room);
     int compressor =
         req->compressor >= 0 && wire_command_compressible(&req->cmd) ? req->compressor : -1;
     wire_reply_append(&frame, req, ++c->last_reply_id, body, 0, compressor);
