@@ -370,11 +370,38 @@ static void test_random_top_level_updates_give_the_same_bytes_on_both_paths(void
           taken, total);
 }
 
+/* updater_is_positional for the update document `json` ({"u": ...}). */
+static bool positional_of(const char *json)
+{
+    bson_error_t berr;
+    dberr_t err;
+    bson_t *wrap = bson_new_from_json((const uint8_t *)json, -1, &berr);
+    bson_iter_t it;
+    bson_iter_init_find(&it, wrap, "u");
+    dberr_clear(&err);
+    updater_t *u = updater_new(&it, NULL, &err);
+    bool p = u && updater_is_positional(u);
+    updater_destroy(u);
+    bson_destroy(wrap);
+    return p;
+}
+
+static void test_only_a_dollar_path_needs_the_matched_array_index(void)
+{
+    CHECK(positional_of("{\"u\": {\"$inc\": {\"a.$\": 1}}}"), "a.$ is positional");
+    CHECK(positional_of("{\"u\": {\"$set\": {\"a.$.b\": 1, \"c\": 2}}}"),
+          "a.$.b among other paths is positional");
+    CHECK(!positional_of("{\"u\": {\"$inc\": {\"favCount\": 1}}}"), "favCount is not");
+    CHECK(!positional_of("{\"u\": {\"$set\": {\"a.$[].b\": 1}}}"), "a.$[].b is not");
+    CHECK(!positional_of("{\"u\": {\"a\": 1}}"), "a replacement is not");
+}
+
 int main(void)
 {
     UNIT_RUN(test_cases_from_json_file);
     UNIT_RUN(test_unsorted_regex_options_in_a_subdocument_take_the_general_path);
     UNIT_RUN(test_array_with_out_of_order_keys_takes_the_general_path);
     UNIT_RUN(test_random_top_level_updates_give_the_same_bytes_on_both_paths);
+    UNIT_RUN(test_only_a_dollar_path_needs_the_matched_array_index);
     return unit_finish();
 }

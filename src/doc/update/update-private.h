@@ -178,6 +178,7 @@ struct updater {
     char *dollar_field;
     collation_t *coll; /* owned reference: how $min/$max, $addToSet, $pull, $pullAll
                         * and $push's $sort compare strings; NULL: simple */
+    bool positional;   /* some path has a positional `$` (set at parse) */
     bool inplace;      /* every path is top-level $set/$inc/$setOnInsert, not _id:
                         * update_inplace_apply may try it (set at parse) */
 };
