@@ -230,7 +230,12 @@ static void append_value_of_kind(bson_t *b, const char *key, uint32_t kind, int 
     case 7: BSON_APPEND_BOOL(b, key, rnd(2)); break;
     case 8: BSON_APPEND_DATE_TIME(b, key, (int64_t)rnd(3) * 1000); break;
     case 9: BSON_APPEND_NULL(b, key); break;
-    case 10: BSON_APPEND_UTF8(b, key, rnd(2) ? "N" : "Y:user01"); break;
+    case 10: {
+        /* one draw: BSON_APPEND_UTF8 evaluates its value twice */
+        const char *str = rnd(2) ? "N" : "Y:user01";
+        BSON_APPEND_UTF8(b, key, str);
+        break;
+    }
     case 11:
         bson_oid_init_from_string(&oid, rnd(2) ? "5f0000000000000000000001" : "5f0000000000000000000002");
         BSON_APPEND_OID(b, key, &oid);
