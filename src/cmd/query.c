@@ -97,7 +97,16 @@ bool cmd_reply_cursor_lend(cmd_ctx_t *ctx, const char *ns, recvec_t *recs,
                            projection_t **projection, matcher_t **matcher, int64_t batch_size,
                            bool single_batch, dberr_t *err)
 {
-    cursor_t *c = cursors_open(server.cursors, ns, server_now_ms());
+    /* a single batch never becomes a cursor a client can name: it is
+     * filled from a cursor on the stack, not one registered and closed */
+    cursor_t local;
+    cursor_t *c;
+    if (single_batch) {
+        memset(&local, 0, sizeof local);
+        c = &local;
+    } else {
+        c = cursors_open(server.cursors, ns, server_now_ms());
+    }
     c->recs = *recs;
     recvec_init(recs);
     c->projection = *projection;
@@ -133,7 +142,10 @@ bool cmd_reply_cursor_lend(cmd_ctx_t *ctx, const char *ns, recvec_t *recs,
         *matcher = c->matcher;
         c->projection = NULL;
         c->matcher = NULL;
-        cursors_close(server.cursors, c->id);
+        if (c == &local)
+            recvec_destroy(&local.recs);
+        else
+            cursors_close(server.cursors, c->id);
     }
     return ok;
 }
