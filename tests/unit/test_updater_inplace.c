@@ -74,8 +74,10 @@ static int both_paths_agree(const char *name, const bson_iter_t *spec, const bso
                memcmp(bson_get_data(&a.out), bson_get_data(&b.out), a.out.len) != 0) {
         char *ja = bson_as_canonical_extended_json(&a.out, NULL);
         char *jb = bson_as_canonical_extended_json(&b.out, NULL);
-        fprintf(stderr, "  %s: bytes differ\n    in-place (changed %d): %s\n    general  (changed %d): %s\n",
-                name, a.changed, ja, b.changed, jb);
+        fprintf(
+            stderr,
+            "  %s: bytes differ\n    in-place (changed %d): %s\n    general  (changed %d): %s\n",
+            name, a.changed, ja, b.changed, jb);
         bson_free(ja);
         bson_free(jb);
         ok = 0;
@@ -117,7 +119,9 @@ static int run_case(bson_iter_t *case_it, char *name_out, size_t name_len)
         int got = takes_inplace(&upd, &doc, insert);
         if (got != want) {
             fprintf(stderr, "  %s: in-place path %s, want %s\n", name,
-                    got == 1 ? "taken" : got == 0 ? "not taken" : "broken",
+                    got == 1   ? "taken"
+                    : got == 0 ? "not taken"
+                               : "broken",
                     want ? "taken" : "not taken");
             ok = 0;
         }
@@ -145,18 +149,81 @@ static void test_cases_from_json_file(void)
 /* {_id: 1, a: {r: /x/mi}, n: 1} with the regex options unsorted, as a
  * client may send them inside a subdocument (libbson would sort them). */
 static const uint8_t unsorted_regex_doc[] = {
-    /* total */ 37, 0, 0, 0,
-    0x10, '_', 'i', 'd', 0, 1, 0, 0, 0,
-    0x03, 'a', 0, /* a: */ 13, 0, 0, 0, 0x0B, 'r', 0, 'x', 0, 'm', 'i', 0, 0,
-    0x10, 'n', 0, 1, 0, 0, 0,
+    /* total */ 37,
+    0,
+    0,
+    0,
+    0x10,
+    '_',
+    'i',
+    'd',
+    0,
+    1,
+    0,
+    0,
+    0,
+    0x03,
+    'a',
+    0,
+    /* a: */ 13,
+    0,
+    0,
+    0,
+    0x0B,
+    'r',
+    0,
+    'x',
+    0,
+    'm',
+    'i',
+    0,
+    0,
+    0x10,
+    'n',
+    0,
+    1,
+    0,
+    0,
+    0,
     0};
 
 /* {_id: 1, a: [1] stored with the key "5", n: 1}. */
 static const uint8_t odd_array_key_doc[] = {
-    /* total */ 36, 0, 0, 0,
-    0x10, '_', 'i', 'd', 0, 1, 0, 0, 0,
-    0x04, 'a', 0, /* a: */ 12, 0, 0, 0, 0x10, '5', 0, 1, 0, 0, 0, 0,
-    0x10, 'n', 0, 1, 0, 0, 0,
+    /* total */ 36,
+    0,
+    0,
+    0,
+    0x10,
+    '_',
+    'i',
+    'd',
+    0,
+    1,
+    0,
+    0,
+    0,
+    0x04,
+    'a',
+    0,
+    /* a: */ 12,
+    0,
+    0,
+    0,
+    0x10,
+    '5',
+    0,
+    1,
+    0,
+    0,
+    0,
+    0,
+    0x10,
+    'n',
+    0,
+    1,
+    0,
+    0,
+    0,
     0};
 
 static void check_left_to_general_path(const char *what, const uint8_t *bytes, size_t len)
@@ -217,19 +284,39 @@ static void append_value_of_kind(bson_t *b, const char *key, uint32_t kind, int 
     bson_decimal128_t dec;
     bson_oid_t oid;
     switch (kind) {
-    case 0: BSON_APPEND_INT32(b, key, (int32_t)rnd(5) - 2); break;
-    case 1: BSON_APPEND_INT32(b, key, rnd(2) ? INT32_MAX - (int32_t)rnd(2) : INT32_MIN + (int32_t)rnd(2)); break;
-    case 2: BSON_APPEND_INT64(b, key, (int64_t)rnd(5) - 2); break;
-    case 3: BSON_APPEND_INT64(b, key, rnd(2) ? INT64_MAX - (int64_t)rnd(2) : INT64_MIN + (int64_t)rnd(2)); break;
-    case 4: BSON_APPEND_DOUBLE(b, key, rnd(2) ? 1.5 : -0.0); break;
-    case 5: BSON_APPEND_DOUBLE(b, key, rnd(2) ? NAN : 1e308); break;
+    case 0:
+        BSON_APPEND_INT32(b, key, (int32_t)rnd(5) - 2);
+        break;
+    case 1:
+        BSON_APPEND_INT32(b, key,
+                          rnd(2) ? INT32_MAX - (int32_t)rnd(2) : INT32_MIN + (int32_t)rnd(2));
+        break;
+    case 2:
+        BSON_APPEND_INT64(b, key, (int64_t)rnd(5) - 2);
+        break;
+    case 3:
+        BSON_APPEND_INT64(b, key,
+                          rnd(2) ? INT64_MAX - (int64_t)rnd(2) : INT64_MIN + (int64_t)rnd(2));
+        break;
+    case 4:
+        BSON_APPEND_DOUBLE(b, key, rnd(2) ? 1.5 : -0.0);
+        break;
+    case 5:
+        BSON_APPEND_DOUBLE(b, key, rnd(2) ? NAN : 1e308);
+        break;
     case 6:
         bson_decimal128_from_string(rnd(2) ? "1.50" : "-0", &dec);
         BSON_APPEND_DECIMAL128(b, key, &dec);
         break;
-    case 7: BSON_APPEND_BOOL(b, key, rnd(2)); break;
-    case 8: BSON_APPEND_DATE_TIME(b, key, (int64_t)rnd(3) * 1000); break;
-    case 9: BSON_APPEND_NULL(b, key); break;
+    case 7:
+        BSON_APPEND_BOOL(b, key, rnd(2));
+        break;
+    case 8:
+        BSON_APPEND_DATE_TIME(b, key, (int64_t)rnd(3) * 1000);
+        break;
+    case 9:
+        BSON_APPEND_NULL(b, key);
+        break;
     case 10: {
         /* one draw: BSON_APPEND_UTF8 evaluates its value twice */
         const char *str = rnd(2) ? "N" : "Y:user01";
@@ -237,11 +324,16 @@ static void append_value_of_kind(bson_t *b, const char *key, uint32_t kind, int 
         break;
     }
     case 11:
-        bson_oid_init_from_string(&oid, rnd(2) ? "5f0000000000000000000001" : "5f0000000000000000000002");
+        bson_oid_init_from_string(&oid,
+                                  rnd(2) ? "5f0000000000000000000001" : "5f0000000000000000000002");
         BSON_APPEND_OID(b, key, &oid);
         break;
-    case 12: BSON_APPEND_TIMESTAMP(b, key, rnd(3), 1); break;
-    case 13: BSON_APPEND_REGEX(b, key, "^a", rnd(2) ? "i" : ""); break;
+    case 12:
+        BSON_APPEND_TIMESTAMP(b, key, rnd(3), 1);
+        break;
+    case 13:
+        BSON_APPEND_REGEX(b, key, "^a", rnd(2) ? "i" : "");
+        break;
     case 14: {
         bson_t sub;
         BSON_APPEND_DOCUMENT_BEGIN(b, key, &sub);
@@ -281,7 +373,7 @@ static void random_doc(bson_t *doc)
         }
         if (i == n)
             break;
-        uint32_t f = rnd(NFIELDS - 1); /* never a second _id */
+        uint32_t f = rnd(NFIELDS - 1);  /* never a second _id */
         if (used & (1u << f) && rnd(4)) /* a repeated name now and then */
             continue;
         used |= 1u << f;
@@ -307,9 +399,8 @@ static void random_update(bson_t *wrap)
         for (uint32_t i = 0; i < n; i++) {
             uint32_t f = rnd(NFIELDS);
             /* mostly fields the document has; for $inc, numbers */
-            for (int tries = 0; tries < 6 && (doc_kind[f] == NKINDS ||
-                                              (op == 0 && doc_kind[f] > 6));
-                 tries++)
+            for (int tries = 0;
+                 tries < 6 && (doc_kind[f] == NKINDS || (op == 0 && doc_kind[f] > 6)); tries++)
                 f = rnd(NFIELDS);
             if (used & (1u << f))
                 continue;
@@ -319,11 +410,21 @@ static void random_update(bson_t *wrap)
             if (op == 0) {
                 bson_decimal128_t dec;
                 switch (rnd(6)) {
-                case 0: BSON_APPEND_INT32(&o, key, (int32_t)rnd(3) - 1); break;
-                case 1: BSON_APPEND_INT32(&o, key, INT32_MAX); break;
-                case 2: BSON_APPEND_INT64(&o, key, rnd(2) ? 1 : INT64_MAX); break;
-                case 3: BSON_APPEND_DOUBLE(&o, key, rnd(2) ? 0.0 : -0.0); break;
-                case 4: BSON_APPEND_DOUBLE(&o, key, 2.5); break;
+                case 0:
+                    BSON_APPEND_INT32(&o, key, (int32_t)rnd(3) - 1);
+                    break;
+                case 1:
+                    BSON_APPEND_INT32(&o, key, INT32_MAX);
+                    break;
+                case 2:
+                    BSON_APPEND_INT64(&o, key, rnd(2) ? 1 : INT64_MAX);
+                    break;
+                case 3:
+                    BSON_APPEND_DOUBLE(&o, key, rnd(2) ? 0.0 : -0.0);
+                    break;
+                case 4:
+                    BSON_APPEND_DOUBLE(&o, key, 2.5);
+                    break;
                 default:
                     bson_decimal128_from_string(rnd(2) ? "0.00" : "1", &dec);
                     BSON_APPEND_DECIMAL128(&o, key, &dec);
@@ -371,8 +472,8 @@ static void test_random_top_level_updates_give_the_same_bytes_on_both_paths(void
     CHECK(agreed == total, "both paths agree on every random case (%d of %d)", agreed, total);
     /* the generator hits existing same-type scalars often enough that a
      * path that never fires would show */
-    CHECK(taken >= total / 20, "the in-place path took a fair share of the cases (%d of %d)",
-          taken, total);
+    CHECK(taken >= total / 20, "the in-place path took a fair share of the cases (%d of %d)", taken,
+          total);
 }
 
 /* updater_is_positional for the update document `json` ({"u": ...}). */

@@ -15,8 +15,7 @@ void update_inplace_plan(updater_t *u)
     const unode_t *root = u->root;
     u->inplace = false;
     if (u->kind != UPDATER_OPERATORS || !root || root->kind != UN_OBJECT || root->positional ||
-        u->nfilters > 0 || u->dollar_path || root->nkids == 0 ||
-        root->nkids > INPLACE_MAX_TARGETS)
+        u->nfilters > 0 || u->dollar_path || root->nkids == 0 || root->nkids > INPLACE_MAX_TARGETS)
         return;
     for (size_t i = 0; i < root->nkids; i++) {
         const unode_t *k = root->kids[i].node;
@@ -203,8 +202,7 @@ bool update_inplace_apply(const updater_t *u, const bson_t *old_doc, bool is_ins
         if (strcmp(key, "_id") == 0) {
             /* the general path moves _id first and refuses these types */
             bson_type_t t = bson_iter_type(&it);
-            if (!first || t == BSON_TYPE_ARRAY || t == BSON_TYPE_REGEX ||
-                t == BSON_TYPE_UNDEFINED)
+            if (!first || t == BSON_TYPE_ARRAY || t == BSON_TYPE_REGEX || t == BSON_TYPE_UNDEFINED)
                 goto fallback;
         }
         first = false;
