@@ -86,8 +86,8 @@ static bool query_fill_batch(cursor_t *c, bson_t *cursor_doc, const char *field,
 bool cmd_reply_cursor(cmd_ctx_t *ctx, const char *ns, recvec_t *recs, projection_t *projection,
                       matcher_t *matcher, int64_t batch_size, bool single_batch, dberr_t *err)
 {
-    bool ok = cmd_reply_cursor_lend(ctx, ns, recs, &projection, &matcher, batch_size,
-                                    single_batch, err);
+    bool ok =
+        cmd_reply_cursor_lend(ctx, ns, recs, &projection, &matcher, batch_size, single_batch, err);
     projection_destroy(projection);
     matcher_destroy(matcher);
     return ok;
@@ -707,10 +707,9 @@ bool cmd_find_cmd(cmd_ctx_t *ctx, dberr_t *err)
     if (positional)
         m = NULL;
     /* both come back unless a cursor stays open and keeps them */
-    ok = cmd_reply_cursor_lend(ctx, ns, &recs, &p, &lent, q.batch_size,
-                               q.single_batch || (q.limit > 0 && q.batch_size < 0 &&
-                                                  q.limit <= QUERY_DEFAULT_BATCH),
-                               err);
+    ok = cmd_reply_cursor_lend(
+        ctx, ns, &recs, &p, &lent, q.batch_size,
+        q.single_batch || (q.limit > 0 && q.batch_size < 0 && q.limit <= QUERY_DEFAULT_BATCH), err);
     if (positional)
         m = lent;
 cleanup:

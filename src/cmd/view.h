@@ -22,8 +22,8 @@
 typedef struct view {
     txn_t *txn;          /* NULL: outside any transaction */
     const char *db;
-    buf_t blocked_key;   /* the lock waited for, after VIEW_BLOCKED_CODE (also the
-                          * key every view_lock builds) */
+    buf_t blocked_key;            /* the lock waited for, after VIEW_BLOCKED_CODE (also the
+                                   * key every view_lock builds) */
     uint8_t blocked_key_room[64]; /* blocked_key's first bytes: no malloc per lock */
     txn_t *blocked_by;   /* its holder */
     bool bypass_validation; /* bypassDocumentValidation */

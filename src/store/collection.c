@@ -533,8 +533,8 @@ static bool collection_id_identical(const bson_value_t *a, const bson_value_t *b
     case BSON_TYPE_BINARY:
         return a->value.v_binary.subtype == b->value.v_binary.subtype &&
                a->value.v_binary.data_len == b->value.v_binary.data_len &&
-               memcmp(a->value.v_binary.data, b->value.v_binary.data,
-                      a->value.v_binary.data_len) == 0;
+               memcmp(a->value.v_binary.data, b->value.v_binary.data, a->value.v_binary.data_len) ==
+                   0;
     default:
         return false;
     }

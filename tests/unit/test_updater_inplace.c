@@ -149,43 +149,10 @@ static void test_cases_from_json_file(void)
 /* {_id: 1, a: {r: /x/mi}, n: 1} with the regex options unsorted, as a
  * client may send them inside a subdocument (libbson would sort them). */
 static const uint8_t unsorted_regex_doc[] = {
-    /* total */ 37,
-    0,
-    0,
-    0,
-    0x10,
-    '_',
-    'i',
-    'd',
-    0,
-    1,
-    0,
-    0,
-    0,
-    0x03,
-    'a',
-    0,
-    /* a: */ 13,
-    0,
-    0,
-    0,
-    0x0B,
-    'r',
-    0,
-    'x',
-    0,
-    'm',
-    'i',
-    0,
-    0,
-    0x10,
-    'n',
-    0,
-    1,
-    0,
-    0,
-    0,
-    0};
+    /* total */ 37, 0,   0, 0, 0x10, '_', 'i', 'd', 0, 1,   0,   0, 0,
+    0x03,           'a', 0,
+    /* a: */ 13,    0,   0, 0, 0x0B, 'r', 0,   'x', 0, 'm', 'i', 0, 0,
+    0x10,           'n', 0, 1, 0,    0,   0,   0};
 
 /* {_id: 1, a: [1] stored with the key "5", n: 1}. */
 static const uint8_t odd_array_key_doc[] = {

@@ -467,8 +467,7 @@ const update_op_t update_rename_source_op = {
     "$rename", NULL, update_apply_noop, update_apply_noop, NULL, NULL, 0};
 
 const update_op_t update_field_ops[] = {
-    {"$set", NULL, set_existing, create_arg, NULL, NULL,
-     UPDATE_OP_CREATES | UPDATE_OP_INPLACE_SET},
+    {"$set", NULL, set_existing, create_arg, NULL, NULL, UPDATE_OP_CREATES | UPDATE_OP_INPLACE_SET},
     {"$unset", NULL, unset_existing, update_apply_noop, NULL, NULL, 0},
     {"$inc", arith_parse, inc_existing, create_arg, NULL, NULL,
      UPDATE_OP_CREATES | UPDATE_OP_INPLACE_INC},
