@@ -199,6 +199,13 @@ bool cmd_text_meta(struct matcher *m, struct sortspec *s, struct projection *p, 
 bool cmd_reply_cursor(cmd_ctx_t *ctx, const char *ns, struct recvec *recs,
                       struct projection *projection, struct matcher *matcher, int64_t batch_size,
                       bool single_batch, dberr_t *err);
+/* cmd_reply_cursor, lending *projection and *matcher: when no cursor stays
+ * open (the first batch was the whole answer) they come back through the
+ * same pointers for the caller to reuse or free; NULL when a cursor keeps
+ * them. */
+bool cmd_reply_cursor_lend(cmd_ctx_t *ctx, const char *ns, struct recvec *recs,
+                           struct projection **projection, struct matcher **matcher,
+                           int64_t batch_size, bool single_batch, dberr_t *err);
 
 /* Generates an ObjectId _id when `doc` has none and moves _id first,
  * writing the result to `out` (initialised by the caller). Fails with

@@ -539,7 +539,8 @@ static bool crud_apply_one(view_t *view, collection_t *c, record_t *old, const m
     bson_t doc;
     int pos = -1;
     record_view(old, &doc);
-    matcher_matches(m, &doc, &pos);
+    if (updater_is_positional(u)) /* the matched array index is for `$` only */
+        matcher_matches(m, &doc, &pos);
     bool changed = false;
     if (!updater_apply(u, &doc, false, pos, new_doc, &changed, err))
         return false;

@@ -216,22 +216,34 @@ static const cmd_def_t *cmd_lookup(const char *name)
  * own commit, or of the newest commit it could have read. */
 void cmd_append_cluster_time(bson_t *reply)
 {
+    /* {$clusterTime: {clusterTime, signature: {hash, keyId}}, operationTime}
+     * is the same for every reply but for its two timestamps: built once,
+     * appended whole, and the timestamps written in place */
     static const uint8_t zero_hash[20];
-    static bson_t sig; /* the same for every reply: built once */
-    static bool sig_built;
-    if (!sig_built) {
-        bson_init(&sig);
+    static bson_t tail;
+    static bool tail_built;
+    if (!tail_built) {
+        bson_t ct, sig;
+        bson_init(&tail);
+        bson_append_document_begin(&tail, "$clusterTime", 12, &ct);
+        BSON_APPEND_TIMESTAMP(&ct, "clusterTime", 0, 0);
+        bson_append_document_begin(&ct, "signature", 9, &sig);
         bson_append_binary(&sig, "hash", 4, BSON_SUBTYPE_BINARY, zero_hash, sizeof zero_hash);
         BSON_APPEND_INT64(&sig, "keyId", 0);
-        sig_built = true;
+        bson_append_document_end(&ct, &sig);
+        bson_append_document_end(&tail, &ct);
+        BSON_APPEND_TIMESTAMP(&tail, "operationTime", 0, 0);
+        tail_built = true;
     }
     clock_ts_t now = clock_now();
-    bson_t ct;
-    bson_append_document_begin(reply, "$clusterTime", 12, &ct);
-    BSON_APPEND_TIMESTAMP(&ct, "clusterTime", now.t, now.i);
-    bson_append_document(&ct, "signature", 9, &sig);
-    bson_append_document_end(reply, &ct);
-    BSON_APPEND_TIMESTAMP(reply, "operationTime", now.t, now.i);
+    uint32_t at = reply->len - 1; /* where the first appended element lands */
+    bson_iter_t it, ct;
+    if (!bson_concat(reply, &tail) ||
+        !bson_iter_init_from_data_at_offset(&it, bson_get_data(reply), reply->len, at, 12) ||
+        !bson_iter_recurse(&it, &ct) || !bson_iter_next(&ct) || !bson_iter_next(&it))
+        return; /* not reached: the reply was a valid document */
+    bson_iter_overwrite_timestamp(&ct, now.t, now.i);
+    bson_iter_overwrite_timestamp(&it, now.t, now.i);
 }
 
 void cmd_error_reply(bson_t *reply, const dberr_t *err)

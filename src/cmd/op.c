@@ -41,6 +41,10 @@ static uv_idle_t op_idle;
 static bool op_idle_ready;
 static op_t *op_cursor; /* the next suspended op to resume (round robin) */
 static bool op_reaper_hooked; /* reaper_set_wake(op_schedule) done */
+/* One op that finished without yielding, kept with its (emptied) reply
+ * buffer for the next request: the common request costs no malloc/free
+ * for its op and reply. */
+static op_t *op_spare;
 
 /* Commands that may touch many documents. */
 static bool op_is_long(const char *name)
@@ -146,14 +150,42 @@ static void op_schedule(void)
         uv_idle_start(&op_idle, op_on_idle);
 }
 
+/* A zeroed op with an empty reply buffer: the spare one, or a new one. */
+static op_t *op_take(void)
+{
+    op_t *o = op_spare;
+    if (!o) {
+        o = bson_malloc0(sizeof *o);
+        o->reply = bson_sized_new(256); /* a write's reply, $clusterTime included, fits */
+        return o;
+    }
+    op_spare = NULL;
+    bson_t *reply = o->reply;
+    memset(o, 0, sizeof *o);
+    o->reply = reply;
+    return o;
+}
+
+/* Frees `o` (unlinked, fiber destroyed), or keeps it as the spare when
+ * its reply was small (a large reply's buffer is not held on to). */
+static void op_release(op_t *o)
+{
+    if (!op_spare && o->reply && o->reply->len <= 4096) {
+        bson_reinit(o->reply);
+        op_spare = o;
+        return;
+    }
+    bson_destroy(o->reply);
+    bson_free(o);
+}
+
 static void op_free(op_t *o)
 {
     op_unlink(o);
     fiber_destroy(o->fiber);
-    bson_destroy(o->reply);
     if (o->client && o->client->op == o)
         o->client->op = NULL;
-    bson_free(o);
+    op_release(o);
 }
 
 /* A suspended op finished: deliver what a direct run would have returned. */
@@ -233,17 +265,16 @@ cmd_status_t op_run(cmd_client_t *client, const wire_request_t *req, bson_t *rep
     if (fiber_current() || client->op || !bson_iter_init(&it, &req->cmd) || !bson_iter_next(&it) ||
         (!op_is_long(bson_iter_key(&it)) && !op_session_in_use(req)))
         return run(client, req, reply);
-    op_t *o = bson_malloc0(sizeof *o);
+    op_t *o = op_take();
     o->fiber = fiber_new(op_body, o);
     if (!o->fiber) {
-        bson_free(o);
+        op_release(o);
         return run(client, req, reply);
     }
     o->opid = client->op_id;
     o->client = client;
     o->req = req;
     o->run = run;
-    o->reply = bson_sized_new(256); /* a write's reply, $clusterTime included, fits */
     op_link(o);
     client->op = o;
     if (fiber_resume(o->fiber)) {

@@ -90,22 +90,60 @@ static void plancache_destroy_updater(void *u)
     updater_destroy(u);
 }
 
+static void plancache_destroy_projection(void *p)
+{
+    projection_destroy(p);
+}
+
 static plancache_table_t plancache_matchers = {NULL, plancache_destroy_matcher, NULL};
+static plancache_table_t plancache_find_matchers = {NULL, plancache_destroy_matcher, NULL};
 static plancache_table_t plancache_updaters = {NULL, plancache_destroy_updater, NULL};
+static plancache_table_t plancache_projections = {NULL, plancache_destroy_projection, NULL};
 
 matcher_t *plancache_take_matcher(const bson_t *filter)
 {
     return plancache_take(&plancache_matchers, bson_get_data(filter), filter->len);
 }
 
-void plancache_put_matcher(const bson_t *filter, matcher_t *m)
+/* Puts `m` back into `t` unless it is single-use. */
+static void plancache_put_matcher_in(plancache_table_t *t, const bson_t *filter, matcher_t *m)
 {
     if (!m)
         return;
     /* a pending error or $expr (let, $$NOW) makes it single-use */
     if (matcher_has_expr(m) || matcher_collation(m) || matcher_take_error(m, NULL) ||
-        !plancache_put(&plancache_matchers, bson_get_data(filter), filter->len, m))
+        !plancache_put(t, bson_get_data(filter), filter->len, m))
         matcher_destroy(m);
+}
+
+void plancache_put_matcher(const bson_t *filter, matcher_t *m)
+{
+    plancache_put_matcher_in(&plancache_matchers, filter, m);
+}
+
+matcher_t *plancache_take_find_matcher(const bson_t *filter)
+{
+    return plancache_take(&plancache_find_matchers, bson_get_data(filter), filter->len);
+}
+
+void plancache_put_find_matcher(const bson_t *filter, matcher_t *m)
+{
+    plancache_put_matcher_in(&plancache_find_matchers, filter, m);
+}
+
+projection_t *plancache_take_projection(const bson_t *spec)
+{
+    return plancache_take(&plancache_projections, bson_get_data(spec), spec->len);
+}
+
+void plancache_put_projection(const bson_t *spec, projection_t *p)
+{
+    if (!p)
+        return;
+    /* a text score holds the request's matcher */
+    if (projection_uses_text_score(p) ||
+        !plancache_put(&plancache_projections, bson_get_data(spec), spec->len, p))
+        projection_destroy(p);
 }
 
 updater_t *plancache_take_updater(const bson_iter_t *spec)
@@ -135,8 +173,9 @@ void plancache_put_updater(const bson_iter_t *spec, updater_t *u)
 
 void plancache_clear(void)
 {
-    plancache_table_t *tables[] = {&plancache_matchers, &plancache_updaters};
-    for (size_t i = 0; i < 2; i++) {
+    plancache_table_t *tables[] = {&plancache_matchers, &plancache_find_matchers,
+                                   &plancache_updaters, &plancache_projections};
+    for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++) {
         plancache_entry_t *e, *tmp;
         HASH_ITER(hh, tables[i]->entries, e, tmp)
         {

@@ -7,6 +7,7 @@
 #include "cmd/changestream.h"
 #include "cmd/tailable.h"
 #include "cmd/oplog.h"
+#include "cmd/plancache.h"
 #include "cmd/view.h"
 #include "cmd/query-private.h"
 
@@ -86,11 +87,33 @@ static bool query_fill_batch(cursor_t *c, bson_t *cursor_doc, const char *field,
 bool cmd_reply_cursor(cmd_ctx_t *ctx, const char *ns, recvec_t *recs, projection_t *projection,
                       matcher_t *matcher, int64_t batch_size, bool single_batch, dberr_t *err)
 {
-    cursor_t *c = cursors_open(server.cursors, ns, server_now_ms());
+    bool ok =
+        cmd_reply_cursor_lend(ctx, ns, recs, &projection, &matcher, batch_size, single_batch, err);
+    projection_destroy(projection);
+    matcher_destroy(matcher);
+    return ok;
+}
+
+bool cmd_reply_cursor_lend(cmd_ctx_t *ctx, const char *ns, recvec_t *recs,
+                           projection_t **projection, matcher_t **matcher, int64_t batch_size,
+                           bool single_batch, dberr_t *err)
+{
+    /* a single batch never becomes a cursor a client can name: it is
+     * filled from a cursor on the stack, not one registered and closed */
+    cursor_t local;
+    cursor_t *c;
+    if (single_batch) {
+        memset(&local, 0, sizeof local);
+        c = &local;
+    } else {
+        c = cursors_open(server.cursors, ns, server_now_ms());
+    }
     c->recs = *recs;
     recvec_init(recs);
-    c->projection = projection;
-    c->matcher = matcher;
+    c->projection = *projection;
+    c->matcher = *matcher;
+    *projection = NULL;
+    *matcher = NULL;
     c->conn_id = ctx->client->id;
     c->owner = access_owner(ctx->client);
     c->no_timeout = ctx->cursor_no_timeout;
@@ -115,8 +138,16 @@ bool cmd_reply_cursor(cmd_ctx_t *ctx, const char *ns, recvec_t *recs, projection
         BSON_APPEND_TIMESTAMP(&cur, "atClusterTime", at.t, at.i);
     }
     bson_append_document_end(ctx->reply, &cur);
-    if (done)
-        cursors_close(server.cursors, c->id);
+    if (done) { /* no cursor stays open: the compiled objects go back */
+        *projection = c->projection;
+        *matcher = c->matcher;
+        c->projection = NULL;
+        c->matcher = NULL;
+        if (c == &local)
+            recvec_destroy(&local.recs);
+        else
+            cursors_close(server.cursors, c->id);
+    }
     return ok;
 }
 
@@ -642,6 +673,7 @@ bool cmd_find_cmd(cmd_ctx_t *ctx, dberr_t *err)
     projection_t *p = NULL;
     recvec_t recs;
     bool ok = false;
+    bool cacheable = false; /* until the collation is known: cleanup frees */
     recvec_init(&recs);
     if (!cmd_collection_name(ctx, &coll, err))
         return false;
@@ -654,14 +686,20 @@ bool cmd_find_cmd(cmd_ctx_t *ctx, dberr_t *err)
     collection_t *c = catalog_get(server.catalog, ctx->db, coll);
     if (!query_resolve_collation(&q, c, err))
         goto cleanup;
-    m = query_find_matcher(ctx, &q.filter, err);
-    if (!m)
+    /* the filter and projection compile the same every time without let
+     * or a collation: taken from (and put back into) the plan cache */
+    bson_iter_t let;
+    cacheable = !q.coll && !cmd_find(ctx, "let", &let);
+    m = cacheable ? plancache_take_find_matcher(&q.filter) : NULL;
+    if (!m && !(m = query_find_matcher(ctx, &q.filter, err)))
         goto cleanup;
     if (q.has_sort && !(s = sortspec_new(&q.sort, err)))
         goto cleanup;
     query_apply_collation(&q, m, s);
-    if (q.has_projection && !bson_empty(&q.projection) &&
-        !(p = projection_new(&q.projection, err)))
+    bool has_projection = q.has_projection && !bson_empty(&q.projection);
+    if (has_projection && cacheable)
+        p = plancache_take_projection(&q.projection);
+    if (has_projection && !p && !(p = projection_new(&q.projection, err)))
         goto cleanup;
     if (!cmd_text_meta(m, s, p, err))
         goto cleanup;
@@ -690,17 +728,25 @@ bool cmd_find_cmd(cmd_ctx_t *ctx, dberr_t *err)
         positional = false;
     }
     ctx->cursor_no_timeout = q.no_cursor_timeout;
-    ok = cmd_reply_cursor(ctx, ns, &recs, p, positional ? m : NULL, q.batch_size,
-                          q.single_batch || (q.limit > 0 && q.batch_size < 0 &&
-                                             q.limit <= QUERY_DEFAULT_BATCH),
-                          err);
+    matcher_t *lent = positional ? m : NULL;
     if (positional)
-        m = NULL; /* the cursor owns both now */
-    p = NULL;
+        m = NULL;
+    /* both come back unless a cursor stays open and keeps them */
+    ok = cmd_reply_cursor_lend(
+        ctx, ns, &recs, &p, &lent, q.batch_size,
+        q.single_batch || (q.limit > 0 && q.batch_size < 0 && q.limit <= QUERY_DEFAULT_BATCH), err);
+    if (positional)
+        m = lent;
 cleanup:
-    matcher_destroy(m);
-    sortspec_destroy(s);
-    projection_destroy(p);
+    sortspec_destroy(s); /* before the matcher it may point at */
+    s = NULL;
+    if (cacheable && m && !matcher_text(m) && !matcher_near_path(m)) {
+        plancache_put_find_matcher(&q.filter, m);
+        plancache_put_projection(&q.projection, p);
+    } else {
+        matcher_destroy(m);
+        projection_destroy(p);
+    }
     recvec_destroy(&recs);
     collation_destroy(q.coll);
     return ok;

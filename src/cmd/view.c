@@ -17,7 +17,7 @@ void view_init(view_t *v, const char *db, txn_t *txn)
 {
     v->txn = txn;
     v->db = db;
-    buf_init(&v->blocked_key);
+    buf_init_fixed(&v->blocked_key, v->blocked_key_room, sizeof v->blocked_key_room);
     v->blocked_by = NULL;
     v->bypass_validation = false;
     v->depth = 0;
@@ -347,6 +347,8 @@ bool view_lock(view_t *v, collection_t *c, const bson_t *doc, dberr_t *err)
                          "Collection '%s' is a capped collection. Writes in transactions are "
                          "not allowed on capped collections.",
                          collection_ns(c));
+    if (!v->txn && !lockmgr_any()) /* no transaction holds any document */
+        return true;
     if (!view_doc_id(doc, &id))
         return true;
     lockmgr_key(v->db, coll, &id, &v->blocked_key);

@@ -22,7 +22,9 @@
 typedef struct view {
     txn_t *txn;          /* NULL: outside any transaction */
     const char *db;
-    buf_t blocked_key;   /* the lock waited for, after VIEW_BLOCKED_CODE */
+    buf_t blocked_key;            /* the lock waited for, after VIEW_BLOCKED_CODE (also the
+                                   * key every view_lock builds) */
+    uint8_t blocked_key_room[64]; /* blocked_key's first bytes: no malloc per lock */
     txn_t *blocked_by;   /* its holder */
     bool bypass_validation; /* bypassDocumentValidation */
     int depth;           /* nesting of MongoDB views being resolved (and of $lookup reads) */

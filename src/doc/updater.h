@@ -44,6 +44,11 @@ void updater_destroy(updater_t *u);
 /* The kind of update `u` holds. */
 updater_kind_t updater_kind(const updater_t *u);
 
+/* True when `u` has a positional `$` path, the only use updater_apply
+ * makes of `positional`: callers need not work out the matched array
+ * index otherwise (as projection_is_positional). */
+bool updater_is_positional(const updater_t *u);
+
 /* Applies `u` to `old_doc`, writing the whole new document to `out`
  * (initialised by the caller with bson_init, and left empty on failure).
  * `is_insert` is true when the document is being created by an upsert

@@ -229,6 +229,21 @@ static void conn_rerun_parked(cmd_client_t *client)
         conn_process(c);
 }
 
+/* One emptied reply document kept for the next request (conn_run). */
+static bson_t *conn_reply_spare;
+
+/* Empties `reply` and keeps it as the spare, or frees it (a large reply's
+ * buffer is not held on to). */
+static void conn_reply_release(bson_t *reply)
+{
+    if (!conn_reply_spare && reply->len <= 4096) {
+        bson_reinit(reply);
+        conn_reply_spare = reply;
+        return;
+    }
+    bson_destroy(reply);
+}
+
 /* The held reply's log record is durable (or failed): answer and go on. */
 static void conn_on_durable(journal_waiter_t *w, bool ok, const char *errmsg)
 {
@@ -245,7 +260,7 @@ static void conn_on_durable(journal_waiter_t *w, bool ok, const char *errmsg)
         conn_reply(c, &c->pending, &body);
         bson_destroy(&body);
     }
-    bson_destroy(reply);
+    conn_reply_release(reply);
     wire_request_destroy(&c->pending);
     c->has_pending = false;
     if (!c->closing)
@@ -257,28 +272,27 @@ static void conn_on_durable(journal_waiter_t *w, bool ok, const char *errmsg)
  * moved once built). */
 static bool conn_run(conn_t *c)
 {
-    bson_t reply;
-    bson_init(&reply);
-    /* sized once: a reply with $clusterTime outgrows the inline bytes */
-    if (bson_reserve_buffer(&reply, 256))
-        bson_reinit(&reply);
+    /* the reply buffer of the previous request, emptied: a reply with
+     * $clusterTime outgrows bson_t's inline bytes, and this saves its
+     * malloc/free per request */
+    bson_t *reply = conn_reply_spare ? conn_reply_spare : bson_sized_new(256);
+    conn_reply_spare = NULL;
     c->has_pending = true;
-    cmd_status_t st = cmd_run(&c->client, &c->pending, &reply);
+    cmd_status_t st = cmd_run(&c->client, &c->pending, reply);
     switch (st) {
     case CMD_REPLIED:
         if (c->client.wait_lsn && !journal_is_durable(c->client.wait_lsn, c->client.wait_sync) &&
             !(c->pending.opcode == WIRE_OP_MSG && (c->pending.flags & WIRE_MSG_MORE_TO_COME))) {
             /* hold the reply (and this connection's next requests) until
-             * the log record is durable */
-            c->held_reply = bson_copy(&reply);
+             * the log record is durable (it takes the reply over) */
+            c->held_reply = reply;
             c->waiter.lsn = c->client.wait_lsn;
             c->waiter.sync = c->client.wait_sync;
             c->waiter.done = conn_on_durable;
             journal_wait(&c->waiter);
-            bson_destroy(&reply);
             return true;
         }
-        conn_reply(c, &c->pending, &reply);
+        conn_reply(c, &c->pending, reply);
         wire_request_destroy(&c->pending);
         c->has_pending = false;
         break;
@@ -287,10 +301,10 @@ static bool conn_run(conn_t *c)
     case CMD_CLOSE:
         wire_request_destroy(&c->pending);
         c->has_pending = false;
-        bson_destroy(&reply);
+        conn_reply_release(reply);
         return false;
     }
-    bson_destroy(&reply);
+    conn_reply_release(reply);
     return true;
 }
 

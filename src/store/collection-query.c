@@ -71,7 +71,19 @@ typedef struct scan_plan {
     buf_t *alts;
     size_t nalts;
     size_t alt_off, alt_len;
+    /* the first bytes of lo, prefix and hi: an _id lookup's keys cost no
+     * malloc (copy a plan with scan_plan_move) */
+    uint8_t lo_room[48], prefix_room[48], hi_room[48];
 } scan_plan_t;
+
+/* Moves the plan `src` into `dst` (src is left to be dropped, not destroyed). */
+static void scan_plan_move(scan_plan_t *dst, const scan_plan_t *src)
+{
+    *dst = *src;
+    buf_relocate(&dst->lo, src->lo_room, dst->lo_room);
+    buf_relocate(&dst->prefix, src->prefix_room, dst->prefix_room);
+    buf_relocate(&dst->hi, src->hi_room, dst->hi_room);
+}
 
 static void scan_plan_destroy(scan_plan_t *p)
 {
@@ -261,9 +273,9 @@ static bool collection_plan_hashed_in(index_t *ix, int f, const matcher_t *m, bo
 static int collection_plan_index(index_t *ix, const matcher_t *m, scan_plan_t *p)
 {
     bool same_coll = collation_same(ix->collation, matcher_collation(m));
-    buf_init(&p->lo);
-    buf_init(&p->prefix);
-    buf_init(&p->hi);
+    buf_init_fixed(&p->lo, p->lo_room, sizeof p->lo_room);
+    buf_init_fixed(&p->prefix, p->prefix_room, sizeof p->prefix_room);
+    buf_init_fixed(&p->hi, p->hi_room, sizeof p->hi_room);
     p->ix = ix;
     p->has_hi = false;
     p->alts = NULL;
@@ -603,7 +615,7 @@ static bool collection_hinted_wildcard(collection_t *c, const collection_query_o
         scan_plan_t p;
         if (collection_plan_index(ix, o->matcher, &p) > 0) {
             scan_plan_destroy(best);
-            *best = p;
+            scan_plan_move(best, &p);
             return true;
         }
         scan_plan_destroy(&p);
@@ -1034,7 +1046,7 @@ static bool collection_query_opts_plain(collection_t *c, const collection_query_
             if (better) {
                 if (have_best)
                     scan_plan_destroy(&best);
-                best = p;
+                scan_plan_move(&best, &p);
                 have_best = true;
             } else {
                 scan_plan_destroy(&p);

@@ -515,6 +515,54 @@ static bool collection_same_keys(const index_keys_t *a, const index_keys_t *b)
     return true;
 }
 
+/* True when `a` and `b` are the same value in the same encoding, so their
+ * index keys are equal without encoding both; false also for the types
+ * not told apart here (then the keys are compared). */
+static bool collection_id_identical(const bson_value_t *a, const bson_value_t *b)
+{
+    if (a->value_type != b->value_type)
+        return false;
+    switch (a->value_type) {
+    case BSON_TYPE_INT32:
+        return a->value.v_int32 == b->value.v_int32;
+    case BSON_TYPE_INT64:
+        return a->value.v_int64 == b->value.v_int64;
+    case BSON_TYPE_OID:
+        return memcmp(&a->value.v_oid, &b->value.v_oid, sizeof a->value.v_oid) == 0;
+    case BSON_TYPE_UTF8:
+        return a->value.v_utf8.len == b->value.v_utf8.len &&
+               memcmp(a->value.v_utf8.str, b->value.v_utf8.str, a->value.v_utf8.len) == 0;
+    case BSON_TYPE_BINARY:
+        return a->value.v_binary.subtype == b->value.v_binary.subtype &&
+               a->value.v_binary.data_len == b->value.v_binary.data_len &&
+               memcmp(a->value.v_binary.data, b->value.v_binary.data, a->value.v_binary.data_len) ==
+                   0;
+    default:
+        return false;
+    }
+}
+
+/* Puts `doc` in place of `old` behind `n`, the _id index entry of both
+ * (the collection's only index, no index build running): no key sets to
+ * build or unique check to make. `old_doc` views `old`, `id` is its _id. */
+static void collection_swap_id_only(collection_t *c, btree_pos_t *n, record_t *old,
+                                    const bson_t *old_doc, const bson_value_t *id,
+                                    const bson_t *doc)
+{
+    record_t *r = record_new(doc);
+    mvcc_stamp(r);
+    mvcc_replaced(c->id, r, old);
+    btree_pos_set_value(n, r);
+    if (c->capped)
+        capped_replace(c->capped, id, r);
+    c->data_size += doc->len;
+    c->data_size -= record_len(old);
+    const store_observer_t *obs = c->quiet ? NULL : store_observer_get();
+    if (obs && obs->update)
+        obs->update(c->db, c->name, c->uuid, old_doc, doc, obs->ctx);
+    record_unref(old); /* the collection's reference */
+}
+
 /* The common case of collection_replace: only the _id index, and the new
  * document's _id has the same key: one lookup repoints the entry, no key
  * sets to build or unique check to make. False (nothing done) otherwise. */
@@ -529,26 +577,43 @@ static bool collection_replace_id_only(collection_t *c, record_t *old, const bso
     buf_init_fixed(&key, key_room, sizeof key_room);
     buf_init_fixed(&new_key, new_key_room, sizeof new_key_room);
     keystring_append_coll(&key, id, false, c->indexes[0]->collation);
-    keystring_append_coll(&new_key, &new_id, false, c->indexes[0]->collation);
-    bool same = key.len == new_key.len && memcmp(key.data, new_key.data, key.len) == 0;
+    bool same = collection_id_identical(id, &new_id);
+    if (!same) {
+        keystring_append_coll(&new_key, &new_id, false, c->indexes[0]->collation);
+        same = key.len == new_key.len && memcmp(key.data, new_key.data, key.len) == 0;
+    }
     btree_pos_t n;
     bool found = same && btree_find(c->indexes[0]->map, key.data, key.len, &n);
     buf_destroy(&key);
     buf_destroy(&new_key);
     if (!found)
         return false;
-    record_t *r = record_new(doc);
-    mvcc_stamp(r);
-    mvcc_replaced(c->id, r, old);
-    btree_pos_set_value(&n, r);
-    if (c->capped)
-        capped_replace(c->capped, id, r);
-    c->data_size += doc->len;
-    c->data_size -= record_len(old);
-    const store_observer_t *obs = c->quiet ? NULL : store_observer_get();
-    if (obs && obs->update)
-        obs->update(c->db, c->name, c->uuid, old_doc, doc, obs->ctx);
-    record_unref(old); /* the collection's reference */
+    collection_swap_id_only(c, &n, old, old_doc, id, doc);
+    return true;
+}
+
+bool collection_put(collection_t *c, const bson_t *doc, dberr_t *err)
+{
+    bson_value_t id, old_id;
+    bson_t old_doc;
+    if (!collection_doc_id(doc, &id))
+        return dberr_set(err, DBERR_INTERNAL_ERROR, "document to store has no _id");
+    buf_t key;
+    uint8_t key_room[64];
+    buf_init_fixed(&key, key_room, sizeof key_room);
+    keystring_append_coll(&key, &id, false, c->indexes[0]->collation);
+    btree_pos_t n;
+    bool found = btree_find(c->indexes[0]->map, key.data, key.len, &n);
+    buf_destroy(&key);
+    if (!found)
+        return collection_insert(c, doc, err);
+    record_t *old = btree_pos_value(&n);
+    if (c->nindexes > 1 || c->builds)
+        return collection_replace(c, old, doc, err);
+    record_view(old, &old_doc);
+    if (!collection_doc_id(&old_doc, &old_id))
+        return dberr_set(err, DBERR_INTERNAL_ERROR, "stored document has no _id");
+    collection_swap_id_only(c, &n, old, &old_doc, &old_id, doc);
     return true;
 }
 

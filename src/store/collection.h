@@ -105,6 +105,12 @@ bool collection_insert(collection_t *c, const bson_t *doc, dberr_t *err);
  * unique-index violation nothing changes. */
 bool collection_replace(collection_t *c, record_t *old, const bson_t *doc, dberr_t *err);
 
+/* Stores `doc` (which must carry _id) under its _id: replaces the document
+ * with that _id key, or inserts `doc` when there is none — one _id lookup
+ * where collection_find_id then collection_replace take two or three.
+ * Fails as collection_insert / collection_replace do. */
+bool collection_put(collection_t *c, const bson_t *doc, dberr_t *err);
+
 /* Removes `old` from the collection and every index. */
 void collection_remove(collection_t *c, record_t *old);
 

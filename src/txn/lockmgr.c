@@ -34,6 +34,11 @@ void lockmgr_key(const char *db, const char *coll, const bson_value_t *id, buf_t
     keystring_append(out, id, false);
 }
 
+bool lockmgr_any(void)
+{
+    return omap_count(lockmgr_table()) > 0;
+}
+
 bool lockmgr_acquire(const buf_t *key, struct txn *owner, struct txn **holder)
 {
     lockmgr_entry_t *e = omap_get(lockmgr_table(), key->data, key->len);

@@ -32,6 +32,11 @@ typedef struct lock_waiter {
 /* The key of document `id` in `db`.`coll`, written to `out`. */
 void lockmgr_key(const char *db, const char *coll, const bson_value_t *id, buf_t *out);
 
+/* True when the table holds any lock (or a waiter's entry): a write
+ * outside every transaction, which only checks, has nothing to check
+ * otherwise and need not build its key. */
+bool lockmgr_any(void);
+
 /* Takes the lock on `key` for `owner` (or confirms it already holds it).
  * False when another transaction holds it; *holder then names it. */
 bool lockmgr_acquire(const buf_t *key, struct txn *owner, struct txn **holder);

@@ -292,10 +292,7 @@ bool session_retry_record(catalog_t *cat, const uint8_t id[16], int64_t txn_numb
     bson_append_binary(&doc, "_id", 3, BSON_SUBTYPE_UUID, id, 16);
     BSON_APPEND_INT64(&doc, "txnNum", txn_number);
     BSON_APPEND_DOCUMENT(&doc, "reply", reply);
-    bson_iter_t it;
-    bson_iter_init_find(&it, &doc, "_id");
-    record_t *old = collection_find_id(c, bson_iter_value(&it));
-    bool ok = old ? collection_replace(c, old, &doc, err) : collection_insert(c, &doc, err);
+    bool ok = collection_put(c, &doc, err);
     bson_destroy(&doc);
     return ok;
 }
@@ -311,10 +308,7 @@ bool session_retry_progress_record(catalog_t *cat, const uint8_t id[16], int64_t
     BSON_APPEND_INT64(&doc, "txnNum", txn_number);
     BSON_APPEND_DOCUMENT(&doc, "reply", partial);
     BSON_APPEND_INT64(&doc, "stmtsDone", stmts_done);
-    bson_iter_t it;
-    bson_iter_init_find(&it, &doc, "_id");
-    record_t *old = collection_find_id(c, bson_iter_value(&it));
-    bool ok = old ? collection_replace(c, old, &doc, err) : collection_insert(c, &doc, err);
+    bool ok = collection_put(c, &doc, err);
     bson_destroy(&doc);
     return ok;
 }

@@ -18,6 +18,14 @@ void buf_init_fixed(buf_t *b, uint8_t *storage, size_t size)
     b->cap = size;
 }
 
+void buf_relocate(buf_t *b, const uint8_t *old_storage, uint8_t *new_storage)
+{
+    if (b->fixed == old_storage)
+        b->fixed = new_storage;
+    if (b->data == old_storage)
+        b->data = new_storage;
+}
+
 void buf_destroy(buf_t *b)
 {
     if (!b)

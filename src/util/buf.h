@@ -24,6 +24,10 @@ void buf_init(buf_t *b);
  * (e.g. a stack array that outlives the buffer): short keys then cost no
  * malloc/free. Past `size` bytes it moves to the heap as any buffer. */
 void buf_init_fixed(buf_t *b, uint8_t *storage, size_t size);
+/* After a struct holding both a buffer and its fixed storage was copied by
+ * value: points the copy `b` at the copy's storage `new_storage` where it
+ * pointed at the original's `old_storage` (bytes already copied along). */
+void buf_relocate(buf_t *b, const uint8_t *old_storage, uint8_t *new_storage);
 /* Frees the bytes (accepts NULL) and leaves the buffer empty. */
 void buf_destroy(buf_t *b);
 /* Makes room for `extra` more bytes; aborts on out-of-memory like libbson. */

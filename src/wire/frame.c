@@ -10,7 +10,6 @@
 #include "util/bsoncheck.h"
 #include "util/bsonview.h"
 #include "util/shellfmt.h"
-#include "util/vec.h"
 
 /* mongod's BSONObjMaxInternalSize: the user limit plus room for command fields. */
 #define WIRE_MAX_INTERNAL_BSON_SIZE (WIRE_MAX_BSON_OBJECT_SIZE + 16 * 1024)
@@ -157,8 +156,9 @@ static wire_parse_status_t parse_msg(const uint8_t *msg, size_t len, wire_reques
                                      dberr_t *err)
 {
     wire_parse_status_t st = WIRE_PARSE_OK;
-    wire_seq_t *seqs = NULL;
-    size_t nseq = 0, capseq = 0;
+    wire_seq_t seq_room[4]; /* drivers send one sequence: no malloc for it */
+    wire_seq_t *seqs = seq_room;
+    size_t nseq = 0, capseq = sizeof seq_room / sizeof seq_room[0];
     const uint8_t *body = NULL;
     size_t body_len = 0;
     bool bad_bson = false;
@@ -233,7 +233,14 @@ static wire_parse_status_t parse_msg(const uint8_t *msg, size_t len, wire_reques
                           "invalid bson: OP_MSG document sequence identifier is not UTF-8");
                 bad_bson = true;
             }
-            VEC_RESERVE_ONE(seqs, nseq, capseq, 4);
+            if (nseq == capseq) {
+                wire_seq_t *more = bson_malloc(2 * capseq * sizeof *more);
+                memcpy(more, seqs, nseq * sizeof *more);
+                if (seqs != seq_room)
+                    bson_free(seqs);
+                seqs = more;
+                capseq *= 2;
+            }
             seqs[nseq].name = (const char *)s;
             seqs[nseq].docs = nul + 1;
             seqs[nseq].len = (size_t)(send - (nul + 1));
@@ -313,7 +320,8 @@ static wire_parse_status_t parse_msg(const uint8_t *msg, size_t len, wire_reques
         bson_append_array_end(&req->cmd, &arr);
     }
 cleanup:
-    bson_free(seqs);
+    if (seqs != seq_room)
+        bson_free(seqs);
     return st;
 }
 

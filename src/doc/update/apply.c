@@ -606,7 +606,8 @@ bool updater_apply(const updater_t *u, const bson_t *old_doc, bool is_insert, in
         return dberr_set(err, DBERR_INTERNAL_ERROR, "updater_apply: missing update or document");
     switch (u->kind) {
     case UPDATER_OPERATORS:
-        ok = apply_operators(u, old_doc, is_insert, positional, out, err);
+        ok = update_inplace_apply(u, old_doc, is_insert, out) ||
+             apply_operators(u, old_doc, is_insert, positional, out, err);
         break;
     case UPDATER_REPLACEMENT:
         ok = apply_replacement_doc(old_doc, u->replacement, false, out, err);

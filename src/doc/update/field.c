@@ -467,15 +467,17 @@ const update_op_t update_rename_source_op = {
     "$rename", NULL, update_apply_noop, update_apply_noop, NULL, NULL, 0};
 
 const update_op_t update_field_ops[] = {
-    {"$set", NULL, set_existing, create_arg, NULL, NULL, UPDATE_OP_CREATES},
+    {"$set", NULL, set_existing, create_arg, NULL, NULL, UPDATE_OP_CREATES | UPDATE_OP_INPLACE_SET},
     {"$unset", NULL, unset_existing, update_apply_noop, NULL, NULL, 0},
-    {"$inc", arith_parse, inc_existing, create_arg, NULL, NULL, UPDATE_OP_CREATES},
+    {"$inc", arith_parse, inc_existing, create_arg, NULL, NULL,
+     UPDATE_OP_CREATES | UPDATE_OP_INPLACE_INC},
     {"$mul", arith_parse, mul_existing, mul_missing, NULL, NULL, UPDATE_OP_CREATES},
     {"$min", NULL, min_existing, create_arg, NULL, NULL, UPDATE_OP_CREATES},
     {"$max", NULL, max_existing, create_arg, NULL, NULL, UPDATE_OP_CREATES},
     {"$rename", rename_parse, rename_apply, rename_apply, rename_free, rename_merge,
      UPDATE_OP_CREATES},
-    {"$setOnInsert", NULL, set_existing, create_arg, NULL, NULL, UPDATE_OP_INSERT_ONLY},
+    {"$setOnInsert", NULL, set_existing, create_arg, NULL, NULL,
+     UPDATE_OP_INSERT_ONLY | UPDATE_OP_INPLACE_SET},
     {"$currentDate", current_date_parse, current_date_existing, current_date_missing, NULL, NULL,
      UPDATE_OP_CREATES},
     {"$bit", bit_parse, bit_existing, bit_missing, bit_free, NULL, UPDATE_OP_CREATES},

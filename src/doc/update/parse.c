@@ -348,6 +348,19 @@ void updater_destroy(updater_t *u)
     bson_free(u);
 }
 
+/* True when `n` or a node below it has a positional `$` child. */
+static bool unode_has_positional(const unode_t *n)
+{
+    if (!n || n->kind == UN_LEAF)
+        return false;
+    if (n->positional)
+        return true;
+    for (size_t i = 0; i < n->nkids; i++)
+        if (unode_has_positional(n->kids[i].node))
+            return true;
+    return false;
+}
+
 updater_t *updater_new(const bson_iter_t *spec, const bson_t *array_filters, dberr_t *err)
 {
     return updater_new_let(spec, array_filters, NULL, err);
@@ -393,6 +406,8 @@ updater_t *updater_new_let(const bson_iter_t *spec, const bson_t *array_filters,
         if ((array_filters && !afilter_parse_all(u, array_filters, err)) ||
             !parse_operators(u, &doc, err))
             goto fail;
+        u->positional = unode_has_positional(u->root);
+        update_inplace_plan(u);
         return u;
     }
     u->kind = UPDATER_REPLACEMENT;
@@ -409,4 +424,9 @@ fail:
 updater_kind_t updater_kind(const updater_t *u)
 {
     return u->kind;
+}
+
+bool updater_is_positional(const updater_t *u)
+{
+    return u->positional;
 }

@@ -118,6 +118,8 @@ typedef bool (*update_op_merge_fn)(update_parse_t *p, const update_op_t *op, con
 enum {
     UPDATE_OP_CREATES = 1,     /* may create the path it names */
     UPDATE_OP_INSERT_ONLY = 2, /* applies only when an upsert inserts ($setOnInsert) */
+    UPDATE_OP_INPLACE_SET = 4, /* the in-place path may apply it as $set (inplace.c) */
+    UPDATE_OP_INPLACE_INC = 8, /* the in-place path may apply it as $inc */
 };
 
 /* One row: an operator and its behaviour. */
@@ -176,6 +178,9 @@ struct updater {
     char *dollar_field;
     collation_t *coll; /* owned reference: how $min/$max, $addToSet, $pull, $pullAll
                         * and $push's $sort compare strings; NULL: simple */
+    bool positional;   /* some path has a positional `$` (set at parse) */
+    bool inplace;      /* every path is top-level $set/$inc/$setOnInsert, not _id:
+                        * update_inplace_apply may try it (set at parse) */
 };
 
 /* State of parsing one operator document. */
@@ -205,6 +210,21 @@ bool update_err_spec(dberr_t *err, int code, const char *prefix, const char *nam
 
 /* An integer argument as parseIntegerElementToLong reads it. */
 bool update_integer_arg(const bson_value_t *v, int64_t *out);
+
+/* ---- the in-place path (inplace.c) ---- */
+
+/* Sets u->inplace: whether the parsed update is one the in-place path may
+ * take (top-level $set/$inc/$setOnInsert leaves only, no positional, array
+ * filters, '$'-prefixed or _id target, at most 8 paths). */
+void update_inplace_plan(updater_t *u);
+
+/* Applies `u` to `old_doc` by copying its bytes into `out` (empty) and
+ * overwriting the targets' values, when every applying target exists,
+ * holds a fixed-width scalar and keeps its type, and the general path
+ * would write every other byte back unchanged. True with `out` holding the
+ * byte-identical result of the general path; false with `out` left empty
+ * when the general path must run (it also reports every error). */
+bool update_inplace_apply(const updater_t *u, const bson_t *old_doc, bool is_insert, bson_t *out);
 
 /* ---- applying ---- */
 
