@@ -763,7 +763,8 @@ index_t *index_new(const bson_t *spec, dberr_t *err)
         goto fail;
     }
     if (ix->wildcard && wildcard_is_compound(ix->wildcard)) {
-        /* a valid compound wildcard index (mongod 7.0): not built yet */
+        /* a valid compound wildcard index (mongod 7.0): not built yet;
+         * what mongod does is in docs/compound-wildcard.md */
         dberr_set(err, DBERR_NOT_IMPLEMENTED,
                   "atomdb does not support compound wildcard indexes yet (a '$**' field with "
                   "other fields in one key pattern)");

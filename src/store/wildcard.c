@@ -202,10 +202,11 @@ static bool wc_check_root(const char *root, dberr_t *err)
 }
 
 /* mongod 7.0's checks of a compound wildcard key pattern (its wildcard
- * field `wild`): the other fields plain ascending/descending ones (no
- * other index plugin, 67), none on the wildcard field's own subtree
- * (7246204), and {"$**": ..} with other fields only with a
- * wildcardProjection (67). */
+ * field `wild`), as its validateWildcardIndex (wildcard_validation.cpp):
+ * the other fields plain ascending/descending ones (no other index
+ * plugin, 67), none at or under the wildcard field's subtree (7246204; a
+ * field above it, {a: 1, "a.b.$**": 1}, is allowed), and {"$**": ..} with
+ * other fields only with a wildcardProjection (67). */
 static bool wc_check_compound(const bson_t *key, const char *wild, const bson_t *spec,
                               dberr_t *err)
 {
@@ -221,13 +222,14 @@ static bool wc_check_compound(const bson_t *key, const char *wild, const bson_t 
                              "Can't use more than one index plugin for a single index.");
         if (root_len) {
             char *root = bson_strndup(wild, root_len);
-            int rel = wc_path_rel(f, root);
+            int rel = wc_path_rel(root, f);
             bson_free(root);
-            if (rel != 2)
+            if (rel == 0 || rel == 1)
                 return dberr_set(err, 7246204,
-                                 "Index key pattern field '%s' overlaps the wildcard field '%s' "
-                                 "of a compound wildcard index",
-                                 f, wild);
+                                 "A wildcard index field should not overlap with and index key "
+                                 "fields if wildcard projection is empty, however '%s' is "
+                                 "overlapping with the wildcard index field.",
+                                 f);
         }
     }
     if (!root_len && !bson_iter_init_find(&it, spec, "wildcardProjection"))
@@ -237,27 +239,133 @@ static bool wc_check_compound(const bson_t *key, const char *wild, const bson_t 
     return true;
 }
 
-/* The other fields of a compound {"$**": ..} index must be left out of
- * its wildcardProjection (excluded, or not included): 7246208. */
-static bool wc_check_compound_projection(const wildcard_t *w, const bson_t *key, dberr_t *err)
+/* A sorted list of dotted paths (borrowed strings), in mongod's FieldRef
+ * order (component by component: wc_path_cmp). */
+typedef struct wc_pathlist {
+    const char **v;
+    size_t n, cap;
+} wc_pathlist_t;
+
+static void wc_pathlist_add(wc_pathlist_t *l, const char *path)
 {
-    bson_iter_t kit;
-    bson_iter_init(&kit, key);
-    while (bson_iter_next(&kit)) {
-        const char *f = bson_iter_key(&kit);
-        if (wc_is_wild_field(f) || w->root)
-            continue;
-        bool overlaps = false;
-        for (size_t i = 0; i < w->npaths && !overlaps; i++)
-            overlaps = wc_path_rel(w->paths[i], f) != 2;
-        /* an inclusion must not reach f; an exclusion must drop f whole */
-        if (w->inclusion ? overlaps : wc_status(w, f) != WC_OUT)
-            return dberr_set(err, 7246208,
-                             "The wildcardProjection of a compound wildcard index must leave "
-                             "out its other field '%s'",
-                             f);
+    VEC_RESERVE_ONE(l->v, l->n, l->cap, 8);
+    l->v[l->n++] = path;
+}
+
+/* 7246200 when two paths of the sorted list `l` overlap. */
+static bool wc_pathlist_disjoint(const wc_pathlist_t *l, dberr_t *err)
+{
+    for (size_t i = 1; i < l->n; i++) {
+        int rel = wc_path_rel(l->v[i - 1], l->v[i]);
+        if (rel != 2) /* mongod's message ends without the closing quote */
+            return dberr_set(err, 7246200,
+                             "Fields in Wildcard Projection cannot overlap, however '%s' is "
+                             "overlapped with '%s",
+                             l->v[i - 1], l->v[i]);
     }
     return true;
+}
+
+/* True when `a` equals `b` or is one of its ancestors (FieldRef's
+ * isPrefixOfOrEqualTo). */
+static bool wc_prefix_or_equal(const char *a, const char *b)
+{
+    int rel = wc_path_rel(a, b);
+    return rel == 0 || rel == 1;
+}
+
+/* mongod's checks of a compound {"$**": ..} index's wildcardProjection
+ * against its other fields (validateWildcardProjection,
+ * src/mongo/db/index/wildcard_validation.cpp), made on the projection's
+ * top-level names before the projection itself is parsed: included paths
+ * must not overlap each other, nor excluded ones (7246200); inclusion and
+ * exclusion do not mix but for _id (7246211); in an inclusion projection
+ * no included path (_id too) may be a regular field or its ancestor
+ * (7246208); an exclusion projection must exclude every regular field
+ * (_id too), reporting the first one left in (7246209, or 7246210 once no
+ * excluded path sorts after it). {_id: 1} alone is an inclusion, {_id: 0}
+ * alone an exclusion. The order of the checks and the _id cases follow
+ * jstests/core/index/wildcard/compound_wildcard_index_validation.js,
+ * whose expectations the stored sources of that file differ on. */
+static bool wc_check_compound_projection(const bson_t *key, const bson_t *proj, dberr_t *err)
+{
+    wc_pathlist_t fields = {0}, incl = {0}, excl = {0};
+    size_t incl_other = 0, excl_other = 0; /* paths other than _id */
+    bool ok = false;
+    bson_iter_t it;
+    bson_iter_init(&it, key);
+    while (bson_iter_next(&it))
+        if (!wc_is_wild_field(bson_iter_key(&it)))
+            wc_pathlist_add(&fields, bson_iter_key(&it));
+    bson_iter_init(&it, proj);
+    while (bson_iter_next(&it)) {
+        bool is_id = strcmp(bson_iter_key(&it), "_id") == 0;
+        if (bson_iter_as_bool(&it)) { /* mongod's trueValue(): documents and strings too */
+            wc_pathlist_add(&incl, bson_iter_key(&it));
+            incl_other += !is_id;
+        } else {
+            wc_pathlist_add(&excl, bson_iter_key(&it));
+            excl_other += !is_id;
+        }
+    }
+    if (fields.n > 1)
+        qsort(fields.v, fields.n, sizeof *fields.v, wc_path_cmp);
+    if (incl.n > 1)
+        qsort(incl.v, incl.n, sizeof *incl.v, wc_path_cmp);
+    if (excl.n > 1)
+        qsort(excl.v, excl.n, sizeof *excl.v, wc_path_cmp);
+    if (!wc_pathlist_disjoint(&incl, err) || !wc_pathlist_disjoint(&excl, err))
+        goto cleanup;
+    if (incl_other && excl_other) {
+        dberr_set(err, 7246211,
+                  "Inclusion and exclusion statements cannot combine in the wildcardProjection "
+                  "with an exception of explicitly including _id field");
+        goto cleanup;
+    }
+    bool inclusion = incl_other || !excl.n;
+    for (size_t f = 0, p = 0; inclusion && f < fields.n && p < incl.n;) {
+        if (wc_prefix_or_equal(incl.v[p], fields.v[f])) {
+            dberr_set(err, 7246208,
+                      "Index Key and Wildcard Projection cannot contain overlapping fields, "
+                      "however '%s' index field is ovverlapping with '%s' wildcardProjection "
+                      "path.",
+                      fields.v[f], incl.v[p]);
+            goto cleanup;
+        }
+        if (wc_path_cmp(&incl.v[p], &fields.v[f]) < 0)
+            p++;
+        else
+            f++;
+    }
+    if (!inclusion) {
+        size_t f = 0, p = 0;
+        while (f < fields.n && p < excl.n) {
+            if (wc_prefix_or_equal(excl.v[p], fields.v[f])) {
+                f++;
+            } else if (wc_path_cmp(&excl.v[p], &fields.v[f]) < 0) {
+                p++;
+            } else {
+                dberr_set(err, 7246209,
+                          "wildcardProjection paths must exclude all regular index fields, "
+                          "however '%s'is not excluded.",
+                          fields.v[f]);
+                goto cleanup;
+            }
+        }
+        if (f < fields.n) {
+            dberr_set(err, 7246210,
+                      "wildcardProjection paths must exclude all regular index fields, however "
+                      "'%s'is not excluded.",
+                      fields.v[f]);
+            goto cleanup;
+        }
+    }
+    ok = true;
+cleanup:
+    bson_free(fields.v);
+    bson_free(incl.v);
+    bson_free(excl.v);
+    return ok;
 }
 
 wildcard_t *wildcard_new(const bson_t *spec, bson_t *key_out, char *name, size_t name_cap,
@@ -296,7 +404,7 @@ wildcard_t *wildcard_new(const bson_t *spec, bson_t *key_out, char *name, size_t
         }
     }
     if (nwild > 1) {
-        dberr_set(err, 7246201, "Only one wildcard index field is allowed in a compound index");
+        dberr_set(err, 7246201, "Index Key can contain only one wildcard index field");
         goto fail;
     }
     if (nfields > 1 && !wc_check_compound(&key, field, spec, err))
@@ -325,11 +433,10 @@ wildcard_t *wildcard_new(const bson_t *spec, bson_t *key_out, char *name, size_t
                       "The 'wildcardProjection' field can't be an empty object");
             goto fail;
         }
-        if (!wc_parse_projection(w, &proj, err)) {
-            if (nfields > 1 && err->code == 31249) /* as mongod's compound check */
-                err->code = 7246200;
+        if (nfields > 1 && !wc_check_compound_projection(&key, &proj, err))
             goto fail;
-        }
+        if (!wc_parse_projection(w, &proj, err))
+            goto fail;
     } else if (w->root) {
         w->inclusion = true;
         wc_add_path(w, w->root);
@@ -337,8 +444,6 @@ wildcard_t *wildcard_new(const bson_t *spec, bson_t *key_out, char *name, size_t
         w->inclusion = false; /* mongod's default projection {_id: 0} */
         wc_add_path(w, "_id");
     }
-    if (nfields > 1 && !wc_check_compound_projection(w, &key, err))
-        goto fail;
     w->compound = nfields > 1;
     bson_concat(key_out, &key);
     bson_iter_init(&kit, &key);

@@ -33,9 +33,11 @@ void wildcard_destroy(wildcard_t *w);
 
 /* True when the key pattern has other fields beside the wildcard one
  * (mongod 7.0's compound wildcard index): wildcard_new checks its spec as
- * mongod does (7246204 overlap, 7246208 projection keeping another field,
- * 7246200 projection collision, 67 another index plugin or "$**" without
- * a projection), index_new then refuses it (NotImplemented 238). */
+ * mongod does (7246204 a field under the wildcard subtree; on the
+ * projection's top-level paths 7246200 overlap, 7246208 inclusion reaching
+ * another field, 7246209/7246210 exclusion leaving one in, 7246211 mixed;
+ * 67 another index plugin or "$**" without a projection), index_new then
+ * refuses it (NotImplemented 238). */
 bool wildcard_is_compound(const wildcard_t *w);
 
 /* True when both index the same paths (key pattern and projection). */

@@ -345,8 +345,32 @@ def create(client, key, **opts):
     ([("a", 1), ("$**", 1)], {}, 67, None),
     ([("st", 1), ("$**", 1)], {"wildcardProjection": {"a": "something"}}, 51271, None),
     ([("$**", 1), ("a", 1)], {"wildcardProjection": {"a": 1}}, 7246208, None),
-    ([("$**", 1), ("a", 1)], {"wildcardProjection": {"b": 0}}, 7246208, None),
-    ([("$**", 1), ("a", 1)], {"wildcardProjection": {"a.x": 0}}, 7246208, None),
+    ([("a", 1), ("$**", 1), ("b", 1)], {"wildcardProjection": {"a": 1, "b": 1}}, 7246208, None),
+    ([("_id", 1), ("$**", 1)], {"wildcardProjection": {"_id": 1}}, 7246208, None),
+    ([("a", 1), ("$**", 1)], {"wildcardProjection": {"_id": 0, "a": 1}}, 7246208, None),
+    # an exclusion must drop every regular field: mongod's validateWildcardProjection
+    # reports the first one left in with 7246209, or 7246210 when no excluded path
+    # sorts after it (src/mongo/db/index/wildcard_validation.cpp)
+    ([("$**", 1), ("a", 1)], {"wildcardProjection": {"b": 0}}, 7246209, None),
+    ([("$**", 1), ("a", 1)], {"wildcardProjection": {"a.x": 0}}, 7246209, None),
+    ([("$**", 1), ("d", 1)], {"wildcardProjection": {"_id": 1, "e": 0}}, 7246209,
+     "wildcardProjection paths must exclude all regular index fields, however 'd'is not "
+     "excluded."),
+    ([("a", 1), ("b", 1), ("$**", 1)], {"wildcardProjection": {"b": 0}}, 7246209, None),
+    ([("a", 1), ("_id", 1), ("$**", 1)], {"wildcardProjection": {"a": 0}}, 7246209, None),
+    ([("$**", 1), ("_id", 1), ("e", 1)], {"wildcardProjection": {"_id": 1, "e": 0}}, 7246209,
+     None),
+    ([("_id", 1), ("a", 1), ("$**", 1)], {"wildcardProjection": {"_id": 0, "a.b": 0}}, 7246209,
+     None),
+    ([("$**", 1), ("e.c", 1)], {"wildcardProjection": {"_id": 1, "e.b": 0}}, 7246210, None),
+    ([("b", 1), ("$**", 1)], {"wildcardProjection": {"_id": 0, "a": 0}}, 7246210, None),
+    ([("a", 1), ("$**", 1)], {"wildcardProjection": {"_id": 0}}, 7246210, None),
+    ([("_id", 1), ("$**", 1), ("a", 1)], {"wildcardProjection": {"_id": 0}}, 7246210, None),
+    # inclusion and exclusion mixed (but for _id): 7246211, before the projection parser
+    ([("$**", 1), ("c", 1)], {"wildcardProjection": {"_id": 0, "a": 0, "b": 1}}, 7246211,
+     "Inclusion and exclusion statements cannot combine in the wildcardProjection with an "
+     "exception of explicitly including _id field"),
+    ([("$**", 1), ("c", 1)], {"wildcardProjection": {"_id": 1, "a": 0, "b": 1}}, 7246211, None),
     ([("a.$**", 1), ("b", 1)], {"unique": True}, 67, None),
     ([("a.$**", 1), ("b", 1)], {"sparse": True}, 67, None),
     # ...and valid ones are not implemented: refused, nothing created
@@ -356,6 +380,18 @@ def create(client, key, **opts):
     ([("$**", 1), ("other", 1)], {"wildcardProjection": {"_id": 0, "a": 1}}, 238, None),
     ([("$**", 1), ("another", 1)], {"wildcardProjection": {"_id": 1, "a": 0, "another": 0}},
      238, None),
+    ([("$**", 1), ("yetAnother", 1)], {"wildcardProjection": {"_id": 1}}, 238, None),
+    ([("$**", 1), ("d", 1)], {"wildcardProjection": {"a": {"b": 1, "c": 1}}}, 238, None),
+    ([("$**", 1), ("c", 1)], {"wildcardProjection": {"_id": 0, "b": 1}}, 238, None),
+    ([("$**", 1), ("e", 1)], {"wildcardProjection": {"_id": 1, "e": 0}}, 238, None),
+    ([("_id", 1), ("$**", 1)], {"wildcardProjection": {"_id": 0}}, 238, None),
+    ([("_id", 1), ("a", 1), ("$**", 1)], {"wildcardProjection": {"_id": 0, "a": 0}}, 238, None),
+    ([("e", 1), ("$**", 1)], {"wildcardProjection": {"_id": 1, "f": 1}}, 238, None),
+    ([("_id", 1), ("a.b", 1), ("$**", 1)], {"wildcardProjection": {"_id": 0, "a": 0}}, 238, None),
+    ([("$**", 1), ("e.b", 1)], {"wildcardProjection": {"_id": 1, "e": 0}}, 238, None),
+    ([("b.d", 1), ("$**", 1)], {"wildcardProjection": {"_id": 0, "a.b": 1}}, 238, None),
+    # a field above the wildcard subtree is no overlap (only at or under it: 7246204)
+    ([("a", 1), ("a.b.$**", 1)], {}, 238, None),
 ])
 def test_refusals_as_mongod(client, key, opts, code, msg):
     e = fails(code, lambda: create(client, key, **opts), "%s %s" % (key, opts))
