@@ -105,6 +105,30 @@ static void js_fail_value(js_out_t *o, const js_node_t *n, const char *kw, const
     js_rule_end(o, &rule);
 }
 
+/* Whether `count` (a string's length, an array's items, an object's
+ * fields) keeps the bound of count keyword `kw`: at least `bound` when
+ * `at_least`, else at most (a negative bound: none). When not, and `o` is
+ * given, reports it with `reason`, the value `v` when given and the count
+ * as `count_field` when given. */
+static bool js_check_count(js_out_t *o, const js_node_t *n, const char *kw, int64_t bound,
+                           bool at_least, uint64_t count, const char *reason,
+                           const bson_value_t *v, const char *count_field)
+{
+    if (bound < 0 || (at_least ? count >= (uint64_t)bound : count <= (uint64_t)bound))
+        return true;
+    if (!o)
+        return false;
+    bson_t rule;
+    js_rule_begin(o, n, kw, true, &rule);
+    BSON_APPEND_UTF8(&rule, "reason", reason);
+    if (v)
+        js_considered(o, &rule, "consideredValue", v);
+    if (count_field)
+        BSON_APPEND_INT32(&rule, count_field, (int32_t)count);
+    js_rule_end(o, &rule);
+    return false;
+}
+
 static bool js_check(const js_node_t *n, const bson_value_t *v, js_out_t *out);
 
 /* Checks `v` against `n`, writing its failures as a "details" array of
@@ -178,17 +202,16 @@ static bool js_check_scalar(const js_node_t *n, const bson_value_t *v, js_out_t 
             js_fail_value(out, n, "pattern", "regular expression did not match", v);
         }
         size_t len = js_utf8_length(v->value.v_utf8.str, v->value.v_utf8.len);
-        if (n->max_len >= 0 && len > (uint64_t)n->max_len) {
+        static const char *const reason = "specified string length was not satisfied";
+        if (!js_check_count(out, n, "maxLength", n->max_len, false, len, reason, v, NULL)) {
             if (!out)
                 return false;
             ok = false;
-            js_fail_value(out, n, "maxLength", "specified string length was not satisfied", v);
         }
-        if (n->min_len >= 0 && len < (uint64_t)n->min_len) {
+        if (!js_check_count(out, n, "minLength", n->min_len, true, len, reason, v, NULL)) {
             if (!out)
                 return false;
             ok = false;
-            js_fail_value(out, n, "minLength", "specified string length was not satisfied", v);
         }
     }
     if (compare_is_number(v)) {
@@ -311,18 +334,12 @@ static bool js_check_array(const js_node_t *n, const bson_value_t *v, js_out_t *
     uint32_t count = bson_count_keys(&arr);
     static const char *const kws[2] = {"minItems", "maxItems"};
     for (int i = 0; i < 2; i++) {
-        int64_t bound = i == 0 ? n->min_items : n->max_items;
-        if (bound < 0 || (i == 0 ? count >= (uint64_t)bound : count <= (uint64_t)bound))
+        if (js_check_count(out, n, kws[i], i == 0 ? n->min_items : n->max_items, i == 0, count,
+                           "array did not match specified length", v, "numberOfItems"))
             continue;
         if (!out)
             return false;
         ok = false;
-        bson_t rule;
-        js_rule_begin(out, n, kws[i], true, &rule);
-        BSON_APPEND_UTF8(&rule, "reason", "array did not match specified length");
-        js_considered(out, &rule, "consideredValue", v);
-        BSON_APPEND_INT32(&rule, "numberOfItems", (int32_t)count);
-        js_rule_end(out, &rule);
     }
     bson_iter_t a;
     if (n->unique) {
@@ -627,16 +644,13 @@ static bool js_check_object(const js_node_t *n, const bson_value_t *v, js_out_t 
     uint32_t nfields = bson_count_keys(&obj);
     static const char *const kws[2] = {"minProperties", "maxProperties"};
     for (int i = 0; i < 2; i++) {
-        int64_t bound = i == 0 ? n->min_props : n->max_props;
-        if (bound < 0 || (i == 0 ? nfields >= (uint64_t)bound : nfields <= (uint64_t)bound))
+        if (js_check_count(out, n, kws[i], i == 0 ? n->min_props : n->max_props, i == 0, nfields,
+                           "specified number of properties was not satisfied", NULL,
+                           "numberOfProperties"))
             continue;
         if (!out)
             return false;
         ok = false;
-        js_rule_begin(out, n, kws[i], true, &rule);
-        BSON_APPEND_UTF8(&rule, "reason", "specified number of properties was not satisfied");
-        BSON_APPEND_INT32(&rule, "numberOfProperties", (int32_t)nfields);
-        js_rule_end(out, &rule);
     }
     bool deps_open = false;
     js_out_t deps = {&arr, 0, out && out->brief};
