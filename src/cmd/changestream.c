@@ -113,10 +113,7 @@ static bool cs_parse_image(const bson_iter_t *it, const char *field, bool before
                            cs_image_t *out, dberr_t *err)
 {
     if (!BSON_ITER_HOLDS_UTF8(it))
-        return dberr_set(err, DBERR_TYPE_MISMATCH,
-                         "BSON field '$changeStream.%s' is the wrong type '%s', expected type "
-                         "'string'",
-                         field, shellfmt_type_name(bson_iter_type(it)));
+        return cmd_wrong_type(err, it, "type 'string'", "$changeStream.%s", field);
     const char *v = bson_iter_utf8(it, NULL);
     if (!strcmp(v, before ? "off" : "default"))
         *out = CS_IMAGE_DEFAULT;
@@ -161,27 +158,20 @@ static bool cs_parse_spec(cmd_ctx_t *ctx, const bson_t *spec, cs_stream_t *s, bo
             *(after ? &has_start_after : &has_resume) = true;
         } else if (!strcmp(k, "startAtOperationTime")) {
             if (!BSON_ITER_HOLDS_TIMESTAMP(&it))
-                return dberr_set(err, DBERR_TYPE_MISMATCH,
-                                 "BSON field '$changeStream.startAtOperationTime' is the wrong "
-                                 "type '%s', expected type 'timestamp'",
-                                 shellfmt_type_name(bson_iter_type(&it)));
+                return cmd_wrong_type(err, &it, "type 'timestamp'",
+                                      "$changeStream.startAtOperationTime");
             bson_iter_timestamp(&it, &start.ts.t, &start.ts.i);
             start.k = 0; /* the commit at that time is included */
             start.kind = 0;
             has_at = true;
         } else if (!strcmp(k, "allChangesForCluster")) {
             if (!BSON_ITER_HOLDS_BOOL(&it))
-                return dberr_set(err, DBERR_TYPE_MISMATCH,
-                                 "BSON field '$changeStream.allChangesForCluster' is the wrong "
-                                 "type '%s', expected type 'bool'",
-                                 shellfmt_type_name(bson_iter_type(&it)));
+                return cmd_wrong_type(err, &it, "type 'bool'",
+                                      "$changeStream.allChangesForCluster");
             *all_cluster = bson_iter_as_bool(&it);
         } else if (!strcmp(k, "showExpandedEvents")) {
             if (!BSON_ITER_HOLDS_BOOL(&it))
-                return dberr_set(err, DBERR_TYPE_MISMATCH,
-                                 "BSON field '$changeStream.showExpandedEvents' is the wrong "
-                                 "type '%s', expected type 'bool'",
-                                 shellfmt_type_name(bson_iter_type(&it)));
+                return cmd_wrong_type(err, &it, "type 'bool'", "$changeStream.showExpandedEvents");
             s->show_expanded = bson_iter_as_bool(&it);
         } else if (!strcmp(k, "showSystemEvents") || !strcmp(k, "showRawUpdateDescription") ||
                    !strcmp(k, "showMigrationEvents") || !strcmp(k, "allowToRunOnConfigDB") ||

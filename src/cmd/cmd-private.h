@@ -144,6 +144,13 @@ typedef struct cmd_target {
 /* Fills t from the command's first field (cmd_collection_name's errors). */
 bool cmd_target(const cmd_ctx_t *ctx, cmd_target_t *t, dberr_t *err);
 
+/* Sets TypeMismatch 14 worded as mongod's IDL, "BSON field '<field>' is
+ * the wrong type '<it's type>', expected <expected>" (`expected` as
+ * "type 'object'" or "types '[long, int, decimal, double]'"), with the
+ * field's name formatted from `field_fmt`. Returns false. */
+bool cmd_wrong_type(dberr_t *err, const bson_iter_t *it, const char *expected,
+                    const char *field_fmt, ...) __attribute__((format(printf, 4, 5)));
+
 /* Finds the required field `key` of type `type` into it: FailedToParse 9
  * when missing, TypeMismatch 14 when of another type, worded as mongod's
  * IDL ("BSON field 'distinct.key' is missing but a required field"). */

@@ -71,10 +71,7 @@ bool cs_parse_token(const bson_iter_t *it, const char *field, cs_pos_t *out, dbe
     bson_iter_t d;
     uint64_t t, i, k, kind;
     if (!BSON_ITER_HOLDS_DOCUMENT(it) || !cmd_iter_doc(it, &doc))
-        return dberr_set(err, DBERR_TYPE_MISMATCH,
-                         "BSON field '$changeStream.%s' is the wrong type '%s', expected type "
-                         "'object'",
-                         field, shellfmt_type_name(bson_iter_type(it)));
+        return cmd_wrong_type(err, it, "type 'object'", "$changeStream.%s", field);
     if (!bson_iter_init_find(&d, &doc, "_data"))
         return dberr_set(err, 260, "Bad resume token: _data of missing or of wrong type. "
                                    "Expected string, got %s",

@@ -246,18 +246,12 @@ static bool dbcmds_check_options(const bson_t *options, dberr_t *err)
         bson_t v;
         bson_iter_t en;
         if (!BSON_ITER_HOLDS_DOCUMENT(&it) || !cmd_iter_doc(&it, &v))
-            return dberr_set(err, DBERR_TYPE_MISMATCH,
-                             "BSON field 'changeStreamPreAndPostImages' is the wrong type '%s', "
-                             "expected type 'object'",
-                             shellfmt_type_name(bson_iter_type(&it)));
+            return cmd_wrong_type(err, &it, "type 'object'", "changeStreamPreAndPostImages");
         if (!bson_iter_init_find(&en, &v, "enabled"))
             return dberr_set(err, 40414, "BSON field 'changeStreamPreAndPostImages.enabled' is "
                                          "missing but a required field");
         if (!BSON_ITER_HOLDS_BOOL(&en))
-            return dberr_set(err, DBERR_TYPE_MISMATCH,
-                             "BSON field 'changeStreamPreAndPostImages.enabled' is the wrong type "
-                             "'%s', expected type 'bool'",
-                             shellfmt_type_name(bson_iter_type(&en)));
+            return cmd_wrong_type(err, &en, "type 'bool'", "changeStreamPreAndPostImages.enabled");
         bson_iter_init(&en, &v);
         while (bson_iter_next(&en))
             if (strcmp(bson_iter_key(&en), "enabled"))
@@ -393,10 +387,7 @@ static bool dbcmds_capped_bound(const collection_t *c, const bson_iter_t *it, in
                          "Cannot set '%s' on a collection that is not capped: %s", k,
                          collection_ns(c));
     if (!BSON_ITER_HOLDS_NUMBER(it))
-        return dberr_set(err, DBERR_TYPE_MISMATCH,
-                         "BSON field 'collMod.%s' is the wrong type '%s', expected types '[long, "
-                         "int, decimal, double]'",
-                         k, shellfmt_type_name(bson_iter_type(it)));
+        return cmd_wrong_type(err, it, "types '[long, int, decimal, double]'", "collMod.%s", k);
     int64_t v = bson_iter_as_int64(it);
     if (k[6] == 'S' && v <= 0)
         return dberr_set(err, 51024, "BSON field 'cappedSize' value must be > 0, actual value "
@@ -488,10 +479,7 @@ bool cmd_coll_mod(cmd_ctx_t *ctx, dberr_t *err)
             }
             if (bson_iter_init_find(&f, &spec, "hidden")) {
                 if (!BSON_ITER_HOLDS_BOOL(&f)) {
-                    ok = dberr_set(err, DBERR_TYPE_MISMATCH,
-                                   "BSON field 'collMod.index.hidden' is the wrong type '%s', "
-                                   "expected type 'bool'",
-                                   shellfmt_type_name(bson_iter_type(&f)));
+                    ok = cmd_wrong_type(err, &f, "type 'bool'", "collMod.index.hidden");
                     break;
                 }
                 if (ix->is_id) {

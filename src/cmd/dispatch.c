@@ -4,6 +4,7 @@
 #include "cmd/changestream.h"
 #include "cmd/cmd-private.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -822,6 +823,19 @@ bool cmd_target(const cmd_ctx_t *ctx, cmd_target_t *t, dberr_t *err)
     return true;
 }
 
+bool cmd_wrong_type(dberr_t *err, const bson_iter_t *it, const char *expected,
+                    const char *field_fmt, ...)
+{
+    char field[512]; /* as long as any errmsg */
+    va_list ap;
+    va_start(ap, field_fmt);
+    vsnprintf(field, sizeof field, field_fmt, ap);
+    va_end(ap);
+    return dberr_set(err, DBERR_TYPE_MISMATCH,
+                     "BSON field '%s' is the wrong type '%s', expected %s", field,
+                     shellfmt_type_name(bson_iter_type(it)), expected);
+}
+
 bool cmd_required(const cmd_ctx_t *ctx, const char *key, bson_type_t type, bson_iter_t *it,
                   dberr_t *err)
 {
@@ -842,10 +856,8 @@ bool cmd_opt_int64(const cmd_ctx_t *ctx, const char *key, int64_t *out, dberr_t 
     if (!cmd_find(ctx, key, &it) || BSON_ITER_HOLDS_NULL(&it))
         return true;
     if (!BSON_ITER_HOLDS_NUMBER(&it))
-        return dberr_set(err, DBERR_TYPE_MISMATCH,
-                         "BSON field '%s.%s' is the wrong type '%s', expected types '[long, int, "
-                         "decimal, double]'",
-                         ctx->name, key, shellfmt_type_name(bson_iter_type(&it)));
+        return cmd_wrong_type(err, &it, "types '[long, int, decimal, double]'", "%s.%s", ctx->name,
+                              key);
     *out = bson_iter_as_int64(&it);
     return true;
 }
@@ -856,10 +868,8 @@ bool cmd_opt_bool(const cmd_ctx_t *ctx, const char *key, bool *out, dberr_t *err
     if (!cmd_find(ctx, key, &it) || BSON_ITER_HOLDS_NULL(&it))
         return true;
     if (!BSON_ITER_HOLDS_BOOL(&it) && !BSON_ITER_HOLDS_NUMBER(&it))
-        return dberr_set(err, DBERR_TYPE_MISMATCH,
-                         "BSON field '%s.%s' is the wrong type '%s', expected types '[bool, long, "
-                         "int, decimal, double]'",
-                         ctx->name, key, shellfmt_type_name(bson_iter_type(&it)));
+        return cmd_wrong_type(err, &it, "types '[bool, long, int, decimal, double]'", "%s.%s",
+                              ctx->name, key);
     *out = bson_iter_as_bool(&it);
     return true;
 }
@@ -871,9 +881,7 @@ bool cmd_opt_doc(const cmd_ctx_t *ctx, const char *key, bson_t *out, bool *prese
     if (!cmd_find(ctx, key, &it) || BSON_ITER_HOLDS_NULL(&it))
         return true;
     if (!BSON_ITER_HOLDS_DOCUMENT(&it))
-        return dberr_set(err, DBERR_TYPE_MISMATCH,
-                         "BSON field '%s.%s' is the wrong type '%s', expected type 'object'",
-                         ctx->name, key, shellfmt_type_name(bson_iter_type(&it)));
+        return cmd_wrong_type(err, &it, "type 'object'", "%s.%s", ctx->name, key);
     *present = cmd_iter_doc(&it, out);
     return true;
 }

@@ -154,10 +154,7 @@ bool cmd_reply_cursor_lend(cmd_ctx_t *ctx, const char *ns, recvec_t *recs,
 bool cmd_get_more(cmd_ctx_t *ctx, dberr_t *err)
 {
     if (!BSON_ITER_HOLDS_INT64(&ctx->arg) && !BSON_ITER_HOLDS_INT32(&ctx->arg))
-        return dberr_set(err, DBERR_TYPE_MISMATCH,
-                         "BSON field 'getMore.getMore' is the wrong type '%s', expected type "
-                         "'long'",
-                         shellfmt_type_name(bson_iter_type(&ctx->arg)));
+        return cmd_wrong_type(err, &ctx->arg, "type 'long'", "getMore.getMore");
     int64_t id = bson_iter_as_int64(&ctx->arg);
     bson_iter_t it;
     if (!cmd_find(ctx, "collection", &it) || !BSON_ITER_HOLDS_UTF8(&it))
@@ -930,10 +927,7 @@ bool cmd_explain(cmd_ctx_t *ctx, dberr_t *err)
         bson_iter_t v;
         if (cmd_find(ctx, "verbosity", &v)) {
             if (!BSON_ITER_HOLDS_UTF8(&v))
-                return dberr_set(err, DBERR_TYPE_MISMATCH,
-                                 "BSON field 'explain.verbosity' is the wrong type '%s', "
-                                 "expected type 'string'",
-                                 shellfmt_type_name(bson_iter_type(&v)));
+                return cmd_wrong_type(err, &v, "type 'string'", "explain.verbosity");
             verbosity = bson_iter_utf8(&v, NULL);
         }
         if (strcmp(verbosity, "queryPlanner") && strcmp(verbosity, "executionStats") &&
