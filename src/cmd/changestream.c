@@ -237,27 +237,32 @@ static bool cs_check_stages(const bson_iter_t *pipeline, bson_t *rest, dberr_t *
     return true;
 }
 
-/* Appends {cursor: {<field>: [events], postBatchResumeToken, id, ns}};
- * *n gets the number of events (when n is not NULL). */
-static bool cs_reply(cursor_t *c, bson_t *reply, const char *field, int64_t max, uint32_t *n,
+bool cs_reader_reply(cursor_t *c, bson_t *reply, const char *field, int64_t max, uint32_t *n,
                      bool *ended, dberr_t *err)
 {
-    cs_stream_t *s = c->stream;
+    cs_reader_t *r = c->stream;
     bson_t cur, batch;
     uint32_t count = 0;
     bson_append_document_begin(reply, "cursor", -1, &cur);
     bson_append_array_begin(&cur, field, -1, &batch);
-    bool ok = cs_fill(s, &batch, &count, max, err);
+    bool ok = r->fill(c, &batch, &count, max, err);
     bson_append_array_end(&cur, &batch);
-    cs_append_token(&cur, "postBatchResumeToken", s->pos);
-    BSON_APPEND_INT64(&cur, "id", s->invalidated ? 0 : c->id);
+    if (r->resume_pos)
+        cs_append_token(&cur, "postBatchResumeToken", *r->resume_pos);
+    BSON_APPEND_INT64(&cur, "id", r->ended ? 0 : c->id);
     BSON_APPEND_UTF8(&cur, "ns", c->ns);
     bson_append_document_end(reply, &cur);
     if (n)
         *n = count;
     if (ended)
-        *ended = s->invalidated;
+        *ended = r->ended;
     return ok;
+}
+
+/* The change stream reader's fill: the events after the stream's position. */
+static bool cs_reader_fill(cursor_t *c, bson_t *batch, uint32_t *n, int64_t max, dberr_t *err)
+{
+    return cs_fill(c->stream, batch, n, max, err);
 }
 
 bool changestream_aggregate(cmd_ctx_t *ctx, const char *coll, const bson_iter_t *pipeline,
@@ -267,7 +272,8 @@ bool changestream_aggregate(cmd_ctx_t *ctx, const char *coll, const bson_iter_t 
     bson_t first, spec, rest = BSON_INITIALIZER;
     bool all_cluster = false, ok = false;
     cs_stream_t *s = bson_malloc0(sizeof *s);
-    s->reader.reply = cs_reply;
+    s->reader.fill = cs_reader_fill;
+    s->reader.resume_pos = &s->pos;
     s->reader.await_data = true;
     bson_iter_recurse(pipeline, &el);
     bson_iter_next(&el);
@@ -331,10 +337,10 @@ bool changestream_aggregate(cmd_ctx_t *ctx, const char *coll, const bson_iter_t 
     c->stream = s;
     c->stream_free = cs_stream_free;
     s = NULL;
-    ok = cs_reply(c, ctx->reply, "firstBatch", batch_size < 0 ? 101 : batch_size, NULL, NULL,
-                  err);
-    cs_stream_t *cst = c->stream;
-    if (!ok || cst->invalidated)
+    bool ended = false;
+    ok = cs_reader_reply(c, ctx->reply, "firstBatch", batch_size < 0 ? 101 : batch_size, NULL,
+                         &ended, err);
+    if (!ok || ended)
         cursors_close(server.cursors, c->id);
 cleanup:
     if (s)
@@ -433,7 +439,7 @@ static bool cs_try_answer(cs_park_t *p, uint64_t now, cs_answer_t *a, size_t slo
     }
     uint32_t n = 0;
     bool ended = false;
-    bool ok = r ? r->reply(c, a->reply, "nextBatch", p->batch_size, &n, &ended, &err)
+    bool ok = r ? cs_reader_reply(c, a->reply, "nextBatch", p->batch_size, &n, &ended, &err)
                 : tailable_reply(a->reply, c, p->batch_size, &n, &err);
     if (ok && n == 0 && !ended && p->deadline_ms > now && !server.stopping) {
         bson_destroy(a->reply);
@@ -511,7 +517,7 @@ bool changestream_get_more(cmd_ctx_t *ctx, cursor_t *c, int64_t batch_size, dber
     uint32_t n = 0;
     int64_t id = c->id;
     bool ended = false;
-    bool ok = r->reply(c, &reply, "nextBatch", batch_size, &n, &ended, err);
+    bool ok = cs_reader_reply(c, &reply, "nextBatch", batch_size, &n, &ended, err);
     if (!ok || n > 0 || ended || await_ms <= 0 || server.stopping) {
         cs_note_sent(r, n, batch_size, now);
         bson_concat(ctx->reply, &reply);

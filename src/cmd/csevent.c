@@ -530,7 +530,7 @@ static void cs_invalidate(cs_emit_t *em, cs_pos_t pos)
     /* the stages do not filter an invalidate (mongod runs them, but an
      * invalidate always ends the stream) */
     bson_append_document(em->batch, cmd_index_key((*em->n)++, key, sizeof key), -1, &ev);
-    em->s->invalidated = true;
+    em->s->reader.ended = true; /* the invalidate was returned */
     em->full = true;
     bson_destroy(&ev);
 }
@@ -730,7 +730,7 @@ bool cs_entry_visible(const history_entry_t *e)
 
 bool cs_fill(cs_stream_t *s, bson_t *batch, uint32_t *n, int64_t max, dberr_t *err)
 {
-    if (s->invalidated)
+    if (s->reader.ended)
         return true;
     if (!cs_check_history(s->pos, err))
         return false;
@@ -751,7 +751,7 @@ bool cs_fill(cs_stream_t *s, bson_t *batch, uint32_t *n, int64_t max, dberr_t *e
     /* a batch with events ends at its last one (postBatchResumeToken is
      * that event's _id, as drivers expect); the entries scanned after it
      * are scanned again */
-    if (*n > 0 && !s->invalidated)
+    if (*n > 0 && !s->reader.ended)
         s->pos = em.last;
     return true;
 }
