@@ -46,8 +46,8 @@ typedef struct cs_reader {
      * at most `max` (0: no count bound); sets `ended` once the cursor is
      * finished. */
     bool (*fill)(cursor_t *c, bson_t *batch, uint32_t *n, int64_t max, dberr_t *err);
-    bool ended;                  /* finished: its id goes out as 0, it closes */
-    const cs_pos_t *resume_pos;  /* sent as postBatchResumeToken after a batch (NULL: none) */
+    bool ended;                 /* finished: its id goes out as 0, it closes */
+    const cs_pos_t *resume_pos; /* sent as postBatchResumeToken after a batch (NULL: none) */
     bool await_data; /* an empty getMore parks for its maxTimeMS (else answers at once) */
     uint64_t last_sent_ms; /* uv_now() when a getMore last returned results (pacing, 0: never) */
 } cs_reader_t;

@@ -379,7 +379,6 @@ static bool oplog_fill(cursor_t *c, bson_t *arr, uint32_t *n, int64_t max, dberr
     return true;
 }
 
-
 /* ---- find ---- */
 
 /* The direction of a sort or hint: {$natural: 1|-1} (or {ts: 1|-1}, the
