@@ -151,6 +151,12 @@ bool cmd_target(const cmd_ctx_t *ctx, cmd_target_t *t, dberr_t *err);
 bool cmd_wrong_type(dberr_t *err, const bson_iter_t *it, const char *expected,
                     const char *field_fmt, ...) __attribute__((format(printf, 4, 5)));
 
+/* Sets FailedToParse 9 worded as mongod's IDL, "BSON field '<field>' is
+ * missing but a required field", the field's name formatted from
+ * `field_fmt`. Returns false. */
+bool cmd_missing_field(dberr_t *err, const char *field_fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 /* Finds the required field `key` of type `type` into it: FailedToParse 9
  * when missing, TypeMismatch 14 when of another type, worded as mongod's
  * IDL ("BSON field 'distinct.key' is missing but a required field"). */

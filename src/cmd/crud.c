@@ -651,11 +651,9 @@ static bool crud_parse_update_stmt(const bson_t *stmt, crud_update_stmt_t *s, db
         }
     }
     if (!has_q)
-        return dberr_set(err, DBERR_FAILED_TO_PARSE,
-                         "BSON field 'update.updates.q' is missing but a required field");
+        return cmd_missing_field(err, "update.updates.q");
     if (!has_u)
-        return dberr_set(err, DBERR_FAILED_TO_PARSE,
-                         "BSON field 'update.updates.u' is missing but a required field");
+        return cmd_missing_field(err, "update.updates.u");
     return true;
 }
 
@@ -829,11 +827,9 @@ static bool crud_delete_one(const cmd_ctx_t *ctx, view_t *view, collection_t *c,
         }
     }
     if (!has_q)
-        return dberr_set(err, DBERR_FAILED_TO_PARSE,
-                         "BSON field 'delete.deletes.q' is missing but a required field");
+        return cmd_missing_field(err, "delete.deletes.q");
     if (!has_limit)
-        return dberr_set(err, DBERR_FAILED_TO_PARSE,
-                         "BSON field 'delete.deletes.limit' is missing but a required field");
+        return cmd_missing_field(err, "delete.deletes.limit");
     if (limit != 0 && limit != 1)
         return dberr_set(err, DBERR_FAILED_TO_PARSE,
                          "The limit field in delete objects must be 0 or 1. Got %lld",

@@ -731,8 +731,7 @@ bool cmd_drop_indexes(cmd_ctx_t *ctx, dberr_t *err)
         return dberr_set(err, DBERR_NAMESPACE_NOT_FOUND, "ns not found %s", t.ns);
     bson_iter_t it;
     if (!cmd_find(ctx, "index", &it))
-        return dberr_set(err, DBERR_FAILED_TO_PARSE,
-                         "BSON field 'dropIndexes.index' is missing but a required field");
+        return cmd_missing_field(err, "dropIndexes.index");
     int was = collection_nindexes(c);
     if (BSON_ITER_HOLDS_UTF8(&it)) {
         const char *name = bson_iter_utf8(&it, NULL);

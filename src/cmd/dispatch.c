@@ -823,6 +823,17 @@ bool cmd_target(const cmd_ctx_t *ctx, cmd_target_t *t, dberr_t *err)
     return true;
 }
 
+bool cmd_missing_field(dberr_t *err, const char *field_fmt, ...)
+{
+    char field[512]; /* as long as any errmsg */
+    va_list ap;
+    va_start(ap, field_fmt);
+    vsnprintf(field, sizeof field, field_fmt, ap);
+    va_end(ap);
+    return dberr_set(err, DBERR_FAILED_TO_PARSE, "BSON field '%s' is missing but a required field",
+                     field);
+}
+
 bool cmd_wrong_type(dberr_t *err, const bson_iter_t *it, const char *expected,
                     const char *field_fmt, ...)
 {
@@ -840,8 +851,7 @@ bool cmd_required(const cmd_ctx_t *ctx, const char *key, bson_type_t type, bson_
                   dberr_t *err)
 {
     if (!cmd_find(ctx, key, it))
-        return dberr_set(err, DBERR_FAILED_TO_PARSE,
-                         "BSON field '%s.%s' is missing but a required field", ctx->name, key);
+        return cmd_missing_field(err, "%s.%s", ctx->name, key);
     if (bson_iter_type(it) != type)
         return dberr_set(err, DBERR_TYPE_MISMATCH,
                          "BSON field '%s.%s' is the wrong type '%s', expected type '%s'",

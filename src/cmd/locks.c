@@ -71,8 +71,7 @@ static bool locks_int_arg(const cmd_ctx_t *ctx, const char *key, bool required, 
     snprintf(field, sizeof field, "%s.%s", ctx->name, key);
     if (!cmd_find(ctx, key, &it) || BSON_ITER_HOLDS_NULL(&it)) {
         if (required)
-            return dberr_set(err, DBERR_FAILED_TO_PARSE,
-                             "BSON field '%s' is missing but a required field", field);
+            return cmd_missing_field(err, "%s", field);
         return true;
     }
     return locks_int(&it, field, min, max, out, err);
@@ -389,11 +388,9 @@ bool cmd_check_fence(cmd_ctx_t *ctx, dberr_t *err)
         }
     }
     if (!lock)
-        return dberr_set(err, DBERR_FAILED_TO_PARSE,
-                         "BSON field '%s.fence.lock' is missing but a required field", ctx->name);
+        return cmd_missing_field(err, "%s.fence.lock", ctx->name);
     if (!has_token)
-        return dberr_set(err, DBERR_FAILED_TO_PARSE,
-                         "BSON field '%s.fence.token' is missing but a required field", ctx->name);
+        return cmd_missing_field(err, "%s.fence.token", ctx->name);
     if (!lease_valid_name(lock, lock_len, err))
         return false;
     char name[LEASE_NAME_MAX + 1];

@@ -158,8 +158,7 @@ bool cmd_get_more(cmd_ctx_t *ctx, dberr_t *err)
     int64_t id = bson_iter_as_int64(&ctx->arg);
     bson_iter_t it;
     if (!cmd_find(ctx, "collection", &it) || !BSON_ITER_HOLDS_UTF8(&it))
-        return dberr_set(err, DBERR_FAILED_TO_PARSE,
-                         "BSON field 'getMore.collection' is missing but a required field");
+        return cmd_missing_field(err, "getMore.collection");
     int64_t batch_size = 0;
     if (!cmd_opt_int64(ctx, "batchSize", &batch_size, err))
         return false;
@@ -211,8 +210,7 @@ bool cmd_kill_cursors(cmd_ctx_t *ctx, dberr_t *err)
         return false;
     bson_iter_t it, el;
     if (!cmd_find(ctx, "cursors", &it) || !BSON_ITER_HOLDS_ARRAY(&it))
-        return dberr_set(err, DBERR_FAILED_TO_PARSE,
-                         "BSON field 'killCursors.cursors' is missing but a required field");
+        return cmd_missing_field(err, "killCursors.cursors");
     bson_t killed = BSON_INITIALIZER, missing = BSON_INITIALIZER;
     uint32_t nk = 0, nm = 0;
     char key[16];
