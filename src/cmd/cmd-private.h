@@ -173,6 +173,8 @@ bool cmd_opt_doc(const cmd_ctx_t *ctx, const char *key, bson_t *out, bool *prese
 
 /* Compiles `filter`, giving $expr the command's `let` variables. */
 struct matcher *cmd_matcher_new(const cmd_ctx_t *ctx, const bson_t *filter, dberr_t *err);
+/* find's matcher: as cmd_matcher_new, with $near / $nearSphere allowed. */
+struct matcher *cmd_matcher_new_near(const cmd_ctx_t *ctx, const bson_t *filter, dberr_t *err);
 
 /* The collation an operation on `c` (NULL: no such collection) runs
  * under: its own `collation` field under `field` (NULL when the command

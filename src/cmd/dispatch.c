@@ -896,14 +896,25 @@ bool cmd_opt_doc(const cmd_ctx_t *ctx, const char *key, bson_t *out, bool *prese
     return true;
 }
 
-struct matcher *cmd_matcher_new(const cmd_ctx_t *ctx, const bson_t *filter, dberr_t *err)
+/* Gives matcher `m` (NULL: none was compiled) the command's `let`
+ * variables; returns it. */
+static matcher_t *cmd_matcher_let(const cmd_ctx_t *ctx, matcher_t *m)
 {
-    matcher_t *m = matcher_new(filter, err);
     bson_iter_t it;
     bson_t let;
     if (m && cmd_find(ctx, "let", &it) && BSON_ITER_HOLDS_DOCUMENT(&it) && cmd_iter_doc(&it, &let))
         matcher_set_let(m, &let);
     return m;
+}
+
+struct matcher *cmd_matcher_new(const cmd_ctx_t *ctx, const bson_t *filter, dberr_t *err)
+{
+    return cmd_matcher_let(ctx, matcher_new(filter, err));
+}
+
+struct matcher *cmd_matcher_new_near(const cmd_ctx_t *ctx, const bson_t *filter, dberr_t *err)
+{
+    return cmd_matcher_let(ctx, matcher_new_near(filter, err));
 }
 
 const char *cmd_index_key(uint32_t i, char *buf, size_t size)

@@ -476,17 +476,6 @@ static bool query_apply_key_options(collection_t *c, const query_find_t *q,
     return true;
 }
 
-/* find's matcher: as cmd_matcher_new, with $near / $nearSphere allowed. */
-static matcher_t *query_find_matcher(cmd_ctx_t *ctx, const bson_t *filter, dberr_t *err)
-{
-    matcher_t *m = matcher_new_near(filter, err);
-    bson_iter_t it;
-    bson_t let;
-    if (m && cmd_find(ctx, "let", &it) && BSON_ITER_HOLDS_DOCUMENT(&it) && cmd_iter_doc(&it, &let))
-        matcher_set_let(m, &let);
-    return m;
-}
-
 /* A $near needs a geo index on its path, as mongod's planner (291): a
  * 2dsphere one for a GeoJSON point, a 2d one for a flat legacy $near,
  * either for a legacy $nearSphere; with the filter `m` (NULL: any such
@@ -686,7 +675,7 @@ bool cmd_find_cmd(cmd_ctx_t *ctx, dberr_t *err)
     bson_iter_t let;
     cacheable = !q.coll && !cmd_find(ctx, "let", &let);
     m = cacheable ? plancache_take_find_matcher(&q.filter) : NULL;
-    if (!m && !(m = query_find_matcher(ctx, &q.filter, err)))
+    if (!m && !(m = cmd_matcher_new_near(ctx, &q.filter, err)))
         goto cleanup;
     if (q.has_sort && !(s = sortspec_new(&q.sort, err)))
         goto cleanup;
