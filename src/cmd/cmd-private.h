@@ -192,6 +192,14 @@ bool cmd_collation_resolve(struct collection *c, const bson_iter_t *field,
 /* Appends the array index key for `i` ("0", "1", ...) and returns it. */
 const char *cmd_index_key(uint32_t i, char *buf, size_t size);
 
+/* Appends idIndex: {v: 2, key: {_id: 1}, name: "_id_"}, the _id index a
+ * new collection gets, as mongod shows it (listCollections, oplog). */
+void cmd_append_id_index(bson_t *out);
+
+/* Appends the options of the catalog change {create, options} `cmd` (the
+ * observer's document) and, unless it creates a view, its idIndex: the
+ * description of a create in the oplog and in change events. */
+void cmd_append_create_options(bson_t *out, const bson_t *cmd);
 
 struct recvec;
 struct projection;

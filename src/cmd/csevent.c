@@ -600,19 +600,7 @@ static void cs_ddl_events(cs_emit_t *em, cs_pos_t pos, uint64_t base, const char
         bson_t desc = BSON_INITIALIZER;
         if ((name = cs_str(cmd, "create"))) {
             type = "create";
-            if (bsonview_field(cmd, "options", &sub))
-                bson_concat(&desc, &sub);
-            if (!bson_has_field(&desc, "viewOn")) {
-                bson_t idx;
-                bson_append_document_begin(&desc, "idIndex", -1, &idx);
-                BSON_APPEND_INT32(&idx, "v", 2);
-                bson_t k;
-                bson_append_document_begin(&idx, "key", -1, &k);
-                BSON_APPEND_INT32(&k, "_id", 1);
-                bson_append_document_end(&idx, &k);
-                BSON_APPEND_UTF8(&idx, "name", "_id_");
-                bson_append_document_end(&desc, &idx);
-            }
+            cmd_append_create_options(&desc, cmd);
         } else if ((name = cs_str(cmd, "createIndex")) || (name = cs_str(cmd, "dropIndex"))) {
             type = bson_has_field(cmd, "createIndex") ? "createIndexes" : "dropIndexes";
             bson_t arr, one;

@@ -134,7 +134,7 @@ typedef struct dbcmds_listcoll {
 static void dbcmds_list_one_coll(collection_t *c, void *ctx)
 {
     dbcmds_listcoll_t *l = ctx;
-    bson_t entry = BSON_INITIALIZER, info, idx, key;
+    bson_t entry = BSON_INITIALIZER, info;
     BSON_APPEND_UTF8(&entry, "name", collection_name(c));
     BSON_APPEND_UTF8(&entry, "type", collection_is_view(c) ? "view" : "collection");
     if (!l->name_only && collection_is_view(c)) {
@@ -148,13 +148,7 @@ static void dbcmds_list_one_coll(collection_t *c, void *ctx)
         BSON_APPEND_BOOL(&info, "readOnly", false);
         bson_append_binary(&info, "uuid", -1, BSON_SUBTYPE_UUID, collection_uuid(c), 16);
         bson_append_document_end(&entry, &info);
-        bson_append_document_begin(&entry, "idIndex", -1, &idx);
-        BSON_APPEND_INT32(&idx, "v", 2);
-        bson_append_document_begin(&idx, "key", -1, &key);
-        BSON_APPEND_INT32(&key, "_id", 1);
-        bson_append_document_end(&idx, &key);
-        BSON_APPEND_UTF8(&idx, "name", "_id_");
-        bson_append_document_end(&entry, &idx);
+        cmd_append_id_index(&entry);
     }
     if (!l->filter || matcher_matches(l->filter, &entry, NULL)) {
         record_t *r = record_new(&entry);

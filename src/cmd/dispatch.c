@@ -20,6 +20,7 @@
 #include "store/clock.h"
 #include "txn/txn.h"
 #include "txn/session.h"
+#include "util/bsonview.h"
 #include "util/fiber.h"
 #include "util/log.h"
 #include "util/shellfmt.h"
@@ -915,6 +916,27 @@ struct matcher *cmd_matcher_new(const cmd_ctx_t *ctx, const bson_t *filter, dber
 struct matcher *cmd_matcher_new_near(const cmd_ctx_t *ctx, const bson_t *filter, dberr_t *err)
 {
     return cmd_matcher_let(ctx, matcher_new_near(filter, err));
+}
+
+void cmd_append_id_index(bson_t *out)
+{
+    bson_t idx, key;
+    bson_append_document_begin(out, "idIndex", -1, &idx);
+    BSON_APPEND_INT32(&idx, "v", 2);
+    bson_append_document_begin(&idx, "key", -1, &key);
+    BSON_APPEND_INT32(&key, "_id", 1);
+    bson_append_document_end(&idx, &key);
+    BSON_APPEND_UTF8(&idx, "name", "_id_");
+    bson_append_document_end(out, &idx);
+}
+
+void cmd_append_create_options(bson_t *out, const bson_t *cmd)
+{
+    bson_t options;
+    if (bsonview_field(cmd, "options", &options))
+        bson_concat(out, &options);
+    if (!bson_has_field(out, "viewOn"))
+        cmd_append_id_index(out);
 }
 
 const char *cmd_index_key(uint32_t i, char *buf, size_t size)

@@ -78,18 +78,7 @@ static bool oplog_ddl(bson_t *out, const char *db, const bson_t *cmd)
             bson_append_value(out, "ui", 2, bson_iter_value(&it));
         bson_append_document_begin(out, "o", 1, &o);
         BSON_APPEND_UTF8(&o, "create", name);
-        if (bsonview_field(cmd, "options", &sub))
-            bson_concat(&o, &sub);
-        if (!bson_has_field(&o, "viewOn")) {
-            bson_t idx, key;
-            bson_append_document_begin(&o, "idIndex", -1, &idx);
-            BSON_APPEND_INT32(&idx, "v", 2);
-            bson_append_document_begin(&idx, "key", -1, &key);
-            BSON_APPEND_INT32(&key, "_id", 1);
-            bson_append_document_end(&idx, &key);
-            BSON_APPEND_UTF8(&idx, "name", "_id_");
-            bson_append_document_end(&o, &idx);
-        }
+        cmd_append_create_options(&o, cmd);
         bson_append_document_end(out, &o);
         return true;
     }
