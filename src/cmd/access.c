@@ -635,9 +635,7 @@ bool access_role_list(cmd_ctx_t *ctx, const bson_iter_t *it, bson_t *out, dberr_
 {
     bson_iter_t el;
     if (!BSON_ITER_HOLDS_ARRAY(it) || !bson_iter_recurse(it, &el))
-        return dberr_set(err, DBERR_TYPE_MISMATCH,
-                         "BSON field '%s.roles' is the wrong type '%s', expected type 'array'",
-                         ctx->name, shellfmt_type_name(bson_iter_type(it)));
+        return cmd_wrong_type(err, it, "type 'array'", "%s.roles", ctx->name);
     uint32_t n = 0;
     char key[16];
     bool exception = access_localhost_exception(ctx->client);

@@ -391,10 +391,8 @@ bool cmd_profile(cmd_ctx_t *ctx, dberr_t *err)
     if (!cmd_only_fields(ctx, known, sizeof known / sizeof known[0], err))
         return false;
     if (!BSON_ITER_HOLDS_NUMBER(&ctx->arg))
-        return dberr_set(err, DBERR_TYPE_MISMATCH,
-                         "BSON field 'profile.profile' is the wrong type '%s', expected types "
-                         "'[long, int, decimal, double]'",
-                         shellfmt_type_name(bson_iter_type(&ctx->arg)));
+        return cmd_wrong_type(err, &ctx->arg, "types '[long, int, decimal, double]'",
+                              "profile.profile");
     int64_t level = bson_iter_as_int64(&ctx->arg);
     if (level < -1 || level > 2)
         return dberr_set(err, DBERR_BAD_VALUE, "Bad profiling level value: %lld",
@@ -415,10 +413,7 @@ bool cmd_profile(cmd_ctx_t *ctx, dberr_t *err)
     double rate = stats_slow.sample_rate;
     if (cmd_find(ctx, "sampleRate", &it)) {
         if (!BSON_ITER_HOLDS_NUMBER(&it))
-            return dberr_set(err, DBERR_TYPE_MISMATCH,
-                             "BSON field 'profile.sampleRate' is the wrong type '%s', expected "
-                             "type 'double'",
-                             shellfmt_type_name(bson_iter_type(&it)));
+            return cmd_wrong_type(err, &it, "type 'double'", "profile.sampleRate");
         rate = bson_iter_as_double(&it);
         if (!(rate >= 0.0 && rate <= 1.0))
             return dberr_set(err, DBERR_BAD_VALUE, "'sampleRate' must be between 0.0 and 1.0 "

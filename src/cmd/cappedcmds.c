@@ -90,10 +90,7 @@ bool cmd_clone_collection_as_capped(cmd_ctx_t *ctx, dberr_t *err)
                          "BSON field 'cloneCollectionAsCapped.toCollection' is "
                          "missing but a required field");
     if (!BSON_ITER_HOLDS_UTF8(&to_it))
-        return dberr_set(err, DBERR_TYPE_MISMATCH,
-                         "BSON field 'cloneCollectionAsCapped.toCollection' is the wrong type "
-                         "'%s', expected type 'string'",
-                         shellfmt_type_name(bson_iter_type(&to_it)));
+        return cmd_wrong_type(err, &to_it, "type 'string'", "cloneCollectionAsCapped.toCollection");
     const char *to = bson_iter_utf8(&to_it, NULL);
     bson_t options = BSON_INITIALIZER, empty = BSON_INITIALIZER;
     matcher_t *all = NULL;

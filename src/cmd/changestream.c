@@ -113,10 +113,7 @@ static bool cs_parse_image(const bson_iter_t *it, const char *field, bool before
                            cs_image_t *out, dberr_t *err)
 {
     if (!BSON_ITER_HOLDS_UTF8(it))
-        return dberr_set(err, DBERR_TYPE_MISMATCH,
-                         "BSON field '$changeStream.%s' is the wrong type '%s', expected type "
-                         "'string'",
-                         field, shellfmt_type_name(bson_iter_type(it)));
+        return cmd_wrong_type(err, it, "type 'string'", "$changeStream.%s", field);
     const char *v = bson_iter_utf8(it, NULL);
     if (!strcmp(v, before ? "off" : "default"))
         *out = CS_IMAGE_DEFAULT;
@@ -161,27 +158,20 @@ static bool cs_parse_spec(cmd_ctx_t *ctx, const bson_t *spec, cs_stream_t *s, bo
             *(after ? &has_start_after : &has_resume) = true;
         } else if (!strcmp(k, "startAtOperationTime")) {
             if (!BSON_ITER_HOLDS_TIMESTAMP(&it))
-                return dberr_set(err, DBERR_TYPE_MISMATCH,
-                                 "BSON field '$changeStream.startAtOperationTime' is the wrong "
-                                 "type '%s', expected type 'timestamp'",
-                                 shellfmt_type_name(bson_iter_type(&it)));
+                return cmd_wrong_type(err, &it, "type 'timestamp'",
+                                      "$changeStream.startAtOperationTime");
             bson_iter_timestamp(&it, &start.ts.t, &start.ts.i);
             start.k = 0; /* the commit at that time is included */
             start.kind = 0;
             has_at = true;
         } else if (!strcmp(k, "allChangesForCluster")) {
             if (!BSON_ITER_HOLDS_BOOL(&it))
-                return dberr_set(err, DBERR_TYPE_MISMATCH,
-                                 "BSON field '$changeStream.allChangesForCluster' is the wrong "
-                                 "type '%s', expected type 'bool'",
-                                 shellfmt_type_name(bson_iter_type(&it)));
+                return cmd_wrong_type(err, &it, "type 'bool'",
+                                      "$changeStream.allChangesForCluster");
             *all_cluster = bson_iter_as_bool(&it);
         } else if (!strcmp(k, "showExpandedEvents")) {
             if (!BSON_ITER_HOLDS_BOOL(&it))
-                return dberr_set(err, DBERR_TYPE_MISMATCH,
-                                 "BSON field '$changeStream.showExpandedEvents' is the wrong "
-                                 "type '%s', expected type 'bool'",
-                                 shellfmt_type_name(bson_iter_type(&it)));
+                return cmd_wrong_type(err, &it, "type 'bool'", "$changeStream.showExpandedEvents");
             s->show_expanded = bson_iter_as_bool(&it);
         } else if (!strcmp(k, "showSystemEvents") || !strcmp(k, "showRawUpdateDescription") ||
                    !strcmp(k, "showMigrationEvents") || !strcmp(k, "allowToRunOnConfigDB") ||
@@ -247,27 +237,32 @@ static bool cs_check_stages(const bson_iter_t *pipeline, bson_t *rest, dberr_t *
     return true;
 }
 
-/* Appends {cursor: {<field>: [events], postBatchResumeToken, id, ns}};
- * *n gets the number of events (when n is not NULL). */
-static bool cs_reply(cursor_t *c, bson_t *reply, const char *field, int64_t max, uint32_t *n,
+bool cs_reader_reply(cursor_t *c, bson_t *reply, const char *field, int64_t max, uint32_t *n,
                      bool *ended, dberr_t *err)
 {
-    cs_stream_t *s = c->stream;
+    cs_reader_t *r = c->stream;
     bson_t cur, batch;
     uint32_t count = 0;
     bson_append_document_begin(reply, "cursor", -1, &cur);
     bson_append_array_begin(&cur, field, -1, &batch);
-    bool ok = cs_fill(s, &batch, &count, max, err);
+    bool ok = r->fill(c, &batch, &count, max, err);
     bson_append_array_end(&cur, &batch);
-    cs_append_token(&cur, "postBatchResumeToken", s->pos);
-    BSON_APPEND_INT64(&cur, "id", s->invalidated ? 0 : c->id);
+    if (r->resume_pos)
+        cs_append_token(&cur, "postBatchResumeToken", *r->resume_pos);
+    BSON_APPEND_INT64(&cur, "id", r->ended ? 0 : c->id);
     BSON_APPEND_UTF8(&cur, "ns", c->ns);
     bson_append_document_end(reply, &cur);
     if (n)
         *n = count;
     if (ended)
-        *ended = s->invalidated;
+        *ended = r->ended;
     return ok;
+}
+
+/* The change stream reader's fill: the events after the stream's position. */
+static bool cs_reader_fill(cursor_t *c, bson_t *batch, uint32_t *n, int64_t max, dberr_t *err)
+{
+    return cs_fill(c->stream, batch, n, max, err);
 }
 
 bool changestream_aggregate(cmd_ctx_t *ctx, const char *coll, const bson_iter_t *pipeline,
@@ -277,7 +272,8 @@ bool changestream_aggregate(cmd_ctx_t *ctx, const char *coll, const bson_iter_t 
     bson_t first, spec, rest = BSON_INITIALIZER;
     bool all_cluster = false, ok = false;
     cs_stream_t *s = bson_malloc0(sizeof *s);
-    s->reader.reply = cs_reply;
+    s->reader.fill = cs_reader_fill;
+    s->reader.resume_pos = &s->pos;
     s->reader.await_data = true;
     bson_iter_recurse(pipeline, &el);
     bson_iter_next(&el);
@@ -341,10 +337,10 @@ bool changestream_aggregate(cmd_ctx_t *ctx, const char *coll, const bson_iter_t 
     c->stream = s;
     c->stream_free = cs_stream_free;
     s = NULL;
-    ok = cs_reply(c, ctx->reply, "firstBatch", batch_size < 0 ? 101 : batch_size, NULL, NULL,
-                  err);
-    cs_stream_t *cst = c->stream;
-    if (!ok || cst->invalidated)
+    bool ended = false;
+    ok = cs_reader_reply(c, ctx->reply, "firstBatch", batch_size < 0 ? 101 : batch_size, NULL,
+                         &ended, err);
+    if (!ok || ended)
         cursors_close(server.cursors, c->id);
 cleanup:
     if (s)
@@ -443,7 +439,7 @@ static bool cs_try_answer(cs_park_t *p, uint64_t now, cs_answer_t *a, size_t slo
     }
     uint32_t n = 0;
     bool ended = false;
-    bool ok = r ? r->reply(c, a->reply, "nextBatch", p->batch_size, &n, &ended, &err)
+    bool ok = r ? cs_reader_reply(c, a->reply, "nextBatch", p->batch_size, &n, &ended, &err)
                 : tailable_reply(a->reply, c, p->batch_size, &n, &err);
     if (ok && n == 0 && !ended && p->deadline_ms > now && !server.stopping) {
         bson_destroy(a->reply);
@@ -521,7 +517,7 @@ bool changestream_get_more(cmd_ctx_t *ctx, cursor_t *c, int64_t batch_size, dber
     uint32_t n = 0;
     int64_t id = c->id;
     bool ended = false;
-    bool ok = r->reply(c, &reply, "nextBatch", batch_size, &n, &ended, err);
+    bool ok = cs_reader_reply(c, &reply, "nextBatch", batch_size, &n, &ended, err);
     if (!ok || n > 0 || ended || await_ms <= 0 || server.stopping) {
         cs_note_sent(r, n, batch_size, now);
         bson_concat(ctx->reply, &reply);

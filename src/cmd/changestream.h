@@ -42,11 +42,12 @@ typedef enum cs_image {
  * `stream` (a change stream here, the oplog view's tailable cursors in
  * cmd/oplog.c): how to build its batch, and whether it waits. */
 typedef struct cs_reader {
-    /* Appends {cursor: {<field>: [...], ..., id, ns}} to `reply` with at
-     * most `max` results (0: no count bound); *n gets how many, *ended
-     * whether the cursor is finished (its id was 0). */
-    bool (*reply)(cursor_t *c, bson_t *reply, const char *field, int64_t max, uint32_t *n,
-                  bool *ended, dberr_t *err);
+    /* Appends to `batch` (an array, *n elements so far) the next results,
+     * at most `max` (0: no count bound); sets `ended` once the cursor is
+     * finished. */
+    bool (*fill)(cursor_t *c, bson_t *batch, uint32_t *n, int64_t max, dberr_t *err);
+    bool ended;                 /* finished: its id goes out as 0, it closes */
+    const cs_pos_t *resume_pos; /* sent as postBatchResumeToken after a batch (NULL: none) */
     bool await_data; /* an empty getMore parks for its maxTimeMS (else answers at once) */
     uint64_t last_sent_ms; /* uv_now() when a getMore last returned results (pacing, 0: never) */
 } cs_reader_t;
@@ -61,7 +62,6 @@ typedef struct cs_stream {
     cs_image_t full_document;
     cs_image_t before_change;
     bool show_expanded;         /* showExpandedEvents */
-    bool invalidated;           /* the invalidate was returned: the cursor ends */
     pipeline_t *pipeline;       /* the stages after $changeStream, or NULL */
 } cs_stream_t;
 
@@ -128,6 +128,13 @@ bool cscache_keep(cs_shared_entry_t *se, uint32_t i, const bson_t *ev);
 
 /* Forgets every cached entry. */
 void cscache_clear(void);
+
+/* Appends {cursor: {<field>: [...], postBatchResumeToken, id, ns}} for the
+ * cursor `c` whose `stream` starts with a cs_reader_t, with at most `max`
+ * results (0: no count bound); *n gets how many and *ended whether the
+ * cursor is finished (its id was 0), each when not NULL. */
+bool cs_reader_reply(cursor_t *c, bson_t *reply, const char *field, int64_t max, uint32_t *n,
+                     bool *ended, dberr_t *err);
 
 /* getMore on a change stream cursor, or any cursor whose `stream` starts
  * with a cs_reader_t (query.c hands it over); parks an awaitData one. */

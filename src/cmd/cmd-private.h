@@ -144,6 +144,19 @@ typedef struct cmd_target {
 /* Fills t from the command's first field (cmd_collection_name's errors). */
 bool cmd_target(const cmd_ctx_t *ctx, cmd_target_t *t, dberr_t *err);
 
+/* Sets TypeMismatch 14 worded as mongod's IDL, "BSON field '<field>' is
+ * the wrong type '<it's type>', expected <expected>" (`expected` as
+ * "type 'object'" or "types '[long, int, decimal, double]'"), with the
+ * field's name formatted from `field_fmt`. Returns false. */
+bool cmd_wrong_type(dberr_t *err, const bson_iter_t *it, const char *expected,
+                    const char *field_fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* Sets FailedToParse 9 worded as mongod's IDL, "BSON field '<field>' is
+ * missing but a required field", the field's name formatted from
+ * `field_fmt`. Returns false. */
+bool cmd_missing_field(dberr_t *err, const char *field_fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 /* Finds the required field `key` of type `type` into it: FailedToParse 9
  * when missing, TypeMismatch 14 when of another type, worded as mongod's
  * IDL ("BSON field 'distinct.key' is missing but a required field"). */
@@ -160,6 +173,8 @@ bool cmd_opt_doc(const cmd_ctx_t *ctx, const char *key, bson_t *out, bool *prese
 
 /* Compiles `filter`, giving $expr the command's `let` variables. */
 struct matcher *cmd_matcher_new(const cmd_ctx_t *ctx, const bson_t *filter, dberr_t *err);
+/* find's matcher: as cmd_matcher_new, with $near / $nearSphere allowed. */
+struct matcher *cmd_matcher_new_near(const cmd_ctx_t *ctx, const bson_t *filter, dberr_t *err);
 
 /* The collation an operation on `c` (NULL: no such collection) runs
  * under: its own `collation` field under `field` (NULL when the command
@@ -177,6 +192,14 @@ bool cmd_collation_resolve(struct collection *c, const bson_iter_t *field,
 /* Appends the array index key for `i` ("0", "1", ...) and returns it. */
 const char *cmd_index_key(uint32_t i, char *buf, size_t size);
 
+/* Appends idIndex: {v: 2, key: {_id: 1}, name: "_id_"}, the _id index a
+ * new collection gets, as mongod shows it (listCollections, oplog). */
+void cmd_append_id_index(bson_t *out);
+
+/* Appends the options of the catalog change {create, options} `cmd` (the
+ * observer's document) and, unless it creates a view, its idIndex: the
+ * description of a create in the oplog and in change events. */
+void cmd_append_create_options(bson_t *out, const bson_t *cmd);
 
 struct recvec;
 struct projection;

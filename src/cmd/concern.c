@@ -38,10 +38,7 @@ bool cmd_write_concern_parse(cmd_ctx_t *ctx, bool is_write, dberr_t *err)
     if (!cmd_find(ctx, "writeConcern", &it))
         return true;
     if (!BSON_ITER_HOLDS_DOCUMENT(&it) || !cmd_iter_doc(&it, &doc))
-        return dberr_set(err, DBERR_TYPE_MISMATCH,
-                         "BSON field 'writeConcern' is the wrong type '%s', expected type "
-                         "'object'",
-                         shellfmt_type_name(bson_iter_type(&it)));
+        return cmd_wrong_type(err, &it, "type 'object'", "writeConcern");
     if (bson_empty(&doc))
         return true; /* the default */
     if (!concern_wc_allowed(ctx, is_write))
@@ -68,20 +65,16 @@ bool cmd_write_concern_parse(cmd_ctx_t *ctx, bool is_write, dberr_t *err)
             }
         } else if (!strcmp(k, "j") || !strcmp(k, "fsync")) {
             if (!BSON_ITER_HOLDS_BOOL(&f) && !BSON_ITER_HOLDS_NUMBER(&f))
-                return dberr_set(err, DBERR_TYPE_MISMATCH,
-                                 "BSON field 'writeConcern.%s' is the wrong type '%s', expected "
-                                 "types '[bool, long, int, decimal, double]'",
-                                 k, shellfmt_type_name(bson_iter_type(&f)));
+                return cmd_wrong_type(err, &f, "types '[bool, long, int, decimal, double]'",
+                                      "writeConcern.%s", k);
             if (k[0] == 'j')
                 wc->j = bson_iter_as_bool(&f);
             else
                 wc->fsync = bson_iter_as_bool(&f);
         } else if (!strcmp(k, "wtimeout")) {
             if (!BSON_ITER_HOLDS_NUMBER(&f))
-                return dberr_set(err, DBERR_TYPE_MISMATCH,
-                                 "BSON field 'writeConcern.wtimeout' is the wrong type '%s', "
-                                 "expected types '[long, int, decimal, double]'",
-                                 shellfmt_type_name(bson_iter_type(&f)));
+                return cmd_wrong_type(err, &f, "types '[long, int, decimal, double]'",
+                                      "writeConcern.wtimeout");
             wc->wtimeout = bson_iter_as_int64(&f);
         } else if (!strcmp(k, "provenance")) {
             /* drivers never send it; mongod accepts and records it */

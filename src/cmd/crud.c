@@ -307,16 +307,11 @@ static bool crud_stmt_ids(const cmd_ctx_t *ctx, uint32_t n, dberr_t *err)
     bool has_one = cmd_find(ctx, "stmtId", &it);
     int64_t first = has_one && BSON_ITER_HOLDS_NUMBER(&it) ? bson_iter_as_int64(&it) : 0;
     if (has_one && !BSON_ITER_HOLDS_INT32(&it) && !BSON_ITER_HOLDS_INT64(&it))
-        return dberr_set(err, DBERR_TYPE_MISMATCH,
-                         "BSON field '%s.stmtId' is the wrong type '%s', expected type 'int'",
-                         ctx->name, shellfmt_type_name(bson_iter_type(&it)));
+        return cmd_wrong_type(err, &it, "type 'int'", "%s.stmtId", ctx->name);
     bool by_index = first == 0;
     if (cmd_find(ctx, "stmtIds", &it)) {
         if (!BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &el))
-            return dberr_set(err, DBERR_TYPE_MISMATCH,
-                             "BSON field '%s.stmtIds' is the wrong type '%s', expected type "
-                             "'array'",
-                             ctx->name, shellfmt_type_name(bson_iter_type(&it)));
+            return cmd_wrong_type(err, &it, "type 'array'", "%s.stmtIds", ctx->name);
         uint32_t count = 0;
         while (bson_iter_next(&el)) {
             if (!BSON_ITER_HOLDS_INT32(&el) && !BSON_ITER_HOLDS_INT64(&el))
@@ -625,10 +620,7 @@ static bool crud_parse_update_stmt(const bson_t *stmt, crud_update_stmt_t *s, db
         const char *k = bson_iter_key(&it);
         if (strcmp(k, "q") == 0) {
             if (!BSON_ITER_HOLDS_DOCUMENT(&it) || !cmd_iter_doc(&it, &s->q))
-                return dberr_set(err, DBERR_TYPE_MISMATCH,
-                                 "BSON field 'update.updates.q' is the wrong type '%s', expected "
-                                 "type 'object'",
-                                 shellfmt_type_name(bson_iter_type(&it)));
+                return cmd_wrong_type(err, &it, "type 'object'", "update.updates.q");
             has_q = true;
         } else if (strcmp(k, "u") == 0) {
             if (!BSON_ITER_HOLDS_DOCUMENT(&it) && !BSON_ITER_HOLDS_ARRAY(&it))
@@ -659,11 +651,9 @@ static bool crud_parse_update_stmt(const bson_t *stmt, crud_update_stmt_t *s, db
         }
     }
     if (!has_q)
-        return dberr_set(err, DBERR_FAILED_TO_PARSE,
-                         "BSON field 'update.updates.q' is missing but a required field");
+        return cmd_missing_field(err, "update.updates.q");
     if (!has_u)
-        return dberr_set(err, DBERR_FAILED_TO_PARSE,
-                         "BSON field 'update.updates.u' is missing but a required field");
+        return cmd_missing_field(err, "update.updates.u");
     return true;
 }
 
@@ -818,17 +808,12 @@ static bool crud_delete_one(const cmd_ctx_t *ctx, view_t *view, collection_t *c,
         const char *k = bson_iter_key(&it);
         if (strcmp(k, "q") == 0) {
             if (!BSON_ITER_HOLDS_DOCUMENT(&it) || !cmd_iter_doc(&it, &q))
-                return dberr_set(err, DBERR_TYPE_MISMATCH,
-                                 "BSON field 'delete.deletes.q' is the wrong type '%s', expected "
-                                 "type 'object'",
-                                 shellfmt_type_name(bson_iter_type(&it)));
+                return cmd_wrong_type(err, &it, "type 'object'", "delete.deletes.q");
             has_q = true;
         } else if (strcmp(k, "limit") == 0) {
             if (!BSON_ITER_HOLDS_NUMBER(&it))
-                return dberr_set(err, DBERR_TYPE_MISMATCH,
-                                 "BSON field 'delete.deletes.limit' is the wrong type '%s', "
-                                 "expected types '[long, int, decimal, double]'",
-                                 shellfmt_type_name(bson_iter_type(&it)));
+                return cmd_wrong_type(err, &it, "types '[long, int, decimal, double]'",
+                                      "delete.deletes.limit");
             limit = bson_iter_as_int64(&it);
             has_limit = true;
         } else if (strcmp(k, "hint") == 0) {
@@ -842,11 +827,9 @@ static bool crud_delete_one(const cmd_ctx_t *ctx, view_t *view, collection_t *c,
         }
     }
     if (!has_q)
-        return dberr_set(err, DBERR_FAILED_TO_PARSE,
-                         "BSON field 'delete.deletes.q' is missing but a required field");
+        return cmd_missing_field(err, "delete.deletes.q");
     if (!has_limit)
-        return dberr_set(err, DBERR_FAILED_TO_PARSE,
-                         "BSON field 'delete.deletes.limit' is missing but a required field");
+        return cmd_missing_field(err, "delete.deletes.limit");
     if (limit != 0 && limit != 1)
         return dberr_set(err, DBERR_FAILED_TO_PARSE,
                          "The limit field in delete objects must be 0 or 1. Got %lld",

@@ -71,10 +71,7 @@ bool cs_parse_token(const bson_iter_t *it, const char *field, cs_pos_t *out, dbe
     bson_iter_t d;
     uint64_t t, i, k, kind;
     if (!BSON_ITER_HOLDS_DOCUMENT(it) || !cmd_iter_doc(it, &doc))
-        return dberr_set(err, DBERR_TYPE_MISMATCH,
-                         "BSON field '$changeStream.%s' is the wrong type '%s', expected type "
-                         "'object'",
-                         field, shellfmt_type_name(bson_iter_type(it)));
+        return cmd_wrong_type(err, it, "type 'object'", "$changeStream.%s", field);
     if (!bson_iter_init_find(&d, &doc, "_data"))
         return dberr_set(err, 260, "Bad resume token: _data of missing or of wrong type. "
                                    "Expected string, got %s",
@@ -533,7 +530,7 @@ static void cs_invalidate(cs_emit_t *em, cs_pos_t pos)
     /* the stages do not filter an invalidate (mongod runs them, but an
      * invalidate always ends the stream) */
     bson_append_document(em->batch, cmd_index_key((*em->n)++, key, sizeof key), -1, &ev);
-    em->s->invalidated = true;
+    em->s->reader.ended = true; /* the invalidate was returned */
     em->full = true;
     bson_destroy(&ev);
 }
@@ -603,19 +600,7 @@ static void cs_ddl_events(cs_emit_t *em, cs_pos_t pos, uint64_t base, const char
         bson_t desc = BSON_INITIALIZER;
         if ((name = cs_str(cmd, "create"))) {
             type = "create";
-            if (bsonview_field(cmd, "options", &sub))
-                bson_concat(&desc, &sub);
-            if (!bson_has_field(&desc, "viewOn")) {
-                bson_t idx;
-                bson_append_document_begin(&desc, "idIndex", -1, &idx);
-                BSON_APPEND_INT32(&idx, "v", 2);
-                bson_t k;
-                bson_append_document_begin(&idx, "key", -1, &k);
-                BSON_APPEND_INT32(&k, "_id", 1);
-                bson_append_document_end(&idx, &k);
-                BSON_APPEND_UTF8(&idx, "name", "_id_");
-                bson_append_document_end(&desc, &idx);
-            }
+            cmd_append_create_options(&desc, cmd);
         } else if ((name = cs_str(cmd, "createIndex")) || (name = cs_str(cmd, "dropIndex"))) {
             type = bson_has_field(cmd, "createIndex") ? "createIndexes" : "dropIndexes";
             bson_t arr, one;
@@ -733,7 +718,7 @@ bool cs_entry_visible(const history_entry_t *e)
 
 bool cs_fill(cs_stream_t *s, bson_t *batch, uint32_t *n, int64_t max, dberr_t *err)
 {
-    if (s->invalidated)
+    if (s->reader.ended)
         return true;
     if (!cs_check_history(s->pos, err))
         return false;
@@ -754,7 +739,7 @@ bool cs_fill(cs_stream_t *s, bson_t *batch, uint32_t *n, int64_t max, dberr_t *e
     /* a batch with events ends at its last one (postBatchResumeToken is
      * that event's _id, as drivers expect); the entries scanned after it
      * are scanned again */
-    if (*n > 0 && !s->invalidated)
+    if (*n > 0 && !s->reader.ended)
         s->pos = em.last;
     return true;
 }

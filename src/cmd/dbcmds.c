@@ -134,7 +134,7 @@ typedef struct dbcmds_listcoll {
 static void dbcmds_list_one_coll(collection_t *c, void *ctx)
 {
     dbcmds_listcoll_t *l = ctx;
-    bson_t entry = BSON_INITIALIZER, info, idx, key;
+    bson_t entry = BSON_INITIALIZER, info;
     BSON_APPEND_UTF8(&entry, "name", collection_name(c));
     BSON_APPEND_UTF8(&entry, "type", collection_is_view(c) ? "view" : "collection");
     if (!l->name_only && collection_is_view(c)) {
@@ -148,13 +148,7 @@ static void dbcmds_list_one_coll(collection_t *c, void *ctx)
         BSON_APPEND_BOOL(&info, "readOnly", false);
         bson_append_binary(&info, "uuid", -1, BSON_SUBTYPE_UUID, collection_uuid(c), 16);
         bson_append_document_end(&entry, &info);
-        bson_append_document_begin(&entry, "idIndex", -1, &idx);
-        BSON_APPEND_INT32(&idx, "v", 2);
-        bson_append_document_begin(&idx, "key", -1, &key);
-        BSON_APPEND_INT32(&key, "_id", 1);
-        bson_append_document_end(&idx, &key);
-        BSON_APPEND_UTF8(&idx, "name", "_id_");
-        bson_append_document_end(&entry, &idx);
+        cmd_append_id_index(&entry);
     }
     if (!l->filter || matcher_matches(l->filter, &entry, NULL)) {
         record_t *r = record_new(&entry);
@@ -246,18 +240,12 @@ static bool dbcmds_check_options(const bson_t *options, dberr_t *err)
         bson_t v;
         bson_iter_t en;
         if (!BSON_ITER_HOLDS_DOCUMENT(&it) || !cmd_iter_doc(&it, &v))
-            return dberr_set(err, DBERR_TYPE_MISMATCH,
-                             "BSON field 'changeStreamPreAndPostImages' is the wrong type '%s', "
-                             "expected type 'object'",
-                             shellfmt_type_name(bson_iter_type(&it)));
+            return cmd_wrong_type(err, &it, "type 'object'", "changeStreamPreAndPostImages");
         if (!bson_iter_init_find(&en, &v, "enabled"))
             return dberr_set(err, 40414, "BSON field 'changeStreamPreAndPostImages.enabled' is "
                                          "missing but a required field");
         if (!BSON_ITER_HOLDS_BOOL(&en))
-            return dberr_set(err, DBERR_TYPE_MISMATCH,
-                             "BSON field 'changeStreamPreAndPostImages.enabled' is the wrong type "
-                             "'%s', expected type 'bool'",
-                             shellfmt_type_name(bson_iter_type(&en)));
+            return cmd_wrong_type(err, &en, "type 'bool'", "changeStreamPreAndPostImages.enabled");
         bson_iter_init(&en, &v);
         while (bson_iter_next(&en))
             if (strcmp(bson_iter_key(&en), "enabled"))
@@ -393,10 +381,7 @@ static bool dbcmds_capped_bound(const collection_t *c, const bson_iter_t *it, in
                          "Cannot set '%s' on a collection that is not capped: %s", k,
                          collection_ns(c));
     if (!BSON_ITER_HOLDS_NUMBER(it))
-        return dberr_set(err, DBERR_TYPE_MISMATCH,
-                         "BSON field 'collMod.%s' is the wrong type '%s', expected types '[long, "
-                         "int, decimal, double]'",
-                         k, shellfmt_type_name(bson_iter_type(it)));
+        return cmd_wrong_type(err, it, "types '[long, int, decimal, double]'", "collMod.%s", k);
     int64_t v = bson_iter_as_int64(it);
     if (k[6] == 'S' && v <= 0)
         return dberr_set(err, 51024, "BSON field 'cappedSize' value must be > 0, actual value "
@@ -488,10 +473,7 @@ bool cmd_coll_mod(cmd_ctx_t *ctx, dberr_t *err)
             }
             if (bson_iter_init_find(&f, &spec, "hidden")) {
                 if (!BSON_ITER_HOLDS_BOOL(&f)) {
-                    ok = dberr_set(err, DBERR_TYPE_MISMATCH,
-                                   "BSON field 'collMod.index.hidden' is the wrong type '%s', "
-                                   "expected type 'bool'",
-                                   shellfmt_type_name(bson_iter_type(&f)));
+                    ok = cmd_wrong_type(err, &f, "type 'bool'", "collMod.index.hidden");
                     break;
                 }
                 if (ix->is_id) {
@@ -743,8 +725,7 @@ bool cmd_drop_indexes(cmd_ctx_t *ctx, dberr_t *err)
         return dberr_set(err, DBERR_NAMESPACE_NOT_FOUND, "ns not found %s", t.ns);
     bson_iter_t it;
     if (!cmd_find(ctx, "index", &it))
-        return dberr_set(err, DBERR_FAILED_TO_PARSE,
-                         "BSON field 'dropIndexes.index' is missing but a required field");
+        return cmd_missing_field(err, "dropIndexes.index");
     int was = collection_nindexes(c);
     if (BSON_ITER_HOLDS_UTF8(&it)) {
         const char *name = bson_iter_utf8(&it, NULL);

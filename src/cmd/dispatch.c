@@ -4,6 +4,7 @@
 #include "cmd/changestream.h"
 #include "cmd/cmd-private.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -19,6 +20,7 @@
 #include "store/clock.h"
 #include "txn/txn.h"
 #include "txn/session.h"
+#include "util/bsonview.h"
 #include "util/fiber.h"
 #include "util/log.h"
 #include "util/shellfmt.h"
@@ -822,12 +824,35 @@ bool cmd_target(const cmd_ctx_t *ctx, cmd_target_t *t, dberr_t *err)
     return true;
 }
 
+bool cmd_missing_field(dberr_t *err, const char *field_fmt, ...)
+{
+    char field[512]; /* as long as any errmsg */
+    va_list ap;
+    va_start(ap, field_fmt);
+    vsnprintf(field, sizeof field, field_fmt, ap);
+    va_end(ap);
+    return dberr_set(err, DBERR_FAILED_TO_PARSE, "BSON field '%s' is missing but a required field",
+                     field);
+}
+
+bool cmd_wrong_type(dberr_t *err, const bson_iter_t *it, const char *expected,
+                    const char *field_fmt, ...)
+{
+    char field[512]; /* as long as any errmsg */
+    va_list ap;
+    va_start(ap, field_fmt);
+    vsnprintf(field, sizeof field, field_fmt, ap);
+    va_end(ap);
+    return dberr_set(err, DBERR_TYPE_MISMATCH,
+                     "BSON field '%s' is the wrong type '%s', expected %s", field,
+                     shellfmt_type_name(bson_iter_type(it)), expected);
+}
+
 bool cmd_required(const cmd_ctx_t *ctx, const char *key, bson_type_t type, bson_iter_t *it,
                   dberr_t *err)
 {
     if (!cmd_find(ctx, key, it))
-        return dberr_set(err, DBERR_FAILED_TO_PARSE,
-                         "BSON field '%s.%s' is missing but a required field", ctx->name, key);
+        return cmd_missing_field(err, "%s.%s", ctx->name, key);
     if (bson_iter_type(it) != type)
         return dberr_set(err, DBERR_TYPE_MISMATCH,
                          "BSON field '%s.%s' is the wrong type '%s', expected type '%s'",
@@ -842,10 +867,8 @@ bool cmd_opt_int64(const cmd_ctx_t *ctx, const char *key, int64_t *out, dberr_t 
     if (!cmd_find(ctx, key, &it) || BSON_ITER_HOLDS_NULL(&it))
         return true;
     if (!BSON_ITER_HOLDS_NUMBER(&it))
-        return dberr_set(err, DBERR_TYPE_MISMATCH,
-                         "BSON field '%s.%s' is the wrong type '%s', expected types '[long, int, "
-                         "decimal, double]'",
-                         ctx->name, key, shellfmt_type_name(bson_iter_type(&it)));
+        return cmd_wrong_type(err, &it, "types '[long, int, decimal, double]'", "%s.%s", ctx->name,
+                              key);
     *out = bson_iter_as_int64(&it);
     return true;
 }
@@ -856,10 +879,8 @@ bool cmd_opt_bool(const cmd_ctx_t *ctx, const char *key, bool *out, dberr_t *err
     if (!cmd_find(ctx, key, &it) || BSON_ITER_HOLDS_NULL(&it))
         return true;
     if (!BSON_ITER_HOLDS_BOOL(&it) && !BSON_ITER_HOLDS_NUMBER(&it))
-        return dberr_set(err, DBERR_TYPE_MISMATCH,
-                         "BSON field '%s.%s' is the wrong type '%s', expected types '[bool, long, "
-                         "int, decimal, double]'",
-                         ctx->name, key, shellfmt_type_name(bson_iter_type(&it)));
+        return cmd_wrong_type(err, &it, "types '[bool, long, int, decimal, double]'", "%s.%s",
+                              ctx->name, key);
     *out = bson_iter_as_bool(&it);
     return true;
 }
@@ -871,21 +892,51 @@ bool cmd_opt_doc(const cmd_ctx_t *ctx, const char *key, bson_t *out, bool *prese
     if (!cmd_find(ctx, key, &it) || BSON_ITER_HOLDS_NULL(&it))
         return true;
     if (!BSON_ITER_HOLDS_DOCUMENT(&it))
-        return dberr_set(err, DBERR_TYPE_MISMATCH,
-                         "BSON field '%s.%s' is the wrong type '%s', expected type 'object'",
-                         ctx->name, key, shellfmt_type_name(bson_iter_type(&it)));
+        return cmd_wrong_type(err, &it, "type 'object'", "%s.%s", ctx->name, key);
     *present = cmd_iter_doc(&it, out);
     return true;
 }
 
-struct matcher *cmd_matcher_new(const cmd_ctx_t *ctx, const bson_t *filter, dberr_t *err)
+/* Gives matcher `m` (NULL: none was compiled) the command's `let`
+ * variables; returns it. */
+static matcher_t *cmd_matcher_let(const cmd_ctx_t *ctx, matcher_t *m)
 {
-    matcher_t *m = matcher_new(filter, err);
     bson_iter_t it;
     bson_t let;
     if (m && cmd_find(ctx, "let", &it) && BSON_ITER_HOLDS_DOCUMENT(&it) && cmd_iter_doc(&it, &let))
         matcher_set_let(m, &let);
     return m;
+}
+
+struct matcher *cmd_matcher_new(const cmd_ctx_t *ctx, const bson_t *filter, dberr_t *err)
+{
+    return cmd_matcher_let(ctx, matcher_new(filter, err));
+}
+
+struct matcher *cmd_matcher_new_near(const cmd_ctx_t *ctx, const bson_t *filter, dberr_t *err)
+{
+    return cmd_matcher_let(ctx, matcher_new_near(filter, err));
+}
+
+void cmd_append_id_index(bson_t *out)
+{
+    bson_t idx, key;
+    bson_append_document_begin(out, "idIndex", -1, &idx);
+    BSON_APPEND_INT32(&idx, "v", 2);
+    bson_append_document_begin(&idx, "key", -1, &key);
+    BSON_APPEND_INT32(&key, "_id", 1);
+    bson_append_document_end(&idx, &key);
+    BSON_APPEND_UTF8(&idx, "name", "_id_");
+    bson_append_document_end(out, &idx);
+}
+
+void cmd_append_create_options(bson_t *out, const bson_t *cmd)
+{
+    bson_t options;
+    if (bsonview_field(cmd, "options", &options))
+        bson_concat(out, &options);
+    if (!bson_has_field(out, "viewOn"))
+        cmd_append_id_index(out);
 }
 
 const char *cmd_index_key(uint32_t i, char *buf, size_t size)

@@ -20,9 +20,7 @@
 static bool locks_name(const cmd_ctx_t *ctx, const char **out, dberr_t *err)
 {
     if (!BSON_ITER_HOLDS_UTF8(&ctx->arg))
-        return dberr_set(err, DBERR_TYPE_MISMATCH,
-                         "BSON field '%s' is the wrong type '%s', expected type 'string'",
-                         ctx->name, shellfmt_type_name(bson_iter_type(&ctx->arg)));
+        return cmd_wrong_type(err, &ctx->arg, "type 'string'", "%s", ctx->name);
     uint32_t len;
     const char *name = bson_iter_utf8(&ctx->arg, &len);
     if (!lease_valid_name(name, len, err))
@@ -53,10 +51,7 @@ static bool locks_int(const bson_iter_t *it, const char *field, int64_t min, int
         break;
     }
     default:
-        return dberr_set(err, DBERR_TYPE_MISMATCH,
-                         "BSON field '%s' is the wrong type '%s', expected types '[long, int, "
-                         "double]'",
-                         field, shellfmt_type_name(bson_iter_type(it)));
+        return cmd_wrong_type(err, it, "types '[long, int, double]'", "%s", field);
     }
     if (v < min || v > max)
         return dberr_set(err, DBERR_BAD_VALUE,
@@ -76,8 +71,7 @@ static bool locks_int_arg(const cmd_ctx_t *ctx, const char *key, bool required, 
     snprintf(field, sizeof field, "%s.%s", ctx->name, key);
     if (!cmd_find(ctx, key, &it) || BSON_ITER_HOLDS_NULL(&it)) {
         if (required)
-            return dberr_set(err, DBERR_FAILED_TO_PARSE,
-                             "BSON field '%s' is missing but a required field", field);
+            return cmd_missing_field(err, "%s", field);
         return true;
     }
     return locks_int(&it, field, min, max, out, err);
@@ -369,9 +363,7 @@ bool cmd_check_fence(cmd_ctx_t *ctx, dberr_t *err)
         return true;
     bson_t fence;
     if (!BSON_ITER_HOLDS_DOCUMENT(&it) || !cmd_iter_doc(&it, &fence))
-        return dberr_set(err, DBERR_TYPE_MISMATCH,
-                         "BSON field '%s.fence' is the wrong type '%s', expected type 'object'",
-                         ctx->name, shellfmt_type_name(bson_iter_type(&it)));
+        return cmd_wrong_type(err, &it, "type 'object'", "%s.fence", ctx->name);
     const char *lock = NULL;
     uint32_t lock_len = 0;
     bool has_token = false;
@@ -385,9 +377,7 @@ bool cmd_check_fence(cmd_ctx_t *ctx, dberr_t *err)
         snprintf(field, sizeof field, "%s.fence.%s", ctx->name, k);
         if (strcmp(k, "lock") == 0) {
             if (!BSON_ITER_HOLDS_UTF8(&f))
-                return dberr_set(err, DBERR_TYPE_MISMATCH,
-                                 "BSON field '%s' is the wrong type '%s', expected type 'string'",
-                                 field, shellfmt_type_name(bson_iter_type(&f)));
+                return cmd_wrong_type(err, &f, "type 'string'", "%s", field);
             lock = bson_iter_utf8(&f, &lock_len);
         } else if (strcmp(k, "token") == 0) {
             if (!locks_int(&f, field, 0, INT64_MAX, &token, err))
@@ -398,11 +388,9 @@ bool cmd_check_fence(cmd_ctx_t *ctx, dberr_t *err)
         }
     }
     if (!lock)
-        return dberr_set(err, DBERR_FAILED_TO_PARSE,
-                         "BSON field '%s.fence.lock' is missing but a required field", ctx->name);
+        return cmd_missing_field(err, "%s.fence.lock", ctx->name);
     if (!has_token)
-        return dberr_set(err, DBERR_FAILED_TO_PARSE,
-                         "BSON field '%s.fence.token' is missing but a required field", ctx->name);
+        return cmd_missing_field(err, "%s.fence.token", ctx->name);
     if (!lease_valid_name(lock, lock_len, err))
         return false;
     char name[LEASE_NAME_MAX + 1];

@@ -33,10 +33,7 @@ bool cmd_rename_collection(cmd_ctx_t *ctx, dberr_t *err)
     if (!cmd_only_fields(ctx, known, 3, err))
         return false;
     if (!BSON_ITER_HOLDS_UTF8(&ctx->arg))
-        return dberr_set(err, DBERR_TYPE_MISMATCH,
-                         "BSON field 'renameCollection.renameCollection' is the wrong type '%s', "
-                         "expected type 'string'",
-                         shellfmt_type_name(bson_iter_type(&ctx->arg)));
+        return cmd_wrong_type(err, &ctx->arg, "type 'string'", "renameCollection.renameCollection");
     if (!cmd_required(ctx, "to", BSON_TYPE_UTF8, &it, err))
         return false;
     bool drop_target = false, stay_temp = false;

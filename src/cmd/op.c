@@ -620,13 +620,9 @@ bool cmd_kill_op(cmd_ctx_t *ctx, dberr_t *err)
 {
     bson_iter_t it;
     if (!cmd_find(ctx, "op", &it))
-        return dberr_set(err, DBERR_FAILED_TO_PARSE,
-                         "BSON field 'killOp.op' is missing but a required field");
+        return cmd_missing_field(err, "killOp.op");
     if (!BSON_ITER_HOLDS_NUMBER(&it))
-        return dberr_set(err, DBERR_TYPE_MISMATCH,
-                         "BSON field 'killOp.op' is the wrong type '%s', expected types '[long, "
-                         "int]'",
-                         shellfmt_type_name(bson_iter_type(&it)));
+        return cmd_wrong_type(err, &it, "types '[long, int]'", "killOp.op");
     int64_t opid = bson_iter_as_int64(&it);
     if (op_kill(opid))
         log_info("COMMAND", "going to kill op: %lld", (long long)opid);

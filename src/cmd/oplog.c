@@ -78,18 +78,7 @@ static bool oplog_ddl(bson_t *out, const char *db, const bson_t *cmd)
             bson_append_value(out, "ui", 2, bson_iter_value(&it));
         bson_append_document_begin(out, "o", 1, &o);
         BSON_APPEND_UTF8(&o, "create", name);
-        if (bsonview_field(cmd, "options", &sub))
-            bson_concat(&o, &sub);
-        if (!bson_has_field(&o, "viewOn")) {
-            bson_t idx, key;
-            bson_append_document_begin(&o, "idIndex", -1, &idx);
-            BSON_APPEND_INT32(&idx, "v", 2);
-            bson_append_document_begin(&idx, "key", -1, &key);
-            BSON_APPEND_INT32(&key, "_id", 1);
-            bson_append_document_end(&idx, &key);
-            BSON_APPEND_UTF8(&idx, "name", "_id_");
-            bson_append_document_end(&o, &idx);
-        }
+        cmd_append_create_options(&o, cmd);
         bson_append_document_end(out, &o);
         return true;
     }
@@ -284,7 +273,6 @@ typedef struct oplog_cursor {
     clock_ts_t pos; /* forward: every entry up to here was scanned;
                      * reverse: every entry from here on */
     int64_t skip, limit, returned;
-    bool ended;
 } oplog_cursor_t;
 
 static void oplog_cursor_free(void *p)
@@ -329,14 +317,15 @@ static const history_entry_t *oplog_next(const oplog_cursor_t *oc)
     return i < len && cs_entry_visible(history_at(i)) ? history_at(i) : NULL;
 }
 
-/* Appends the next entries that match to `arr`. */
-static bool oplog_fill(oplog_cursor_t *oc, bson_t *arr, uint32_t *n, int64_t max, dberr_t *err)
+/* Appends the next entries that match to `arr` (the cursor's reader fill). */
+static bool oplog_fill(cursor_t *c, bson_t *arr, uint32_t *n, int64_t max, dberr_t *err)
 {
+    oplog_cursor_t *oc = c->stream;
     size_t bytes = 0;
     char key[16];
-    while (!oc->ended) {
+    while (!oc->reader.ended) {
         if (oc->limit > 0 && oc->returned >= oc->limit) {
-            oc->ended = true;
+            oc->reader.ended = true;
             break;
         }
         if ((max > 0 && *n >= max) || bytes >= OPLOG_MAX_BATCH_BYTES)
@@ -347,7 +336,7 @@ static bool oplog_fill(oplog_cursor_t *oc, bson_t *arr, uint32_t *n, int64_t max
             return false;
         const history_entry_t *e = oplog_next(oc);
         if (!e) {
-            oc->ended = oc->reverse || !oc->tailable;
+            oc->reader.ended = oc->reverse || !oc->tailable;
             break;
         }
         oc->pos = e->ts;
@@ -377,26 +366,6 @@ static bool oplog_fill(oplog_cursor_t *oc, bson_t *arr, uint32_t *n, int64_t max
             return false;
     }
     return true;
-}
-
-static bool oplog_reply(cursor_t *c, bson_t *reply, const char *field, int64_t max, uint32_t *n,
-                        bool *ended, dberr_t *err)
-{
-    oplog_cursor_t *oc = c->stream;
-    bson_t cur, arr;
-    uint32_t count = 0;
-    bson_append_document_begin(reply, "cursor", -1, &cur);
-    bson_append_array_begin(&cur, field, -1, &arr);
-    bool ok = oplog_fill(oc, &arr, &count, max, err);
-    bson_append_array_end(&cur, &arr);
-    BSON_APPEND_INT64(&cur, "id", oc->ended ? 0 : c->id);
-    BSON_APPEND_UTF8(&cur, "ns", OPLOG_NS);
-    bson_append_document_end(reply, &cur);
-    if (n)
-        *n = count;
-    if (ended)
-        *ended = oc->ended;
-    return ok;
 }
 
 /* ---- find ---- */
@@ -530,7 +499,7 @@ bool oplog_find(cmd_ctx_t *ctx, dberr_t *err)
     if (tailable && single_batch)
         return dberr_set(err, DBERR_BAD_VALUE, "cannot use tailable option with singleBatch");
     oc = bson_malloc0(sizeof *oc);
-    oc->reader.reply = oplog_reply;
+    oc->reader.fill = oplog_fill;
     oc->reader.await_data = await_data;
     oc->reverse = reverse;
     oc->tailable = tailable;
@@ -565,7 +534,7 @@ bool oplog_find(cmd_ctx_t *ctx, dberr_t *err)
     } else {
         if (single_batch) /* one batch: the cursor ends with it */
             oc->limit = oc->limit > 0 && oc->limit < first ? oc->limit : first;
-        ok = oplog_reply(c, ctx->reply, "firstBatch", first, NULL, &ended, err);
+        ok = cs_reader_reply(c, ctx->reply, "firstBatch", first, NULL, &ended, err);
     }
     if (!ok || ended)
         cursors_close(server.cursors, id);

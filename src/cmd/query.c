@@ -154,15 +154,11 @@ bool cmd_reply_cursor_lend(cmd_ctx_t *ctx, const char *ns, recvec_t *recs,
 bool cmd_get_more(cmd_ctx_t *ctx, dberr_t *err)
 {
     if (!BSON_ITER_HOLDS_INT64(&ctx->arg) && !BSON_ITER_HOLDS_INT32(&ctx->arg))
-        return dberr_set(err, DBERR_TYPE_MISMATCH,
-                         "BSON field 'getMore.getMore' is the wrong type '%s', expected type "
-                         "'long'",
-                         shellfmt_type_name(bson_iter_type(&ctx->arg)));
+        return cmd_wrong_type(err, &ctx->arg, "type 'long'", "getMore.getMore");
     int64_t id = bson_iter_as_int64(&ctx->arg);
     bson_iter_t it;
     if (!cmd_find(ctx, "collection", &it) || !BSON_ITER_HOLDS_UTF8(&it))
-        return dberr_set(err, DBERR_FAILED_TO_PARSE,
-                         "BSON field 'getMore.collection' is missing but a required field");
+        return cmd_missing_field(err, "getMore.collection");
     int64_t batch_size = 0;
     if (!cmd_opt_int64(ctx, "batchSize", &batch_size, err))
         return false;
@@ -214,8 +210,7 @@ bool cmd_kill_cursors(cmd_ctx_t *ctx, dberr_t *err)
         return false;
     bson_iter_t it, el;
     if (!cmd_find(ctx, "cursors", &it) || !BSON_ITER_HOLDS_ARRAY(&it))
-        return dberr_set(err, DBERR_FAILED_TO_PARSE,
-                         "BSON field 'killCursors.cursors' is missing but a required field");
+        return cmd_missing_field(err, "killCursors.cursors");
     bson_t killed = BSON_INITIALIZER, missing = BSON_INITIALIZER;
     uint32_t nk = 0, nm = 0;
     char key[16];
@@ -481,17 +476,6 @@ static bool query_apply_key_options(collection_t *c, const query_find_t *q,
     return true;
 }
 
-/* find's matcher: as cmd_matcher_new, with $near / $nearSphere allowed. */
-static matcher_t *query_find_matcher(cmd_ctx_t *ctx, const bson_t *filter, dberr_t *err)
-{
-    matcher_t *m = matcher_new_near(filter, err);
-    bson_iter_t it;
-    bson_t let;
-    if (m && cmd_find(ctx, "let", &it) && BSON_ITER_HOLDS_DOCUMENT(&it) && cmd_iter_doc(&it, &let))
-        matcher_set_let(m, &let);
-    return m;
-}
-
 /* A $near needs a geo index on its path, as mongod's planner (291): a
  * 2dsphere one for a GeoJSON point, a 2d one for a flat legacy $near,
  * either for a legacy $nearSphere; with the filter `m` (NULL: any such
@@ -691,7 +675,7 @@ bool cmd_find_cmd(cmd_ctx_t *ctx, dberr_t *err)
     bson_iter_t let;
     cacheable = !q.coll && !cmd_find(ctx, "let", &let);
     m = cacheable ? plancache_take_find_matcher(&q.filter) : NULL;
-    if (!m && !(m = query_find_matcher(ctx, &q.filter, err)))
+    if (!m && !(m = cmd_matcher_new_near(ctx, &q.filter, err)))
         goto cleanup;
     if (q.has_sort && !(s = sortspec_new(&q.sort, err)))
         goto cleanup;
@@ -930,10 +914,7 @@ bool cmd_explain(cmd_ctx_t *ctx, dberr_t *err)
         bson_iter_t v;
         if (cmd_find(ctx, "verbosity", &v)) {
             if (!BSON_ITER_HOLDS_UTF8(&v))
-                return dberr_set(err, DBERR_TYPE_MISMATCH,
-                                 "BSON field 'explain.verbosity' is the wrong type '%s', "
-                                 "expected type 'string'",
-                                 shellfmt_type_name(bson_iter_type(&v)));
+                return cmd_wrong_type(err, &v, "type 'string'", "explain.verbosity");
             verbosity = bson_iter_utf8(&v, NULL);
         }
         if (strcmp(verbosity, "queryPlanner") && strcmp(verbosity, "executionStats") &&

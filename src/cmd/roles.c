@@ -11,9 +11,7 @@ static bool roles_name(cmd_ctx_t *ctx, const char **out, dberr_t *err)
 {
     uint32_t len;
     if (!BSON_ITER_HOLDS_UTF8(&ctx->arg))
-        return dberr_set(err, DBERR_TYPE_MISMATCH,
-                         "BSON field '%s.%s' is the wrong type '%s', expected type 'string'",
-                         ctx->name, ctx->name, shellfmt_type_name(bson_iter_type(&ctx->arg)));
+        return cmd_wrong_type(err, &ctx->arg, "type 'string'", "%s.%s", ctx->name, ctx->name);
     *out = bson_iter_utf8(&ctx->arg, &len);
     if (len == 0 || strlen(*out) != len || len > 256)
         return dberr_set(err, DBERR_BAD_VALUE, "Role name must be 1 to 256 bytes without NUL");
@@ -29,9 +27,7 @@ static bool roles_privileges(cmd_ctx_t *ctx, const bson_iter_t *it, priv_set_t *
 {
     bson_iter_t el;
     if (!BSON_ITER_HOLDS_ARRAY(it) || !bson_iter_recurse(it, &el))
-        return dberr_set(err, DBERR_TYPE_MISMATCH,
-                         "BSON field '%s.privileges' is the wrong type '%s', expected type 'array'",
-                         ctx->name, shellfmt_type_name(bson_iter_type(it)));
+        return cmd_wrong_type(err, it, "type 'array'", "%s.privileges", ctx->name);
     while (bson_iter_next(&el)) {
         bson_t doc;
         if (!BSON_ITER_HOLDS_DOCUMENT(&el) || !cmd_iter_doc(&el, &doc))

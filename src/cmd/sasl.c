@@ -156,9 +156,7 @@ static bool sasl_start(cmd_ctx_t *ctx, const char *db, const bson_t *cmd, bool s
         goto cleanup;
     }
     if (!BSON_ITER_HOLDS_UTF8(&it)) {
-        dberr_set(err, DBERR_TYPE_MISMATCH, "BSON field 'saslStart.mechanism' is the wrong type "
-                                            "'%s', expected type 'string'",
-                  shellfmt_type_name(bson_iter_type(&it)));
+        cmd_wrong_type(err, &it, "type 'string'", "saslStart.mechanism");
         goto cleanup;
     }
     mech_name = bson_iter_utf8(&it, NULL);

@@ -55,10 +55,7 @@ static bool txncmds_isolation(const bson_iter_t *rc_it, txn_isolation_t *level, 
     if (!bson_iter_init_find(&it, &rc, "level"))
         return true;
     if (!BSON_ITER_HOLDS_UTF8(&it))
-        return dberr_set(err, DBERR_TYPE_MISMATCH,
-                         "BSON field 'readConcern.level' is the wrong type '%s', expected type "
-                         "'string'",
-                         shellfmt_type_name(bson_iter_type(&it)));
+        return cmd_wrong_type(err, &it, "type 'string'", "readConcern.level");
     const char *l = bson_iter_utf8(&it, NULL);
     if (!strcmp(l, "snapshot"))
         *level = TXN_SNAPSHOT;

@@ -21,9 +21,7 @@ static bool users_name(cmd_ctx_t *ctx, const char **out, dberr_t *err)
 {
     uint32_t len;
     if (!BSON_ITER_HOLDS_UTF8(&ctx->arg))
-        return dberr_set(err, DBERR_TYPE_MISMATCH,
-                         "BSON field '%s.%s' is the wrong type '%s', expected type 'string'",
-                         ctx->name, ctx->name, shellfmt_type_name(bson_iter_type(&ctx->arg)));
+        return cmd_wrong_type(err, &ctx->arg, "type 'string'", "%s.%s", ctx->name, ctx->name);
     *out = bson_iter_utf8(&ctx->arg, &len);
     if (len == 0 || strlen(*out) != len)
         return dberr_set(err, DBERR_BAD_VALUE, "User name must not be empty or contain NUL");
@@ -84,9 +82,7 @@ static bool users_pwd(cmd_ctx_t *ctx, const bson_iter_t *it, const char **out, d
 {
     uint32_t len;
     if (!BSON_ITER_HOLDS_UTF8(it))
-        return dberr_set(err, DBERR_TYPE_MISMATCH,
-                         "BSON field '%s.pwd' is the wrong type '%s', expected type 'string'",
-                         ctx->name, shellfmt_type_name(bson_iter_type(it)));
+        return cmd_wrong_type(err, it, "type 'string'", "%s.pwd", ctx->name);
     *out = bson_iter_utf8(it, &len);
     if (len == 0 || strlen(*out) != len)
         return dberr_set(err, DBERR_BAD_VALUE, "Password cannot be empty");

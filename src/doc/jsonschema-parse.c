@@ -144,6 +144,21 @@ static char *js_render_element(const bson_iter_t *it)
     return bson_string_free(s, false);
 }
 
+/* Reads a keyword that is a boolean or a schema (additionalItems,
+ * additionalProperties; the caller refuses any other type): *flag gets
+ * JS_TRUE / JS_FALSE, or JS_SCHEMA with the parsed schema in *schema.
+ * False with the schema's parse error. */
+static bool js_parse_flag_or_schema(const bson_iter_t *it, int depth, js_flag_t *flag,
+                                    js_node_t **schema, dberr_t *err)
+{
+    if (BSON_ITER_HOLDS_BOOL(it)) {
+        *flag = bson_iter_bool(it) ? JS_TRUE : JS_FALSE;
+        return true;
+    }
+    *flag = JS_SCHEMA;
+    return (*schema = js_parse_iter(it, depth, err)) != NULL;
+}
+
 /* mongod's parseIntegerElementToNonNegativeLong. */
 static bool js_parse_count(const bson_iter_t *it, int64_t *out, dberr_t *err)
 {
@@ -379,18 +394,13 @@ static bool js_parse_array(js_node_t *n, js_kw_t *kw, int depth, dberr_t *err)
     }
     if (kw[K_ADDITIONAL_ITEMS].it.raw) {
         bson_iter_t *it = &kw[K_ADDITIONAL_ITEMS].it;
-        if (BSON_ITER_HOLDS_BOOL(it)) {
-            n->addl_items = bson_iter_bool(it) ? JS_TRUE : JS_FALSE;
-        } else if (BSON_ITER_HOLDS_DOCUMENT(it)) {
-            n->addl_items = JS_SCHEMA;
-            if (!(n->addl_items_schema = js_parse_iter(it, depth, err)))
-                return false;
-        } else {
+        if (!BSON_ITER_HOLDS_BOOL(it) && !BSON_ITER_HOLDS_DOCUMENT(it))
             return dberr_set(err, DBERR_TYPE_MISMATCH,
                              "$jsonSchema keyword 'additionalItems' must be either an object or a "
                              "boolean, but got a %s",
                              js_type_name(bson_iter_type(it)));
-        }
+        if (!js_parse_flag_or_schema(it, depth, &n->addl_items, &n->addl_items_schema, err))
+            return false;
         if (!n->items_is_list) /* only an items array leaves items over */
             n->addl_items = JS_ABSENT;
     }
@@ -560,17 +570,12 @@ static bool js_parse_object(js_node_t *n, js_kw_t *kw, int depth, dberr_t *err)
     }
     if (kw[K_ADDITIONAL_PROPERTIES].it.raw) {
         bson_iter_t *it = &kw[K_ADDITIONAL_PROPERTIES].it;
-        if (BSON_ITER_HOLDS_BOOL(it)) {
-            n->addl_props = bson_iter_bool(it) ? JS_TRUE : JS_FALSE;
-        } else if (BSON_ITER_HOLDS_DOCUMENT(it)) {
-            n->addl_props = JS_SCHEMA;
-            if (!(n->addl_props_schema = js_parse_iter(it, depth, err)))
-                return false;
-        } else {
+        if (!BSON_ITER_HOLDS_BOOL(it) && !BSON_ITER_HOLDS_DOCUMENT(it))
             return dberr_set(err, DBERR_TYPE_MISMATCH,
                              "$jsonSchema keyword 'additionalProperties' must be an object or a "
                              "boolean");
-        }
+        if (!js_parse_flag_or_schema(it, depth, &n->addl_props, &n->addl_props_schema, err))
+            return false;
     }
     if (kw[K_MIN_PROPERTIES].it.raw && !js_parse_count(&kw[K_MIN_PROPERTIES].it, &n->min_props, err))
         return false;

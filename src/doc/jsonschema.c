@@ -105,6 +105,73 @@ static void js_fail_value(js_out_t *o, const js_node_t *n, const char *kw, const
     js_rule_end(o, &rule);
 }
 
+/* A failing rule that lists what failed in it ({operatorName, <list>:
+ * [...]}): opened at the first failure, ended once after the last. */
+typedef struct js_list_rule {
+    bson_t rule, arr;
+    js_out_t list; /* appends the list's entries to arr */
+    bool open;
+} js_list_rule_t;
+
+/* The list of `l`, opening `l` as the rule `kw` with its list `field` at
+ * the first failure. */
+static js_out_t *js_list_rule_open(js_out_t *o, const js_node_t *n, const char *kw, bool specified,
+                                   const char *field, js_list_rule_t *l)
+{
+    if (!l->open) {
+        js_rule_begin(o, n, kw, specified, &l->rule);
+        bson_append_array_begin(&l->rule, field, -1, &l->arr);
+        l->list = (js_out_t){&l->arr, 0, o->brief};
+        l->open = true;
+    }
+    return &l->list;
+}
+
+/* Appends the name `name` to the list of `l`, opening it as
+ * js_list_rule_open does. */
+static void js_list_rule_add_name(js_out_t *o, const js_node_t *n, const char *kw, bool specified,
+                                  const char *field, js_list_rule_t *l, const char *name)
+{
+    js_out_t *list = js_list_rule_open(o, n, kw, specified, field, l);
+    const char *key;
+    char buf[16];
+    bson_uint32_to_string(list->n++, &key, buf, sizeof buf);
+    BSON_APPEND_UTF8(list->arr, key, name);
+}
+
+/* Ends `l` when it was opened. */
+static void js_list_rule_end(js_out_t *o, js_list_rule_t *l)
+{
+    if (!l->open)
+        return;
+    bson_append_array_end(&l->rule, &l->arr);
+    js_rule_end(o, &l->rule);
+}
+
+/* Whether `count` (a string's length, an array's items, an object's
+ * fields) keeps the bound of count keyword `kw`: at least `bound` when
+ * `at_least`, else at most (a negative bound: none). When not, and `o` is
+ * given, reports it with `reason`, the value `v` when given and the count
+ * as `count_field` when given. */
+static bool js_check_count(js_out_t *o, const js_node_t *n, const char *kw, int64_t bound,
+                           bool at_least, uint64_t count, const char *reason,
+                           const bson_value_t *v, const char *count_field)
+{
+    if (bound < 0 || (at_least ? count >= (uint64_t)bound : count <= (uint64_t)bound))
+        return true;
+    if (!o)
+        return false;
+    bson_t rule;
+    js_rule_begin(o, n, kw, true, &rule);
+    BSON_APPEND_UTF8(&rule, "reason", reason);
+    if (v)
+        js_considered(o, &rule, "consideredValue", v);
+    if (count_field)
+        BSON_APPEND_INT32(&rule, count_field, (int32_t)count);
+    js_rule_end(o, &rule);
+    return false;
+}
+
 static bool js_check(const js_node_t *n, const bson_value_t *v, js_out_t *out);
 
 /* Checks `v` against `n`, writing its failures as a "details" array of
@@ -178,17 +245,16 @@ static bool js_check_scalar(const js_node_t *n, const bson_value_t *v, js_out_t 
             js_fail_value(out, n, "pattern", "regular expression did not match", v);
         }
         size_t len = js_utf8_length(v->value.v_utf8.str, v->value.v_utf8.len);
-        if (n->max_len >= 0 && len > (uint64_t)n->max_len) {
+        static const char *const reason = "specified string length was not satisfied";
+        if (!js_check_count(out, n, "maxLength", n->max_len, false, len, reason, v, NULL)) {
             if (!out)
                 return false;
             ok = false;
-            js_fail_value(out, n, "maxLength", "specified string length was not satisfied", v);
         }
-        if (n->min_len >= 0 && len < (uint64_t)n->min_len) {
+        if (!js_check_count(out, n, "minLength", n->min_len, true, len, reason, v, NULL)) {
             if (!out)
                 return false;
             ok = false;
-            js_fail_value(out, n, "minLength", "specified string length was not satisfied", v);
         }
     }
     if (compare_is_number(v)) {
@@ -311,18 +377,12 @@ static bool js_check_array(const js_node_t *n, const bson_value_t *v, js_out_t *
     uint32_t count = bson_count_keys(&arr);
     static const char *const kws[2] = {"minItems", "maxItems"};
     for (int i = 0; i < 2; i++) {
-        int64_t bound = i == 0 ? n->min_items : n->max_items;
-        if (bound < 0 || (i == 0 ? count >= (uint64_t)bound : count <= (uint64_t)bound))
+        if (js_check_count(out, n, kws[i], i == 0 ? n->min_items : n->max_items, i == 0, count,
+                           "array did not match specified length", v, "numberOfItems"))
             continue;
         if (!out)
             return false;
         ok = false;
-        bson_t rule;
-        js_rule_begin(out, n, kws[i], true, &rule);
-        BSON_APPEND_UTF8(&rule, "reason", "array did not match specified length");
-        js_considered(out, &rule, "consideredValue", v);
-        BSON_APPEND_INT32(&rule, "numberOfItems", (int32_t)count);
-        js_rule_end(out, &rule);
     }
     bson_iter_t a;
     if (n->unique) {
@@ -346,31 +406,23 @@ static bool js_check_array(const js_node_t *n, const bson_value_t *v, js_out_t *
     /* items (one schema for all, or one per position), then additionalItems
      * past the positions */
     uint32_t idx = 0;
-    bool items_failed = false;
-    bson_t rule, arr_details;
-    js_out_t item_out = {&arr_details, 0, out && out->brief};
+    bson_t rule;
     if (n->items_is_list && bson_iter_init(&a, &arr)) {
+        js_list_rule_t items = {.open = false};
         for (idx = 0; idx < n->items_list.n && bson_iter_next(&a); idx++) {
             if (js_check(n->items_list.v[idx], bson_iter_value(&a), NULL))
                 continue;
             if (!out)
                 return false;
             ok = false;
-            if (!items_failed) {
-                js_rule_begin(out, n, "items", false, &rule);
-                bson_append_array_begin(&rule, "details", -1, &arr_details);
-            }
-            items_failed = true;
+            js_out_t *list = js_list_rule_open(out, n, "items", false, "details", &items);
             bson_t entry;
-            js_out_begin(&item_out, &entry);
+            js_out_begin(list, &entry);
             BSON_APPEND_INT64(&entry, "itemIndex", idx);
             js_check_into(out, n->items_list.v[idx], bson_iter_value(&a), &entry, "details");
-            bson_append_document_end(&arr_details, &entry);
+            bson_append_document_end(list->arr, &entry);
         }
-        if (items_failed) {
-            bson_append_array_end(&rule, &arr_details);
-            js_rule_end(out, &rule);
-        }
+        js_list_rule_end(out, &items);
     }
     struct {
         const char *kw;
@@ -403,7 +455,8 @@ static bool js_check_array(const js_node_t *n, const bson_value_t *v, js_out_t *
         ok = false;
         js_rule_begin(out, n, "additionalItems", true, &rule);
         BSON_APPEND_UTF8(&rule, "reason", "found additional items");
-        bson_append_array_begin(&rule, "additionalItems", -1, &arr_details);
+        bson_t extra;
+        bson_append_array_begin(&rule, "additionalItems", -1, &extra);
         uint32_t i = 0, k = 0;
         bson_iter_init(&a, &arr);
         while (bson_iter_next(&a)) {
@@ -412,9 +465,9 @@ static bool js_check_array(const js_node_t *n, const bson_value_t *v, js_out_t *
             const char *key;
             char buf[16];
             bson_uint32_to_string(k++, &key, buf, sizeof buf);
-            bson_append_value(&arr_details, key, -1, bson_iter_value(&a));
+            bson_append_value(&extra, key, -1, bson_iter_value(&a));
         }
-        bson_append_array_end(&rule, &arr_details);
+        bson_append_array_end(&rule, &extra);
         js_rule_end(out, &rule);
     }
     return ok;
@@ -461,9 +514,8 @@ static bool js_check_properties(const js_node_t *n, const bson_t *obj, js_out_t 
 {
     bool ok = true;
     bson_iter_t it;
-    bson_t rule, arr;
-    js_out_t list = {&arr, 0, out && out->brief};
-    bool open = false, direct = n->nprops <= JS_LOOKUP_DIRECT;
+    js_list_rule_t props = {.open = false};
+    bool direct = n->nprops <= JS_LOOKUP_DIRECT;
     bool *present = NULL;
     bson_value_t *vals = NULL;
     if (!direct) {
@@ -487,34 +539,28 @@ static bool js_check_properties(const js_node_t *n, const bson_t *obj, js_out_t 
         ok = false;
         if (!out)
             break;
-        if (!open) {
-            js_rule_begin(out, n, "properties", false, &rule);
-            bson_append_array_begin(&rule, "propertiesNotSatisfied", -1, &arr);
-            open = true;
-        }
+        js_out_t *list =
+            js_list_rule_open(out, n, "properties", false, "propertiesNotSatisfied", &props);
         bson_t entry;
-        js_out_begin(&list, &entry);
+        js_out_begin(list, &entry);
         BSON_APPEND_UTF8(&entry, "propertyName", n->props[i].name);
         js_append_annotations(n->props[i].schema, &entry);
         js_check_into(out, n->props[i].schema, v, &entry, "details");
-        bson_append_document_end(&arr, &entry);
+        bson_append_document_end(list->arr, &entry);
     }
     bson_free(present);
     bson_free(vals);
     if (!ok && !out)
         return false;
-    if (open) {
-        bson_append_array_end(&rule, &arr);
-        js_rule_end(out, &rule);
-    }
+    js_list_rule_end(out, &props);
     if (n->addl_props == JS_ABSENT && n->npatterns == 0)
         return ok;
     /* additionalProperties first, then patternProperties, as mongod lists them */
     bson_t pattern_arr = BSON_INITIALIZER;
     js_out_t pattern_out = {&pattern_arr, 0, out && out->brief};
-    bool addl_open = false, addl_schema_done = false;
-    bson_t addl_rule, addl_arr;
-    uint32_t naddl = 0;
+    bool addl_schema_done = false;
+    js_list_rule_t addl = {.open = false};
+    bson_t addl_rule;
     if (!bson_iter_init(&it, obj))
         return false;
     while (bson_iter_next(&it)) {
@@ -543,15 +589,8 @@ static bool js_check_properties(const js_node_t *n, const bson_t *obj, js_out_t 
             if (!out)
                 goto fail_fast;
             ok = false;
-            if (!addl_open) {
-                js_rule_begin(out, n, "additionalProperties", true, &addl_rule);
-                bson_append_array_begin(&addl_rule, "additionalProperties", -1, &addl_arr);
-                addl_open = true;
-            }
-            const char *key;
-            char buf[16];
-            bson_uint32_to_string(naddl++, &key, buf, sizeof buf);
-            BSON_APPEND_UTF8(&addl_arr, key, name);
+            js_list_rule_add_name(out, n, "additionalProperties", true, "additionalProperties",
+                                  &addl, name);
         } else if (n->addl_props == JS_SCHEMA && !addl_schema_done &&
                    !js_check(n->addl_props_schema, bson_iter_value(&it), NULL)) {
             if (!out)
@@ -567,10 +606,7 @@ static bool js_check_properties(const js_node_t *n, const bson_t *obj, js_out_t 
             js_rule_end(out, &addl_rule);
         }
     }
-    if (addl_open) {
-        bson_append_array_end(&addl_rule, &addl_arr);
-        js_rule_end(out, &addl_rule);
-    }
+    js_list_rule_end(out, &addl);
     if (pattern_out.n) {
         bson_t prule;
         js_rule_begin(out, n, "patternProperties", false, &prule);
@@ -594,8 +630,7 @@ static bool js_check_object(const js_node_t *n, const bson_value_t *v, js_out_t 
     if (!ok && !out)
         return false;
     bson_iter_t it;
-    bson_t rule, arr;
-    uint32_t missing = 0;
+    js_list_rule_t missing = {.open = false};
     bool direct = n->nrequired <= JS_LOOKUP_DIRECT;
     bool *present = NULL;
     if (!direct) {
@@ -608,38 +643,25 @@ static bool js_check_object(const js_node_t *n, const bson_value_t *v, js_out_t 
         ok = false;
         if (!out)
             break;
-        if (missing == 0) {
-            js_rule_begin(out, n, "required", true, &rule);
-            bson_append_array_begin(&rule, "missingProperties", -1, &arr);
-        }
-        const char *key;
-        char buf[16];
-        bson_uint32_to_string(missing++, &key, buf, sizeof buf);
-        BSON_APPEND_UTF8(&arr, key, n->required[i]);
+        js_list_rule_add_name(out, n, "required", true, "missingProperties", &missing,
+                              n->required[i]);
     }
     bson_free(present);
     if (!ok && !out)
         return false;
-    if (missing) {
-        bson_append_array_end(&rule, &arr);
-        js_rule_end(out, &rule);
-    }
+    js_list_rule_end(out, &missing);
     uint32_t nfields = bson_count_keys(&obj);
     static const char *const kws[2] = {"minProperties", "maxProperties"};
     for (int i = 0; i < 2; i++) {
-        int64_t bound = i == 0 ? n->min_props : n->max_props;
-        if (bound < 0 || (i == 0 ? nfields >= (uint64_t)bound : nfields <= (uint64_t)bound))
+        if (js_check_count(out, n, kws[i], i == 0 ? n->min_props : n->max_props, i == 0, nfields,
+                           "specified number of properties was not satisfied", NULL,
+                           "numberOfProperties"))
             continue;
         if (!out)
             return false;
         ok = false;
-        js_rule_begin(out, n, kws[i], true, &rule);
-        BSON_APPEND_UTF8(&rule, "reason", "specified number of properties was not satisfied");
-        BSON_APPEND_INT32(&rule, "numberOfProperties", (int32_t)nfields);
-        js_rule_end(out, &rule);
     }
-    bool deps_open = false;
-    js_out_t deps = {&arr, 0, out && out->brief};
+    js_list_rule_t deps = {.open = false};
     for (size_t d = 0; d < n->ndeps; d++) {
         const js_entry_t *e = &n->deps[d];
         if (!bson_iter_init_find(&it, &obj, e->name))
@@ -664,13 +686,10 @@ static bool js_check_object(const js_node_t *n, const bson_value_t *v, js_out_t 
             return false;
         }
         ok = false;
-        if (!deps_open) {
-            js_rule_begin(out, n, "dependencies", false, &rule);
-            bson_append_array_begin(&rule, "failingDependencies", -1, &arr);
-            deps_open = true;
-        }
+        js_out_t *list =
+            js_list_rule_open(out, n, "dependencies", false, "failingDependencies", &deps);
         bson_t entry;
-        js_out_begin(&deps, &entry);
+        js_out_begin(list, &entry);
         BSON_APPEND_UTF8(&entry, "conditionalProperty", e->name);
         if (e->schema) {
             js_check_into(out, e->schema, v, &entry, "details");
@@ -689,12 +708,9 @@ static bool js_check_object(const js_node_t *n, const bson_value_t *v, js_out_t 
             bson_append_array_end(&entry, &m);
         }
         bson_free(have);
-        bson_append_document_end(&arr, &entry);
+        bson_append_document_end(list->arr, &entry);
     }
-    if (deps_open) {
-        bson_append_array_end(&rule, &arr);
-        js_rule_end(out, &rule);
-    }
+    js_list_rule_end(out, &deps);
     return ok;
 }
 

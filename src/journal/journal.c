@@ -78,6 +78,16 @@ static uint64_t journal_now_ms(void)
 /* Updated documents up to this size are logged whole ("r"), not diffed. */
 #define JOURNAL_WHOLE_DOC_MAX 128
 
+/* True when the journal is open and the caller logs the operation (with
+ * journal_op_begin); a closed journal only counts it. */
+static bool journal_op_logged(void)
+{
+    if (journal.open)
+        return true;
+    journal.nops++;
+    return false;
+}
+
 static bson_t *journal_op_begin(bson_t *op, const char *kind, const char *db, const char *coll)
 {
     char key[16];
@@ -103,10 +113,8 @@ static void journal_on_insert(const char *db, const char *coll, const uint8_t *u
 {
     bson_t op;
     history_op_insert(db, coll, uuid, doc);
-    if (!journal.open) {
-        journal.nops++;
+    if (!journal_op_logged())
         return;
-    }
     journal_op_begin(&op, "i", db, coll);
     BSON_APPEND_DOCUMENT(&op, "doc", doc);
     bson_append_document_end(&journal.ops, &op);
@@ -117,10 +125,8 @@ static void journal_on_update(const char *db, const char *coll, const uint8_t *u
 {
     bool replacing = store_observer_replacing();
     history_op_update(db, coll, uuid, old_doc, new_doc, replacing);
-    if (!journal.open) {
-        journal.nops++;
+    if (!journal_op_logged())
         return;
-    }
     bson_t op, diff = BSON_INITIALIZER;
     /* a small document costs no more logged whole than as a diff, and
      * computing the diff is the dearer part */
@@ -143,10 +149,8 @@ static void journal_on_remove(const char *db, const char *coll, const uint8_t *u
 {
     bson_t op;
     history_op_remove(db, coll, uuid, old_doc);
-    if (!journal.open) {
-        journal.nops++;
+    if (!journal_op_logged())
         return;
-    }
     journal_op_begin(&op, "d", db, coll);
     journal_append_id(&op, old_doc);
     bson_append_document_end(&journal.ops, &op);
@@ -156,10 +160,8 @@ static void journal_on_ddl(const char *db, const bson_t *cmd, void *ctx)
 {
     bson_t op;
     history_op_ddl(db, cmd);
-    if (!journal.open) {
-        journal.nops++;
+    if (!journal_op_logged())
         return;
-    }
     journal_op_begin(&op, "ddl", db, NULL);
     BSON_APPEND_DOCUMENT(&op, "cmd", cmd);
     bson_append_document_end(&journal.ops, &op);

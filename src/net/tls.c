@@ -20,33 +20,28 @@ struct tls_session {
 static SSL_CTX *tls_ctx;
 static tls_mode_t tls_current = TLS_DISABLED;
 
-bool tls_mode_parse(const char *s, tls_mode_t *out)
-{
-    static const struct {
-        const char *name;
-        tls_mode_t mode;
-    } modes[] = {{"disabled", TLS_DISABLED},
+/* The --tlsMode names, one row per mode. */
+static const struct {
+    const char *name;
+    tls_mode_t mode;
+} tls_modes[] = {{"disabled", TLS_DISABLED},
                  {"allowTLS", TLS_ALLOW},
                  {"preferTLS", TLS_PREFER},
                  {"requireTLS", TLS_REQUIRE}};
-    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
-        if (strcmp(s, modes[i].name) == 0)
-            return (*out = modes[i].mode, true);
+
+bool tls_mode_parse(const char *s, tls_mode_t *out)
+{
+    for (size_t i = 0; i < sizeof tls_modes / sizeof tls_modes[0]; i++)
+        if (strcmp(s, tls_modes[i].name) == 0)
+            return (*out = tls_modes[i].mode, true);
     return false;
 }
 
 const char *tls_mode_name(tls_mode_t m)
 {
-    switch (m) {
-    case TLS_ALLOW:
-        return "allowTLS";
-    case TLS_PREFER:
-        return "preferTLS";
-    case TLS_REQUIRE:
-        return "requireTLS";
-    case TLS_DISABLED:
-        break;
-    }
+    for (size_t i = 0; i < sizeof tls_modes / sizeof tls_modes[0]; i++)
+        if (tls_modes[i].mode == m)
+            return tls_modes[i].name;
     return "disabled";
 }
 

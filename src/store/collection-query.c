@@ -215,14 +215,6 @@ static int collection_plan_wildcard(index_t *ix, const matcher_t *m, scan_plan_t
     return best;
 }
 
-static int collection_buf_cmp(const void *a, const void *b)
-{
-    const buf_t *x = a, *y = b;
-    size_t n = x->len < y->len ? x->len : y->len;
-    int c = n ? memcmp(x->data, y->data, n) : 0;
-    return c ? c : (x->len < y->len ? -1 : x->len > y->len);
-}
-
 /* A {path: {$in: [...]}} on the hashed field `f` of `ix`, as mongod's
  * hashed bounds: one point per distinct hash (values hashing alike, 1 and
  * 1.0 or colliding ones, give one), in index order; the fetched documents
@@ -249,15 +241,7 @@ static bool collection_plan_hashed_in(index_t *ix, int f, const matcher_t *m, bo
         buf_init(&alts[k]);
         index_append_key_part(ix, f, &vals[i], &alts[k++]);
     }
-    if (k > 1)
-        qsort(alts, k, sizeof *alts, collection_buf_cmp);
-    size_t w = k ? 1 : 0;
-    for (size_t r = 1; r < k; r++) {
-        if (collection_buf_cmp(&alts[r], &alts[w - 1]) == 0)
-            buf_destroy(&alts[r]);
-        else
-            alts[w++] = alts[r];
-    }
+    size_t w = buf_sort_unique(alts, k);
     p->alts = alts;
     p->nalts = w;
     p->alt_off = p->prefix.len;

@@ -104,14 +104,6 @@ bool geoscan_relevant(const index_t *ix, const matcher_t *m)
     return g == 0 || (g > 0 && matcher_path_sargable(m, ix->paths[0]));
 }
 
-static int geoscan_buf_cmp(const void *a, const void *b)
-{
-    const buf_t *x = a, *y = b;
-    size_t n = x->len < y->len ? x->len : y->len;
-    int c = n ? memcmp(x->data, y->data, n) : 0;
-    return c ? c : (x->len < y->len ? -1 : x->len > y->len);
-}
-
 /* The values one leading field `f` is bound to (equality, else $in),
  * usable as index points: none an array or regex, strings only under the
  * index's collation. False when it has no such bound. */
@@ -217,17 +209,8 @@ void geoscan_bounds_init(geoscan_bounds_t *b, const index_t *ix, const matcher_t
         np = k;
     }
     /* one scan per distinct prefix, in index order */
-    if (np > 1)
-        qsort(pts, np, sizeof *pts, geoscan_buf_cmp);
-    size_t w = np ? 1 : 0;
-    for (size_t r = 1; r < np; r++) {
-        if (geoscan_buf_cmp(&pts[r], &pts[w - 1]) == 0)
-            buf_destroy(&pts[r]);
-        else
-            pts[w++] = pts[r];
-    }
     b->points = pts;
-    b->npoints = w;
+    b->npoints = buf_sort_unique(pts, np);
 }
 
 void geoscan_bounds_destroy(geoscan_bounds_t *b)

@@ -235,16 +235,42 @@ size_t session_active_txns(void)
 
 /* ---- retryable writes ---- */
 
-int session_retry_lookup(catalog_t *cat, const uint8_t id[16], int64_t txn_number, bson_t *reply,
-                         dberr_t *err)
+/* Views the stored record of session `id` into `doc` (borrowed until the
+ * next write to the record collection); false when there is none. */
+static bool session_retry_view(catalog_t *cat, const uint8_t id[16], bson_t *doc)
 {
     bson_value_t key = {.value_type = BSON_TYPE_BINARY};
     key.value.v_binary.subtype = BSON_SUBTYPE_UUID;
     key.value.v_binary.data = (uint8_t *)id;
     key.value.v_binary.data_len = 16;
+    return catalog_view_id(cat, SESSION_RETRY_DB, SESSION_RETRY_COLL, &key, doc);
+}
+
+/* Stores the record of session `id`: `txn_number` and its `reply`, plus
+ * `stmtsDone` when `stmts_done` is given (a batch begun and not finished). */
+static bool session_retry_put(catalog_t *cat, const uint8_t id[16], int64_t txn_number,
+                              const bson_t *reply, const uint32_t *stmts_done, dberr_t *err)
+{
+    collection_t *c = catalog_get_or_create(cat, SESSION_RETRY_DB, SESSION_RETRY_COLL, err);
+    if (!c)
+        return false;
+    bson_t doc = BSON_INITIALIZER;
+    bson_append_binary(&doc, "_id", 3, BSON_SUBTYPE_UUID, id, 16);
+    BSON_APPEND_INT64(&doc, "txnNum", txn_number);
+    BSON_APPEND_DOCUMENT(&doc, "reply", reply);
+    if (stmts_done)
+        BSON_APPEND_INT64(&doc, "stmtsDone", *stmts_done);
+    bool ok = collection_put(c, &doc, err);
+    bson_destroy(&doc);
+    return ok;
+}
+
+int session_retry_lookup(catalog_t *cat, const uint8_t id[16], int64_t txn_number, bson_t *reply,
+                         dberr_t *err)
+{
     bson_t doc;
     bson_iter_t it;
-    if (!catalog_view_id(cat, SESSION_RETRY_DB, SESSION_RETRY_COLL, &key, &doc))
+    if (!session_retry_view(cat, id, &doc))
         return 0;
     int64_t stored = -1;
     if (bson_iter_init_find(&it, &doc, "txnNum"))
@@ -285,44 +311,21 @@ bool session_retry_recall(const session_t *s, int64_t txn_number, bson_t *reply)
 bool session_retry_record(catalog_t *cat, const uint8_t id[16], int64_t txn_number,
                           const bson_t *reply, dberr_t *err)
 {
-    collection_t *c = catalog_get_or_create(cat, SESSION_RETRY_DB, SESSION_RETRY_COLL, err);
-    if (!c)
-        return false;
-    bson_t doc = BSON_INITIALIZER;
-    bson_append_binary(&doc, "_id", 3, BSON_SUBTYPE_UUID, id, 16);
-    BSON_APPEND_INT64(&doc, "txnNum", txn_number);
-    BSON_APPEND_DOCUMENT(&doc, "reply", reply);
-    bool ok = collection_put(c, &doc, err);
-    bson_destroy(&doc);
-    return ok;
+    return session_retry_put(cat, id, txn_number, reply, NULL, err);
 }
 
 bool session_retry_progress_record(catalog_t *cat, const uint8_t id[16], int64_t txn_number,
                                    uint32_t stmts_done, const bson_t *partial, dberr_t *err)
 {
-    collection_t *c = catalog_get_or_create(cat, SESSION_RETRY_DB, SESSION_RETRY_COLL, err);
-    if (!c)
-        return false;
-    bson_t doc = BSON_INITIALIZER;
-    bson_append_binary(&doc, "_id", 3, BSON_SUBTYPE_UUID, id, 16);
-    BSON_APPEND_INT64(&doc, "txnNum", txn_number);
-    BSON_APPEND_DOCUMENT(&doc, "reply", partial);
-    BSON_APPEND_INT64(&doc, "stmtsDone", stmts_done);
-    bool ok = collection_put(c, &doc, err);
-    bson_destroy(&doc);
-    return ok;
+    return session_retry_put(cat, id, txn_number, partial, &stmts_done, err);
 }
 
 bool session_retry_progress(catalog_t *cat, const uint8_t id[16], int64_t txn_number,
                             uint32_t *stmts_done, bson_t *partial)
 {
-    bson_value_t key = {.value_type = BSON_TYPE_BINARY};
-    key.value.v_binary.subtype = BSON_SUBTYPE_UUID;
-    key.value.v_binary.data = (uint8_t *)id;
-    key.value.v_binary.data_len = 16;
     bson_t doc, reply;
     bson_iter_t it;
-    if (!catalog_view_id(cat, SESSION_RETRY_DB, SESSION_RETRY_COLL, &key, &doc) ||
+    if (!session_retry_view(cat, id, &doc) ||
         !bson_iter_init_find(&it, &doc, "txnNum") || bson_iter_as_int64(&it) != txn_number ||
         !bson_iter_init_find(&it, &doc, "stmtsDone") || !BSON_ITER_HOLDS_INT64(&it) ||
         !bsonview_field(&doc, "reply", &reply))

@@ -2,6 +2,7 @@
 #include "util/buf.h"
 
 #include <bson/bson.h>
+#include <stdlib.h>
 #include <string.h>
 
 void buf_init(buf_t *b)
@@ -84,4 +85,26 @@ uint8_t *buf_steal(buf_t *b, size_t *len)
         *len = b->len;
     buf_init(b);
     return p;
+}
+
+int buf_cmp(const void *a, const void *b)
+{
+    const buf_t *x = a, *y = b;
+    size_t n = x->len < y->len ? x->len : y->len;
+    int c = n ? memcmp(x->data, y->data, n) : 0;
+    return c ? c : (x->len < y->len ? -1 : x->len > y->len);
+}
+
+size_t buf_sort_unique(buf_t *v, size_t n)
+{
+    if (n > 1)
+        qsort(v, n, sizeof *v, buf_cmp);
+    size_t w = n ? 1 : 0;
+    for (size_t r = 1; r < n; r++) {
+        if (buf_cmp(&v[r], &v[w - 1]) == 0)
+            buf_destroy(&v[r]);
+        else
+            v[w++] = v[r];
+    }
+    return w;
 }

@@ -78,6 +78,13 @@ static inline void buf_append_be(buf_t *b, size_t n, uint64_t v)
     buf_append(b, &v, n);
 }
 
+/* Orders buffers `a` and `b` (buf_t pointers) bytewise, a shorter one
+ * first when it is a prefix of the other: memcmp's order, for qsort. */
+int buf_cmp(const void *a, const void *b);
+/* Sorts `v[0..n)` by buf_cmp and destroys the repeats; returns how many
+ * distinct buffers remain at the front. */
+size_t buf_sort_unique(buf_t *v, size_t n);
+
 /* Drops the first `n` bytes, moving the rest to the front. */
 void buf_consume(buf_t *b, size_t n);
 /* Takes the bytes out of the buffer; the caller frees them with free(). */
