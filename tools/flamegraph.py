@@ -19,8 +19,11 @@ FRAME_RE = re.compile(r"^\s*[0-9a-f]+\s+(.*?)\s+\((.*)\)\s*$")
 
 
 def frame_name(sym, dso):
-    """A frame's label: the symbol without its offset, else the library."""
+    """A frame's label: the symbol without its offset, else the library;
+    kernel frames end in " [k]" so the table can tell the two halves apart."""
     sym = re.sub(r"\+0x[0-9a-f]+$", "", sym)
+    if dso.startswith("[kernel"):
+        return sym + " [k]"
     if sym and sym != "[unknown]":
         return sym
     return "[" + dso.rsplit("/", 1)[-1] + "]"
@@ -67,7 +70,7 @@ def build_tree(stacks):
 
 def colour(name):
     h = zlib.crc32(name.encode())
-    if name.startswith("[") or "kernel" in name or name.startswith(("__x64", "entry_", "do_syscall")):
+    if name.endswith(" [k]"):
         return "rgb(%d,%d,%d)" % (200 + h % 40, 110 + h % 60, 60)
     return "rgb(%d,%d,%d)" % (220 + h % 35, 80 + (h >> 8) % 120, 40 + (h >> 16) % 40)
 
@@ -122,7 +125,9 @@ def self_table(stacks, top):
         leaf = stack[-1]
         counts[leaf] = counts.get(leaf, 0) + 1
     rows = sorted(counts.items(), key=lambda kv: -kv[1])[:top]
-    return "\n".join("%6.2f%%  %s" % (100.0 * n / max(total, 1), name) for name, n in rows)
+    kernel = sum(n for name, n in counts.items() if name.endswith(" [k]"))
+    return "kernel %.1f%%, user space %.1f%% of %d samples\n" % (
+        100.0 * kernel / max(total, 1), 100.0 * (total - kernel) / max(total, 1), total) + "\n".join("%6.2f%%  %s" % (100.0 * n / max(total, 1), name) for name, n in rows)
 
 
 def main():
