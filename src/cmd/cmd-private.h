@@ -67,6 +67,9 @@ typedef struct cmd_ctx {
     bool in_txn;          /* part of a multi-document transaction */
     bool retry_progress;  /* a retryable batch recorded its progress (crud.c):
                            * its outcome must be recorded durably */
+    bool retry_fresh;     /* a retryable write whose txnNumber has nothing
+                           * stored (cmd_session_prepare looked): no
+                           * progress of an earlier run to resume */
     bool indexed;         /* fields[] holds every top-level field of cmd */
     uint8_t nfields;
     uint64_t first_bits; /* bit (c & 63) for the first byte c of each key in fields[] */

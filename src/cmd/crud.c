@@ -259,10 +259,13 @@ static bool crud_run_batch(cmd_ctx_t *ctx, bson_iter_t *items, bool ordered, boo
     crud_result_init(&r);
     bool retry = crud_retry_sliced(ctx);
     uint32_t start = crud_resume_take(ctx, &r);
-    if (retry && start == 0)
-        start = crud_retry_resume(ctx, &r);
-    else if (retry) /* a parked batch run again: its progress is on record */
+    if (retry && start == 0) {
+        /* (a txnNumber with nothing stored has no progress to look up) */
+        if (!ctx->retry_fresh)
+            start = crud_retry_resume(ctx, &r);
+    } else if (retry) { /* a parked batch run again: its progress is on record */
         ctx->retry_progress = true;
+    }
     uint32_t noted = start; /* the statements before it are on record */
     for (uint32_t index = 0; bson_iter_next(items); index++) {
         if (index < start)

@@ -228,12 +228,13 @@ int cmd_session_prepare(cmd_ctx_t *ctx, dberr_t *err)
                     : session_retry_lookup(server.catalog, s->id, ctx->txn_number, ctx->reply, err);
     if (found < 0)
         return CMD_SESSION_FAIL;
+    ctx->retry_fresh = found == 0;
     if (ctx->txn_number > s->txn_number) {
         session_abort_txn(s, NULL);
         s->txn_number = ctx->txn_number;
         s->state = SESSION_TXN_NONE;
     }
-    if (found > 0) {
+    if (found == 1) {
         log_debug("TXN", "retryable write %lld answered from its stored outcome",
                   (long long)ctx->txn_number);
         return CMD_SESSION_RETRIED;

@@ -103,17 +103,18 @@ static size_t scan_plan_nranges(const scan_plan_t *p)
     return p->alts ? p->nalts : 1;
 }
 
-/* Fills `out` with `src` (p's lo, prefix or hi) as range `i` has it. */
-static void scan_plan_splice(const scan_plan_t *p, const buf_t *src, size_t i, buf_t *out)
+/* `src` (p's lo, prefix or hi) as range `i` has it: `src` itself when it
+ * holds no alternative (no copy), else spliced into `out`. */
+static const buf_t *scan_plan_splice(const scan_plan_t *p, const buf_t *src, size_t i,
+                                     buf_t *out)
 {
+    if (!p->alts || src->len < p->alt_off + p->alt_len)
+        return src;
     out->len = 0;
-    if (!p->alts || src->len < p->alt_off + p->alt_len) {
-        buf_append(out, src->data, src->len);
-        return;
-    }
     buf_append(out, src->data, p->alt_off);
     buf_append(out, p->alts[i].data, p->alts[i].len);
     buf_append(out, src->data + p->alt_off + p->alt_len, src->len - p->alt_off - p->alt_len);
+    return out;
 }
 
 static bool collection_value_indexable(const bson_value_t *v)
@@ -429,18 +430,18 @@ static bool collection_run_scan(collection_t *c, const scan_plan_t *p,
     uint64_t snap = 0;
     bool ok = true;
     bool done = false;
-    buf_t at, lo, prefix, hi;
+    buf_t at, lo_alt, prefix_alt, hi_alt;
     buf_init(&at);
-    buf_init(&lo);
-    buf_init(&prefix);
-    buf_init(&hi);
+    buf_init(&lo_alt);
+    buf_init(&prefix_alt);
+    buf_init(&hi_alt);
     /* one range, or one per $in point of a hashed field, in index order */
     for (size_t ri = 0; ri < scan_plan_nranges(p) && !done; ri++) {
-        scan_plan_splice(p, &p->lo, ri, &lo);
-        scan_plan_splice(p, &p->prefix, ri, &prefix);
-        scan_plan_splice(p, &p->hi, ri, &hi);
+        const buf_t *lo = scan_plan_splice(p, &p->lo, ri, &lo_alt);
+        const buf_t *prefix = scan_plan_splice(p, &p->prefix, ri, &prefix_alt);
+        const buf_t *hi = scan_plan_splice(p, &p->hi, ri, &hi_alt);
         btree_pos_t n;
-        bool more = btree_seek(p->ix->map, lo.len ? lo.data : NULL, lo.len, &n);
+        bool more = btree_seek(p->ix->map, lo->len ? lo->data : NULL, lo->len, &n);
         for (; more; more = btree_next(&n)) {
             size_t klen;
             const uint8_t *key = btree_pos_key(&n, &klen);
@@ -467,12 +468,12 @@ static bool collection_run_scan(collection_t *c, const scan_plan_t *p,
                     key = btree_pos_key(&n, &klen);
                 }
             }
-            if (prefix.len &&
-                (klen < prefix.len || memcmp(key, prefix.data, prefix.len) != 0))
+            if (prefix->len &&
+                (klen < prefix->len || memcmp(key, prefix->data, prefix->len) != 0))
                 break;
             if (p->has_hi) {
-                size_t cmpn = klen < hi.len ? klen : hi.len;
-                if (memcmp(key, hi.data, cmpn) > 0)
+                size_t cmpn = klen < hi->len ? klen : hi->len;
+                if (memcmp(key, hi->data, cmpn) > 0)
                     break;
             }
             plan->keys_examined++;
@@ -493,9 +494,9 @@ static bool collection_run_scan(collection_t *c, const scan_plan_t *p,
             }
         }
     }
-    buf_destroy(&lo);
-    buf_destroy(&prefix);
-    buf_destroy(&hi);
+    buf_destroy(&lo_alt);
+    buf_destroy(&prefix_alt);
+    buf_destroy(&hi_alt);
     seen_clear(&seen);
     buf_destroy(&at);
     if (snap) {

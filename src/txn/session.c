@@ -282,10 +282,12 @@ int session_retry_lookup(catalog_t *cat, const uint8_t id[16], int64_t txn_numbe
                   (long long)txn_number, (long long)stored);
         return -1;
     }
+    if (txn_number > stored)
+        return 0; /* new */
     bson_t stored_reply;
-    if (txn_number > stored || bson_iter_init_find(&it, &doc, "stmtsDone") ||
+    if (bson_iter_init_find(&it, &doc, "stmtsDone") ||
         !bsonview_field(&doc, "reply", &stored_reply))
-        return 0; /* new, or begun and not finished (session_retry_progress) */
+        return 2; /* begun and not finished (session_retry_progress) */
     bson_concat(reply, &stored_reply);
     return 1;
 }

@@ -105,8 +105,10 @@ void session_interrupt(session_t *s, int code, const char *msg, const char *why)
 void session_reap(int64_t now_ms, int64_t lifetime_s);
 
 /* The stored reply of retryable write (`id`, `txn_number`), copied into
- * `reply` (initialised); returns 1 when found, 0 when this number is new,
- * -1 with TransactionTooOld in err when a newer number was already used. */
+ * `reply` (initialised); returns 1 when found, 0 when this number is new
+ * (nothing stored for it), 2 when it was begun and not finished (its
+ * progress, if any, is in session_retry_progress), -1 with
+ * TransactionTooOld in err when a newer number was already used. */
 int session_retry_lookup(catalog_t *cat, const uint8_t id[16], int64_t txn_number, bson_t *reply,
                          dberr_t *err);
 

@@ -8,8 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/omap.h"
-
 #define BTREE_SLOTS 62     /* slots per node: a node is about 2 KiB */
 #define BTREE_INLINE 23    /* longest key kept in the slot itself */
 #define BTREE_LONG 0xFF    /* klen of a slot whose key is a heap copy */
@@ -89,11 +87,17 @@ static void btree_slot_free_key(btree_t *t, btree_slot_t *s)
     bson_free(p);
 }
 
+/* Compares the slot's key with `key` as omap_keycmp does (bytes, then
+ * length), here where the compiler can inline it into the searches. */
 static int btree_slot_cmp(const btree_slot_t *s, const void *key, size_t klen)
 {
     size_t slen;
     const uint8_t *sk = btree_slot_key(s, &slen);
-    return omap_keycmp(sk, slen, key, klen);
+    size_t n = slen < klen ? slen : klen;
+    int c = n ? memcmp(sk, key, n) : 0;
+    if (c)
+        return c;
+    return (slen > klen) - (slen < klen);
 }
 
 static btree_leaf_t *btree_leaf_new(btree_t *t)
