@@ -55,7 +55,7 @@ bool op_kill(int64_t opid);
 
 /* The slice of a suspended operation while other requests keep arriving
  * (setParameter atomdbBusyYieldPeriodMicros, default 200 us; never longer
- * than atomdbYieldPeriodMicros, and cut to a quarter of the loop time the
+ * than atomdbYieldPeriodMicros, and cut to an eighth of the loop time the
  * other requests took since its last slice, 20 us at the least). */
 void op_set_busy_slice_us(int64_t us);
 int64_t op_busy_slice(void);
