@@ -78,3 +78,18 @@ def test_an_op_query_namespace_that_is_not_utf8_is_invalid_namespace(atomdb):
         assert reply.doc["ok"] == 0 and reply.doc["code"] == 73, reply.doc
     finally:
         sock.close()
+
+
+def test_a_failing_expression_inside_an_object_expression_is_an_error(atomdb):
+    # fuzz_matcher: an argument of an object/array expression whose
+    # evaluation failed was freed uninitialised ($bsonSize of a number)
+    with client(atomdb) as c:
+        c.test.f.insert_one({"_id": 1})
+        for filt in ({"$expr": {"leq": [{"$bsonSize": 5}, 1]}},
+                     {"$expr": {"$eq": [[{"$bsonSize": 5}], 1]}}):
+            try:
+                list(c.test.f.find(filt))
+                raise AssertionError("expected an error for %r" % filt)
+            except Exception as e:  # OperationFailure: $bsonSize of a number
+                assert getattr(e, "code", None) is not None, e
+        assert c.test.f.count_documents({}) == 1

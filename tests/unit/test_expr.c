@@ -288,6 +288,39 @@ static void test_rand_is_a_double_in_unit_interval(void)
     bson_destroy(spec);
 }
 
+/* Fills the stack below the caller with words that read as a UTF-8 value
+ * holding a bad pointer, so a bson_value_t left uninitialised further down
+ * is destroyed as one and the free fails (ASan) or crashes. */
+static __attribute__((noinline)) void paint_stack(void)
+{
+    volatile uint64_t words[2048];
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        words[i] = BSON_TYPE_UTF8;
+}
+
+static void test_failed_argument_of_an_object_expression_is_not_freed(void)
+{
+    /* fuzz_matcher found it: {leq: [{$bsonSize: 5}]} fails in $bsonSize,
+     * and the fold over the object's fields freed the unset value */
+    bson_t *doc = BCON_NEW("e", "{", "leq", "[", "{", "$bsonSize", BCON_INT32(5), "}", "]", "}");
+    bson_iter_t it;
+    dberr_t err = {0};
+    CHECK(bson_iter_init_find(&it, doc, "e"), "spec");
+    expr_t *e = expr_new(&it, &err);
+    CHECK(e != NULL, "parses: %s", err.msg);
+    if (e) {
+        bson_t input = BSON_INITIALIZER;
+        expr_ctx_t ctx = {.root = &input};
+        bson_value_t out;
+        paint_stack();
+        CHECK(!expr_eval(e, &ctx, &out, &err), "fails");
+        CHECK(err.code != 0, "with a code");
+        bson_destroy(&input);
+        expr_destroy(e);
+    }
+    bson_destroy(doc);
+}
+
 int main(void)
 {
     UNIT_RUN(test_check_vars_finds_undefined_variables);
@@ -296,6 +329,7 @@ int main(void)
     UNIT_RUN(test_truthy_treats_zero_null_and_false_as_false);
     UNIT_RUN(test_expression_is_reusable_across_documents);
     UNIT_RUN(test_destroy_accepts_null);
+    UNIT_RUN(test_failed_argument_of_an_object_expression_is_not_freed);
     run_case_file("cases/expr.json");
     run_case_file("cases/date.json");
     return unit_finish();

@@ -204,6 +204,7 @@ bool expr_fold_args(const expr_t *e, const expr_ctx_t *ctx, expr_fold_fn fn, voi
     bson_init(acc);
     for (size_t i = 0; i < e->nargs; i++) {
         bson_value_t v;
+        expr_val_missing(&v); /* a failed evaluation may leave it untouched */
         bool ok = expr_eval_node(e->args[i], ctx, &v, err);
         ok = ok && fn(e, i, &v, acc, st, err);
         expr_val_free(&v);
