@@ -235,6 +235,10 @@ extern const driver_t drv_wire;
 extern bool bench_wire_client;
 extern const driver_t drv_redis;
 extern const driver_t drv_pg;
+/* A plain libpq connection to the bench's PostgreSQL `e` for the side
+ * scenarios (joins, collation): retried while the server starts, notices
+ * silenced. NULL with `err` set when it cannot connect. */
+struct pg_conn *pg_connect_side(const engine_t *e, char *err); /* libpq's PGconn */
 
 /* ---- names ---- */
 

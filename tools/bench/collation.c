@@ -113,31 +113,6 @@ static bool coll_query_atomdb(mongoc_client_t *c, long i, long *rows, char *err)
     return ok;
 }
 
-static void coll_pg_quiet(void *arg, const char *message)
-{
-    (void)arg;
-    (void)message; /* "table does not exist, skipping" */
-}
-
-static PGconn *coll_pg_connect(const engine_t *e, char *err)
-{
-    char info[200];
-    snprintf(info, sizeof info, "host=127.0.0.1 port=%d user=postgres dbname=postgres", e->port);
-    PGconn *pg = PQconnectdb(info);
-    for (int i = 0; i < 100 && PQstatus(pg) != CONNECTION_OK; i++) { /* still starting up */
-        PQfinish(pg);
-        bench_sleep_us(100000);
-        pg = PQconnectdb(info);
-    }
-    if (PQstatus(pg) != CONNECTION_OK) {
-        snprintf(err, ERRLEN, "postgres: %s", PQerrorMessage(pg));
-        PQfinish(pg);
-        return NULL;
-    }
-    PQsetNoticeProcessor(pg, coll_pg_quiet, NULL);
-    return pg;
-}
-
 /* people(id, email, n) with an index on lower(email); checks that EXPLAIN
  * of the query uses it. */
 static bool coll_load_pg(PGconn *pg, long docs, char *err)
@@ -214,7 +189,7 @@ int collation_main(const char *atomdb, long docs, int queries, bool atomdb_on, b
         PGconn *pg = NULL;
         bool ok = engine_start(&e, &confs[k], atomdb, err, sizeof err);
         if (ok && is_pg) {
-            ok = (pg = coll_pg_connect(&e, err)) && coll_load_pg(pg, docs, err);
+            ok = (pg = pg_connect_side(&e, err)) && coll_load_pg(pg, docs, err);
         } else if (ok) {
             char uri[200];
             snprintf(uri, sizeof uri,

@@ -124,6 +124,31 @@ static bool pg_simple(pconn_t *p, const char *sql, char *err)
     return true;
 }
 
+static void pg_notice_quiet(void *arg, const char *message)
+{
+    (void)arg;
+    (void)message; /* "table does not exist, skipping" */
+}
+
+PGconn *pg_connect_side(const engine_t *e, char *err)
+{
+    char info[200];
+    snprintf(info, sizeof info, "host=127.0.0.1 port=%d user=postgres dbname=postgres", e->port);
+    PGconn *pg = PQconnectdb(info);
+    for (int i = 0; i < 100 && PQstatus(pg) != CONNECTION_OK; i++) { /* still starting up */
+        PQfinish(pg);
+        bench_sleep_us(100000);
+        pg = PQconnectdb(info);
+    }
+    if (PQstatus(pg) != CONNECTION_OK) {
+        snprintf(err, ERRLEN, "postgres: %s", PQerrorMessage(pg));
+        PQfinish(pg);
+        return NULL;
+    }
+    PQsetNoticeProcessor(pg, pg_notice_quiet, NULL);
+    return pg;
+}
+
 static void *pg_connect(const engine_t *eng, const char *durability, char *err)
 {
     char info[300];

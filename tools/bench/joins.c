@@ -73,31 +73,6 @@ static bool joins_query_atomdb(mongoc_client_t *c, long *rows, char *err)
     return ok;
 }
 
-static void joins_pg_quiet(void *arg, const char *message)
-{
-    (void)arg;
-    (void)message; /* "table does not exist, skipping" */
-}
-
-static PGconn *joins_pg_connect(const engine_t *e, char *err)
-{
-    char info[200];
-    snprintf(info, sizeof info, "host=127.0.0.1 port=%d user=postgres dbname=postgres", e->port);
-    PGconn *pg = PQconnectdb(info);
-    for (int i = 0; i < 100 && PQstatus(pg) != CONNECTION_OK; i++) { /* still starting up */
-        PQfinish(pg);
-        bench_sleep_us(100000);
-        pg = PQconnectdb(info);
-    }
-    if (PQstatus(pg) != CONNECTION_OK) {
-        snprintf(err, ERRLEN, "postgres: %s", PQerrorMessage(pg));
-        PQfinish(pg);
-        return NULL;
-    }
-    PQsetNoticeProcessor(pg, joins_pg_quiet, NULL);
-    return pg;
-}
-
 static bool joins_load_pg(PGconn *pg, long orders, long items, char *err)
 {
     char sql[800];
@@ -160,7 +135,7 @@ int joins_main(const char *atomdb, long orders, long items, int repeat, bool ato
         PGconn *pg = NULL;
         bool ok = engine_start(&e, &confs[k], atomdb, err, sizeof err);
         if (ok && is_pg) {
-            ok = (pg = joins_pg_connect(&e, err)) && joins_load_pg(pg, orders, items, err);
+            ok = (pg = pg_connect_side(&e, err)) && joins_load_pg(pg, orders, items, err);
         } else if (ok) {
             char uri[200];
             snprintf(uri, sizeof uri,
