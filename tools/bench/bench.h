@@ -380,5 +380,7 @@ int collation_main(const char *atomdb, long docs, int queries, bool atomdb_on, b
 int64_t bench_now_ns(void);
 /* Sleeps us microseconds. */
 void bench_sleep_us(long us);
+/* qsort's comparison of two doubles, ascending (for medians). */
+int bench_cmp_double(const void *a, const void *b);
 
 #endif

@@ -160,12 +160,6 @@ static bool coll_query_pg(PGconn *pg, long i, long *rows, char *err)
     return ok;
 }
 
-static int coll_cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 int collation_main(const char *atomdb, long docs, int queries, bool atomdb_on, bool pg_on)
 {
     if (queries < 1 || queries > COLL_MAX_QUERIES || docs < 1) {
@@ -213,7 +207,7 @@ int collation_main(const char *atomdb, long docs, int queries, bool atomdb_on, b
         const char *what = is_pg ? "lower(email) = lower($1), expression index"
                                  : "find, collation en/2, collated index";
         if (ok) {
-            qsort(ms, (size_t)queries, sizeof *ms, coll_cmp);
+            qsort(ms, (size_t)queries, sizeof *ms, bench_cmp_double);
             snprintf(lines[k], sizeof lines[k], "%-10s %-44s %8.3f %8.3f %8.3f",
                      eng_name(confs[k].kind), what, ms[queries / 2], ms[0], ms[queries - 1]);
         } else {

@@ -29,12 +29,6 @@ static double geo_uniform(double lo, double hi)
     return lo + (hi - lo) * ((double)rand() / RAND_MAX);
 }
 
-static int geo_cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* Runs the $near of `filter` with `opts` on coll, writing the _ids it
  * returned into ids (at most GEO_NEAREST); *ms the round trip. The count,
  * -1 on error. */
@@ -93,8 +87,8 @@ static bool geo_row(mongoc_collection_t *coll, bool flat, double *mi, double *ms
     bson_destroy(sopts);
     if (q == 0)
         return false;
-    qsort(idx_ms, (size_t)q, sizeof idx_ms[0], geo_cmp_double);
-    qsort(scan_ms, (size_t)q, sizeof scan_ms[0], geo_cmp_double);
+    qsort(idx_ms, (size_t)q, sizeof idx_ms[0], bench_cmp_double);
+    qsort(scan_ms, (size_t)q, sizeof scan_ms[0], bench_cmp_double);
     *mi = idx_ms[q / 2];
     *ms = scan_ms[q / 2];
     return agree;

@@ -106,12 +106,6 @@ static bool joins_query_pg(PGconn *pg, long *rows, char *err)
     return ok;
 }
 
-static int joins_cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 int joins_main(const char *atomdb, long orders, long items, int repeat, bool atomdb_on, bool pg_on)
 {
     if (repeat < 1 || repeat > JOINS_MAX_REPEAT || orders < 1 || items < 1) {
@@ -160,7 +154,7 @@ int joins_main(const char *atomdb, long orders, long items, int repeat, bool ato
                               : "aggregate $lookup "
                                 "(items._id index)";
         if (ok) {
-            qsort(ms, (size_t)repeat, sizeof *ms, joins_cmp);
+            qsort(ms, (size_t)repeat, sizeof *ms, bench_cmp_double);
             printf("%-10s %-44s %8.2f %8.2f %8.2f %7ld\n", eng_name(confs[k].kind), q,
                    ms[repeat / 2], ms[0], ms[repeat - 1], rows);
         } else {

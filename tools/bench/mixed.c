@@ -278,15 +278,9 @@ static bool mixed_run(const engine_t *e, int clients, double duration_s, bool re
     return ok;
 }
 
-static int mixed_cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static double mixed_median(double *v, int n)
 {
-    qsort(v, (size_t)n, sizeof *v, mixed_cmp);
+    qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
     return v[n / 2];
 }
 

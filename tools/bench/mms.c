@@ -12,15 +12,9 @@
 #define MMS_RUNS 10
 #define MMS_TARGET_MS 50.0
 
-static int mms_cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static double mms_median(double *v, int n)
 {
-    qsort(v, (size_t)n, sizeof *v, mms_cmp);
+    qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 

@@ -107,6 +107,12 @@ void bench_sleep_us(long us)
     nanosleep(&ts, NULL);
 }
 
+int bench_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
 /* ---- strategies ---- */
 
 /* One mutex per client process: seed 001's "synchronized", which cannot see

@@ -42,12 +42,6 @@ static void text_word(int i, char *out)
     *p = '\0';
 }
 
-static int text_cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* Runs `filter` on coll and returns how many documents came back; *ms the
  * round trip. -1 on error. */
 static int64_t text_run(mongoc_collection_t *coll, const bson_t *filter, double *ms)
@@ -146,8 +140,8 @@ int text_bench(const char *atomdb, int ndocs)
         }
         hits += a;
     }
-    qsort(idx_ms, TEXT_QUERIES, sizeof idx_ms[0], text_cmp_double);
-    qsort(scan_ms, TEXT_QUERIES, sizeof scan_ms[0], text_cmp_double);
+    qsort(idx_ms, TEXT_QUERIES, sizeof idx_ms[0], bench_cmp_double);
+    qsort(scan_ms, TEXT_QUERIES, sizeof scan_ms[0], bench_cmp_double);
     double mi = idx_ms[TEXT_QUERIES / 2], ms = scan_ms[TEXT_QUERIES / 2];
     double ratio = mi > 0 ? ms / mi : 0;
     printf("  %d one-word queries, %.1f hits each on average\n", TEXT_QUERIES,
