@@ -432,6 +432,10 @@ bool param_ttl_due(int64_t now_ms);
 /* sasl.c (authentication: cmd/access.h, docs/security.md): hello's
  * saslSupportedMechs and speculativeAuthenticate answers. */
 void sasl_hello_append(cmd_ctx_t *ctx, bson_t *reply);
+/* Ends the connection's SASL conversation, if one is in progress (done,
+ * failed, logout, the connection closing). */
+struct cmd_auth;
+void sasl_end(struct cmd_auth *a);
 
 /* The names of every command atomdb knows, for listCommands. */
 void cmd_append_command_names(bson_t *commands);
