@@ -437,7 +437,8 @@ void sasl_hello_append(cmd_ctx_t *ctx, bson_t *reply);
 struct cmd_auth;
 void sasl_end(struct cmd_auth *a);
 
-/* The names of every command atomdb knows, for listCommands. */
-void cmd_append_command_names(bson_t *commands);
+/* Appends listCommands' `commands`: {name: {adminOnly}} for every command
+ * atomdb knows. */
+void cmd_append_commands(bson_t *reply);
 
 #endif

@@ -46,14 +46,16 @@ typedef struct cmd_def {
 static const cmd_def_t cmd_table[] = {CMD_COMMANDS(CMD_ROW)};
 #undef CMD_ROW
 
-void cmd_append_command_names(bson_t *commands)
+void cmd_append_commands(bson_t *reply)
 {
+    bson_t commands, one;
+    bson_append_document_begin(reply, "commands", -1, &commands);
     for (size_t i = 0; i < sizeof cmd_table / sizeof cmd_table[0]; i++) {
-        bson_t one;
-        bson_append_document_begin(commands, cmd_table[i].name, -1, &one);
+        bson_append_document_begin(&commands, cmd_table[i].name, -1, &one);
         BSON_APPEND_BOOL(&one, "adminOnly", cmd_table[i].admin_only);
-        bson_append_document_end(commands, &one);
+        bson_append_document_end(&commands, &one);
     }
+    bson_append_document_end(reply, &commands);
 }
 
 #define CMD_N (sizeof cmd_table / sizeof cmd_table[0])
