@@ -195,6 +195,18 @@ bool cmd_collation_resolve(struct collection *c, const bson_iter_t *field,
 /* Appends the array index key for `i` ("0", "1", ...) and returns it. */
 const char *cmd_index_key(uint32_t i, char *buf, size_t size);
 
+/* An array being appended to by position, for callbacks that add one
+ * element at a time. */
+typedef struct cmd_array {
+    bson_t *arr;  /* the array */
+    uint32_t n;   /* elements appended so far */
+    char key[16]; /* the last key cmd_array_key gave */
+} cmd_array_t;
+
+/* The key of the array's next element ("0", "1", ...), counting it; valid
+ * until the next call. */
+const char *cmd_array_key(cmd_array_t *a);
+
 /* Appends idIndex: {v: 2, key: {_id: 1}, name: "_id_"}, the _id index a
  * new collection gets, as mongod shows it (listCollections, oplog). */
 void cmd_append_id_index(bson_t *out);

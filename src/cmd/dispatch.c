@@ -852,3 +852,8 @@ const char *cmd_index_key(uint32_t i, char *buf, size_t size)
     bson_uint32_to_string(i, &key, buf, size);
     return key;
 }
+
+const char *cmd_array_key(cmd_array_t *a)
+{
+    return cmd_index_key(a->n++, a->key, sizeof a->key);
+}
