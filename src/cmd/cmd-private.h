@@ -347,17 +347,17 @@ bool cmd_prepare_insert_doc(const bson_t *doc, bson_t *out, dberr_t *err);
     X("dropUser", cmd_drop_user, COMMAND, false, true)                                             \
     X("dropAllUsersFromDatabase", cmd_drop_all_users_from_database, COMMAND, false, true)          \
     X("usersInfo", cmd_users_info, COMMAND, false, false)                                          \
-    X("grantRolesToUser", cmd_grant_roles_to_user, COMMAND, false, true)                           \
-    X("revokeRolesFromUser", cmd_revoke_roles_from_user, COMMAND, false, true)                     \
+    X("grantRolesToUser", cmd_change_user_roles, COMMAND, false, true)                             \
+    X("revokeRolesFromUser", cmd_change_user_roles, COMMAND, false, true)                          \
     X("createRole", cmd_create_role, COMMAND, false, true)                                         \
-    X("updateRole", cmd_update_role, COMMAND, false, true)                                         \
+    X("updateRole", cmd_change_role, COMMAND, false, true)                                         \
     X("dropRole", cmd_drop_role, COMMAND, false, true)                                             \
     X("dropAllRolesFromDatabase", cmd_drop_all_roles_from_database, COMMAND, false, true)          \
     X("rolesInfo", cmd_roles_info, COMMAND, false, false)                                          \
-    X("grantPrivilegesToRole", cmd_grant_privileges_to_role, COMMAND, false, true)                 \
-    X("revokePrivilegesFromRole", cmd_revoke_privileges_from_role, COMMAND, false, true)           \
-    X("grantRolesToRole", cmd_grant_roles_to_role, COMMAND, false, true)                           \
-    X("revokeRolesFromRole", cmd_revoke_roles_from_role, COMMAND, false, true)                     \
+    X("grantPrivilegesToRole", cmd_change_role, COMMAND, false, true)                              \
+    X("revokePrivilegesFromRole", cmd_change_role, COMMAND, false, true)                           \
+    X("grantRolesToRole", cmd_change_role, COMMAND, false, true)                                   \
+    X("revokeRolesFromRole", cmd_change_role, COMMAND, false, true)                                \
     CMD_FAULT_COMMANDS(X)
 
 #define CMD_DECLARE_HANDLER(name, fn, counter, admin_only, is_write)                               \
