@@ -322,12 +322,23 @@ void scram_server_destroy(scram_server_t *s)
 {
     if (!s)
         return;
-    bson_free(s->client_first_bare);
+    bson_free(s->client_first);
     bson_free(s->server_first);
-    bson_free(s->gs2_header);
-    s->gs2_header = NULL;
+    s->client_first = s->server_first = NULL;
     OPENSSL_cleanse(&s->cred, sizeof s->cred);
-    s->client_first_bare = s->server_first = NULL;
+}
+
+scram_server_t *scram_server_new(scram_mech_t m)
+{
+    scram_server_t *s = bson_malloc(sizeof *s);
+    scram_server_init(s, m);
+    return s;
+}
+
+void scram_server_free(scram_server_t *s)
+{
+    scram_server_destroy(s);
+    bson_free(s);
 }
 
 static bool scram_fail(scram_server_t *s, dberr_t *err, int code, const char *msg)
@@ -385,15 +396,15 @@ bool scram_server_read_first(scram_server_t *s, const uint8_t *msg, size_t n, db
     memcpy(s->nonce, nonce, nonce_len);
     s->nonce[nonce_len] = '\0';
     s->client_nonce_len = nonce_len;
-    s->client_first_bare = bson_strndup(bare, (size_t)(end - bare));
-    s->gs2_header = bson_strndup((const char *)msg, (size_t)(bare - (const char *)msg));
+    s->client_first = bson_strndup((const char *)msg, n);
+    s->gs2_len = (size_t)(bare - (const char *)msg);
     return true;
 }
 
 bool scram_server_write_first(scram_server_t *s, const scram_cred_t *cred, bool known,
                               char **out, size_t *out_len, dberr_t *err)
 {
-    if (s->step != SCRAM_STEP_START || !s->client_first_bare)
+    if (s->step != SCRAM_STEP_START || !s->client_first)
         return scram_fail(s, err, DBERR_BAD_VALUE, "Invalid SCRAM authentication step");
     s->cred = *cred;
     s->user_known = known;
@@ -429,10 +440,9 @@ bool scram_server_read_final(scram_server_t *s, const uint8_t *msg, size_t n, ch
         return scram_fail(s, err, DBERR_BAD_VALUE,
                           "Invalid SCRAM client-final message: missing channel binding");
     /* c= is the gs2 header of client-first, in base64 */
-    size_t hl = strlen(s->gs2_header);
     uint8_t *gs2 = bson_malloc(cb_len / 4 * 3 + 1);
     long gs2_len = scram_b64_decode(cb, cb_len, gs2, cb_len / 4 * 3 + 1);
-    bool same = gs2_len == (long)hl && memcmp(gs2, s->gs2_header, hl) == 0;
+    bool same = gs2_len == (long)s->gs2_len && memcmp(gs2, s->client_first, s->gs2_len) == 0;
     bson_free(gs2);
     if (!same)
         return scram_fail(s, err, DBERR_BAD_VALUE,
@@ -459,9 +469,10 @@ bool scram_server_read_final(scram_server_t *s, const uint8_t *msg, size_t n, ch
     if (scram_b64_decode(proof, proof_len, proof_bytes, sizeof proof_bytes) != (long)kl)
         return scram_fail(s, err, DBERR_BAD_VALUE, "Invalid SCRAM client-final message: bad proof");
 
-    size_t am_len = strlen(s->client_first_bare) + 1 + strlen(s->server_first) + 1 + wp_len;
+    const char *first_bare = s->client_first + s->gs2_len;
+    size_t am_len = strlen(first_bare) + 1 + strlen(s->server_first) + 1 + wp_len;
     char *am = bson_malloc(am_len + 1);
-    snprintf(am, am_len + 1, "%s,%s,%.*s", s->client_first_bare, s->server_first, (int)wp_len,
+    snprintf(am, am_len + 1, "%s,%s,%.*s", first_bare, s->server_first, (int)wp_len,
              (const char *)msg);
     uint8_t client_sig[SCRAM_KEY_MAX], client_key[SCRAM_KEY_MAX], stored[SCRAM_KEY_MAX];
     uint8_t server_sig[SCRAM_KEY_MAX];

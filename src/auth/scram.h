@@ -91,9 +91,10 @@ typedef struct scram_server {
     scram_mech_t mech;
     scram_step_t step;
     char user[SCRAM_USER_MAX + 1];   /* from client-first, unescaped */
-    char *client_first_bare;         /* "n=...,r=..." (owned) */
+    char *client_first;              /* client-first as sent (owned) */
+    size_t gs2_len;                  /* its gs2 header ("n,," or "n,a=user,"): the
+                                      * bare "n=...,r=..." follows */
     char *server_first;              /* "r=...,s=...,i=..." (owned) */
-    char *gs2_header;                /* "n,," or "n,a=user," as sent (owned) */
     char nonce[SCRAM_NONCE_MAX + 1]; /* client nonce + server nonce */
     size_t client_nonce_len;
     scram_cred_t cred;
@@ -101,8 +102,14 @@ typedef struct scram_server {
     const char *fixed_nonce;         /* tests: the server nonce part to use */
 } scram_server_t;
 
+/* A conversation in the caller's storage: init, then destroy (accepts
+ * NULL) to free what it owns and wipe the credential. */
 void scram_server_init(scram_server_t *s, scram_mech_t m);
 void scram_server_destroy(scram_server_t *s);
+/* The same on the heap: scram_server_free (accepts NULL) destroys it and
+ * frees it. */
+scram_server_t *scram_server_new(scram_mech_t m);
+void scram_server_free(scram_server_t *s);
 
 /* Reads client-first ("n,,n=user,r=nonce"): fills s->user. BadValue 2 for
  * a malformed message, channel binding or an authzid other than the user. */

@@ -348,22 +348,12 @@ cmd_auth_t *access_auth(cmd_client_t *client)
     return client->auth;
 }
 
-static void access_end_conversation(cmd_auth_t *a)
-{
-    if (a->conv) {
-        scram_server_destroy(a->conv);
-        bson_free(a->conv);
-        a->conv = NULL;
-    }
-    a->conv_awaiting_empty = false;
-}
-
 void access_client_closed(cmd_client_t *client)
 {
     cmd_auth_t *a = client->auth;
     if (!a)
         return;
-    access_end_conversation(a);
+    sasl_end(a);
     if (a->backoff_timer) {
         uv_timer_stop(a->backoff_timer);
         uv_close((uv_handle_t *)a->backoff_timer, (uv_close_cb)bson_free);
@@ -544,7 +534,7 @@ void access_logout(cmd_client_t *client)
     cmd_auth_t *a = client->auth;
     if (!a)
         return;
-    access_end_conversation(a);
+    sasl_end(a);
     a->authenticated = false;
     a->user[0] = a->db[0] = '\0';
     priv_set_clear(&a->privs);

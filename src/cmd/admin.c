@@ -350,10 +350,7 @@ bool cmd_shutdown(cmd_ctx_t *ctx, dberr_t *err)
 
 bool cmd_list_commands(cmd_ctx_t *ctx, dberr_t *err)
 {
-    bson_t commands;
-    bson_append_document_begin(ctx->reply, "commands", -1, &commands);
-    cmd_append_command_names(&commands);
-    bson_append_document_end(ctx->reply, &commands);
+    cmd_append_commands(ctx->reply);
     return true;
 }
 

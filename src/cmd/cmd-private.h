@@ -195,6 +195,18 @@ bool cmd_collation_resolve(struct collection *c, const bson_iter_t *field,
 /* Appends the array index key for `i` ("0", "1", ...) and returns it. */
 const char *cmd_index_key(uint32_t i, char *buf, size_t size);
 
+/* An array being appended to by position, for callbacks that add one
+ * element at a time. */
+typedef struct cmd_array {
+    bson_t *arr;  /* the array */
+    uint32_t n;   /* elements appended so far */
+    char key[16]; /* the last key cmd_array_key gave */
+} cmd_array_t;
+
+/* The key of the array's next element ("0", "1", ...), counting it; valid
+ * until the next call. */
+const char *cmd_array_key(cmd_array_t *a);
+
 /* Appends idIndex: {v: 2, key: {_id: 1}, name: "_id_"}, the _id index a
  * new collection gets, as mongod shows it (listCollections, oplog). */
 void cmd_append_id_index(bson_t *out);
@@ -238,35 +250,126 @@ bool cmd_reply_cursor_lend(cmd_ctx_t *ctx, const char *ns, struct recvec *recs,
  * BadValue 2 for an array or regex _id, as mongod. */
 bool cmd_prepare_insert_doc(const bson_t *doc, bson_t *out, dberr_t *err);
 
-/* Handlers, grouped by file. */
-/* hello.c */
-bool cmd_hello(cmd_ctx_t *ctx, dberr_t *err);
-/* admin.c */
-bool cmd_ping(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_build_info(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_get_parameter(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_set_parameter(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_get_cmd_line_opts(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_get_log(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_repl_set_initiate(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_repl_set_reconfig(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_repl_set_get_config(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_repl_set_get_status(cmd_ctx_t *ctx, dberr_t *err);
-/* The replica-set config version hello presents as setVersion. */
+/* Every command atomdb answers, in listCommands' order, one row each:
+ * X(name, handler, counter, admin_only, is_write)
+ *   counter:    what opcounters counts it as (COMMAND, QUERY, GETMORE, or
+ *               NONE: insert, update and delete count their own documents)
+ *   admin_only: must run against the admin database
+ *   is_write:   changes data, so refused while the log cannot be written
+ * Aliases (isMaster, dbstats, ...) name the same handler. This header
+ * declares each handler from it; dispatch.c builds its command table. */
+#ifdef ATOMDB_FAULT_INJECTION
+#define CMD_FAULT_COMMANDS(X) X("atomdbFault", cmd_atomdb_fault, COMMAND, true, false)
+#else
+#define CMD_FAULT_COMMANDS(X)
+#endif
+#define CMD_COMMANDS(X)                                                                            \
+    X("hello", cmd_hello, COMMAND, false, false)                                                   \
+    X("isMaster", cmd_hello, COMMAND, false, false)                                                \
+    X("ismaster", cmd_hello, COMMAND, false, false)                                                \
+    X("ping", cmd_ping, COMMAND, false, false)                                                     \
+    X("buildInfo", cmd_build_info, COMMAND, false, false)                                          \
+    X("buildinfo", cmd_build_info, COMMAND, false, false)                                          \
+    X("getParameter", cmd_get_parameter, COMMAND, true, false)                                     \
+    X("setParameter", cmd_set_parameter, COMMAND, true, false)                                     \
+    X("getCmdLineOpts", cmd_get_cmd_line_opts, COMMAND, true, false)                               \
+    X("getLog", cmd_get_log, COMMAND, true, false)                                                 \
+    X("replSetInitiate", cmd_repl_set_initiate, COMMAND, true, false)                              \
+    X("replSetReconfig", cmd_repl_set_reconfig, COMMAND, true, false)                              \
+    X("replSetGetConfig", cmd_repl_set_get_config, COMMAND, true, false)                           \
+    X("replSetGetStatus", cmd_repl_set_get_status, COMMAND, true, false)                           \
+    X("hostInfo", cmd_host_info, COMMAND, false, false)                                            \
+    X("whatsmyuri", cmd_whatsmyuri, COMMAND, false, false)                                         \
+    X("connectionStatus", cmd_connection_status, COMMAND, false, false)                            \
+    X("serverStatus", cmd_server_status, COMMAND, false, false)                                    \
+    X("top", cmd_top, COMMAND, true, false)                                                        \
+    X("profile", cmd_profile, COMMAND, false, false)                                               \
+    X("shutdown", cmd_shutdown, COMMAND, true, false)                                              \
+    X("endSessions", cmd_end_sessions, COMMAND, false, false)                                      \
+    X("refreshSessions", cmd_refresh_sessions, COMMAND, false, false)                              \
+    X("killSessions", cmd_kill_sessions, COMMAND, false, false)                                    \
+    X("killAllSessions", cmd_kill_all_sessions, COMMAND, false, false)                             \
+    X("killAllSessionsByPattern", cmd_kill_all_sessions, COMMAND, false, false)                    \
+    X("startSession", cmd_start_session, COMMAND, false, false)                                    \
+    X("commitTransaction", cmd_commit_transaction, COMMAND, true, true)                            \
+    X("abortTransaction", cmd_abort_transaction, COMMAND, true, false)                             \
+    X("listCommands", cmd_list_commands, COMMAND, false, false)                                    \
+    X("listDatabases", cmd_list_databases, COMMAND, true, false)                                   \
+    X("listCollections", cmd_list_collections, COMMAND, false, false)                              \
+    X("create", cmd_create, COMMAND, false, true)                                                  \
+    X("drop", cmd_drop, COMMAND, false, true)                                                      \
+    X("dropDatabase", cmd_drop_database, COMMAND, false, true)                                     \
+    X("dbStats", cmd_db_stats, COMMAND, false, false)                                              \
+    X("dbstats", cmd_db_stats, COMMAND, false, false)                                              \
+    X("collStats", cmd_coll_stats, COMMAND, false, false)                                          \
+    X("collstats", cmd_coll_stats, COMMAND, false, false)                                          \
+    X("createIndexes", cmd_create_indexes, COMMAND, false, true)                                   \
+    X("collMod", cmd_coll_mod, COMMAND, false, true)                                               \
+    X("convertToCapped", cmd_convert_to_capped, COMMAND, false, true)                              \
+    X("cloneCollectionAsCapped", cmd_clone_collection_as_capped, COMMAND, false, true)             \
+    X("listIndexes", cmd_list_indexes, COMMAND, false, false)                                      \
+    X("dropIndexes", cmd_drop_indexes, COMMAND, false, true)                                       \
+    X("deleteIndexes", cmd_drop_indexes, COMMAND, false, true)                                     \
+    X("getMore", cmd_get_more, GETMORE, false, false)                                              \
+    X("killCursors", cmd_kill_cursors, COMMAND, false, false)                                      \
+    X("insert", cmd_insert, NONE, false, true)                                                     \
+    X("update", cmd_update, NONE, false, true)                                                     \
+    X("delete", cmd_delete, NONE, false, true)                                                     \
+    X("findAndModify", cmd_find_and_modify, COMMAND, false, true)                                  \
+    X("findandmodify", cmd_find_and_modify, COMMAND, false, true)                                  \
+    X("find", cmd_find_cmd, QUERY, false, false)                                                   \
+    X("count", cmd_count, COMMAND, false, false)                                                   \
+    X("distinct", cmd_distinct, COMMAND, false, false)                                             \
+    X("aggregate", cmd_aggregate, COMMAND, false, false)                                           \
+    X("explain", cmd_explain, COMMAND, false, false)                                               \
+    X("acquireLock", cmd_acquire_lock, COMMAND, false, false)                                      \
+    X("renewLock", cmd_renew_lock, COMMAND, false, false)                                          \
+    X("releaseLock", cmd_release_lock, COMMAND, false, false)                                      \
+    X("lockInfo", cmd_lock_info, COMMAND, false, false)                                            \
+    X("listLocks", cmd_list_locks, COMMAND, false, false)                                          \
+    X("fsync", cmd_fsync, COMMAND, true, false)                                                    \
+    X("currentOp", cmd_current_op, COMMAND, true, false)                                           \
+    X("killOp", cmd_kill_op, COMMAND, true, false)                                                 \
+    X("fsyncUnlock", cmd_fsync_unlock, COMMAND, true, false)                                       \
+    X("renameCollection", cmd_rename_collection, COMMAND, true, true)                              \
+    X("validate", cmd_validate, COMMAND, false, false)                                             \
+    X("dbHash", cmd_db_hash, COMMAND, false, false)                                                \
+    X("dbhash", cmd_db_hash, COMMAND, false, false)                                                \
+    X("mapReduce", cmd_map_reduce, COMMAND, false, false)                                          \
+    X("mapreduce", cmd_map_reduce, COMMAND, false, false)                                          \
+    /* authentication and users (cmd/sasl.c, cmd/users.c) */                                       \
+    X("saslStart", cmd_sasl_start, COMMAND, false, false)                                          \
+    X("saslContinue", cmd_sasl_continue, COMMAND, false, false)                                    \
+    X("logout", cmd_logout, COMMAND, false, false)                                                 \
+    X("authenticate", cmd_authenticate, COMMAND, false, false)                                     \
+    X("createUser", cmd_create_user, COMMAND, false, true)                                         \
+    X("updateUser", cmd_update_user, COMMAND, false, true)                                         \
+    X("dropUser", cmd_drop_user, COMMAND, false, true)                                             \
+    X("dropAllUsersFromDatabase", cmd_drop_all_users_from_database, COMMAND, false, true)          \
+    X("usersInfo", cmd_users_info, COMMAND, false, false)                                          \
+    X("grantRolesToUser", cmd_change_user_roles, COMMAND, false, true)                             \
+    X("revokeRolesFromUser", cmd_change_user_roles, COMMAND, false, true)                          \
+    X("createRole", cmd_create_role, COMMAND, false, true)                                         \
+    X("updateRole", cmd_change_role, COMMAND, false, true)                                         \
+    X("dropRole", cmd_drop_role, COMMAND, false, true)                                             \
+    X("dropAllRolesFromDatabase", cmd_drop_all_roles_from_database, COMMAND, false, true)          \
+    X("rolesInfo", cmd_roles_info, COMMAND, false, false)                                          \
+    X("grantPrivilegesToRole", cmd_change_role, COMMAND, false, true)                              \
+    X("revokePrivilegesFromRole", cmd_change_role, COMMAND, false, true)                           \
+    X("grantRolesToRole", cmd_change_role, COMMAND, false, true)                                   \
+    X("revokeRolesFromRole", cmd_change_role, COMMAND, false, true)                                \
+    CMD_FAULT_COMMANDS(X)
+
+#define CMD_DECLARE_HANDLER(name, fn, counter, admin_only, is_write)                               \
+    bool fn(cmd_ctx_t *ctx, dberr_t *err);
+CMD_COMMANDS(CMD_DECLARE_HANDLER)
+#undef CMD_DECLARE_HANDLER
+/* atomdbFault's handler (admin.c), compiled in every build. */
+bool cmd_atomdb_fault(cmd_ctx_t *ctx, dberr_t *err);
+
+/* What the handlers' files share besides the handlers, by file. */
+/* admin.c: the replica-set config version hello presents as setVersion. */
 int32_t repl_config_version(void);
-bool cmd_host_info(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_whatsmyuri(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_connection_status(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_top(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_profile(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_server_status(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_shutdown(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_end_sessions(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_list_commands(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_fsync(cmd_ctx_t *ctx, dberr_t *err);
-/* op.c */
-bool cmd_current_op(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_kill_op(cmd_ctx_t *ctx, dberr_t *err);
 /* txncmds.c: what cmd_run does around every handler */
 enum { CMD_SESSION_RUN, CMD_SESSION_RETRIED, CMD_SESSION_FAIL };
 /* Handles lsid/txnNumber/autocommit/startTransaction: starts or joins a
@@ -290,53 +393,10 @@ void cmd_lock_wait_kill(cmd_client_t *client);
 bool cmd_lease_wait_kill(cmd_client_t *client);
 /* Cancels lock waits and resume state of a closing connection. */
 void cmd_session_client_closed(cmd_client_t *client);
-bool cmd_commit_transaction(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_abort_transaction(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_refresh_sessions(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_kill_sessions(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_kill_all_sessions(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_start_session(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_atomdb_fault(cmd_ctx_t *ctx, dberr_t *err);
-/* dbcmds.c */
-bool cmd_list_databases(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_list_collections(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_create(cmd_ctx_t *ctx, dberr_t *err);
-/* cappedcmds.c */
-bool cmd_convert_to_capped(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_clone_collection_as_capped(cmd_ctx_t *ctx, dberr_t *err);
-/* maint.c */
-bool cmd_rename_collection(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_validate(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_db_hash(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_fsync_unlock(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_map_reduce(cmd_ctx_t *ctx, dberr_t *err);
-/* False with IllegalOperation 20 while fsync {lock: true} holds writes. */
+/* maint.c: false with IllegalOperation 20 while fsync {lock: true} holds writes. */
 bool cmd_fsync_locked_check(dberr_t *err);
-bool cmd_drop(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_drop_database(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_db_stats(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_coll_stats(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_create_indexes(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_list_indexes(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_drop_indexes(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_coll_mod(cmd_ctx_t *ctx, dberr_t *err);
-/* cursor.c (command side of cursors) */
-bool cmd_get_more(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_kill_cursors(cmd_ctx_t *ctx, dberr_t *err);
-/* crud.c */
-bool cmd_insert(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_update(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_delete(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_find_and_modify(cmd_ctx_t *ctx, dberr_t *err);
-/* query.c */
-bool cmd_find_cmd(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_count(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_distinct(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_aggregate(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_explain(cmd_ctx_t *ctx, dberr_t *err);
-/* explain.c */
-/* Appends an explain's winningPlan for `plan` to `qp` (`exists`: the
- * collection exists; else the plan is EOF). */
+/* explain.c: appends an explain's winningPlan for `plan` to `qp`
+ * (`exists`: the collection exists; else the plan is EOF). */
 void explain_append_plan(bson_t *qp, const collection_plan_t *plan, bool exists);
 /* explain_append_plan with the read's filter (NULL: none): a scan of a
  * hashed index shows it as its FETCH stage's `filter`, as mongod's (the
@@ -358,15 +418,10 @@ bool explain_aggregate(cmd_ctx_t *ctx, const char *coll, collection_t *c,
                        const struct pipeline *p, const bson_iter_t *stages_it,
                        const collection_plan_t *plan, const char *verbosity,
                        struct doclist *docs, dberr_t *err);
-/* locks.c (lease locks: src/lease, docs/locks.md) */
-bool cmd_acquire_lock(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_renew_lock(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_release_lock(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_lock_info(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_list_locks(cmd_ctx_t *ctx, dberr_t *err);
-/* Checks the command's `fence: {lock, token}`: true when there is none or
- * the token is the lock's current one with a live lease; otherwise false
- * with StaleFencingToken (or a parse error) and the write must not run. */
+/* locks.c (lease locks: src/lease, docs/locks.md): checks the command's
+ * `fence: {lock, token}`: true when there is none or the token is the
+ * lock's current one with a live lease; otherwise false with
+ * StaleFencingToken (or a parse error) and the write must not run. */
 bool cmd_check_fence(cmd_ctx_t *ctx, dberr_t *err);
 /* The connection closed: drops its parked acquireLock and releases the
  * locks it took with releaseOnDisconnect. */
@@ -386,31 +441,16 @@ bool param_set(const char *name, const bson_iter_t *it, dberr_t *err);
  * ttlMonitorSleepSecs passed since it last ran); records the run. */
 bool param_ttl_due(int64_t now_ms);
 
-/* users.c, sasl.c (authentication: cmd/access.h, docs/security.md) */
-bool cmd_create_user(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_update_user(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_drop_user(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_drop_all_users_from_database(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_users_info(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_grant_roles_to_user(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_revoke_roles_from_user(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_create_role(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_update_role(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_drop_role(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_drop_all_roles_from_database(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_roles_info(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_grant_privileges_to_role(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_revoke_privileges_from_role(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_grant_roles_to_role(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_revoke_roles_from_role(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_sasl_start(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_sasl_continue(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_logout(cmd_ctx_t *ctx, dberr_t *err);
-bool cmd_authenticate(cmd_ctx_t *ctx, dberr_t *err);
-/* hello's saslSupportedMechs and speculativeAuthenticate answers. */
+/* sasl.c (authentication: cmd/access.h, docs/security.md): hello's
+ * saslSupportedMechs and speculativeAuthenticate answers. */
 void sasl_hello_append(cmd_ctx_t *ctx, bson_t *reply);
+/* Ends the connection's SASL conversation, if one is in progress (done,
+ * failed, logout, the connection closing). */
+struct cmd_auth;
+void sasl_end(struct cmd_auth *a);
 
-/* The names of every command atomdb knows, for listCommands. */
-void cmd_append_command_names(bson_t *commands);
+/* Appends listCommands' `commands`: {name: {adminOnly}} for every command
+ * atomdb knows. */
+void cmd_append_commands(bson_t *reply);
 
 #endif

@@ -41,114 +41,21 @@ typedef struct cmd_def {
     bool is_write;   /* changes data: refused while the log cannot be written */
 } cmd_def_t;
 
-static const cmd_def_t cmd_table[] = {
-    {"hello", cmd_hello, CMD_COUNT_COMMAND, false},
-    {"isMaster", cmd_hello, CMD_COUNT_COMMAND, false},
-    {"ismaster", cmd_hello, CMD_COUNT_COMMAND, false},
-    {"ping", cmd_ping, CMD_COUNT_COMMAND, false},
-    {"buildInfo", cmd_build_info, CMD_COUNT_COMMAND, false},
-    {"buildinfo", cmd_build_info, CMD_COUNT_COMMAND, false},
-    {"getParameter", cmd_get_parameter, CMD_COUNT_COMMAND, true},
-    {"setParameter", cmd_set_parameter, CMD_COUNT_COMMAND, true},
-    {"getCmdLineOpts", cmd_get_cmd_line_opts, CMD_COUNT_COMMAND, true},
-    {"getLog", cmd_get_log, CMD_COUNT_COMMAND, true},
-    {"replSetInitiate", cmd_repl_set_initiate, CMD_COUNT_COMMAND, true},
-    {"replSetReconfig", cmd_repl_set_reconfig, CMD_COUNT_COMMAND, true},
-    {"replSetGetConfig", cmd_repl_set_get_config, CMD_COUNT_COMMAND, true},
-    {"replSetGetStatus", cmd_repl_set_get_status, CMD_COUNT_COMMAND, true},
-    {"hostInfo", cmd_host_info, CMD_COUNT_COMMAND, false},
-    {"whatsmyuri", cmd_whatsmyuri, CMD_COUNT_COMMAND, false},
-    {"connectionStatus", cmd_connection_status, CMD_COUNT_COMMAND, false},
-    {"serverStatus", cmd_server_status, CMD_COUNT_COMMAND, false},
-    {"top", cmd_top, CMD_COUNT_COMMAND, true},
-    {"profile", cmd_profile, CMD_COUNT_COMMAND, false},
-    {"shutdown", cmd_shutdown, CMD_COUNT_COMMAND, true},
-    {"endSessions", cmd_end_sessions, CMD_COUNT_COMMAND, false},
-    {"refreshSessions", cmd_refresh_sessions, CMD_COUNT_COMMAND, false},
-    {"killSessions", cmd_kill_sessions, CMD_COUNT_COMMAND, false},
-    {"killAllSessions", cmd_kill_all_sessions, CMD_COUNT_COMMAND, false},
-    {"killAllSessionsByPattern", cmd_kill_all_sessions, CMD_COUNT_COMMAND, false},
-    {"startSession", cmd_start_session, CMD_COUNT_COMMAND, false},
-    {"commitTransaction", cmd_commit_transaction, CMD_COUNT_COMMAND, true, true},
-    {"abortTransaction", cmd_abort_transaction, CMD_COUNT_COMMAND, true},
-    {"listCommands", cmd_list_commands, CMD_COUNT_COMMAND, false},
-    {"listDatabases", cmd_list_databases, CMD_COUNT_COMMAND, true},
-    {"listCollections", cmd_list_collections, CMD_COUNT_COMMAND, false},
-    {"create", cmd_create, CMD_COUNT_COMMAND, false, true},
-    {"drop", cmd_drop, CMD_COUNT_COMMAND, false, true},
-    {"dropDatabase", cmd_drop_database, CMD_COUNT_COMMAND, false, true},
-    {"dbStats", cmd_db_stats, CMD_COUNT_COMMAND, false},
-    {"dbstats", cmd_db_stats, CMD_COUNT_COMMAND, false},
-    {"collStats", cmd_coll_stats, CMD_COUNT_COMMAND, false},
-    {"collstats", cmd_coll_stats, CMD_COUNT_COMMAND, false},
-    {"createIndexes", cmd_create_indexes, CMD_COUNT_COMMAND, false, true},
-    {"collMod", cmd_coll_mod, CMD_COUNT_COMMAND, false, true},
-    {"convertToCapped", cmd_convert_to_capped, CMD_COUNT_COMMAND, false, true},
-    {"cloneCollectionAsCapped", cmd_clone_collection_as_capped, CMD_COUNT_COMMAND, false, true},
-    {"listIndexes", cmd_list_indexes, CMD_COUNT_COMMAND, false},
-    {"dropIndexes", cmd_drop_indexes, CMD_COUNT_COMMAND, false, true},
-    {"deleteIndexes", cmd_drop_indexes, CMD_COUNT_COMMAND, false, true},
-    {"getMore", cmd_get_more, CMD_COUNT_GETMORE, false},
-    {"killCursors", cmd_kill_cursors, CMD_COUNT_COMMAND, false},
-    {"insert", cmd_insert, CMD_COUNT_NONE, false, true},
-    {"update", cmd_update, CMD_COUNT_NONE, false, true},
-    {"delete", cmd_delete, CMD_COUNT_NONE, false, true},
-    {"findAndModify", cmd_find_and_modify, CMD_COUNT_COMMAND, false, true},
-    {"findandmodify", cmd_find_and_modify, CMD_COUNT_COMMAND, false, true},
-    {"find", cmd_find_cmd, CMD_COUNT_QUERY, false},
-    {"count", cmd_count, CMD_COUNT_COMMAND, false},
-    {"distinct", cmd_distinct, CMD_COUNT_COMMAND, false},
-    {"aggregate", cmd_aggregate, CMD_COUNT_COMMAND, false},
-    {"explain", cmd_explain, CMD_COUNT_COMMAND, false},
-    {"acquireLock", cmd_acquire_lock, CMD_COUNT_COMMAND, false},
-    {"renewLock", cmd_renew_lock, CMD_COUNT_COMMAND, false},
-    {"releaseLock", cmd_release_lock, CMD_COUNT_COMMAND, false},
-    {"lockInfo", cmd_lock_info, CMD_COUNT_COMMAND, false},
-    {"listLocks", cmd_list_locks, CMD_COUNT_COMMAND, false},
-    {"fsync", cmd_fsync, CMD_COUNT_COMMAND, true},
-    {"currentOp", cmd_current_op, CMD_COUNT_COMMAND, true},
-    {"killOp", cmd_kill_op, CMD_COUNT_COMMAND, true},
-    {"fsyncUnlock", cmd_fsync_unlock, CMD_COUNT_COMMAND, true},
-    {"renameCollection", cmd_rename_collection, CMD_COUNT_COMMAND, true, true},
-    {"validate", cmd_validate, CMD_COUNT_COMMAND, false},
-    {"dbHash", cmd_db_hash, CMD_COUNT_COMMAND, false},
-    {"dbhash", cmd_db_hash, CMD_COUNT_COMMAND, false},
-    {"mapReduce", cmd_map_reduce, CMD_COUNT_COMMAND, false},
-    {"mapreduce", cmd_map_reduce, CMD_COUNT_COMMAND, false},
-    /* authentication and users (cmd/sasl.c, cmd/users.c) */
-    {"saslStart", cmd_sasl_start, CMD_COUNT_COMMAND, false},
-    {"saslContinue", cmd_sasl_continue, CMD_COUNT_COMMAND, false},
-    {"logout", cmd_logout, CMD_COUNT_COMMAND, false},
-    {"authenticate", cmd_authenticate, CMD_COUNT_COMMAND, false},
-    {"createUser", cmd_create_user, CMD_COUNT_COMMAND, false, true},
-    {"updateUser", cmd_update_user, CMD_COUNT_COMMAND, false, true},
-    {"dropUser", cmd_drop_user, CMD_COUNT_COMMAND, false, true},
-    {"dropAllUsersFromDatabase", cmd_drop_all_users_from_database, CMD_COUNT_COMMAND, false, true},
-    {"usersInfo", cmd_users_info, CMD_COUNT_COMMAND, false},
-    {"grantRolesToUser", cmd_grant_roles_to_user, CMD_COUNT_COMMAND, false, true},
-    {"revokeRolesFromUser", cmd_revoke_roles_from_user, CMD_COUNT_COMMAND, false, true},
-    {"createRole", cmd_create_role, CMD_COUNT_COMMAND, false, true},
-    {"updateRole", cmd_update_role, CMD_COUNT_COMMAND, false, true},
-    {"dropRole", cmd_drop_role, CMD_COUNT_COMMAND, false, true},
-    {"dropAllRolesFromDatabase", cmd_drop_all_roles_from_database, CMD_COUNT_COMMAND, false, true},
-    {"rolesInfo", cmd_roles_info, CMD_COUNT_COMMAND, false},
-    {"grantPrivilegesToRole", cmd_grant_privileges_to_role, CMD_COUNT_COMMAND, false, true},
-    {"revokePrivilegesFromRole", cmd_revoke_privileges_from_role, CMD_COUNT_COMMAND, false, true},
-    {"grantRolesToRole", cmd_grant_roles_to_role, CMD_COUNT_COMMAND, false, true},
-    {"revokeRolesFromRole", cmd_revoke_roles_from_role, CMD_COUNT_COMMAND, false, true},
-#ifdef ATOMDB_FAULT_INJECTION
-    {"atomdbFault", cmd_atomdb_fault, CMD_COUNT_COMMAND, true},
-#endif
-};
+#define CMD_ROW(name, fn, counter, admin_only, is_write)                                           \
+    {name, fn, CMD_COUNT_##counter, admin_only, is_write},
+static const cmd_def_t cmd_table[] = {CMD_COMMANDS(CMD_ROW)};
+#undef CMD_ROW
 
-void cmd_append_command_names(bson_t *commands)
+void cmd_append_commands(bson_t *reply)
 {
+    bson_t commands, one;
+    bson_append_document_begin(reply, "commands", -1, &commands);
     for (size_t i = 0; i < sizeof cmd_table / sizeof cmd_table[0]; i++) {
-        bson_t one;
-        bson_append_document_begin(commands, cmd_table[i].name, -1, &one);
+        bson_append_document_begin(&commands, cmd_table[i].name, -1, &one);
         BSON_APPEND_BOOL(&one, "adminOnly", cmd_table[i].admin_only);
-        bson_append_document_end(commands, &one);
+        bson_append_document_end(&commands, &one);
     }
+    bson_append_document_end(reply, &commands);
 }
 
 #define CMD_N (sizeof cmd_table / sizeof cmd_table[0])
@@ -944,4 +851,9 @@ const char *cmd_index_key(uint32_t i, char *buf, size_t size)
     const char *key;
     bson_uint32_to_string(i, &key, buf, size);
     return key;
+}
+
+const char *cmd_array_key(cmd_array_t *a)
+{
+    return cmd_index_key(a->n++, a->key, sizeof a->key);
 }

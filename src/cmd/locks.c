@@ -331,27 +331,21 @@ bool cmd_lock_info(cmd_ctx_t *ctx, dberr_t *err)
     return true;
 }
 
-typedef struct locks_list {
-    bson_t *arr;
-    uint32_t n;
-} locks_list_t;
-
 static void locks_list_one(const lease_info_t *info, void *arg)
 {
-    locks_list_t *l = arg;
-    char key[16];
+    cmd_array_t *locks = arg;
     bson_t doc;
-    bson_append_document_begin(l->arr, cmd_index_key(l->n++, key, sizeof key), -1, &doc);
+    bson_append_document_begin(locks->arr, cmd_array_key(locks), -1, &doc);
     locks_append_info(&doc, info);
-    bson_append_document_end(l->arr, &doc);
+    bson_append_document_end(locks->arr, &doc);
 }
 
 bool cmd_list_locks(cmd_ctx_t *ctx, dberr_t *err)
 {
     bson_t arr;
     bson_append_array_begin(ctx->reply, "locks", -1, &arr);
-    locks_list_t l = {&arr, 0};
-    lease_foreach(locks_list_one, &l);
+    cmd_array_t locks = {.arr = &arr};
+    lease_foreach(locks_list_one, &locks);
     bson_append_array_end(ctx->reply, &arr);
     return true;
 }

@@ -23,18 +23,29 @@ static bool param_ttl_enabled = true;                 /* ttlMonitorEnabled */
 static int32_t param_ttl_sleep_s = 1; /* ttlMonitorSleepSecs (mongod's default is 60) */
 static int64_t param_ttl_last_ms;     /* when the TTL monitor last ran */
 
+/* How getParameter shows a plain parameter (get_plain, set_plain). */
+typedef enum param_type {
+    PARAM_INT32,
+    PARAM_INT64,
+    PARAM_BOOL, /* set from true/false or a number (non-zero is true) */
+} param_type_t;
+
 /* One parameter: `get` appends its value to `out` under `name`; `set`
- * checks and applies the value at `it`. */
+ * checks and applies the value at `it`. A plain parameter (get_plain,
+ * set_plain) is a number or a bool in one of i32, i64, b, or behind
+ * read/write. */
 typedef struct param {
     const char *name;
     void (*get)(const struct param *p, bson_t *out);
     bool (*set)(const struct param *p, const bson_iter_t *it, dberr_t *err);
     bool runtime;             /* settable by the setParameter command (else at start only) */
     int64_t lo, hi;           /* bounds of a numeric parameter */
-    int32_t *i32;             /* the variable of a plain int32 parameter (get_int32, set_int32) */
-    int64_t *i64;             /* the variable of a plain int64 parameter (get_int64, set_int64) */
-    int64_t (*read)(void);    /* an int64 parameter kept by another module (get_int64_fn) */
-    void (*write)(int64_t v); /* ... and its setter (set_int64_fn) */
+    param_type_t type;        /* a plain parameter's type */
+    int32_t *i32;             /* its variable, */
+    int64_t *i64;
+    bool *b;
+    int64_t (*read)(void);    /* or its value kept elsewhere (another module, a conversion) */
+    void (*write)(int64_t v); /* ... and its setter */
 } param_t;
 
 /* -- value helpers -- */
@@ -62,9 +73,9 @@ static bool param_int(const param_t *p, const bson_iter_t *it, int64_t *out, dbe
     return true;
 }
 
-/* A boolean parameter: true/false, or a number (non-zero is true), as mongod
- * coerces. */
-static bool param_bool(const param_t *p, const bson_iter_t *it, bool *out, dberr_t *err)
+/* A boolean parameter (as 0 or 1): true/false, or a number (non-zero is
+ * true), as mongod coerces. */
+static bool param_bool(const param_t *p, const bson_iter_t *it, int64_t *out, dberr_t *err)
 {
     if (!BSON_ITER_HOLDS_BOOL(it) && !BSON_ITER_HOLDS_NUMBER(it))
         return dberr_set(err, DBERR_BAD_VALUE, "Invalid value for parameter %s: must be a boolean",
@@ -75,41 +86,35 @@ static bool param_bool(const param_t *p, const bson_iter_t *it, bool *out, dberr
 
 /* -- rows -- */
 
-static void get_int32(const param_t *p, bson_t *out)
+static void get_plain(const param_t *p, bson_t *out)
 {
-    BSON_APPEND_INT32(out, p->name, *p->i32);
+    int64_t v = p->read ? p->read() : p->i32 ? *p->i32 : p->i64 ? *p->i64 : *p->b;
+    switch (p->type) {
+    case PARAM_INT32:
+        BSON_APPEND_INT32(out, p->name, (int32_t)v);
+        break;
+    case PARAM_INT64:
+        BSON_APPEND_INT64(out, p->name, v);
+        break;
+    case PARAM_BOOL:
+        BSON_APPEND_BOOL(out, p->name, v != 0);
+        break;
+    }
 }
 
-static bool set_int32(const param_t *p, const bson_iter_t *it, dberr_t *err)
+static bool set_plain(const param_t *p, const bson_iter_t *it, dberr_t *err)
 {
-    int64_t v;
-    if (!param_int(p, it, &v, err))
+    int64_t v = 0;
+    if (!(p->type == PARAM_BOOL ? param_bool(p, it, &v, err) : param_int(p, it, &v, err)))
         return false;
-    *p->i32 = (int32_t)v; /* p->lo and p->hi keep it in range */
-    return true;
-}
-
-static void get_int64(const param_t *p, bson_t *out)
-{
-    BSON_APPEND_INT64(out, p->name, *p->i64);
-}
-
-static bool set_int64(const param_t *p, const bson_iter_t *it, dberr_t *err)
-{
-    return param_int(p, it, p->i64, err);
-}
-
-static void get_int64_fn(const param_t *p, bson_t *out)
-{
-    BSON_APPEND_INT64(out, p->name, p->read());
-}
-
-static bool set_int64_fn(const param_t *p, const bson_iter_t *it, dberr_t *err)
-{
-    int64_t v;
-    if (!param_int(p, it, &v, err))
-        return false;
-    p->write(v);
+    if (p->write)
+        p->write(v);
+    else if (p->i32)
+        *p->i32 = (int32_t)v; /* p->lo and p->hi keep it in range */
+    else if (p->i64)
+        *p->i64 = v;
+    else
+        *p->b = v != 0;
     return true;
 }
 
@@ -163,32 +168,24 @@ static void param_apply_log_level(void)
     log_set_level(debug ? LOG_DEBUG : LOG_INFO);
 }
 
-/* At least 1 while debug lines are on (--log-level debug at start). */
-static int32_t param_log_level_now(void)
+/* logLevel: at least 1 while debug lines are on (--log-level debug at
+ * start). */
+static int64_t param_log_level_now(void)
 {
     return param_log_level == 0 && log_get_level() == LOG_DEBUG ? 1 : param_log_level;
 }
 
-static void get_log_level(const param_t *p, bson_t *out)
+static void param_set_log_level(int64_t v)
 {
-    BSON_APPEND_INT32(out, p->name, param_log_level_now());
-}
-
-static bool set_log_level(const param_t *p, const bson_iter_t *it, dberr_t *err)
-{
-    int64_t v;
-    if (!param_int(p, it, &v, err))
-        return false;
     param_log_level = (int32_t)v;
     param_apply_log_level();
-    return true;
 }
 
 static void get_log_verbosity(const param_t *p, bson_t *out)
 {
     bson_t doc;
     bson_append_document_begin(out, p->name, -1, &doc);
-    BSON_APPEND_INT32(&doc, "verbosity", param_log_level_now());
+    BSON_APPEND_INT32(&doc, "verbosity", (int32_t)param_log_level_now());
     bson_iter_t it;
     if (bson_iter_init(&it, &param_log_verbosity)) {
         while (bson_iter_next(&it))
@@ -242,19 +239,16 @@ static void get_bson_depth(const param_t *p, bson_t *out)
     BSON_APPEND_INT32(out, p->name, 200);
 }
 
-static void get_yield_ms(const param_t *p, bson_t *out)
+/* internalQueryExecYieldPeriodMS: how long a long operation holds the
+ * loop before others run (docs/design.md), in milliseconds */
+static int64_t param_yield_ms(void)
 {
-    BSON_APPEND_INT32(out, p->name, (int32_t)(fiber_slice_us() / 1000));
+    return fiber_slice_us() / 1000;
 }
 
-/* how long a long operation holds the loop before others run (docs/design.md) */
-static bool set_yield_ms(const param_t *p, const bson_iter_t *it, dberr_t *err)
+static void param_set_yield_ms(int64_t ms)
 {
-    int64_t v;
-    if (!param_int(p, it, &v, err))
-        return false;
-    fiber_set_slice_us(v * 1000);
-    return true;
+    fiber_set_slice_us(ms * 1000);
 }
 
 static void get_scram(const param_t *p, bson_t *out)
@@ -280,69 +274,60 @@ static void get_auth_mechanisms(const param_t *p, bson_t *out)
     bson_append_array_end(out, &arr);
 }
 
-static void get_ttl_enabled(const param_t *p, bson_t *out)
+/* notablescan, kept by the collection layer */
+static int64_t param_notablescan(void)
 {
-    BSON_APPEND_BOOL(out, p->name, param_ttl_enabled);
+    return collection_notablescan();
 }
 
-static bool set_ttl_enabled(const param_t *p, const bson_iter_t *it, dberr_t *err)
+static void param_set_notablescan(int64_t on)
 {
-    return param_bool(p, it, &param_ttl_enabled, err);
-}
-
-static void get_notablescan(const param_t *p, bson_t *out)
-{
-    BSON_APPEND_BOOL(out, p->name, collection_notablescan());
-}
-
-static bool set_notablescan(const param_t *p, const bson_iter_t *it, dberr_t *err)
-{
-    bool on;
-    if (!param_bool(p, it, &on, err))
-        return false;
-    collection_set_notablescan(on);
-    return true;
+    collection_set_notablescan(on != 0);
 }
 
 #define RUNTIME true
 #define STARTUP false
 static const param_t param_table[] = {
     {"featureCompatibilityVersion", get_fcv, set_fcv, RUNTIME, 0, 0},
-    {"maxTransactionLockRequestTimeoutMillis", get_int32, set_int32, RUNTIME, INT32_MIN, INT32_MAX,
-     .i32 = &server.txn_lock_timeout_ms},
-    {"transactionLifetimeLimitSeconds", get_int32, set_int32, RUNTIME, 1, INT32_MAX,
+    {"maxTransactionLockRequestTimeoutMillis", get_plain, set_plain, RUNTIME, INT32_MIN, INT32_MAX,
+     PARAM_INT32, .i32 = &server.txn_lock_timeout_ms},
+    {"transactionLifetimeLimitSeconds", get_plain, set_plain, RUNTIME, 1, INT32_MAX, PARAM_INT32,
      .i32 = &server.txn_lifetime_s},
     {"atomdbTransactionIsolation", get_isolation, set_isolation, RUNTIME, 0, 0},
-    {"logLevel", get_log_level, set_log_level, RUNTIME, 0, 5},
+    {"logLevel", get_plain, set_plain, RUNTIME, 0, 5, PARAM_INT32, .read = param_log_level_now,
+     .write = param_set_log_level},
     {"logComponentVerbosity", get_log_verbosity, set_log_verbosity, RUNTIME, 0, 0},
-    {"cursorTimeoutMillis", get_int64, set_int64, RUNTIME, 1, INT64_MAX,
+    {"cursorTimeoutMillis", get_plain, set_plain, RUNTIME, 1, INT64_MAX, PARAM_INT64,
      .i64 = &param_cursor_timeout_ms},
     {"maxBSONDepth", get_bson_depth, NULL, STARTUP, 0, 0},
-    {"internalQueryExecYieldPeriodMS", get_yield_ms, set_yield_ms, RUNTIME, 0, 1000},
-    {"atomdbYieldPeriodMicros", get_int64_fn, set_int64_fn, RUNTIME, 0, 1000000,
+    {"internalQueryExecYieldPeriodMS", get_plain, set_plain, RUNTIME, 0, 1000, PARAM_INT32,
+     .read = param_yield_ms, .write = param_set_yield_ms},
+    {"atomdbYieldPeriodMicros", get_plain, set_plain, RUNTIME, 0, 1000000, PARAM_INT64,
      .read = fiber_slice_us, .write = fiber_set_slice_us},
-    {"atomdbBusyYieldPeriodMicros", get_int64_fn, set_int64_fn, RUNTIME, 0, 1000000,
+    {"atomdbBusyYieldPeriodMicros", get_plain, set_plain, RUNTIME, 0, 1000000, PARAM_INT64,
      .read = op_busy_slice, .write = op_set_busy_slice_us},
-    {"internalQueryMaxBlockingSortMemoryUsageBytes", get_int64, set_int64, RUNTIME, 1, INT64_MAX,
-     .i64 = &pipeline_limits.sort_bytes},
-    {"internalDocumentSourceGroupMaxMemoryBytes", get_int64, set_int64, RUNTIME, 1, INT64_MAX,
-     .i64 = &pipeline_limits.group_bytes},
-    {"internalQueryMaxPushBytes", get_int64, set_int64, RUNTIME, 1, INT64_MAX,
+    {"internalQueryMaxBlockingSortMemoryUsageBytes", get_plain, set_plain, RUNTIME, 1, INT64_MAX,
+     PARAM_INT64, .i64 = &pipeline_limits.sort_bytes},
+    {"internalDocumentSourceGroupMaxMemoryBytes", get_plain, set_plain, RUNTIME, 1, INT64_MAX,
+     PARAM_INT64, .i64 = &pipeline_limits.group_bytes},
+    {"internalQueryMaxPushBytes", get_plain, set_plain, RUNTIME, 1, INT64_MAX, PARAM_INT64,
      .i64 = &pipeline_limits.push_bytes},
-    {"internalQueryMaxAddToSetBytes", get_int64, set_int64, RUNTIME, 1, INT64_MAX,
+    {"internalQueryMaxAddToSetBytes", get_plain, set_plain, RUNTIME, 1, INT64_MAX, PARAM_INT64,
      .i64 = &pipeline_limits.add_to_set_bytes},
-    {"internalDocumentSourceSetWindowFieldsMaxMemoryBytes", get_int64, set_int64, RUNTIME, 1,
-     INT64_MAX, .i64 = &pipeline_limits.window_bytes},
-    {"internalQueryMaxAllowedDensifyDocs", get_int64, set_int64, RUNTIME, 1, INT64_MAX,
+    {"internalDocumentSourceSetWindowFieldsMaxMemoryBytes", get_plain, set_plain, RUNTIME, 1,
+     INT64_MAX, PARAM_INT64, .i64 = &pipeline_limits.window_bytes},
+    {"internalQueryMaxAllowedDensifyDocs", get_plain, set_plain, RUNTIME, 1, INT64_MAX, PARAM_INT64,
      .i64 = &pipeline_limits.densify_docs},
     {"scramIterationCount", get_scram, set_scram, RUNTIME, 0, 0},
     {"scramSHA256IterationCount", get_scram, set_scram, RUNTIME, 0, 0},
     {"authenticationMechanisms", get_auth_mechanisms, NULL, STARTUP, 0, 0},
-    {"atomdbFrameTimeoutSecs", get_int32, set_int32, RUNTIME, 1, 86400,
+    {"atomdbFrameTimeoutSecs", get_plain, set_plain, RUNTIME, 1, 86400, PARAM_INT32,
      .i32 = &server.frame_timeout_s},
-    {"ttlMonitorEnabled", get_ttl_enabled, set_ttl_enabled, RUNTIME, 0, 0},
-    {"ttlMonitorSleepSecs", get_int32, set_int32, RUNTIME, 1, INT32_MAX, .i32 = &param_ttl_sleep_s},
-    {"notablescan", get_notablescan, set_notablescan, RUNTIME, 0, 0},
+    {"ttlMonitorEnabled", get_plain, set_plain, RUNTIME, 0, 0, PARAM_BOOL, .b = &param_ttl_enabled},
+    {"ttlMonitorSleepSecs", get_plain, set_plain, RUNTIME, 1, INT32_MAX, PARAM_INT32,
+     .i32 = &param_ttl_sleep_s},
+    {"notablescan", get_plain, set_plain, RUNTIME, 0, 0, PARAM_BOOL, .read = param_notablescan,
+     .write = param_set_notablescan},
 };
 #define PARAM_COUNT (sizeof param_table / sizeof param_table[0])
 
@@ -416,11 +401,12 @@ bool cmd_get_parameter(cmd_ctx_t *ctx, dberr_t *err)
     return true;
 }
 
-/* Sets one parameter; `at_start` for --setParameter (start-only parameters
- * are allowed there). */
-static bool param_set_one(const char *name, const bson_iter_t *it, bool at_start, dberr_t *err)
+/* Sets parameter `p` (param_find(name): NULL when there is none) to the
+ * value at `it`; `at_start` for --setParameter (start-only parameters are
+ * allowed there). */
+static bool param_set_one(const param_t *p, const char *name, const bson_iter_t *it, bool at_start,
+                          dberr_t *err)
 {
-    const param_t *p = param_find(name);
     if (!p)
         return dberr_set(err, DBERR_INVALID_OPTIONS,
                          "attempted to set unrecognized parameter [%s], use help:true to see "
@@ -437,7 +423,7 @@ static bool param_set_one(const char *name, const bson_iter_t *it, bool at_start
 
 bool param_set(const char *name, const bson_iter_t *it, dberr_t *err)
 {
-    return param_set_one(name, it, true, err);
+    return param_set_one(param_find(name), name, it, true, err);
 }
 
 bool cmd_set_parameter(cmd_ctx_t *ctx, dberr_t *err)
@@ -456,7 +442,7 @@ bool cmd_set_parameter(cmd_ctx_t *ctx, dberr_t *err)
                 bson_append_value(ctx->reply, "was", -1, bson_iter_value(&w));
             bson_destroy(&was);
         }
-        if (!param_set_one(k, &it, false, err))
+        if (!param_set_one(p, k, &it, false, err))
             return false;
         set++;
     }

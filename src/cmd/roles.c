@@ -2,7 +2,7 @@
  * dropRole, dropAllRolesFromDatabase, rolesInfo, grantPrivilegesToRole,
  * revokePrivilegesFromRole, grantRolesToRole, revokeRolesFromRole — over
  * admin.system.roles ({_id: "db.role", role, db, privileges, roles}). */
-#include "cmd/access.h"
+#include "cmd/usermgmt.h"
 
 #include <string.h>
 
@@ -46,19 +46,36 @@ static bool roles_privileges(cmd_ctx_t *ctx, const bson_iter_t *it, priv_set_t *
     return true;
 }
 
-static void roles_append_doc(bson_t *doc, const char *db, const char *role,
-                             const priv_set_t *privs, const bson_t *roles)
+/* Writes role db.role, holding `privs` and `roles`, as its document
+ * (replacing `old` when not NULL). */
+static bool roles_write(record_t *old, const char *db, const char *role, const priv_set_t *privs,
+                        const bson_t *roles, dberr_t *err)
 {
+    bson_t doc = BSON_INITIALIZER, arr;
     char *id = bson_strdup_printf("%s.%s", db, role);
-    BSON_APPEND_UTF8(doc, "_id", id);
+    BSON_APPEND_UTF8(&doc, "_id", id);
     bson_free(id);
-    BSON_APPEND_UTF8(doc, "role", role);
-    BSON_APPEND_UTF8(doc, "db", db);
-    bson_t arr;
-    bson_append_array_begin(doc, "privileges", -1, &arr);
+    BSON_APPEND_UTF8(&doc, "role", role);
+    BSON_APPEND_UTF8(&doc, "db", db);
+    bson_append_array_begin(&doc, "privileges", -1, &arr);
     priv_set_append(privs, &arr);
-    bson_append_array_end(doc, &arr);
-    BSON_APPEND_ARRAY(doc, "roles", roles);
+    bson_append_array_end(&doc, &arr);
+    BSON_APPEND_ARRAY(&doc, "roles", roles);
+    bool ok = access_store(access_roles(true, err), old, &doc, err);
+    bson_destroy(&doc);
+    return ok;
+}
+
+/* Reads a {role, db} document under `it` into *role and *db (NULL when
+ * missing; any other string field is taken as the db). */
+static void roles_pair(const bson_iter_t *it, const char **role, const char **db)
+{
+    bson_iter_t f;
+    *role = *db = NULL;
+    if (BSON_ITER_HOLDS_DOCUMENT(it) && bson_iter_recurse(it, &f))
+        while (bson_iter_next(&f))
+            if (BSON_ITER_HOLDS_UTF8(&f))
+                *(strcmp(bson_iter_key(&f), "role") == 0 ? role : db) = bson_iter_utf8(&f, NULL);
 }
 
 /* Reads a stored role's privileges and roles. */
@@ -79,25 +96,15 @@ static void roles_read(record_t *r, priv_set_t *privs, bson_t *roles)
         bson_init(roles);
 }
 
-/* Writes `doc` as the role document (replacing `old` when not NULL). */
-static bool roles_store(record_t *old, const bson_t *doc, dberr_t *err)
-{
-    return access_store(access_roles(true, err), old, doc, err);
-}
-
 /* True when `roles` (an array of {role, db}) reaches role@db. */
 static bool roles_reaches(const bson_t *roles, const char *role, const char *db, int depth)
 {
-    bson_iter_t el, f;
+    bson_iter_t el;
     if (depth > 16 || !bson_iter_init(&el, roles))
         return false;
     while (bson_iter_next(&el)) {
-        const char *r = NULL, *d = NULL;
-        if (!BSON_ITER_HOLDS_DOCUMENT(&el) || !bson_iter_recurse(&el, &f))
-            continue;
-        while (bson_iter_next(&f))
-            if (BSON_ITER_HOLDS_UTF8(&f))
-                *(strcmp(bson_iter_key(&f), "role") == 0 ? &r : &d) = bson_iter_utf8(&f, NULL);
+        const char *r, *d;
+        roles_pair(&el, &r, &d);
         if (!r || !d)
             continue;
         if (!strcmp(r, role) && !strcmp(d, db))
@@ -126,7 +133,7 @@ bool cmd_create_role(cmd_ctx_t *ctx, dberr_t *err)
     bool ok = false;
     priv_set_t privs;
     priv_set_init(&privs);
-    bson_t roles = BSON_INITIALIZER, doc = BSON_INITIALIZER;
+    bson_t roles = BSON_INITIALIZER;
     if (!cmd_only_fields(ctx, known, 3, err) || !roles_name(ctx, &role, err) ||
         !access_refuse_restrictions(ctx, err))
         goto cleanup;
@@ -134,60 +141,51 @@ bool cmd_create_role(cmd_ctx_t *ctx, dberr_t *err)
         dberr_set(err, 51, "Cannot create roles with the same name as a built-in role");
         goto cleanup;
     }
-    if (!cmd_find(ctx, "privileges", &it)) {
-        dberr_set(err, 40414, "BSON field 'createRole.privileges' is missing but a required field");
+    if (!usermgmt_required(ctx, "privileges", &it, err) ||
+        !roles_privileges(ctx, &it, &privs, err) || !usermgmt_required(ctx, "roles", &it, err) ||
+        !access_role_list(ctx, &it, &roles, err))
         goto cleanup;
-    }
-    if (!roles_privileges(ctx, &it, &privs, err))
-        goto cleanup;
-    if (!cmd_find(ctx, "roles", &it)) {
-        dberr_set(err, 40414, "BSON field 'createRole.roles' is missing but a required field");
-        goto cleanup;
-    }
-    if (!access_role_list(ctx, &it, &roles, err))
-        goto cleanup;
-    if (access_find_role(ctx->db, role)) {
+    if (access_find_role(ctx->db, role))
         dberr_set(err, 51002, "Role \"%s@%s\" already exists", role, ctx->db);
-        goto cleanup;
-    }
-    roles_append_doc(&doc, ctx->db, role, &privs, &roles);
-    ok = roles_store(NULL, &doc, err);
+    else
+        ok = roles_write(NULL, ctx->db, role, &privs, &roles, err);
 cleanup:
     priv_set_destroy(&privs);
     bson_destroy(&roles);
-    bson_destroy(&doc);
     return ok;
-}
-
-/* The stored role the command names, or RoleNotFound 31. */
-static record_t *roles_existing(cmd_ctx_t *ctx, const char *role, dberr_t *err)
-{
-    record_t *r = access_find_role(ctx->db, role);
-    if (!r)
-        dberr_set(err, 31, "Role %s@%s not found", role, ctx->db);
-    return r;
 }
 
 /* What a role-changing command does to the stored role. */
 typedef enum roles_change {
-    ROLES_UPDATE,       /* updateRole: replace privileges and/or roles */
-    ROLES_GRANT_PRIVS,  /* grantPrivilegesToRole */
-    ROLES_REVOKE_PRIVS, /* revokePrivilegesFromRole */
-    ROLES_GRANT_ROLES,  /* grantRolesToRole */
-    ROLES_REVOKE_ROLES, /* revokeRolesFromRole */
+    ROLES_UPDATE, /* replace privileges and/or roles */
+    ROLES_GRANT_PRIVS,
+    ROLES_REVOKE_PRIVS,
+    ROLES_GRANT_ROLES,
+    ROLES_REVOKE_ROLES,
 } roles_change_t;
 
-static bool roles_change(cmd_ctx_t *ctx, roles_change_t what, dberr_t *err)
+/* The role-changing commands by what they do; cmd_change_role answers them
+ * all. */
+static const char *const roles_change_names[] = {[ROLES_UPDATE] = "updateRole",
+                                                 [ROLES_GRANT_PRIVS] = "grantPrivilegesToRole",
+                                                 [ROLES_REVOKE_PRIVS] = "revokePrivilegesFromRole",
+                                                 [ROLES_GRANT_ROLES] = "grantRolesToRole",
+                                                 [ROLES_REVOKE_ROLES] = "revokeRolesFromRole"};
+
+bool cmd_change_role(cmd_ctx_t *ctx, dberr_t *err)
 {
     static const char *const known[] = {"privileges", "roles", "authenticationRestrictions"};
+    roles_change_t what = ROLES_UPDATE;
+    for (size_t i = 0; i < sizeof roles_change_names / sizeof roles_change_names[0]; i++)
+        if (strcmp(ctx->name, roles_change_names[i]) == 0)
+            what = (roles_change_t)i;
     const char *role;
     bson_iter_t pit, rit;
     bool ok = false;
     priv_set_t privs, given;
     priv_set_init(&privs);
     priv_set_init(&given);
-    bson_t roles = BSON_INITIALIZER, roles_given = BSON_INITIALIZER, doc = BSON_INITIALIZER;
-    bson_t merged = BSON_INITIALIZER;
+    bson_t roles = BSON_INITIALIZER, roles_given = BSON_INITIALIZER, merged = BSON_INITIALIZER;
     if (!cmd_only_fields(ctx, known, 3, err) || !roles_name(ctx, &role, err) ||
         !access_refuse_restrictions(ctx, err))
         goto cleanup;
@@ -212,7 +210,7 @@ static bool roles_change(cmd_ctx_t *ctx, roles_change_t what, dberr_t *err)
         goto cleanup;
     if (has_r && (need_r || what == ROLES_UPDATE) && !access_role_list(ctx, &rit, &roles_given, err))
         goto cleanup;
-    record_t *r = roles_existing(ctx, role, err);
+    record_t *r = usermgmt_existing(ctx, USERMGMT_ROLE, role, err);
     if (!r)
         goto cleanup;
     bson_destroy(&roles);
@@ -249,41 +247,14 @@ static bool roles_change(cmd_ctx_t *ctx, roles_change_t what, dberr_t *err)
         bson_copy_to(&merged, &roles);
         break;
     }
-    roles_append_doc(&doc, ctx->db, role, &privs, &roles);
-    ok = roles_store(r, &doc, err);
+    ok = roles_write(r, ctx->db, role, &privs, &roles, err);
 cleanup:
     priv_set_destroy(&privs);
     priv_set_destroy(&given);
     bson_destroy(&roles);
     bson_destroy(&roles_given);
-    bson_destroy(&doc);
     bson_destroy(&merged);
     return ok;
-}
-
-bool cmd_update_role(cmd_ctx_t *ctx, dberr_t *err)
-{
-    return roles_change(ctx, ROLES_UPDATE, err);
-}
-
-bool cmd_grant_privileges_to_role(cmd_ctx_t *ctx, dberr_t *err)
-{
-    return roles_change(ctx, ROLES_GRANT_PRIVS, err);
-}
-
-bool cmd_revoke_privileges_from_role(cmd_ctx_t *ctx, dberr_t *err)
-{
-    return roles_change(ctx, ROLES_REVOKE_PRIVS, err);
-}
-
-bool cmd_grant_roles_to_role(cmd_ctx_t *ctx, dberr_t *err)
-{
-    return roles_change(ctx, ROLES_GRANT_ROLES, err);
-}
-
-bool cmd_revoke_roles_from_role(cmd_ctx_t *ctx, dberr_t *err)
-{
-    return roles_change(ctx, ROLES_REVOKE_ROLES, err);
 }
 
 typedef struct roles_all {
@@ -318,7 +289,7 @@ static void roles_forget(const char *db, const char *role)
         dberr_t err;
         for (size_t i = 0; i < recs.len; i++) {
             bson_t doc, out = BSON_INITIALIZER, arr;
-            bson_iter_t it, el, f;
+            bson_iter_t it, el;
             record_view(recs.items[i], &doc);
             bool changed = false;
             uint32_t n = 0;
@@ -332,12 +303,8 @@ static void roles_forget(const char *db, const char *role)
                 bson_append_array_begin(&out, "roles", -1, &arr);
                 bson_iter_recurse(&it, &el);
                 while (bson_iter_next(&el)) {
-                    const char *r = NULL, *d = NULL;
-                    if (BSON_ITER_HOLDS_DOCUMENT(&el) && bson_iter_recurse(&el, &f))
-                        while (bson_iter_next(&f))
-                            if (BSON_ITER_HOLDS_UTF8(&f))
-                                *(strcmp(bson_iter_key(&f), "role") == 0 ? &r : &d) =
-                                    bson_iter_utf8(&f, NULL);
+                    const char *r, *d;
+                    roles_pair(&el, &r, &d);
                     if (r && d && !strcmp(r, role) && !strcmp(d, db)) {
                         changed = true;
                         continue;
@@ -360,7 +327,7 @@ bool cmd_drop_role(cmd_ctx_t *ctx, dberr_t *err)
     const char *role;
     if (!roles_name(ctx, &role, err))
         return false;
-    record_t *r = roles_existing(ctx, role, err);
+    record_t *r = usermgmt_existing(ctx, USERMGMT_ROLE, role, err);
     if (!r)
         return false;
     collection_remove(access_roles(false, NULL), r);
@@ -371,24 +338,7 @@ bool cmd_drop_role(cmd_ctx_t *ctx, dberr_t *err)
 
 bool cmd_drop_all_roles_from_database(cmd_ctx_t *ctx, dberr_t *err)
 {
-    recvec_t recs;
-    recvec_init(&recs);
-    collection_t *c = access_roles(false, NULL);
-    access_records_of_db(c, ctx->db, &recs);
-    for (size_t i = 0; i < recs.len; i++) {
-        bson_t doc;
-        bson_iter_t it;
-        record_view(recs.items[i], &doc);
-        char role[300] = "";
-        if (bson_iter_init_find(&it, &doc, "role") && BSON_ITER_HOLDS_UTF8(&it))
-            snprintf(role, sizeof role, "%s", bson_iter_utf8(&it, NULL));
-        collection_remove(c, recs.items[i]);
-        if (*role)
-            roles_forget(ctx->db, role);
-    }
-    BSON_APPEND_INT32(ctx->reply, "n", (int32_t)recs.len);
-    recvec_destroy(&recs);
-    access_changed();
+    usermgmt_drop_all(ctx, access_roles(false, NULL), roles_forget);
     return true;
 }
 
@@ -456,19 +406,15 @@ static bool roles_info_each_db(const bson_t *doc, void *arg)
     return true;
 }
 
-static bool roles_info_named(roles_info_t *ri, const bson_iter_t *el, dberr_t *err)
+/* One named role: "name" (on ctx->db) or {role, db}. */
+static bool roles_info_named(const bson_iter_t *el, void *arg, dberr_t *err)
 {
+    roles_info_t *ri = arg;
     const char *role = NULL, *db = ri->ctx->db;
-    if (BSON_ITER_HOLDS_UTF8(el)) {
+    if (BSON_ITER_HOLDS_UTF8(el))
         role = bson_iter_utf8(el, NULL);
-    } else if (BSON_ITER_HOLDS_DOCUMENT(el)) {
-        bson_iter_t f;
-        bson_iter_recurse(el, &f);
-        db = NULL;
-        while (bson_iter_next(&f))
-            if (BSON_ITER_HOLDS_UTF8(&f))
-                *(strcmp(bson_iter_key(&f), "role") == 0 ? &role : &db) = bson_iter_utf8(&f, NULL);
-    }
+    else if (BSON_ITER_HOLDS_DOCUMENT(el))
+        roles_pair(el, &role, &db);
     if (!role || !db)
         return dberr_set(err, DBERR_BAD_VALUE,
                          "Role name must be either a string or an object of the form {role: "
@@ -508,13 +454,7 @@ bool cmd_roles_info(cmd_ctx_t *ctx, dberr_t *err)
         void *a[2] = {&ri, (void *)ctx->db};
         if (c)
             collection_foreach(c, roles_info_each_db, a);
-    } else if (BSON_ITER_HOLDS_ARRAY(arg)) {
-        bson_iter_t el;
-        bson_iter_recurse(arg, &el);
-        while (bson_iter_next(&el))
-            if (!roles_info_named(&ri, &el, err))
-                goto cleanup;
-    } else if (!roles_info_named(&ri, arg, err)) {
+    } else if (!usermgmt_each_name(arg, roles_info_named, &ri, err)) {
         goto cleanup;
     }
     BSON_APPEND_ARRAY(ctx->reply, "roles", &ri.arr);

@@ -180,8 +180,7 @@ static bool sasl_start(cmd_ctx_t *ctx, const char *db, const bson_t *cmd, bool s
         dberr_set(err, DBERR_BAD_VALUE, "database name too long");
         goto cleanup;
     }
-    conv = bson_malloc0(sizeof *conv);
-    scram_server_init(conv, mech);
+    conv = scram_server_new(mech);
     if (!scram_server_read_first(conv, payload, n, err))
         goto cleanup;
     scram_cred_t cred;
@@ -196,10 +195,7 @@ static bool sasl_start(cmd_ctx_t *ctx, const char *db, const bson_t *cmd, bool s
     if (!scram_server_write_first(conv, &cred, known, &first, &first_len, err))
         goto cleanup;
     /* a new conversation replaces one in progress */
-    if (a->conv) {
-        scram_server_destroy(a->conv);
-        bson_free(a->conv);
-    }
+    scram_server_free(a->conv);
     a->conv = conv;
     conv = NULL;
     snprintf(a->conv_db, sizeof a->conv_db, "%s", db);
@@ -212,10 +208,7 @@ cleanup:
     if (!ok)
         sasl_log_failure(ctx, mech_name, conv && conv->user[0] ? conv->user : "", db, speculative,
                          err);
-    if (conv) {
-        scram_server_destroy(conv);
-        bson_free(conv);
-    }
+    scram_server_free(conv);
     bson_free(payload);
     bson_free(first);
     return ok;
@@ -239,14 +232,10 @@ bool cmd_sasl_start(cmd_ctx_t *ctx, dberr_t *err)
     return sasl_start(ctx, ctx->db, ctx->cmd, false, ctx->reply, err);
 }
 
-/* Ends the connection's conversation. */
-static void sasl_end(cmd_auth_t *a)
+void sasl_end(cmd_auth_t *a)
 {
-    if (a->conv) {
-        scram_server_destroy(a->conv);
-        bson_free(a->conv);
-        a->conv = NULL;
-    }
+    scram_server_free(a->conv);
+    a->conv = NULL;
     a->conv_awaiting_empty = false;
 }
 

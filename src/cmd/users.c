@@ -3,7 +3,7 @@
  * revokeRolesFromUser — over admin.system.users, whose documents hold
  * salted SCRAM credentials only (never a password). Written through the
  * store, so the journal logs them like any other document. */
-#include "cmd/access.h"
+#include "cmd/usermgmt.h"
 
 #include <openssl/rand.h>
 #include <string.h>
@@ -119,13 +119,8 @@ bool cmd_create_user(cmd_ctx_t *ctx, dberr_t *err)
                                         "except those with '$external' as the user's source db");
         goto cleanup;
     }
-    if (!users_pwd(ctx, &it, &pwd, err))
-        goto cleanup;
-    if (!cmd_find(ctx, "roles", &it)) {
-        dberr_set(err, 40414, "BSON field 'createUser.roles' is missing but a required field");
-        goto cleanup;
-    }
-    if (!access_role_list(ctx, &it, &roles, err))
+    if (!users_pwd(ctx, &it, &pwd, err) || !usermgmt_required(ctx, "roles", &it, err) ||
+        !access_role_list(ctx, &it, &roles, err))
         goto cleanup;
     if (access_find_user(ctx->db, user)) {
         dberr_set(err, 51003, "User \"%s@%s\" already exists", user, ctx->db);
@@ -156,15 +151,6 @@ cleanup:
     bson_destroy(&roles);
     bson_destroy(&doc);
     return ok;
-}
-
-/* The user the command names, or UserNotFound 11. */
-static record_t *users_existing(cmd_ctx_t *ctx, const char *user, dberr_t *err)
-{
-    record_t *r = access_find_user(ctx->db, user);
-    if (!r)
-        dberr_set(err, 11, "Could not find user \"%s\" for db \"%s\"", user, ctx->db);
-    return r;
 }
 
 /* Copies `old` into `out`, leaving out the fields in `skip`. */
@@ -230,7 +216,7 @@ bool cmd_update_user(cmd_ctx_t *ctx, dberr_t *err)
         dberr_set(err, DBERR_TYPE_MISMATCH, "\"customData\" must be an object");
         goto cleanup;
     }
-    record_t *r = users_existing(ctx, user, err);
+    record_t *r = usermgmt_existing(ctx, USERMGMT_USER, user, err);
     if (!r)
         goto cleanup;
     record_view(r, &old);
@@ -292,39 +278,29 @@ bool cmd_drop_user(cmd_ctx_t *ctx, dberr_t *err)
 
 bool cmd_drop_all_users_from_database(cmd_ctx_t *ctx, dberr_t *err)
 {
-    recvec_t recs;
-    recvec_init(&recs);
-    collection_t *c = access_users(false, NULL);
-    access_records_of_db(c, ctx->db, &recs);
-    for (size_t i = 0; i < recs.len; i++)
-        collection_remove(c, recs.items[i]);
-    BSON_APPEND_INT32(ctx->reply, "n", (int32_t)recs.len);
-    recvec_destroy(&recs);
-    access_changed();
+    usermgmt_drop_all(ctx, access_users(false, NULL), NULL);
     return true;
 }
 
-/* grantRolesToUser / revokeRolesFromUser. */
-static bool users_change_roles(cmd_ctx_t *ctx, bool grant, dberr_t *err)
+/* grantRolesToUser, and revokeRolesFromUser. */
+bool cmd_change_user_roles(cmd_ctx_t *ctx, dberr_t *err)
 {
     static const char *const known[] = {"roles"};
+    bool grant = strcmp(ctx->name, "grantRolesToUser") == 0;
     const char *user;
     bson_iter_t it, ol;
     bool ok = false;
     bson_t roles = BSON_INITIALIZER, doc = BSON_INITIALIZER, merged = BSON_INITIALIZER, old;
-    if (!cmd_only_fields(ctx, known, 1, err) || !users_name(ctx, &user, err))
+    if (!cmd_only_fields(ctx, known, 1, err) || !users_name(ctx, &user, err) ||
+        !usermgmt_required(ctx, "roles", &it, err))
         goto cleanup;
-    if (!cmd_find(ctx, "roles", &it)) {
-        dberr_set(err, 40414, "BSON field '%s.roles' is missing but a required field", ctx->name);
-        goto cleanup;
-    }
     if (!grant && !access_allowed(ctx, PRIV_TARGET_DB, ctx->db, NULL, ACT_REVOKE_ROLE)) {
         access_refuse(ctx, err);
         goto cleanup;
     }
     if (!access_role_list(ctx, &it, &roles, err))
         goto cleanup;
-    record_t *r = users_existing(ctx, user, err);
+    record_t *r = usermgmt_existing(ctx, USERMGMT_USER, user, err);
     if (!r)
         goto cleanup;
     record_view(r, &old);
@@ -342,16 +318,6 @@ cleanup:
     bson_destroy(&doc);
     bson_destroy(&merged);
     return ok;
-}
-
-bool cmd_grant_roles_to_user(cmd_ctx_t *ctx, dberr_t *err)
-{
-    return users_change_roles(ctx, true, err);
-}
-
-bool cmd_revoke_roles_from_user(cmd_ctx_t *ctx, dberr_t *err)
-{
-    return users_change_roles(ctx, false, err);
 }
 
 /* ---- usersInfo ---- */
@@ -443,8 +409,9 @@ static bool users_info_each_db(const bson_t *doc, void *arg)
 }
 
 /* One named user: "name" (on ctx->db) or {user, db}. */
-static bool users_info_named(users_info_t *ui, const bson_iter_t *el, dberr_t *err)
+static bool users_info_named(const bson_iter_t *el, void *arg, dberr_t *err)
 {
+    users_info_t *ui = arg;
     const char *user = NULL, *db = ui->ctx->db;
     if (BSON_ITER_HOLDS_UTF8(el)) {
         user = bson_iter_utf8(el, NULL);
@@ -510,13 +477,7 @@ bool cmd_users_info(cmd_ctx_t *ctx, dberr_t *err)
             ui.refused = true;
         else if (c)
             collection_foreach(c, users_info_each, &ui);
-    } else if (BSON_ITER_HOLDS_ARRAY(arg)) {
-        bson_iter_t el;
-        bson_iter_recurse(arg, &el);
-        while (bson_iter_next(&el))
-            if (!users_info_named(&ui, &el, err))
-                goto cleanup;
-    } else if (!users_info_named(&ui, arg, err)) {
+    } else if (!usermgmt_each_name(arg, users_info_named, &ui, err)) {
         goto cleanup;
     }
     if (ui.refused) {

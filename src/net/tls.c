@@ -20,29 +20,26 @@ struct tls_session {
 static SSL_CTX *tls_ctx;
 static tls_mode_t tls_current = TLS_DISABLED;
 
-/* The --tlsMode names, one row per mode. */
-static const struct {
-    const char *name;
-    tls_mode_t mode;
-} tls_modes[] = {{"disabled", TLS_DISABLED},
-                 {"allowTLS", TLS_ALLOW},
-                 {"preferTLS", TLS_PREFER},
-                 {"requireTLS", TLS_REQUIRE}};
+/* The --tlsMode names, indexed by mode. */
+static const char *const tls_mode_names[] = {
+    [TLS_DISABLED] = "disabled",
+    [TLS_ALLOW] = "allowTLS",
+    [TLS_PREFER] = "preferTLS",
+    [TLS_REQUIRE] = "requireTLS",
+};
+#define TLS_MODE_COUNT (sizeof tls_mode_names / sizeof tls_mode_names[0])
 
 bool tls_mode_parse(const char *s, tls_mode_t *out)
 {
-    for (size_t i = 0; i < sizeof tls_modes / sizeof tls_modes[0]; i++)
-        if (strcmp(s, tls_modes[i].name) == 0)
-            return (*out = tls_modes[i].mode, true);
+    for (size_t i = 0; i < TLS_MODE_COUNT; i++)
+        if (strcmp(s, tls_mode_names[i]) == 0)
+            return (*out = (tls_mode_t)i, true);
     return false;
 }
 
 const char *tls_mode_name(tls_mode_t m)
 {
-    for (size_t i = 0; i < sizeof tls_modes / sizeof tls_modes[0]; i++)
-        if (tls_modes[i].mode == m)
-            return tls_modes[i].name;
-    return "disabled";
+    return (size_t)m < TLS_MODE_COUNT ? tls_mode_names[m] : "disabled";
 }
 
 /* OpenSSL's most recent error as text. */
@@ -109,6 +106,14 @@ tls_mode_t tls_mode(void)
     return tls_current;
 }
 
+void tls_session_free(tls_session_t *s)
+{
+    if (!s)
+        return;
+    SSL_free(s->ssl); /* and the BIOs it was given */
+    bson_free(s);
+}
+
 tls_session_t *tls_session_new(void)
 {
     if (!tls_ctx)
@@ -118,23 +123,14 @@ tls_session_t *tls_session_new(void)
     s->rbio = BIO_new(BIO_s_mem());
     s->wbio = BIO_new(BIO_s_mem());
     if (!s->ssl || !s->rbio || !s->wbio) {
-        SSL_free(s->ssl);
-        BIO_free(s->rbio);
+        BIO_free(s->rbio); /* not the session's yet */
         BIO_free(s->wbio);
-        bson_free(s);
+        tls_session_free(s);
         return NULL;
     }
     SSL_set_bio(s->ssl, s->rbio, s->wbio);
     SSL_set_accept_state(s->ssl);
     return s;
-}
-
-void tls_session_free(tls_session_t *s)
-{
-    if (!s)
-        return;
-    SSL_free(s->ssl);
-    bson_free(s);
 }
 
 /* Moves everything OpenSSL wrote into `out`. */
