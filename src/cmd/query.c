@@ -31,6 +31,7 @@
 #include "store/observer.h"
 #include "txn/session.h"
 #include "util/fiber.h"
+#include "util/namelist.h"
 #include "util/strjoin.h"
 #include "util/vec.h"
 
@@ -248,10 +249,7 @@ static bool query_find_field_known(const char *k)
                                   "noCursorTimeout", "allowPartialResults", "let", "allowDiskUse",
                                   "tailable", "awaitData", "collation", "showRecordId",
                                   "oplogReplay", "readOnce", "maxScan", "snapshot"};
-    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
-        if (!strcmp(k, known[i]))
-            return true;
-    return false;
+    return namelist_has(known, NAMELIST_COUNT(known), k);
 }
 
 static bool query_parse_find(cmd_ctx_t *ctx, query_find_t *q, dberr_t *err)
