@@ -14,6 +14,7 @@
 #include "journal/journal.h"
 #include "store/catalog.h"
 #include "util/log.h"
+#include "util/namelist.h"
 
 #define CS_DEFAULT_AWAIT_MS 1000
 #define CS_COALESCE_MS 1
@@ -135,6 +136,10 @@ static bool cs_parse_image(const bson_iter_t *it, const char *field, bool before
 static bool cs_parse_spec(cmd_ctx_t *ctx, const bson_t *spec, cs_stream_t *s, bool *all_cluster,
                           dberr_t *err)
 {
+    /* options atomdb implements only as false */
+    static const char *const refused[] = {"showSystemEvents",     "showRawUpdateDescription",
+                                          "showMigrationEvents",  "allowToRunOnConfigDB",
+                                          "allowToRunOnSystemNS", "$_resumeAfterClusterTime"};
     bson_iter_t it;
     bool has_resume = false, has_start_after = false, has_at = false;
     cs_pos_t start = {clock_now(), CS_K_END, 0};
@@ -173,9 +178,7 @@ static bool cs_parse_spec(cmd_ctx_t *ctx, const bson_t *spec, cs_stream_t *s, bo
             if (!BSON_ITER_HOLDS_BOOL(&it))
                 return cmd_wrong_type(err, &it, "type 'bool'", "$changeStream.showExpandedEvents");
             s->show_expanded = bson_iter_as_bool(&it);
-        } else if (!strcmp(k, "showSystemEvents") || !strcmp(k, "showRawUpdateDescription") ||
-                   !strcmp(k, "showMigrationEvents") || !strcmp(k, "allowToRunOnConfigDB") ||
-                   !strcmp(k, "allowToRunOnSystemNS") || !strcmp(k, "$_resumeAfterClusterTime")) {
+        } else if (namelist_has(refused, NAMELIST_COUNT(refused), k)) {
             if (bson_iter_as_bool(&it))
                 return dberr_set(err, DBERR_NOT_IMPLEMENTED,
                                  "atomdb does not support the $changeStream option '%s' yet", k);

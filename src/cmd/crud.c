@@ -381,39 +381,48 @@ static bool crud_collection(cmd_ctx_t *ctx, collection_t **out, dberr_t *err)
     return *out != NULL;
 }
 
+/* Checks that the _id value at `it` can be stored: not an array, a regex
+ * or undefined, and without '$'-prefixed fields when it is a document. */
+static bool crud_check_id(const bson_iter_t *it, dberr_t *err)
+{
+    if (BSON_ITER_HOLDS_ARRAY(it))
+        return dberr_set(err, DBERR_BAD_VALUE, "can't use an array for _id");
+    if (BSON_ITER_HOLDS_REGEX(it))
+        return dberr_set(err, DBERR_BAD_VALUE, "can't use a regex for _id");
+    if (BSON_ITER_HOLDS_UNDEFINED(it))
+        return dberr_set(err, DBERR_BAD_VALUE, "can't use a undefined for _id");
+    bson_iter_t sub;
+    if (BSON_ITER_HOLDS_DOCUMENT(it) && bson_iter_recurse(it, &sub))
+        while (bson_iter_next(&sub))
+            if (bson_iter_key(&sub)[0] == '$')
+                return dberr_set(err, DBERR_DOLLAR_PREFIXED_FIELD_NAME,
+                                 "_id fields may not contain '$'-prefixed fields: %s is not "
+                                 "valid for storage.",
+                                 bson_iter_key(&sub));
+    return true;
+}
+
 bool cmd_prepare_insert_doc(const bson_t *doc, bson_t *out, dberr_t *err)
 {
-    bson_iter_t it;
+    bson_iter_t it, id;
     bool has_id = false;
     if (!bson_iter_init(&it, doc))
         return dberr_set(err, DBERR_INVALID_BSON, "invalid document");
+    /* only _id is checked: since MongoDB 5.0 other field names may start
+     * with '$' or hold '.' */
     while (bson_iter_next(&it)) {
-        const char *k = bson_iter_key(&it);
-        if (strcmp(k, "_id") == 0) {
-            if (has_id)
-                return dberr_set(err, DBERR_BAD_VALUE, "can't have multiple _id fields in one "
-                                                       "document");
-            has_id = true;
-            if (BSON_ITER_HOLDS_ARRAY(&it))
-                return dberr_set(err, DBERR_BAD_VALUE, "can't use an array for _id");
-            if (BSON_ITER_HOLDS_REGEX(&it))
-                return dberr_set(err, DBERR_BAD_VALUE, "can't use a regex for _id");
-            if (BSON_ITER_HOLDS_UNDEFINED(&it))
-                return dberr_set(err, DBERR_BAD_VALUE, "can't use a undefined for _id");
-            bson_iter_t sub;
-            if (BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &sub))
-                while (bson_iter_next(&sub))
-                    if (bson_iter_key(&sub)[0] == '$')
-                        return dberr_set(err, DBERR_DOLLAR_PREFIXED_FIELD_NAME,
-                                         "_id fields may not contain '$'-prefixed fields: %s is "
-                                         "not valid for storage.",
-                                         bson_iter_key(&sub));
-        }
-        /* since MongoDB 5.0 other field names may start with '$' or hold '.' */
+        if (strcmp(bson_iter_key(&it), "_id") != 0)
+            continue;
+        if (has_id)
+            return dberr_set(err, DBERR_BAD_VALUE, "can't have multiple _id fields in one "
+                                                   "document");
+        if (!crud_check_id(&it, err))
+            return false;
+        id = it;
+        has_id = true;
     }
     if (has_id) {
-        bson_iter_init_find(&it, doc, "_id");
-        bson_append_value(out, "_id", 3, bson_iter_value(&it));
+        bson_append_value(out, "_id", 3, bson_iter_value(&id));
     } else {
         bson_oid_t oid;
         bson_oid_init(&oid, NULL);
@@ -495,6 +504,65 @@ static const bson_t *crud_let(const cmd_ctx_t *ctx)
     if (cmd_find(ctx, "let", &it) && BSON_ITER_HOLDS_DOCUMENT(&it) && cmd_iter_doc(&it, &let))
         return &let;
     return NULL;
+}
+
+/* What an update statement or a findAndModify runs with: its collation and
+ * sort, the targets found, and the matcher and updater, borrowed from the
+ * plan cache when `cacheable` (no collation, arrayFilters or let) and put
+ * back by crud_plan_release. */
+typedef struct crud_plan {
+    collation_t *coll;
+    matcher_t *m;
+    updater_t *u;
+    sortspec_t *sort;
+    recvec_t recs;
+    bool cacheable;
+} crud_plan_t;
+
+/* Empties `pl`: crud_plan_release may run from here on. */
+static inline void crud_plan_init(crud_plan_t *pl)
+{
+    *pl = (crud_plan_t){.cacheable = false}; /* until the collation is known */
+    recvec_init(&pl->recs);
+}
+
+/* Resolves the collation (`collation`: the statement's field, or NULL) and
+ * builds or borrows the matcher of filter `q`. */
+static inline bool crud_plan_matcher(crud_plan_t *pl, const cmd_ctx_t *ctx, collection_t *c,
+                              const bson_t *q, const bson_iter_t *collation,
+                              bool has_array_filters, dberr_t *err)
+{
+    bson_iter_t let;
+    if (!cmd_collation_resolve(c, collation, &pl->coll, err))
+        return false;
+    pl->cacheable = !has_array_filters && !cmd_find(ctx, "let", &let) && !pl->coll;
+    pl->m = pl->cacheable ? plancache_take_matcher(q) : NULL;
+    return pl->m || (pl->m = cmd_matcher_new(ctx, q, err));
+}
+
+/* Builds or borrows the updater of `spec` (`array_filters`: or NULL). */
+static inline bool crud_plan_updater(crud_plan_t *pl, const cmd_ctx_t *ctx, const bson_iter_t *spec,
+                              const bson_t *array_filters, dberr_t *err)
+{
+    pl->u = pl->cacheable ? plancache_take_updater(spec) : NULL;
+    return pl->u || (pl->u = updater_new_let(spec, array_filters, crud_let(ctx), err));
+}
+
+/* Frees what `pl` holds; a borrowed matcher and updater go back to the
+ * plan cache under `q` and `spec` (as given to crud_plan_matcher and
+ * crud_plan_updater; `spec` is not read when there is no updater). */
+static inline void crud_plan_release(crud_plan_t *pl, const bson_t *q, const bson_iter_t *spec)
+{
+    recvec_destroy(&pl->recs);
+    if (pl->cacheable) {
+        plancache_put_matcher(q, pl->m);
+        plancache_put_updater(spec, pl->u);
+    } else {
+        matcher_destroy(pl->m);
+        updater_destroy(pl->u);
+    }
+    sortspec_destroy(pl->sort);
+    collation_destroy(pl->coll);
 }
 
 /* Builds the document an upsert inserts, into `out` (initialised). */
@@ -664,43 +732,32 @@ static bool crud_parse_update_stmt(const bson_t *stmt, crud_update_stmt_t *s, db
 static bool crud_update_one(const cmd_ctx_t *ctx, view_t *view, collection_t *c, uint32_t index,
                             const crud_update_stmt_t *s, crud_result_t *r, dberr_t *err)
 {
-    matcher_t *m = NULL;
-    updater_t *u = NULL;
-    sortspec_t *sort = NULL;
-    collation_t *coll = NULL;
-    recvec_t recs;
+    crud_plan_t pl;
     bool ok = false;
-    bson_iter_t let;
-    recvec_init(&recs);
-    bool cacheable = false; /* until the collation is known: cleanup frees */
-    if (!cmd_collation_resolve(c, s->has_collation ? &s->collation : NULL, &coll, err))
+    crud_plan_init(&pl);
+    if (!crud_plan_matcher(&pl, ctx, c, &s->q, s->has_collation ? &s->collation : NULL,
+                           s->has_array_filters, err) ||
+        !crud_plan_updater(&pl, ctx, &s->u, s->has_array_filters ? &s->array_filters : NULL,
+                           err))
         goto cleanup;
-    cacheable = !s->has_array_filters && !cmd_find(ctx, "let", &let) && !coll;
-    m = cacheable ? plancache_take_matcher(&s->q) : NULL;
-    if (!m && !(m = cmd_matcher_new(ctx, &s->q, err)))
-        goto cleanup;
-    u = cacheable ? plancache_take_updater(&s->u) : NULL;
-    if (!u && !(u = updater_new_let(&s->u, s->has_array_filters ? &s->array_filters : NULL,
-                                    crud_let(ctx), err)))
-        goto cleanup;
-    if (coll) { /* the statement's strings compare by it */
-        matcher_set_collation(m, coll);
-        updater_set_collation(u, coll);
+    if (pl.coll) { /* the statement's strings compare by it */
+        matcher_set_collation(pl.m, pl.coll);
+        updater_set_collation(pl.u, pl.coll);
     }
-    if (s->multi && updater_kind(u) == UPDATER_REPLACEMENT) {
+    if (s->multi && updater_kind(pl.u) == UPDATER_REPLACEMENT) {
         dberr_set(err, DBERR_FAILED_TO_PARSE, "multi update is not supported for "
                                               "replacement-style update");
         goto cleanup;
     }
-    if (s->has_sort && !(sort = sortspec_new(&s->sort, err)))
+    if (s->has_sort && !(pl.sort = sortspec_new(&s->sort, err)))
         goto cleanup;
-    if (!cmd_text_meta(m, sort, NULL, err))
+    if (!cmd_text_meta(pl.m, pl.sort, NULL, err))
         goto cleanup;
-    if (sort)
-        sortspec_set_collation(sort, coll);
+    if (pl.sort)
+        sortspec_set_collation(pl.sort, pl.coll);
     collection_query_opts_t o = {0};
-    o.matcher = m;
-    o.sort = sort;
+    o.matcher = pl.m;
+    o.sort = pl.sort;
     o.limit = s->multi ? 0 : 1;
     o.hint = s->has_hint ? &s->hint : NULL;
     o.hint_name = s->hint_name;
@@ -708,16 +765,16 @@ static bool crud_update_one(const cmd_ctx_t *ctx, view_t *view, collection_t *c,
     uint64_t y0 = fiber_yields(fiber_current());
     if (!s->multi)
         fiber_no_yield_begin();
-    bool found = view_query(view, c, collection_name(c), &o, true, &recs, NULL, err) &&
-                 !matcher_take_error(m, err);
+    bool found = view_query(view, c, collection_name(c), &o, true, &pl.recs, NULL, err) &&
+                 !matcher_take_error(pl.m, err);
     if (!s->multi)
         fiber_no_yield_end();
     if (!found)
         goto cleanup;
-    if (recs.len == 0 && s->upsert) {
+    if (pl.recs.len == 0 && s->upsert) {
         bson_t doc = BSON_INITIALIZER;
         bson_iter_t id;
-        if (crud_upsert_doc(&s->q, u, &doc, err) &&
+        if (crud_upsert_doc(&s->q, pl.u, &doc, err) &&
             view_lock(view, c, &doc, err) && view_insert(view, c, &doc, err)) {
             bson_iter_init_find(&id, &doc, "_id");
             crud_add_upserted(r, index, bson_iter_value(&id));
@@ -727,23 +784,23 @@ static bool crud_update_one(const cmd_ctx_t *ctx, view_t *view, collection_t *c,
         bson_destroy(&doc);
         goto cleanup;
     }
-    if (!crud_lock_all(view, c, &recs, err))
+    if (!crud_lock_all(view, c, &pl.recs, err))
         goto cleanup;
-    for (size_t i = 0; i < recs.len; i++) {
-        record_t *target = recs.items[i];
+    for (size_t i = 0; i < pl.recs.len; i++) {
+        record_t *target = pl.recs.items[i];
         if (!fiber_check(err))
             goto cleanup;
         /* (in a transaction every target is locked and as the snapshot
          * saw it, or the transaction's own version: nothing to re-read) */
         if (!view->txn && fiber_yields(fiber_current()) != y0) {
-            if (!crud_refetch(view, c, recs.items[i], m, &target, err))
+            if (!crud_refetch(view, c, pl.recs.items[i], pl.m, &target, err))
                 goto cleanup;
             if (!target)
                 continue;
         }
         bool modified = false;
         bson_t new_doc = BSON_INITIALIZER;
-        bool one = crud_apply_one(view, c, target, m, u, &modified, &new_doc, err);
+        bool one = crud_apply_one(view, c, target, pl.m, pl.u, &modified, &new_doc, err);
         bson_destroy(&new_doc);
         if (!one)
             goto cleanup;
@@ -753,16 +810,7 @@ static bool crud_update_one(const cmd_ctx_t *ctx, view_t *view, collection_t *c,
     }
     ok = true;
 cleanup:
-    recvec_destroy(&recs);
-    if (cacheable) {
-        plancache_put_matcher(&s->q, m);
-        plancache_put_updater(&s->u, u);
-    } else {
-        matcher_destroy(m);
-        updater_destroy(u);
-    }
-    sortspec_destroy(sort);
-    collation_destroy(coll);
+    crud_plan_release(&pl, &s->q, &s->u);
     return ok;
 }
 
@@ -1009,62 +1057,51 @@ bool cmd_find_and_modify(cmd_ctx_t *ctx, dberr_t *err)
 {
     collection_t *c;
     crud_fam_t f;
-    matcher_t *m = NULL;
-    sortspec_t *sort = NULL;
-    updater_t *u = NULL;
+    crud_plan_t pl;
     projection_t *p = NULL;
-    recvec_t recs;
     bson_t new_doc = BSON_INITIALIZER;
     bool ok = false;
-    bool cacheable = false;
-    collation_t *coll = NULL;
-    recvec_init(&recs);
+    crud_plan_init(&pl);
     if (!crud_parse_fam(ctx, &f, err) || !crud_collection(ctx, &c, err) ||
-        !cmd_collation_resolve(c, f.has_collation ? &f.collation : NULL, &coll, err))
+        !crud_plan_matcher(&pl, ctx, c, &f.query, f.has_collation ? &f.collation : NULL,
+                           f.has_array_filters, err))
         goto cleanup;
-    bson_iter_t let;
-    cacheable = !f.has_array_filters && !cmd_find(ctx, "let", &let) && !coll;
-    m = cacheable ? plancache_take_matcher(&f.query) : NULL;
-    if (!m && !(m = cmd_matcher_new(ctx, &f.query, err)))
-        goto cleanup;
-    if (f.has_sort && !(sort = sortspec_new(&f.sort, err)))
+    if (f.has_sort && !(pl.sort = sortspec_new(&f.sort, err)))
         goto cleanup;
     if (f.has_fields && !bson_empty(&f.fields) && !(p = projection_new(&f.fields, err)))
         goto cleanup;
-    if (!cmd_text_meta(m, sort, p, err))
+    if (!cmd_text_meta(pl.m, pl.sort, p, err))
         goto cleanup;
-    if (f.has_update && cacheable)
-        u = plancache_take_updater(&f.update);
-    if (f.has_update && !u &&
-        !(u = updater_new_let(&f.update, f.has_array_filters ? &f.array_filters : NULL,
-                              crud_let(ctx), err)))
+    if (f.has_update &&
+        !crud_plan_updater(&pl, ctx, &f.update, f.has_array_filters ? &f.array_filters : NULL,
+                           err))
         goto cleanup;
-    if (coll) { /* the command's strings compare by it */
-        matcher_set_collation(m, coll);
-        if (sort)
-            sortspec_set_collation(sort, coll);
+    if (pl.coll) { /* the command's strings compare by it */
+        matcher_set_collation(pl.m, pl.coll);
+        if (pl.sort)
+            sortspec_set_collation(pl.sort, pl.coll);
         if (p)
-            projection_set_collation(p, coll);
-        if (u)
-            updater_set_collation(u, coll);
+            projection_set_collation(p, pl.coll);
+        if (pl.u)
+            updater_set_collation(pl.u, pl.coll);
     }
     collection_query_opts_t o = {0};
-    o.matcher = m;
-    o.sort = sort;
+    o.matcher = pl.m;
+    o.sort = pl.sort;
     o.limit = 1;
     o.hint = f.has_hint ? &f.hint : NULL;
     o.hint_name = f.hint_name;
     fiber_no_yield_begin(); /* one document: find and write are one step */
-    bool found = view_query(ctx->view, c, collection_name(c), &o, true, &recs, NULL, err) &&
-                 !matcher_take_error(m, err);
+    bool found = view_query(ctx->view, c, collection_name(c), &o, true, &pl.recs, NULL, err) &&
+                 !matcher_take_error(pl.m, err);
     fiber_no_yield_end();
     if (!found)
         goto cleanup;
     bson_t le;
-    if (recs.len == 0) {
+    if (pl.recs.len == 0) {
         if (f.upsert) {
             bson_iter_t id;
-            if (!crud_upsert_doc(&f.query, u, &new_doc, err) ||
+            if (!crud_upsert_doc(&f.query, pl.u, &new_doc, err) ||
                 !view_lock(ctx->view, c, &new_doc, err) ||
                 !view_insert(ctx->view, c, &new_doc, err))
                 goto cleanup;
@@ -1074,18 +1111,18 @@ bool cmd_find_and_modify(cmd_ctx_t *ctx, dberr_t *err)
             BSON_APPEND_BOOL(&le, "updatedExisting", false);
             bson_append_value(&le, "upserted", -1, bson_iter_value(&id));
             bson_append_document_end(ctx->reply, &le);
-            ok = crud_append_value(ctx, f.want_new ? &new_doc : NULL, p, m, err);
+            ok = crud_append_value(ctx, f.want_new ? &new_doc : NULL, p, pl.m, err);
         } else {
             bson_append_document_begin(ctx->reply, "lastErrorObject", -1, &le);
             BSON_APPEND_INT32(&le, "n", 0);
             if (!f.remove)
                 BSON_APPEND_BOOL(&le, "updatedExisting", false);
             bson_append_document_end(ctx->reply, &le);
-            ok = crud_append_value(ctx, NULL, p, m, err);
+            ok = crud_append_value(ctx, NULL, p, pl.m, err);
         }
         goto cleanup;
     }
-    record_t *old = recs.items[0]; /* recs keeps the old version alive */
+    record_t *old = pl.recs.items[0]; /* recs keeps the old version alive */
     bson_t old_doc;
     record_view(old, &old_doc);
     if (!view_lock(ctx->view, c, &old_doc, err))
@@ -1095,30 +1132,20 @@ bool cmd_find_and_modify(cmd_ctx_t *ctx, dberr_t *err)
         bson_append_document_begin(ctx->reply, "lastErrorObject", -1, &le);
         BSON_APPEND_INT32(&le, "n", 1);
         bson_append_document_end(ctx->reply, &le);
-        ok = crud_append_value(ctx, &old_doc, p, m, err);
+        ok = crud_append_value(ctx, &old_doc, p, pl.m, err);
         goto cleanup;
     }
     bool modified;
-    if (!crud_apply_one(ctx->view, c, old, m, u, &modified, &new_doc, err))
+    if (!crud_apply_one(ctx->view, c, old, pl.m, pl.u, &modified, &new_doc, err))
         goto cleanup;
     bson_append_document_begin(ctx->reply, "lastErrorObject", -1, &le);
     BSON_APPEND_INT32(&le, "n", 1);
     BSON_APPEND_BOOL(&le, "updatedExisting", true);
     bson_append_document_end(ctx->reply, &le);
-    ok = crud_append_value(ctx, f.want_new && modified ? &new_doc : &old_doc, p, m, err);
+    ok = crud_append_value(ctx, f.want_new && modified ? &new_doc : &old_doc, p, pl.m, err);
 cleanup:
     bson_destroy(&new_doc);
-    recvec_destroy(&recs);
-    if (cacheable) {
-        plancache_put_matcher(&f.query, m);
-        if (u)
-            plancache_put_updater(&f.update, u);
-    } else {
-        matcher_destroy(m);
-        updater_destroy(u);
-    }
-    sortspec_destroy(sort);
+    crud_plan_release(&pl, &f.query, &f.update);
     projection_destroy(p);
-    collation_destroy(coll);
     return ok;
 }

@@ -624,27 +624,25 @@ bool cmd_coll_stats(cmd_ctx_t *ctx, dberr_t *err)
 
 bool cmd_create_indexes(cmd_ctx_t *ctx, dberr_t *err)
 {
-    const char *coll;
-    if (!cmd_collection_name(ctx, &coll, err))
-        return false;
+    cmd_target_t t;
     bson_iter_t it, el;
-    if (!cmd_required(ctx, "indexes", BSON_TYPE_ARRAY, &it, err))
+    if (!cmd_target(ctx, &t, err) || !cmd_required(ctx, "indexes", BSON_TYPE_ARRAY, &it, err))
         return false;
-    bool existed = catalog_get(server.catalog, ctx->db, coll) != NULL;
+    bool existed = t.c != NULL;
     collection_t *c = NULL;
     if (existed && ctx->view->txn)
         return dberr_set(err, DBERR_OPERATION_NOT_SUPPORTED_IN_TRANSACTION,
                          "Cannot create new indexes on existing collection %s.%s in a "
                          "multi-document transaction.",
-                         ctx->db, coll);
+                         ctx->db, t.coll);
     bool made_before = false; /* by an earlier statement of the transaction */
     if (!existed && ctx->view->txn) {
-        if (!catalog_valid_coll_name(ctx->db, coll, err))
+        if (!catalog_valid_coll_name(ctx->db, t.coll, err))
             return false;
-        made_before = txn_find_scratch(ctx->view->txn, ctx->db, coll) != NULL;
-        c = txn_scratch_collection(ctx->view->txn, ctx->db, coll);
+        made_before = txn_find_scratch(ctx->view->txn, ctx->db, t.coll) != NULL;
+        c = txn_scratch_collection(ctx->view->txn, ctx->db, t.coll);
     } else {
-        c = catalog_get_or_create(server.catalog, ctx->db, coll, err);
+        c = catalog_get_or_create(server.catalog, ctx->db, t.coll, err);
     }
     if (!c)
         return false;
@@ -681,15 +679,25 @@ bool cmd_create_indexes(cmd_ctx_t *ctx, dberr_t *err)
     return true;
 }
 
+/* The existing collection an index command names, or NULL with `err`
+ * set: NamespaceNotFound worded as `missing` followed by the namespace. */
+static collection_t *dbcmds_index_target(const cmd_ctx_t *ctx, cmd_target_t *t, const char *missing,
+                                         dberr_t *err)
+{
+    if (!cmd_target(ctx, t, err))
+        return NULL;
+    if (!t->c)
+        dberr_set(err, DBERR_NAMESPACE_NOT_FOUND, "%s%s", missing, t->ns);
+    return t->c;
+}
+
 bool cmd_list_indexes(cmd_ctx_t *ctx, dberr_t *err)
 {
     cmd_target_t t;
-    if (!cmd_target(ctx, &t, err))
-        return false;
-    collection_t *c = t.c;
-    if (!c)
-        return dberr_set(err, DBERR_NAMESPACE_NOT_FOUND, "ns does not exist: %s", t.ns);
     recvec_t recs;
+    collection_t *c = dbcmds_index_target(ctx, &t, "ns does not exist: ", err);
+    if (!c)
+        return false;
     recvec_init(&recs);
     for (int i = 0; i < collection_nindexes(c); i++) {
         record_t *r = record_new(&collection_index(c, i)->spec);
@@ -718,11 +726,9 @@ static bool dbcmds_check_index_names(collection_t *c, const bson_iter_t *names, 
 bool cmd_drop_indexes(cmd_ctx_t *ctx, dberr_t *err)
 {
     cmd_target_t t;
-    if (!cmd_target(ctx, &t, err))
-        return false;
-    collection_t *c = t.c;
+    collection_t *c = dbcmds_index_target(ctx, &t, "ns not found ", err);
     if (!c)
-        return dberr_set(err, DBERR_NAMESPACE_NOT_FOUND, "ns not found %s", t.ns);
+        return false;
     bson_iter_t it;
     if (!cmd_find(ctx, "index", &it))
         return cmd_missing_field(err, "dropIndexes.index");

@@ -12,6 +12,7 @@
 #include "journal/journal.h"
 #include "store/catalog.h"
 #include "store/check.h"
+#include "util/namelist.h"
 
 /* Splits "db.coll" into its parts (the collection may contain dots). */
 static bool maint_split_ns(const char *ns, char *db, size_t dbsize, const char **coll,
@@ -59,6 +60,13 @@ bool cmd_rename_collection(cmd_ctx_t *ctx, dberr_t *err)
 /* The validate command's own fields. */
 static bool maint_validate_fields(const cmd_ctx_t *ctx, bool *full, dberr_t *err)
 {
+    /* validate's options; background and checkBSONConformity change
+     * nothing: every check runs at once on the loop, BSON is always checked */
+    static const char *const known[] = {"full",       "background", "checkBSONConformity",
+                                        "repair",     "metadata",   "enforceFastCount",
+                                        "fixMultikey"};
+    /* ... of them, those atomdb implements only as false */
+    static const char *const refused[] = {"repair", "metadata", "enforceFastCount", "fixMultikey"};
     bson_iter_t it;
     bson_iter_init(&it, ctx->cmd);
     bson_iter_next(&it);
@@ -66,18 +74,13 @@ static bool maint_validate_fields(const cmd_ctx_t *ctx, bool *full, dberr_t *err
         const char *k = bson_iter_key(&it);
         if (cmd_is_generic_arg(k))
             continue;
-        if (!strcmp(k, "full")) {
+        if (!strcmp(k, "full"))
             *full = bson_iter_as_bool(&it);
-        } else if (!strcmp(k, "background") || !strcmp(k, "checkBSONConformity")) {
-            /* every check runs at once on the loop; BSON is always checked */
-        } else if (!strcmp(k, "repair") || !strcmp(k, "metadata") ||
-                   !strcmp(k, "enforceFastCount") || !strcmp(k, "fixMultikey")) {
-            if (bson_iter_as_bool(&it))
-                return dberr_set(err, DBERR_NOT_IMPLEMENTED,
-                                 "atomdb's validate does not support '%s'", k);
-        } else {
+        else if (namelist_has(refused, NAMELIST_COUNT(refused), k) && bson_iter_as_bool(&it))
+            return dberr_set(err, DBERR_NOT_IMPLEMENTED, "atomdb's validate does not support '%s'",
+                             k);
+        else if (!namelist_has(known, NAMELIST_COUNT(known), k))
             return dberr_set(err, 40415, "BSON field 'validate.%s' is an unknown field.", k);
-        }
     }
     return true;
 }

@@ -9,6 +9,7 @@
 #include <uv.h>
 
 #include "cmd/server.h"
+#include "util/namelist.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 /* libasan's (GCC ships no header for it) */
@@ -42,9 +43,8 @@ static bool memory_grows(const char *name, const bson_t *cmd)
 {
     static const char *const names[] = {"insert", "update", "create", "createIndexes",
                                         "collMod"};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (!strcmp(name, names[i]))
-            return true;
+    if (namelist_has(names, NAMELIST_COUNT(names), name))
+        return true;
     if (!strcmp(name, "findAndModify") || !strcmp(name, "findandmodify")) {
         bson_iter_t it;
         return !(bson_iter_init_find(&it, cmd, "remove") && bson_iter_as_bool(&it));

@@ -18,6 +18,7 @@
 #include "util/dlist.h"
 #include "util/fiber.h"
 #include "util/log.h"
+#include "util/namelist.h"
 
 typedef struct op {
     int64_t opid;
@@ -53,10 +54,7 @@ static bool op_is_long(const char *name)
                                         "distinct", "update", "delete",       "findAndModify",
                                         "findandmodify", "explain", "insert",
                                         "commitTransaction", "createIndexes"};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (strcmp(name, names[i]) == 0)
-            return true;
-    return false;
+    return namelist_has(names, NAMELIST_COUNT(names), name);
 }
 
 /* True when the request names a session (lsid) that a statement running

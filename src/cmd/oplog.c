@@ -17,6 +17,7 @@
 #include "store/collection.h"
 #include "util/bsonview.h"
 #include "util/fiber.h"
+#include "util/namelist.h"
 
 #define OPLOG_NS "local.oplog.rs"
 #define OPLOG_DEFAULT_BATCH 101
@@ -422,10 +423,7 @@ static bool oplog_find_field_known(const char *k)
                                   "awaitData",
                                   "oplogReplay",
                                   "allowPartialResults"};
-    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
-        if (!strcmp(k, known[i]))
-            return true;
-    return false;
+    return namelist_has(known, NAMELIST_COUNT(known), k);
 }
 
 bool oplog_find(cmd_ctx_t *ctx, dberr_t *err)

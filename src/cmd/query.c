@@ -31,6 +31,7 @@
 #include "store/observer.h"
 #include "txn/session.h"
 #include "util/fiber.h"
+#include "util/namelist.h"
 #include "util/strjoin.h"
 #include "util/vec.h"
 
@@ -214,15 +215,17 @@ bool cmd_kill_cursors(cmd_ctx_t *ctx, dberr_t *err)
     bson_t killed = BSON_INITIALIZER, missing = BSON_INITIALIZER;
     uint32_t nk = 0, nm = 0;
     char key[16];
+    bool ok = false;
     bson_iter_recurse(&it, &el);
     while (bson_iter_next(&el)) {
         if (!BSON_ITER_HOLDS_INT64(&el) && !BSON_ITER_HOLDS_INT32(&el))
             continue;
         int64_t id = bson_iter_as_int64(&el);
         cursor_t *cur = cursors_get(server.cursors, id);
-        if (cur && server.auth && cur->owner != access_owner(ctx->client))
-            return dberr_set(err, DBERR_UNAUTHORIZED,
-                             "not authorized to kill cursor on %s", cur->ns);
+        if (cur && server.auth && cur->owner != access_owner(ctx->client)) {
+            dberr_set(err, DBERR_UNAUTHORIZED, "not authorized to kill cursor on %s", cur->ns);
+            goto cleanup;
+        }
         if (cursors_close(server.cursors, id))
             bson_append_int64(&killed, cmd_index_key(nk++, key, sizeof key), -1, id);
         else
@@ -233,9 +236,11 @@ bool cmd_kill_cursors(cmd_ctx_t *ctx, dberr_t *err)
     bson_t empty = BSON_INITIALIZER;
     BSON_APPEND_ARRAY(ctx->reply, "cursorsAlive", &empty);
     BSON_APPEND_ARRAY(ctx->reply, "cursorsUnknown", &empty);
+    ok = true;
+cleanup:
     bson_destroy(&killed);
     bson_destroy(&missing);
-    return true;
+    return ok;
 }
 
 
@@ -248,10 +253,7 @@ static bool query_find_field_known(const char *k)
                                   "noCursorTimeout", "allowPartialResults", "let", "allowDiskUse",
                                   "tailable", "awaitData", "collation", "showRecordId",
                                   "oplogReplay", "readOnce", "maxScan", "snapshot"};
-    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
-        if (!strcmp(k, known[i]))
-            return true;
-    return false;
+    return namelist_has(known, NAMELIST_COUNT(known), k);
 }
 
 static bool query_parse_find(cmd_ctx_t *ctx, query_find_t *q, dberr_t *err)

@@ -18,6 +18,10 @@
 #define WIRE_QUERY_SLAVE_OK (1 << 2)
 #define WIRE_QUERY_EXHAUST (1 << 6)
 
+/* OP_COMPRESSED's header after the standard one: originalOpcode (int32),
+ * uncompressedSize (int32), compressorId (uint8). */
+#define WIRE_COMPRESSED_HEADER_SIZE 9
+
 /* OP_REPLY responseFlags. */
 #define WIRE_REPLY_QUERY_FAILURE 2
 #define WIRE_REPLY_AWAIT_CAPABLE 8
@@ -456,18 +460,20 @@ static wire_parse_status_t parse_compressed(const uint8_t *msg, size_t len, wire
                                             dberr_t *err)
 {
     wire_parse_status_t st = WIRE_PARSE_OK;
-    const uint8_t *p = msg + WIRE_HEADER_SIZE;
-    const uint8_t *end = msg + len;
+    const uint8_t *head = msg + WIRE_HEADER_SIZE; /* OP_COMPRESSED's own header */
+    const uint8_t *data;                          /* the compressed message after it */
+    size_t data_len;
     uint8_t *plain = NULL;
     int32_t orig, usize;
     uint8_t cid;
 
-    if (end - p < 9)
+    if (len < WIRE_HEADER_SIZE + WIRE_COMPRESSED_HEADER_SIZE)
         CLOSE_WITH("Invalid compressed message header");
-    orig = wire_rd_i32(p);
-    usize = wire_rd_i32(p + 4);
-    cid = p[8];
-    p += 9;
+    orig = wire_rd_i32(head);
+    usize = wire_rd_i32(head + 4);
+    cid = head[8];
+    data = head + WIRE_COMPRESSED_HEADER_SIZE;
+    data_len = len - WIRE_HEADER_SIZE - WIRE_COMPRESSED_HEADER_SIZE;
     if (!wire_compressor_name(cid))
         CLOSE_WITH("Compression algorithm %u specified in message is not available", (unsigned)cid);
     req->compressor = cid;
@@ -477,7 +483,7 @@ static wire_parse_status_t parse_compressed(const uint8_t *msg, size_t len, wire
         CLOSE_WITH("Decompressed message would be larger than maximum message size "
                    "(uncompressedSize %d)",
                    usize);
-    if (!wire_decompressed_size_plausible(cid, p, (size_t)(end - p), (size_t)usize))
+    if (!wire_decompressed_size_plausible(cid, data, data_len, (size_t)usize))
         CLOSE_WITH("%s-compressed message cannot decompress to uncompressedSize %d",
                    wire_compressor_name(cid), usize);
 
@@ -485,7 +491,7 @@ static wire_parse_status_t parse_compressed(const uint8_t *msg, size_t len, wire
     wire_wr_i32(plain, usize + WIRE_HEADER_SIZE);
     memcpy(plain + 4, msg + 4, 8); /* requestID, responseTo */
     wire_wr_i32(plain + 12, orig);
-    if (!wire_decompress(cid, p, (size_t)(end - p), plain + WIRE_HEADER_SIZE, (size_t)usize, err)) {
+    if (!wire_decompress(cid, data, data_len, plain + WIRE_HEADER_SIZE, (size_t)usize, err)) {
         err->code = DBERR_PROTOCOL_ERROR;
         st = WIRE_PARSE_CLOSE;
         goto cleanup;
