@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -746,6 +747,16 @@ void options_init(options_t *o)
     o->given = bson_malloc0(sizeof(option_givens_t));
 }
 
+/* The settings held as heap strings (options_dup): options_destroy frees them. */
+static const size_t options_strings[] = {
+    offsetof(options_t, config_path),    offsetof(options_t, bind_ip),
+    offsetof(options_t, advertise),      offsetof(options_t, dbpath),
+    offsetof(options_t, storage_engine), offsetof(options_t, replset),
+    offsetof(options_t, log_path),       offsetof(options_t, pidfile),
+    offsetof(options_t, tls_mode),       offsetof(options_t, tls_cert_key_file),
+    offsetof(options_t, tls_ca_file),    offsetof(options_t, metrics_bind),
+};
+
 void options_destroy(options_t *o)
 {
     if (!o->given)
@@ -757,18 +768,8 @@ void options_destroy(options_t *o)
     }
     bson_free(g->v);
     bson_free(g);
-    bson_free(o->config_path);
-    bson_free(o->tls_mode);
-    bson_free(o->tls_cert_key_file);
-    bson_free(o->tls_ca_file);
-    bson_free(o->bind_ip);
-    bson_free(o->metrics_bind);
-    bson_free(o->advertise);
-    bson_free(o->dbpath);
-    bson_free(o->storage_engine);
-    bson_free(o->replset);
-    bson_free(o->log_path);
-    bson_free(o->pidfile);
+    for (size_t i = 0; i < sizeof options_strings / sizeof options_strings[0]; i++)
+        bson_free(*(char **)((char *)o + options_strings[i]));
     bson_destroy(&o->set_parameters);
     bson_destroy(&o->argv);
     bson_destroy(&o->parsed);
