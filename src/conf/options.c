@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -555,72 +556,60 @@ static const option_def_t options_table[] = {
 };
 #define OPTIONS_N (sizeof options_table / sizeof options_table[0])
 
-/* A mongod setting atomdb cannot honour: refused naming it and why. */
+/* mongod settings atomdb cannot honour, refused naming them and saying why:
+ * one row per reason. A key under a listed path is refused too. */
 typedef struct option_refused {
-    const char *flag; /* command-line name without "--", or NULL */
-    const char *path; /* config-file key; a key under it is refused too */
     const char *why;
+    const char *const *flags; /* command-line names without "--", NULL-terminated, or NULL */
+    const char *const *paths; /* config-file keys, NULL-terminated, or NULL */
 } option_refused_t;
 
-#define WHY_SINGLE "atomdb is a single node: there is no replication between nodes"
-#define WHY_STORAGE "atomdb's storage is not WiredTiger (see --journal, --snapshot-interval)"
-#define WHY_TLS "atomdb supports --tlsMode, --tlsCertificateKeyFile, --tlsCAFile and " \
-                "--tlsAllowConnectionsWithoutCertificates only"
-#define WHY_NOT_YET "it is not supported by atomdb yet"
+/* A NULL-terminated list of names. */
+#define OPTION_NAMES(...) ((const char *const[]){__VA_ARGS__, NULL})
 
 static const option_refused_t options_refused[] = {
-    {"keyFile", "security.keyFile", WHY_SINGLE},
-    {"clusterAuthMode", "security.clusterAuthMode", WHY_SINGLE},
-    {"transitionToAuth", "security.transitionToAuth", WHY_NOT_YET},
-    {NULL, "security.javascriptEnabled", "atomdb runs no JavaScript"},
-    {"noscripting", NULL, "atomdb runs no JavaScript"},
-    {"oplogSize", "replication.oplogSizeMB", "atomdb keeps no oplog (it is a single node)"},
-    {"oplogMinRetentionHours", "storage.oplogMinRetentionHours", "atomdb keeps no oplog"},
-    {"enableMajorityReadConcern", "replication.enableMajorityReadConcern", WHY_SINGLE},
-    {"shardsvr", "sharding", "atomdb is not a member of a sharded cluster"},
-    {"configsvr", NULL, "atomdb is not a member of a sharded cluster"},
-    {"wiredTigerCacheSizeGB", "storage.wiredTiger", WHY_STORAGE},
-    {"wiredTigerJournalCompressor", NULL, WHY_STORAGE},
-    {"wiredTigerCollectionBlockCompressor", NULL, WHY_STORAGE},
-    {"wiredTigerIndexPrefixCompression", NULL, WHY_STORAGE},
-    {"wiredTigerDirectoryForIndexes", NULL, WHY_STORAGE},
-    {"inMemorySizeGB", "storage.inMemory", WHY_STORAGE},
-    {"directoryperdb", "storage.directoryPerDB", WHY_STORAGE},
-    {"syncdelay", "storage.syncPeriodSecs", WHY_STORAGE},
-    {"journalCommitInterval", "storage.journal.commitIntervalMs", WHY_STORAGE},
-    {NULL, "operationProfiling.filter", WHY_NOT_YET},
-    {"unixSocketPrefix", "net.unixDomainSocket", "atomdb listens on TCP only"},
-    {"filePermissions", NULL, "atomdb listens on TCP only"},
-    {"networkMessageCompressors", "net.compression", WHY_NOT_YET},
-    {NULL, "net.tls", WHY_TLS},
-    {"tlsAllowInvalidCertificates", NULL, WHY_TLS},
-    {"tlsAllowInvalidHostnames", NULL, WHY_TLS},
-    {"tlsCertificateKeyFilePassword", NULL, WHY_TLS},
-    {"tlsClusterFile", NULL, WHY_TLS},
-    {"tlsCRLFile", NULL, WHY_TLS},
-    {"tlsDisabledProtocols", NULL, WHY_TLS},
-    {"tlsFIPSMode", NULL, WHY_TLS},
-    {"tlsCertificateSelector", NULL, WHY_TLS},
-    {"sslMode", "net.ssl", WHY_TLS},
-    {"sslPEMKeyFile", NULL, WHY_TLS},
-    {"transportLayer", "net.transportLayer", WHY_NOT_YET},
-    {"serviceExecutor", "net.serviceExecutor", WHY_NOT_YET},
-    {"syslog", NULL, "syslog is not supported by atomdb; use --logpath or stdout"},
-    {"syslogFacility", "systemLog.syslogFacility", "syslog is not supported by atomdb"},
-    {"timeStampFormat", "systemLog.timeStampFormat", WHY_NOT_YET},
-    {"logRotate", "systemLog.logRotate", WHY_NOT_YET},
-    {NULL, "systemLog.component", WHY_NOT_YET},
-    {"timeZoneInfo", "processManagement.timeZoneInfo", WHY_NOT_YET},
-    {"sysinfo", NULL, WHY_NOT_YET},
-    {"upgrade", NULL, WHY_NOT_YET},
-    {"restore", NULL, WHY_NOT_YET},
-    {"outputConfig", NULL, WHY_NOT_YET},
-    {"cpu", NULL, WHY_NOT_YET},
-    {"notablescan", NULL, WHY_NOT_YET},
-    {"enableFreeMonitoring", "cloud", WHY_NOT_YET},
-    {NULL, "auditLog", "auditing is not supported by atomdb"},
-    {"auditDestination", NULL, "auditing is not supported by atomdb"},
-    {NULL, "snmp", WHY_NOT_YET},
+    {"atomdb is a single node: there is no replication between nodes",
+     OPTION_NAMES("keyFile", "clusterAuthMode", "enableMajorityReadConcern"),
+     OPTION_NAMES("security.keyFile", "security.clusterAuthMode",
+                  "replication.enableMajorityReadConcern")},
+    {"atomdb runs no JavaScript", OPTION_NAMES("noscripting"),
+     OPTION_NAMES("security.javascriptEnabled")},
+    {"atomdb keeps no oplog (it is a single node)", OPTION_NAMES("oplogSize"),
+     OPTION_NAMES("replication.oplogSizeMB")},
+    {"atomdb keeps no oplog", OPTION_NAMES("oplogMinRetentionHours"),
+     OPTION_NAMES("storage.oplogMinRetentionHours")},
+    {"atomdb is not a member of a sharded cluster", OPTION_NAMES("shardsvr", "configsvr"),
+     OPTION_NAMES("sharding")},
+    {"atomdb's storage is not WiredTiger (see --journal, --snapshot-interval)",
+     OPTION_NAMES("wiredTigerCacheSizeGB", "wiredTigerJournalCompressor",
+                  "wiredTigerCollectionBlockCompressor", "wiredTigerIndexPrefixCompression",
+                  "wiredTigerDirectoryForIndexes", "inMemorySizeGB", "directoryperdb", "syncdelay",
+                  "journalCommitInterval"),
+     OPTION_NAMES("storage.wiredTiger", "storage.inMemory", "storage.directoryPerDB",
+                  "storage.syncPeriodSecs", "storage.journal.commitIntervalMs")},
+    {"atomdb listens on TCP only", OPTION_NAMES("unixSocketPrefix", "filePermissions"),
+     OPTION_NAMES("net.unixDomainSocket")},
+    {"atomdb supports --tlsMode, --tlsCertificateKeyFile, --tlsCAFile and "
+     "--tlsAllowConnectionsWithoutCertificates only",
+     OPTION_NAMES("tlsAllowInvalidCertificates", "tlsAllowInvalidHostnames",
+                  "tlsCertificateKeyFilePassword", "tlsClusterFile", "tlsCRLFile",
+                  "tlsDisabledProtocols", "tlsFIPSMode", "tlsCertificateSelector", "sslMode",
+                  "sslPEMKeyFile"),
+     OPTION_NAMES("net.tls", "net.ssl")},
+    {"syslog is not supported by atomdb; use --logpath or stdout", OPTION_NAMES("syslog"), NULL},
+    {"syslog is not supported by atomdb", OPTION_NAMES("syslogFacility"),
+     OPTION_NAMES("systemLog.syslogFacility")},
+    {"auditing is not supported by atomdb", OPTION_NAMES("auditDestination"),
+     OPTION_NAMES("auditLog")},
+    {"it is not supported by atomdb yet",
+     OPTION_NAMES("transitionToAuth", "networkMessageCompressors", "transportLayer",
+                  "serviceExecutor", "timeStampFormat", "logRotate", "timeZoneInfo", "sysinfo",
+                  "upgrade", "restore", "outputConfig", "cpu", "notablescan",
+                  "enableFreeMonitoring"),
+     OPTION_NAMES("security.transitionToAuth", "operationProfiling.filter", "net.compression",
+                  "net.transportLayer", "net.serviceExecutor", "systemLog.timeStampFormat",
+                  "systemLog.logRotate", "systemLog.component", "processManagement.timeZoneInfo",
+                  "cloud", "snmp")},
 };
 #define OPTIONS_NREFUSED (sizeof options_refused / sizeof options_refused[0])
 
@@ -642,18 +631,26 @@ static const option_def_t *options_by_path(const char *path)
     return NULL;
 }
 
-/* The refusal for `path`: an exact key, or a section it lies under. The
- * most specific row wins (rows are listed specific first). */
+/* The refusal for `path`: a listed key, or a key under one. */
 static const option_refused_t *options_refused_path(const char *path)
 {
     for (size_t i = 0; i < OPTIONS_NREFUSED; i++) {
-        const char *p = options_refused[i].path;
-        if (!p)
-            continue;
-        size_t n = strlen(p);
-        if (strncmp(path, p, n) == 0 && (path[n] == '\0' || path[n] == '.'))
-            return &options_refused[i];
+        for (const char *const *p = options_refused[i].paths; p && *p; p++) {
+            size_t n = strlen(*p);
+            if (strncmp(path, *p, n) == 0 && (path[n] == '\0' || path[n] == '.'))
+                return &options_refused[i];
+        }
     }
+    return NULL;
+}
+
+/* The refusal for command-line option `flag`, NULL when none. */
+static const option_refused_t *options_refused_flag(const char *flag)
+{
+    for (size_t i = 0; i < OPTIONS_NREFUSED; i++)
+        for (const char *const *f = options_refused[i].flags; f && *f; f++)
+            if (strcmp(*f, flag) == 0)
+                return &options_refused[i];
     return NULL;
 }
 
@@ -746,6 +743,16 @@ void options_init(options_t *o)
     o->given = bson_malloc0(sizeof(option_givens_t));
 }
 
+/* The settings held as heap strings (options_dup): options_destroy frees them. */
+static const size_t options_strings[] = {
+    offsetof(options_t, config_path),    offsetof(options_t, bind_ip),
+    offsetof(options_t, advertise),      offsetof(options_t, dbpath),
+    offsetof(options_t, storage_engine), offsetof(options_t, replset),
+    offsetof(options_t, log_path),       offsetof(options_t, pidfile),
+    offsetof(options_t, tls_mode),       offsetof(options_t, tls_cert_key_file),
+    offsetof(options_t, tls_ca_file),    offsetof(options_t, metrics_bind),
+};
+
 void options_destroy(options_t *o)
 {
     if (!o->given)
@@ -757,18 +764,8 @@ void options_destroy(options_t *o)
     }
     bson_free(g->v);
     bson_free(g);
-    bson_free(o->config_path);
-    bson_free(o->tls_mode);
-    bson_free(o->tls_cert_key_file);
-    bson_free(o->tls_ca_file);
-    bson_free(o->bind_ip);
-    bson_free(o->metrics_bind);
-    bson_free(o->advertise);
-    bson_free(o->dbpath);
-    bson_free(o->storage_engine);
-    bson_free(o->replset);
-    bson_free(o->log_path);
-    bson_free(o->pidfile);
+    for (size_t i = 0; i < sizeof options_strings / sizeof options_strings[0]; i++)
+        bson_free(*(char **)((char *)o + options_strings[i]));
     bson_destroy(&o->set_parameters);
     bson_destroy(&o->argv);
     bson_destroy(&o->parsed);
@@ -852,11 +849,10 @@ static bool options_scan(options_t *o, int argc, char **argv, bool config_only, 
         if (!d) {
             if (config_only)
                 continue;
-            for (size_t r = 0; r < OPTIONS_NREFUSED; r++)
-                if (options_refused[r].flag && strcmp(options_refused[r].flag, name) == 0)
-                    return dberr_set(err, DBERR_BAD_VALUE,
-                                     "%s is a mongod option atomdb cannot honour: %s", shown,
-                                     options_refused[r].why);
+            const option_refused_t *r = options_refused_flag(name);
+            if (r)
+                return dberr_set(err, DBERR_BAD_VALUE,
+                                 "%s is a mongod option atomdb cannot honour: %s", shown, r->why);
             return dberr_set(err, DBERR_BAD_VALUE, "unrecognised option '%s'", shown);
         }
         if (d->kind == OPT_SWITCH) {

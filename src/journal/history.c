@@ -283,14 +283,8 @@ static void history_push(clock_ts_t ts, int64_t wall_ms, uint64_t lsn, uint32_t 
         }
         *w = 0;
     }
-    history_entry_t *e = history_slot(hist.len++);
-    e->ts = ts;
-    e->wall_ms = wall_ms;
-    e->lsn = lsn;
-    e->nops = nops;
-    e->len = len;
-    e->data = p;
-    e->chunk = c;
+    *history_slot(hist.len++) = (history_entry_t){
+        .ts = ts, .wall_ms = wall_ms, .lsn = lsn, .nops = nops, .len = len, .data = p, .chunk = c};
     hist.bytes += len + HISTORY_ENTRY_OVERHEAD;
 }
 

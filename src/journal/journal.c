@@ -108,16 +108,23 @@ static void journal_append_id(bson_t *op, const bson_t *doc)
         bson_append_value(op, "id", 2, bson_iter_value(&it));
 }
 
+/* Logs an operation that carries one whole document under `field`. */
+static void journal_log_doc(const char *kind, const char *db, const char *coll,
+                            const char *field, const bson_t *doc)
+{
+    bson_t op;
+    if (!journal_op_logged())
+        return;
+    journal_op_begin(&op, kind, db, coll);
+    BSON_APPEND_DOCUMENT(&op, field, doc);
+    bson_append_document_end(&journal.ops, &op);
+}
+
 static void journal_on_insert(const char *db, const char *coll, const uint8_t *uuid,
                               const bson_t *doc, void *ctx)
 {
-    bson_t op;
     history_op_insert(db, coll, uuid, doc);
-    if (!journal_op_logged())
-        return;
-    journal_op_begin(&op, "i", db, coll);
-    BSON_APPEND_DOCUMENT(&op, "doc", doc);
-    bson_append_document_end(&journal.ops, &op);
+    journal_log_doc("i", db, coll, "doc", doc);
 }
 
 static void journal_on_update(const char *db, const char *coll, const uint8_t *uuid,
@@ -158,13 +165,8 @@ static void journal_on_remove(const char *db, const char *coll, const uint8_t *u
 
 static void journal_on_ddl(const char *db, const bson_t *cmd, void *ctx)
 {
-    bson_t op;
     history_op_ddl(db, cmd);
-    if (!journal_op_logged())
-        return;
-    journal_op_begin(&op, "ddl", db, NULL);
-    BSON_APPEND_DOCUMENT(&op, "cmd", cmd);
-    bson_append_document_end(&journal.ops, &op);
+    journal_log_doc("ddl", db, NULL, "cmd", cmd);
 }
 
 /* The wall clock in ms for a commit's wallTime: the loop's cached time

@@ -110,14 +110,13 @@ static void *snapcheck_main(void *arg)
 void snapcheck_start(snapcheck_t *k, const char *path, const uint8_t *map, size_t size,
                      size_t start, bool log)
 {
-    memset(k, 0, sizeof *k);
-    k->path = path;
-    k->map = map;
-    k->size = size;
-    k->start = start;
-    k->log = log;
-    k->done = start;
-    k->state = SNAPCHECK_RUNNING;
+    *k = (snapcheck_t){.path = path,
+                       .map = map,
+                       .size = size,
+                       .start = start,
+                       .log = log,
+                       .done = start,
+                       .state = SNAPCHECK_RUNNING};
     atomic_init(&k->stop, false);
     pthread_mutex_init(&k->mu, NULL);
     pthread_cond_init(&k->cond, NULL);

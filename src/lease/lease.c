@@ -24,8 +24,8 @@ typedef struct lease_waiter lease_waiter_t;
 /* A parked acquire: a copy of its request. */
 struct lease_waiter {
     lease_waiter_t *prev, *next; /* in its lock's queue, or in the wake queue */
-    char *name;                  /* the lock it waits for */
-    char *owner;
+    const char *name;            /* the lock it waits for (in text) */
+    const char *owner;           /* (in text) */
     int64_t lease_ms;
     int64_t deadline;            /* lease_now_ms() clock */
     uint8_t lsid[LEASE_LSID_MAX];
@@ -36,6 +36,7 @@ struct lease_waiter {
     lease_wake_fn wake;
     void *ctx;
     lease_grant_t grant;         /* the outcome, set when it leaves its queue */
+    char text[];                 /* name and owner: one allocation, freed by bson_free */
 };
 
 /* One lock name. Kept in memory while held or waited for; the token
@@ -151,13 +152,34 @@ static lease_lock_t *lease_find_or_add(const char *name)
     return l;
 }
 
-static void lease_waiter_free(lease_waiter_t *w)
+/* A parked copy of `req`, waiting until `now` + its wait. */
+static lease_waiter_t *lease_waiter_new(const lease_request_t *req, int64_t now,
+                                        lease_wake_fn wake, void *ctx)
 {
-    if (!w)
-        return;
-    bson_free(w->name);
-    bson_free(w->owner);
-    bson_free(w);
+    size_t name_size = strlen(req->name) + 1, owner_size = strlen(req->owner) + 1;
+    lease_waiter_t *w = bson_malloc0(sizeof *w + name_size + owner_size);
+    w->name = memcpy(w->text, req->name, name_size);
+    w->owner = memcpy(w->text + name_size, req->owner, owner_size);
+    w->lease_ms = req->lease_ms;
+    w->deadline = req->wait_ms > INT64_MAX - now ? INT64_MAX - 1 : now + req->wait_ms;
+    w->lsid_len = req->lsid ? req->lsid_len : 0;
+    if (w->lsid_len)
+        memcpy(w->lsid, req->lsid, w->lsid_len);
+    w->conn_id = req->conn_id;
+    w->release_on_disconnect = req->release_on_disconnect;
+    w->sync = req->sync;
+    w->wake = wake;
+    w->ctx = ctx;
+    return w;
+}
+
+/* Frees the waiters from `w` on along their next links. */
+static void lease_waiters_free(lease_waiter_t *w)
+{
+    for (lease_waiter_t *next; w; w = next) {
+        next = w->next;
+        bson_free(w);
+    }
 }
 
 /* Clears the holder (release or expiry). */
@@ -236,13 +258,7 @@ static void lease_queue_remove(lease_lock_t *l, lease_waiter_t *w)
 
 static void lease_queue_append(lease_lock_t *l, lease_waiter_t *w)
 {
-    w->next = NULL;
-    w->prev = l->tail;
-    if (l->tail)
-        l->tail->next = w;
-    else
-        l->head = w;
-    l->tail = w;
+    DLIST_APPEND_TAILED(l->head, l->tail, w, prev, next);
     l->nwaiting++;
     lease.nwaiters++;
     lease_contended_link(l);
@@ -251,13 +267,7 @@ static void lease_queue_append(lease_lock_t *l, lease_waiter_t *w)
 /* Queues `w`'s outcome for delivery. */
 static void lease_wake_push(lease_waiter_t *w)
 {
-    w->prev = lease.wake_tail;
-    w->next = NULL;
-    if (lease.wake_tail)
-        lease.wake_tail->next = w;
-    else
-        lease.wake_head = w;
-    lease.wake_tail = w;
+    DLIST_APPEND_TAILED(lease.wake_head, lease.wake_tail, w, prev, next);
 }
 
 /* Delivers queued outcomes, one at a time. Runs from its own timer, so no
@@ -267,14 +277,11 @@ static void lease_on_deliver(uv_timer_t *t)
 {
     while (lease.wake_head) {
         lease_waiter_t *w = lease.wake_head;
-        lease.wake_head = w->next;
-        if (!lease.wake_head)
-            lease.wake_tail = NULL;
-        w->next = w->prev = NULL;
+        DLIST_UNLINK_TAILED(lease.wake_head, lease.wake_tail, w, prev, next);
         lease_grant_t g = w->grant;
         lease_wake_fn fn = w->wake;
         void *ctx = w->ctx;
-        lease_waiter_free(w);
+        bson_free(w);
         fn(ctx, &g);
     }
 }
@@ -286,14 +293,24 @@ static void lease_wake_flush(void)
         uv_timer_start(&lease.deliver, lease_on_deliver, 0, 0);
 }
 
+/* Frees lock `p` (a lease_lock_t), its holder's name and its parked
+ * waiters: the locks map's value destructor. */
+static void lease_lock_free(void *p)
+{
+    lease_lock_t *l = p;
+    lease_waiters_free(l->head);
+    bson_free(l->owner);
+    bson_free(l->name);
+    bson_free(l);
+}
+
 /* Frees `l` when nothing holds or waits for it (its token is stored). */
 static void lease_gc(lease_lock_t *l)
 {
     if (!l || l->held || l->head)
         return;
     omap_remove(lease.locks, l->name, strlen(l->name));
-    bson_free(l->name);
-    bson_free(l);
+    lease_lock_free(l);
 }
 
 static lease_stats_t lease_stats;
@@ -418,25 +435,10 @@ void lease_stop(void)
     lease.armed_at = 0;
 }
 
-static void lease_lock_free(void *p)
-{
-    lease_lock_t *l = p;
-    for (lease_waiter_t *w = l->head, *n; w; w = n) {
-        n = w->next;
-        lease_waiter_free(w);
-    }
-    bson_free(l->owner);
-    bson_free(l->name);
-    bson_free(l);
-}
-
 void lease_destroy(void)
 {
     lease_stop();
-    for (lease_waiter_t *w = lease.wake_head, *n; w; w = n) {
-        n = w->next;
-        lease_waiter_free(w);
-    }
+    lease_waiters_free(lease.wake_head);
     omap_destroy(lease.locks, lease_lock_free);
     memset(&lease, 0, sizeof lease);
 }
@@ -489,19 +491,7 @@ lease_status_t lease_acquire(const lease_request_t *req, lease_wake_fn wake, voi
     } else if (req->wait_ms == 0) {
         st = LEASE_BUSY;
     } else {
-        lease_waiter_t *w = bson_malloc0(sizeof *w);
-        w->name = bson_strdup(req->name);
-        w->owner = bson_strdup(req->owner);
-        w->lease_ms = req->lease_ms;
-        w->deadline = req->wait_ms > INT64_MAX - now ? INT64_MAX - 1 : now + req->wait_ms;
-        w->lsid_len = req->lsid ? req->lsid_len : 0;
-        if (w->lsid_len)
-            memcpy(w->lsid, req->lsid, w->lsid_len);
-        w->conn_id = req->conn_id;
-        w->release_on_disconnect = req->release_on_disconnect;
-        w->sync = req->sync;
-        w->wake = wake;
-        w->ctx = ctx;
+        lease_waiter_t *w = lease_waiter_new(req, now, wake, ctx);
         lease_queue_append(l, w);
         lease_arm(lease_next_deadline(l));
         st = LEASE_PARKED;
@@ -709,7 +699,7 @@ void lease_connection_closed(int64_t conn_id)
                 wn = w->next;
                 if (w->conn_id == conn_id) {
                     lease_queue_remove(l, w);
-                    lease_waiter_free(w);
+                    bson_free(w);
                 }
             }
             if (!l->head)
@@ -732,7 +722,7 @@ void lease_connection_closed(int64_t conn_id)
                 lease_release_lock(l, now);
             }
         }
-        lease_waiter_free(w);
+        bson_free(w);
     }
     lease_wake_flush();
     if (lease.nrod_held)
@@ -745,7 +735,7 @@ bool lease_cancel_wait(int64_t conn_id)
         for (lease_waiter_t *w = l->head; w; w = w->next)
             if (w->conn_id == conn_id) {
                 lease_queue_remove(l, w);
-                lease_waiter_free(w);
+                bson_free(w);
                 if (!l->head)
                     lease_gc(l);
                 return true;

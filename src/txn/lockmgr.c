@@ -123,13 +123,7 @@ void lockmgr_wait(lock_waiter_t *w, const buf_t *key, int64_t timeout_ms, uv_loo
     w->since = uv_hrtime();
     lockmgr_stats.waiting++;
     lockmgr_stats.waits++;
-    w->next = NULL;
-    w->prev = e->tail;
-    if (e->tail)
-        e->tail->next = w;
-    else
-        e->head = w;
-    e->tail = w;
+    DLIST_APPEND_TAILED(e->head, e->tail, w, prev, next);
     if (w->txn) {
         txn_set_waiting_for(w->txn, e->holder);
         txn_set_waiter(w->txn, w);

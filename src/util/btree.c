@@ -180,48 +180,60 @@ static bool btree_past_end(const btree_t *t, const void *key, size_t klen)
     return l->n > 0 && btree_slot_cmp(&l->s[l->n - 1], key, klen) < 0;
 }
 
-/* Puts (key, ptr) at slot `pos` of inner level `h` on `path`, splitting
- * full nodes upwards (and growing a new root). */
-static void btree_inner_insert(btree_t *t, btree_path_t *path, int h, int pos, const void *key,
+/* Puts (key, ptr) at slot `pos` of the `*n` slots `s` (one is free). */
+static void btree_slots_insert(btree_t *t, btree_slot_t *s, uint16_t *n, int pos, const void *key,
                                size_t klen, void *ptr)
 {
+    memmove(&s[pos + 1], &s[pos], (size_t)(*n - pos) * sizeof s[0]);
+    s[pos].ptr = ptr;
+    btree_slot_set_key(t, &s[pos], key, klen);
+    (*n)++;
+}
+
+/* Moves the last `move` of a full node's slots `s` to the empty node's
+ * `rs`: none starts a new node for an append at the end (ascending keys),
+ * half splits the node. */
+static void btree_slots_split(btree_slot_t *s, uint16_t *n, btree_slot_t *rs, uint16_t *rn,
+                              int move)
+{
+    memcpy(rs, &s[BTREE_SLOTS - move], (size_t)move * sizeof s[0]);
+    *rn = (uint16_t)move;
+    *n = (uint16_t)(BTREE_SLOTS - move);
+}
+
+/* Adds `child`, whose keys start at `bound`'s, to inner level `h` on `path`
+ * right after the child taken there, splitting full nodes upwards; level
+ * -1 is a new root above the old one. */
+static void btree_inner_insert(btree_t *t, btree_path_t *path, int h, const btree_slot_t *bound,
+                               void *child)
+{
+    size_t klen;
+    const uint8_t *key = btree_slot_key(bound, &klen);
+    if (h < 0) {
+        if (t->height + 1 >= BTREE_MAX_HEIGHT)
+            abort(); /* cannot happen: each level multiplies the entries by >= 31 */
+        btree_inner_t *root = btree_inner_new(t);
+        root->s[0].ptr = t->root;
+        root->s[0].klen = 0;
+        root->n = 1;
+        btree_slots_insert(t, root->s, &root->n, 1, key, klen, child);
+        t->root = root;
+        t->height++;
+        return;
+    }
     btree_inner_t *x = path->node[h];
+    int pos = path->idx[h] + 1;
     if (x->n < BTREE_SLOTS) {
-        memmove(&x->s[pos + 1], &x->s[pos], (size_t)(x->n - pos) * sizeof x->s[0]);
-        x->s[pos].ptr = ptr;
-        btree_slot_set_key(t, &x->s[pos], key, klen);
-        x->n++;
+        btree_slots_insert(t, x->s, &x->n, pos, key, klen, child);
         return;
     }
-    /* full: an append at the end (ascending keys) starts a new node, any
-     * other insert splits the node in half */
     btree_inner_t *right = btree_inner_new(t);
-    int move = pos == BTREE_SLOTS ? 0 : BTREE_SLOTS / 2;
-    memcpy(right->s, &x->s[BTREE_SLOTS - move], (size_t)move * sizeof x->s[0]);
-    right->n = (uint16_t)move;
-    x->n = (uint16_t)(BTREE_SLOTS - move);
-    btree_inner_t *into = pos <= x->n && x->n < BTREE_SLOTS ? x : right;
-    int at = into == x ? pos : pos - x->n;
-    memmove(&into->s[at + 1], &into->s[at], (size_t)(into->n - at) * sizeof x->s[0]);
-    into->s[at].ptr = ptr;
-    btree_slot_set_key(t, &into->s[at], key, klen);
-    into->n++;
-    size_t sklen;
-    const uint8_t *sep = btree_slot_key(&right->s[0], &sklen);
-    if (h > 0) {
-        btree_inner_insert(t, path, h - 1, path->idx[h - 1] + 1, sep, sklen, right);
-        return;
-    }
-    if (t->height + 1 >= BTREE_MAX_HEIGHT)
-        abort(); /* cannot happen: each level multiplies the entries by >= 31 */
-    btree_inner_t *root = btree_inner_new(t);
-    root->s[0].ptr = x;
-    root->s[0].klen = 0;
-    root->s[1].ptr = right;
-    btree_slot_set_key(t, &root->s[1], sep, sklen);
-    root->n = 2;
-    t->root = root;
-    t->height++;
+    btree_slots_split(x->s, &x->n, right->s, &right->n, pos == BTREE_SLOTS ? 0 : BTREE_SLOTS / 2);
+    if (pos <= x->n && x->n < BTREE_SLOTS)
+        btree_slots_insert(t, x->s, &x->n, pos, key, klen, child);
+    else
+        btree_slots_insert(t, right->s, &right->n, pos - x->n, key, klen, child);
+    btree_inner_insert(t, path, h - 1, &right->s[0], right);
 }
 
 bool btree_insert(btree_t *t, const void *key, size_t klen, void *value)
@@ -240,20 +252,15 @@ bool btree_insert(btree_t *t, const void *key, size_t klen, void *value)
         return false;
     t->count++;
     if (l->n < BTREE_SLOTS) {
-        memmove(&l->s[i + 1], &l->s[i], (size_t)(l->n - i) * sizeof l->s[0]);
-        l->s[i].ptr = value;
-        btree_slot_set_key(t, &l->s[i], key, klen);
-        l->n++;
+        btree_slots_insert(t, l->s, &l->n, i, key, klen, value);
         return true;
     }
     /* full: appending past the last key of the last leaf (a bulk load,
      * ObjectIds, dates) starts a new leaf and leaves this one full; any
      * other insert splits it in half */
     btree_leaf_t *right = btree_leaf_new(t);
-    int move = i == BTREE_SLOTS && !l->next ? 0 : BTREE_SLOTS / 2;
-    memcpy(right->s, &l->s[BTREE_SLOTS - move], (size_t)move * sizeof l->s[0]);
-    right->n = (uint16_t)move;
-    l->n = (uint16_t)(BTREE_SLOTS - move);
+    btree_slots_split(l->s, &l->n, right->s, &right->n,
+                      i == BTREE_SLOTS && !l->next ? 0 : BTREE_SLOTS / 2);
     right->next = l->next;
     right->prev = l;
     if (l->next)
@@ -261,27 +268,11 @@ bool btree_insert(btree_t *t, const void *key, size_t klen, void *value)
     else
         t->last = right;
     l->next = right;
-    btree_leaf_t *into = i <= l->n && l->n < BTREE_SLOTS ? l : right;
-    int at = into == l ? i : i - l->n;
-    memmove(&into->s[at + 1], &into->s[at], (size_t)(into->n - at) * sizeof l->s[0]);
-    into->s[at].ptr = value;
-    btree_slot_set_key(t, &into->s[at], key, klen);
-    into->n++;
-    size_t sklen;
-    const uint8_t *sep = btree_slot_key(&right->s[0], &sklen);
-    if (t->height > 0) {
-        btree_inner_insert(t, &path, t->height - 1, path.idx[t->height - 1] + 1, sep, sklen,
-                           right);
-        return true;
-    }
-    btree_inner_t *root = btree_inner_new(t);
-    root->s[0].ptr = l;
-    root->s[0].klen = 0;
-    root->s[1].ptr = right;
-    btree_slot_set_key(t, &root->s[1], sep, sklen);
-    root->n = 2;
-    t->root = root;
-    t->height = 1;
+    if (i <= l->n && l->n < BTREE_SLOTS)
+        btree_slots_insert(t, l->s, &l->n, i, key, klen, value);
+    else
+        btree_slots_insert(t, right->s, &right->n, i - l->n, key, klen, value);
+    btree_inner_insert(t, &path, t->height - 1, &right->s[0], right);
     return true;
 }
 

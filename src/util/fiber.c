@@ -58,14 +58,16 @@ __asm__(".text\n"
         ".size fiber_swap_x86_64, .-fiber_swap_x86_64\n");
 #endif
 
-struct fiber {
+/* A saved place to switch back to: a stack pointer, or a ucontext. */
 #ifdef FIBER_ASM_SWITCH
-    void *sp;               /* the fiber's saved stack pointer */
-    void *caller_sp;        /* where fiber_resume was called */
+typedef void *fiber_ctx_t;
 #else
-    ucontext_t ctx;         /* the fiber's own context */
-    ucontext_t caller;      /* where fiber_resume was called */
+typedef ucontext_t fiber_ctx_t;
 #endif
+
+struct fiber {
+    fiber_ctx_t ctx;        /* the fiber's own */
+    fiber_ctx_t caller;     /* where fiber_resume was called */
     void (*fn)(void *arg);
     void *arg;
     void *stack;            /* FIBER_STACK_SIZE bytes, guard page first */
@@ -130,6 +132,16 @@ static void fiber_run_deferred(void)
     }
 }
 
+/* Saves the running context in `from` and resumes `to`. */
+static void fiber_swap(fiber_ctx_t *from, fiber_ctx_t *to)
+{
+#ifdef FIBER_ASM_SWITCH
+    fiber_swap_x86_64(from, *to);
+#else
+    swapcontext(from, to);
+#endif
+}
+
 static void fiber_entry(void)
 {
     fiber_t *f = fiber_running;
@@ -141,31 +153,8 @@ static void fiber_entry(void)
 #ifdef FIBER_ASAN
     __sanitizer_start_switch_fiber(NULL, f->caller_bottom, f->caller_size);
 #endif
-#ifdef FIBER_ASM_SWITCH
-    fiber_swap_x86_64(&f->sp, f->caller_sp); /* never comes back */
+    fiber_swap(&f->ctx, &f->caller); /* never comes back: a finished fiber is not resumed */
     __builtin_unreachable();
-#endif
-    /* returns through uc_link to f->caller */
-}
-
-/* Loop stack -> fiber `f`, until it yields or finishes. */
-static void fiber_switch_in(fiber_t *f)
-{
-#ifdef FIBER_ASM_SWITCH
-    fiber_swap_x86_64(&f->caller_sp, f->sp);
-#else
-    swapcontext(&f->caller, &f->ctx);
-#endif
-}
-
-/* Fiber `f` -> the loop stack where it was resumed. */
-static void fiber_switch_out(fiber_t *f)
-{
-#ifdef FIBER_ASM_SWITCH
-    fiber_swap_x86_64(&f->sp, f->caller_sp);
-#else
-    swapcontext(&f->ctx, &f->caller);
-#endif
 }
 
 fiber_t *fiber_new(void (*fn)(void *arg), void *arg)
@@ -187,7 +176,7 @@ fiber_t *fiber_new(void (*fn)(void *arg), void *arg)
     *--sp = (uintptr_t)fiber_entry;
     for (int i = 0; i < 6; i++)
         *--sp = 0;
-    f->sp = sp;
+    f->ctx = sp;
 #else
     getcontext(&f->ctx);
     f->ctx.uc_stack.ss_sp = stack;
@@ -208,7 +197,7 @@ bool fiber_resume(fiber_t *f)
     void *fake = NULL;
     __sanitizer_start_switch_fiber(&fake, f->stack, FIBER_STACK_SIZE);
 #endif
-    fiber_switch_in(f);
+    fiber_swap(&f->caller, &f->ctx); /* until it yields or finishes */
 #ifdef FIBER_ASAN
     __sanitizer_finish_switch_fiber(fake, NULL, NULL);
 #endif
@@ -373,7 +362,7 @@ static bool fiber_yield(fiber_t *f, dberr_t *err)
     void *fake = NULL;
     __sanitizer_start_switch_fiber(&fake, f->caller_bottom, f->caller_size);
 #endif
-    fiber_switch_out(f);
+    fiber_swap(&f->ctx, &f->caller);
 #ifdef FIBER_ASAN
     __sanitizer_finish_switch_fiber(fake, &f->caller_bottom, &f->caller_size);
 #endif

@@ -91,33 +91,23 @@ void log_set_ctx(const char *ctx)
 
 /* ---- JSON rendering ---- */
 
+/* The JSON escapes of the characters that need a short one. */
+static const char *const log_json_escapes[128] = {
+    ['"'] = "\\\"", ['\\'] = "\\\\", ['\n'] = "\\n", ['\r'] = "\\r", ['\t'] = "\\t",
+};
+
 static void log_json_str(bson_string_t *out, const char *s, size_t len)
 {
     bson_string_append_c(out, '"');
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)s[i];
-        switch (c) {
-        case '"':
-            bson_string_append(out, "\\\"");
-            break;
-        case '\\':
-            bson_string_append(out, "\\\\");
-            break;
-        case '\n':
-            bson_string_append(out, "\\n");
-            break;
-        case '\r':
-            bson_string_append(out, "\\r");
-            break;
-        case '\t':
-            bson_string_append(out, "\\t");
-            break;
-        default:
-            if (c < 0x20)
-                bson_string_append_printf(out, "\\u%04x", c);
-            else
-                bson_string_append_c(out, (char)c);
-        }
+        const char *esc = c < 128 ? log_json_escapes[c] : NULL;
+        if (esc)
+            bson_string_append(out, esc);
+        else if (c < 0x20)
+            bson_string_append_printf(out, "\\u%04x", c);
+        else
+            bson_string_append_c(out, (char)c);
     }
     bson_string_append_c(out, '"');
 }
@@ -337,28 +327,32 @@ static int log_own_id(const char *fmt)
     return LOG_OWN_ID_BASE + (int)(h % 1000000u);
 }
 
+/* Formats a printf-style statement and writes it under its own id. */
+static void log_vwrite(log_level_t level, const char *component, bool startup_warning,
+                       const char *fmt, va_list ap)
+{
+    char msg[LOG_MSG];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    log_line_opts_t o = {.id = log_own_id(fmt), .startup_warning = startup_warning};
+    log_line(level, component, &o, msg, NULL, 0);
+}
+
 void log_write(log_level_t level, const char *component, const char *fmt, ...)
 {
     if (level < log_level)
         return;
-    char msg[LOG_MSG];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    log_vwrite(level, component, false, fmt, ap);
     va_end(ap);
-    log_line_opts_t o = {.id = log_own_id(fmt)};
-    log_line(level, component, &o, msg, NULL, 0);
 }
 
 void log_startup_warning(const char *fmt, ...)
 {
-    char msg[LOG_MSG];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    log_vwrite(LOG_WARN, "CONTROL", true, fmt, ap);
     va_end(ap);
-    log_line_opts_t o = {.id = log_own_id(fmt), .startup_warning = true};
-    log_line(LOG_WARN, "CONTROL", &o, msg, NULL, 0);
 }
 
 int log_append_recent(bson_t *array, bool startup, int64_t *total)

@@ -45,6 +45,25 @@ static void shellfmt_double(bson_string_t *s, double d)
         bson_string_append(s, ".0");
 }
 
+/* The text of a value that is all type: null, undefined, MinKey and MaxKey
+ * as mongod prints them, else mongod's type alias. */
+static const char *shellfmt_word(bson_type_t t)
+{
+    static const struct {
+        bson_type_t type;
+        const char *word;
+    } words[] = {
+        {BSON_TYPE_NULL, "null"},
+        {BSON_TYPE_UNDEFINED, "undefined"},
+        {BSON_TYPE_MINKEY, "MinKey"},
+        {BSON_TYPE_MAXKEY, "MaxKey"},
+    };
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        if (words[i].type == t)
+            return words[i].word;
+    return shellfmt_type_name(t);
+}
+
 static void shellfmt_append(bson_string_t *s, const bson_value_t *v, int depth)
 {
     char buf[BSON_DECIMAL128_STRING + 32];
@@ -68,12 +87,6 @@ static void shellfmt_append(bson_string_t *s, const bson_value_t *v, int depth)
     case BSON_TYPE_BOOL:
         bson_string_append(s, v->value.v_bool ? "true" : "false");
         break;
-    case BSON_TYPE_NULL:
-        bson_string_append(s, "null");
-        break;
-    case BSON_TYPE_UNDEFINED:
-        bson_string_append(s, "undefined");
-        break;
     case BSON_TYPE_OID:
         bson_oid_to_string(&v->value.v_oid, buf);
         bson_string_append_printf(s, "ObjectId('%s')", buf);
@@ -85,12 +98,6 @@ static void shellfmt_append(bson_string_t *s, const bson_value_t *v, int depth)
     case BSON_TYPE_ARRAY:
         shellfmt_container(s, v->value.v_doc.data, v->value.v_doc.data_len,
                            v->value_type == BSON_TYPE_ARRAY, depth);
-        break;
-    case BSON_TYPE_MINKEY:
-        bson_string_append(s, "MinKey");
-        break;
-    case BSON_TYPE_MAXKEY:
-        bson_string_append(s, "MaxKey");
         break;
     case BSON_TYPE_TIMESTAMP:
         bson_string_append_printf(s, "Timestamp(%" PRIu32 ", %" PRIu32 ")",
@@ -110,7 +117,7 @@ static void shellfmt_append(bson_string_t *s, const bson_value_t *v, int depth)
         bson_string_append(s, v->value.v_symbol.symbol);
         break;
     default:
-        bson_string_append(s, shellfmt_type_name(v->value_type));
+        bson_string_append(s, shellfmt_word(v->value_type));
         break;
     }
 }
