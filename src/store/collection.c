@@ -322,6 +322,17 @@ void collection_foreach(const collection_t *c, bool (*fn)(const bson_t *doc, voi
     }
 }
 
+bool collection_seek_after(const collection_t *c, const buf_t *cursor, btree_pos_t *n)
+{
+    if (!btree_seek(c->indexes[0]->map, cursor->data, cursor->len, n))
+        return false;
+    size_t klen;
+    const uint8_t *key = btree_pos_key(n, &klen);
+    if (omap_keycmp(key, klen, cursor->data, cursor->len) != 0)
+        return true;
+    return btree_next(n);
+}
+
 const char *collection_db(const collection_t *c)
 {
     return c->db;

@@ -23,16 +23,14 @@ struct textindex {
                        * inside a malloc'd struct would be misaligned) */
 };
 
+bool textindex_is_text_field(const bson_iter_t *field)
+{
+    return BSON_ITER_HOLDS_UTF8(field) && !strcmp(bson_iter_utf8(field, NULL), "text");
+}
+
 bool textindex_is_text_spec(const bson_t *spec)
 {
-    bson_iter_t it, k;
-    if (!bson_iter_init_find(&it, spec, "key") || !BSON_ITER_HOLDS_DOCUMENT(&it) ||
-        !bson_iter_recurse(&it, &k))
-        return false;
-    while (bson_iter_next(&k))
-        if (BSON_ITER_HOLDS_UTF8(&k) && !strcmp(bson_iter_utf8(&k, NULL), "text"))
-            return true;
-    return false;
+    return index_spec_has_field(spec, textindex_is_text_field);
 }
 
 bool textindex_is_text_option(const char *f)
@@ -87,7 +85,7 @@ textindex_t *textindex_new(const bson_t *spec, bson_t *key_out, bson_t *resolved
         goto bad_key;
     while (bson_iter_next(&k)) {
         const char *f = bson_iter_key(&k);
-        bool is_text = BSON_ITER_HOLDS_UTF8(&k) && !strcmp(bson_iter_utf8(&k, NULL), "text");
+        bool is_text = textindex_is_text_field(&k);
         if (!strcmp(f, "_fts")) {
             if (!is_text) {
                 dberr_set(err, 17271, "expecting _fts:\"text\"");

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "doc/keystring.h"
+#include "store/textindex.h"
 #include "util/bsonview.h"
 #include "util/hash.h"
 #include "util/vec.h"
@@ -43,17 +44,15 @@ static bool wc_is_wild_field(const char *f)
     return strcmp(f, "$**") == 0 || (n > s && strcmp(f + n - s, wc_suffix) == 0);
 }
 
+/* A "$**" or "path.$**" key pattern field that is not a text index's. */
+static bool wc_is_wild_key(const bson_iter_t *field)
+{
+    return wc_is_wild_field(bson_iter_key(field)) && !textindex_is_text_field(field);
+}
+
 bool wildcard_is_spec(const bson_t *spec)
 {
-    bson_iter_t it, kit;
-    if (!bson_iter_init_find(&it, spec, "key") || !BSON_ITER_HOLDS_DOCUMENT(&it) ||
-        !bson_iter_recurse(&it, &kit))
-        return false;
-    while (bson_iter_next(&kit))
-        if (wc_is_wild_field(bson_iter_key(&kit)) &&
-            !(BSON_ITER_HOLDS_UTF8(&kit) && !strcmp(bson_iter_utf8(&kit, NULL), "text")))
-            return true;
-    return false;
+    return index_spec_has_field(spec, wc_is_wild_key);
 }
 
 /* 0: a == b; 1: a is an ancestor of b; -1: b is an ancestor of a; 2: neither. */
