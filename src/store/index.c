@@ -501,6 +501,24 @@ static index_t *index_alloc(void)
     return ix;
 }
 
+void index_destroy(index_t *ix)
+{
+    if (!ix)
+        return;
+    bson_free(ix->name);
+    bson_destroy(&ix->key);
+    bson_destroy(&ix->spec);
+    matcher_destroy(ix->partial);
+    collation_destroy(ix->collation);
+    textindex_destroy(ix->text);
+    wildcard_destroy(ix->wildcard);
+    bson_free(ix->geo2d);
+    btree_destroy(ix->map, NULL);
+    for (int i = 0; i < ix->nfields; i++)
+        bson_free(ix->paths[i]);
+    bson_free(ix);
+}
+
 index_t *index_new_id(void)
 {
     index_t *ix = index_alloc();
@@ -858,22 +876,4 @@ fail:
     bson_destroy(&text_opts);
     index_destroy(ix);
     return NULL;
-}
-
-void index_destroy(index_t *ix)
-{
-    if (!ix)
-        return;
-    bson_free(ix->name);
-    bson_destroy(&ix->key);
-    bson_destroy(&ix->spec);
-    for (int i = 0; i < ix->nfields; i++)
-        bson_free(ix->paths[i]);
-    matcher_destroy(ix->partial);
-    collation_destroy(ix->collation);
-    textindex_destroy(ix->text);
-    wildcard_destroy(ix->wildcard);
-    bson_free(ix->geo2d);
-    btree_destroy(ix->map, NULL);
-    bson_free(ix);
 }

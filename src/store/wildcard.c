@@ -367,6 +367,41 @@ cleanup:
     return ok;
 }
 
+bool wildcard_is_compound(const wildcard_t *w)
+{
+    return w->compound;
+}
+
+bool wildcard_same(const wildcard_t *a, const wildcard_t *b)
+{
+    if (!a || !b)
+        return !a && !b;
+    if (a->inclusion != b->inclusion || a->npaths != b->npaths)
+        return false;
+    for (size_t i = 0; i < a->npaths; i++)
+        if (strcmp(a->paths[i], b->paths[i]) != 0)
+            return false;
+    return true;
+}
+
+void wildcard_destroy(wildcard_t *w)
+{
+    if (!w)
+        return;
+    bson_free(w->root);
+    for (size_t i = 0; i < w->npaths; i++)
+        bson_free(w->paths[i]);
+    bson_free(w->paths);
+    wc_multikey_t *e, *tmp;
+    HASH_ITER(hh, w->multikey, e, tmp)
+    {
+        HASH_DEL(w->multikey, e);
+        bson_free(e->path);
+        bson_free(e);
+    }
+    bson_free(w);
+}
+
 wildcard_t *wildcard_new(const bson_t *spec, bson_t *key_out, char *name, size_t name_cap,
                          dberr_t *err)
 {
@@ -452,41 +487,6 @@ wildcard_t *wildcard_new(const bson_t *spec, bson_t *key_out, char *name, size_t
 fail:
     wildcard_destroy(w);
     return NULL;
-}
-
-void wildcard_destroy(wildcard_t *w)
-{
-    if (!w)
-        return;
-    for (size_t i = 0; i < w->npaths; i++)
-        bson_free(w->paths[i]);
-    bson_free(w->paths);
-    bson_free(w->root);
-    wc_multikey_t *e, *tmp;
-    HASH_ITER(hh, w->multikey, e, tmp)
-    {
-        HASH_DEL(w->multikey, e);
-        bson_free(e->path);
-        bson_free(e);
-    }
-    bson_free(w);
-}
-
-bool wildcard_is_compound(const wildcard_t *w)
-{
-    return w->compound;
-}
-
-bool wildcard_same(const wildcard_t *a, const wildcard_t *b)
-{
-    if (!a || !b)
-        return !a && !b;
-    if (a->inclusion != b->inclusion || a->npaths != b->npaths)
-        return false;
-    for (size_t i = 0; i < a->npaths; i++)
-        if (strcmp(a->paths[i], b->paths[i]) != 0)
-            return false;
-    return true;
 }
 
 /* ---- projection ---- */
