@@ -128,10 +128,8 @@ bool collection_value_has_string(const bson_value_t *v)
         return true;
     if (v->value_type != BSON_TYPE_DOCUMENT && v->value_type != BSON_TYPE_ARRAY)
         return false;
-    bson_t b;
     bson_iter_t it;
-    if (!bson_init_static(&b, v->value.v_doc.data, v->value.v_doc.data_len) ||
-        !bson_iter_init(&it, &b))
+    if (!bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len))
         return true;
     while (bson_iter_next(&it))
         if (collection_value_has_string(bson_iter_value(&it)))

@@ -149,11 +149,8 @@ static void collection_free(void *p)
     /* the records and index entries go a slice at a time (store/reaper.h) */
     reaper_add(c->indexes[0]->map, collection_unref_value);
     c->indexes[0]->map = NULL;
-    for (int i = 0; i < c->nindexes; i++) {
-        reaper_add(c->indexes[i]->map, NULL);
-        c->indexes[i]->map = NULL;
-        index_destroy(c->indexes[i]);
-    }
+    for (int i = 0; i < c->nindexes; i++)
+        collection_index_free(c->indexes[i]);
     matcher_destroy(c->validator);
     collation_destroy(c->collation);
     capped_destroy(c->capped);
@@ -162,16 +159,6 @@ static void collection_free(void *p)
     bson_free(c->name);
     bson_free(c->ns);
     bson_free(c);
-}
-
-void collection_destroy(collection_t *c)
-{
-    if (!c)
-        return;
-    c->dropped = true;
-    indexbuild_abort_all(c, "collection dropped");
-    /* a suspended scan may still read it (util/fiber.h) */
-    fiber_defer_free(collection_free, c);
 }
 
 void collection_index_free(index_t *ix)
@@ -184,6 +171,16 @@ void collection_index_free(index_t *ix)
 static void collection_free_index(void *ix)
 {
     collection_index_free(ix);
+}
+
+void collection_destroy(collection_t *c)
+{
+    if (!c)
+        return;
+    c->dropped = true;
+    indexbuild_abort_all(c, "collection dropped");
+    /* a suspended scan may still read it (util/fiber.h) */
+    fiber_defer_free(collection_free, c);
 }
 
 void collection_set_options(collection_t *c, const bson_t *options)
