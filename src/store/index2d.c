@@ -87,6 +87,7 @@ bool index2d_keys_of(index_t *ix, const bson_t *doc, index_keys_t *out, dberr_t 
         return false;
     }
     if (w.len == 0) { /* no location: not in the index, as mongod's 2d */
+        bson_free(w.keys);
         out->skip = true;
         return true;
     }
