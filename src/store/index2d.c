@@ -31,6 +31,8 @@ static void index2d_walk_reserve(index2d_walk_t *w, size_t n)
 static bool index2d_geo_hit(const path_hit_t *hit, void *ctx)
 {
     index2d_walk_t *w = ctx;
+    if (hit->value->value_type == BSON_TYPE_EOD)
+        return true; /* missing: no location */
     size_t n;
     index2d_walk_reserve(w, 16);
     if (!geo2d_keys(w->params, hit->value, w->keys + w->len, w->cap - w->len, &n, w->err)) {
