@@ -32,6 +32,11 @@ struct collection {
 /* The _id of `doc`; false when it has none. */
 bool collection_doc_id(const bson_t *doc, bson_value_t *id);
 
+/* Puts `n` on the first record of `c` whose _id key comes after `cursor`
+ * (a scan that yielded goes on there, whatever others changed meanwhile);
+ * false when none does. */
+bool collection_seek_after(const collection_t *c, const buf_t *cursor, btree_pos_t *n);
+
 /* True when `v` is or holds a string: its index key depends on the
  * collation, so a bound on it needs the query's collation to be the
  * index's (collection-query.c). */

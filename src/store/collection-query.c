@@ -128,10 +128,8 @@ bool collection_value_has_string(const bson_value_t *v)
         return true;
     if (v->value_type != BSON_TYPE_DOCUMENT && v->value_type != BSON_TYPE_ARRAY)
         return false;
-    bson_t b;
     bson_iter_t it;
-    if (!bson_init_static(&b, v->value.v_doc.data, v->value.v_doc.data_len) ||
-        !bson_iter_init(&it, &b))
+    if (!bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len))
         return true;
     while (bson_iter_next(&it))
         if (collection_value_has_string(bson_iter_value(&it)))
@@ -296,30 +294,12 @@ static int collection_plan_index(index_t *ix, const matcher_t *m, scan_plan_t *p
             score += 2;
             continue;
         }
+        if (!b.has_lower && !b.has_upper)
+            break;
         /* a range on this field ends the usable prefix */
-        const bson_value_t *low = b.has_lower ? &b.lower : NULL;
-        const bson_value_t *high = b.has_upper ? &b.upper : NULL;
-        if (desc) {
-            const bson_value_t *t = low;
-            low = high;
-            high = t;
-        }
-        if (ix->multikey && high && low) /* bounds may be met by different elements */
-            high = NULL;
-        if (low || high) {
-            buf_append(&p->lo, p->prefix.data, p->prefix.len);
-            if (low)
-                keystring_append_coll(&p->lo, low, desc, ix->collation);
-            if (high) {
-                buf_append(&p->hi, p->prefix.data, p->prefix.len);
-                keystring_append_coll(&p->hi, high, desc, ix->collation);
-                p->has_hi = true;
-            }
-            score += 1;
-            p->score = score;
-            return score;
-        }
-        break;
+        p->has_hi = index_append_range(ix, f, &b, &p->prefix, &p->lo, &p->hi);
+        p->score = score + 1;
+        return p->score;
     }
     buf_append(&p->lo, p->prefix.data, p->prefix.len);
     p->score = score;
@@ -370,6 +350,20 @@ static bool collection_has_index(const collection_t *c, const index_t *ix)
     return false;
 }
 
+/* Counts record `r` as examined and adds it to `out` when it matches the
+ * query's filter; true when it does. */
+static bool collection_examine(const collection_query_opts_t *o, record_t *r, recvec_t *out,
+                               collection_plan_t *plan)
+{
+    plan->docs_examined++;
+    bson_t doc;
+    record_view(r, &doc);
+    if (!matcher_matches(o->matcher, &doc, NULL))
+        return false;
+    recvec_push_ref(out, r);
+    return true;
+}
+
 /* After a scan that yielded: adds, for each document of `c` whose first
  * change since `snap` came after the scan passed it, the version the
  * snapshot saw (the one that change replaced), unless the scan already
@@ -399,13 +393,8 @@ static size_t collection_scan_add_replaced(collection_t *c, const collection_que
         record_t *r = ch[i].before;
         if (ch[i].coll_id != c->id || !r || record_seq(r) > snap || !seen_add(&have, r))
             continue;
-        bson_t doc;
-        record_view(r, &doc);
-        plan->docs_examined++;
-        if (matcher_matches(o->matcher, &doc, NULL)) {
-            recvec_push_ref(out, r);
+        if (collection_examine(o, r, out, plan))
             added++;
-        }
     }
     seen_clear(&want);
     seen_clear(&have);
@@ -482,12 +471,8 @@ static bool collection_run_scan(collection_t *c, const scan_plan_t *p,
                 continue; /* made since the snapshot: its older version comes at the end */
             if (p->ix->multikey && !seen_add(&seen, r))
                 continue;
-            plan->docs_examined++;
-            bson_t doc;
-            record_view(r, &doc);
-            if (!matcher_matches(o->matcher, &doc, NULL))
+            if (!collection_examine(o, r, out, plan))
                 continue;
-            recvec_push_ref(out, r);
             if (stop_early && want > 0 && (int64_t)out->len - (int64_t)first >= want) {
                 done = true;
                 break;
@@ -688,11 +673,7 @@ static bool collection_query_snapshot(collection_t *c, const collection_query_op
         omap_insert(seen, key.data, key.len, (void *)1);
         if (!ch[i].before)
             continue; /* inserted since */
-        bson_t doc;
-        record_view(ch[i].before, &doc);
-        plan->docs_examined++;
-        if (matcher_matches(o->matcher, &doc, NULL))
-            recvec_push_ref(out, ch[i].before);
+        collection_examine(o, ch[i].before, out, plan);
     }
     buf_destroy(&key);
     omap_destroy(seen, NULL);
@@ -756,11 +737,7 @@ static bool collection_query_text(collection_t *c, const collection_query_opts_t
             ok = false;
             break;
         }
-        bson_t doc;
-        record_view(cand.items[i], &doc);
-        plan->docs_examined++;
-        if (matcher_matches(o->matcher, &doc, NULL))
-            recvec_push_ref(out, cand.items[i]);
+        collection_examine(o, cand.items[i], out, plan);
     }
     recvec_destroy(&cand);
     if (!ok)
@@ -938,13 +915,8 @@ static bool collection_run_natural(collection_t *c, const collection_query_opts_
         record_t *r = c->capped ? capped_next(c->capped, pos, &pos) : NULL;
         if (!r)
             break;
-        plan->docs_examined++;
-        bson_t doc;
-        record_view(r, &doc);
-        if (!matcher_matches(o->matcher, &doc, NULL))
-            continue;
-        recvec_push_ref(out, r);
-        if (want > 0 && (int64_t)out->len - (int64_t)first >= want)
+        if (collection_examine(o, r, out, plan) && want > 0 &&
+            (int64_t)out->len - (int64_t)first >= want)
             break;
     }
     return true;

@@ -149,11 +149,8 @@ static void collection_free(void *p)
     /* the records and index entries go a slice at a time (store/reaper.h) */
     reaper_add(c->indexes[0]->map, collection_unref_value);
     c->indexes[0]->map = NULL;
-    for (int i = 0; i < c->nindexes; i++) {
-        reaper_add(c->indexes[i]->map, NULL);
-        c->indexes[i]->map = NULL;
-        index_destroy(c->indexes[i]);
-    }
+    for (int i = 0; i < c->nindexes; i++)
+        collection_index_free(c->indexes[i]);
     matcher_destroy(c->validator);
     collation_destroy(c->collation);
     capped_destroy(c->capped);
@@ -162,16 +159,6 @@ static void collection_free(void *p)
     bson_free(c->name);
     bson_free(c->ns);
     bson_free(c);
-}
-
-void collection_destroy(collection_t *c)
-{
-    if (!c)
-        return;
-    c->dropped = true;
-    indexbuild_abort_all(c, "collection dropped");
-    /* a suspended scan may still read it (util/fiber.h) */
-    fiber_defer_free(collection_free, c);
 }
 
 void collection_index_free(index_t *ix)
@@ -184,6 +171,16 @@ void collection_index_free(index_t *ix)
 static void collection_free_index(void *ix)
 {
     collection_index_free(ix);
+}
+
+void collection_destroy(collection_t *c)
+{
+    if (!c)
+        return;
+    c->dropped = true;
+    indexbuild_abort_all(c, "collection dropped");
+    /* a suspended scan may still read it (util/fiber.h) */
+    fiber_defer_free(collection_free, c);
 }
 
 void collection_set_options(collection_t *c, const bson_t *options)
@@ -320,6 +317,17 @@ void collection_foreach(const collection_t *c, bool (*fn)(const bson_t *doc, voi
         if (!fn(&doc, ctx))
             return;
     }
+}
+
+bool collection_seek_after(const collection_t *c, const buf_t *cursor, btree_pos_t *n)
+{
+    if (!btree_seek(c->indexes[0]->map, cursor->data, cursor->len, n))
+        return false;
+    size_t klen;
+    const uint8_t *key = btree_pos_key(n, &klen);
+    if (omap_keycmp(key, klen, cursor->data, cursor->len) != 0)
+        return true;
+    return btree_next(n);
 }
 
 const char *collection_db(const collection_t *c)

@@ -146,24 +146,7 @@ static void geoscan_bounds_range(geoscan_bounds_t *b, const index_t *ix, const m
                        (mb.has_upper && collection_value_has_string(&mb.upper));
         if (f == ix->hashed || (!same_coll && strings)) /* a hash has no ranges */
             break;
-        bool desc = ix->dirs[f] < 0;
-        const bson_value_t *low = mb.has_lower ? &mb.lower : NULL;
-        const bson_value_t *high = mb.has_upper ? &mb.upper : NULL;
-        if (desc) {
-            const bson_value_t *t = low;
-            low = high;
-            high = t;
-        }
-        if (ix->multikey && high && low) /* bounds may be met by different elements */
-            high = NULL;
-        buf_append(&b->lo, b->prefix.data, b->prefix.len);
-        if (low)
-            index_append_key_part(ix, f, low, &b->lo);
-        if (high) {
-            buf_append(&b->hi, b->prefix.data, b->prefix.len);
-            index_append_key_part(ix, f, high, &b->hi);
-            b->has_hi = true;
-        }
+        b->has_hi = index_append_range(ix, f, &mb, &b->prefix, &b->lo, &b->hi);
         return;
     }
     buf_append(&b->lo, b->prefix.data, b->prefix.len);

@@ -180,6 +180,40 @@ void index_append_key_part(const index_t *ix, int f, const bson_value_t *v, buf_
     keystring_append_coll(key, v, ix->dirs[f] < 0, ix->collation);
 }
 
+bool index_spec_has_field(const bson_t *spec, bool (*is_kind)(const bson_iter_t *field))
+{
+    bson_iter_t it, k;
+    if (!bson_iter_init_find(&it, spec, "key") || !BSON_ITER_HOLDS_DOCUMENT(&it) ||
+        !bson_iter_recurse(&it, &k))
+        return false;
+    while (bson_iter_next(&k))
+        if (is_kind(&k))
+            return true;
+    return false;
+}
+
+bool index_append_range(const index_t *ix, int f, const matcher_bounds_t *b, const buf_t *prefix,
+                        buf_t *lo, buf_t *hi)
+{
+    const bson_value_t *low = b->has_lower ? &b->lower : NULL;
+    const bson_value_t *high = b->has_upper ? &b->upper : NULL;
+    if (ix->dirs[f] < 0) {
+        const bson_value_t *t = low;
+        low = high;
+        high = t;
+    }
+    if (ix->multikey && high && low) /* bounds may be met by different elements */
+        high = NULL;
+    buf_append(lo, prefix->data, prefix->len);
+    if (low)
+        index_append_key_part(ix, f, low, lo);
+    if (!high)
+        return false;
+    buf_append(hi, prefix->data, prefix->len);
+    index_append_key_part(ix, f, high, hi);
+    return true;
+}
+
 /* The geometries one 2dsphere path reaches (a trailing array is one
  * geometry, a legacy pair; arrays on the way are expanded). */
 /* Per field, the cells of a 2dsphere field (a large polygon covers
@@ -465,6 +499,24 @@ static index_t *index_alloc(void)
     ix->hashed = -1;
     ix->map = btree_new();
     return ix;
+}
+
+void index_destroy(index_t *ix)
+{
+    if (!ix)
+        return;
+    bson_free(ix->name);
+    bson_destroy(&ix->key);
+    bson_destroy(&ix->spec);
+    matcher_destroy(ix->partial);
+    collation_destroy(ix->collation);
+    textindex_destroy(ix->text);
+    wildcard_destroy(ix->wildcard);
+    bson_free(ix->geo2d);
+    btree_destroy(ix->map, NULL);
+    for (int i = 0; i < ix->nfields; i++)
+        bson_free(ix->paths[i]);
+    bson_free(ix);
 }
 
 index_t *index_new_id(void)
@@ -824,22 +876,4 @@ fail:
     bson_destroy(&text_opts);
     index_destroy(ix);
     return NULL;
-}
-
-void index_destroy(index_t *ix)
-{
-    if (!ix)
-        return;
-    bson_free(ix->name);
-    bson_destroy(&ix->key);
-    bson_destroy(&ix->spec);
-    for (int i = 0; i < ix->nfields; i++)
-        bson_free(ix->paths[i]);
-    matcher_destroy(ix->partial);
-    collation_destroy(ix->collation);
-    textindex_destroy(ix->text);
-    wildcard_destroy(ix->wildcard);
-    bson_free(ix->geo2d);
-    btree_destroy(ix->map, NULL);
-    bson_free(ix);
 }

@@ -106,6 +106,17 @@ void index_set_hidden(index_t *ix, bool hidden);
  * collation. */
 void index_append_key_part(const index_t *ix, int f, const bson_value_t *v, buf_t *key);
 
+/* Appends to `lo` the scan's start for the range `b` puts on field `f` of
+ * `ix` after `prefix`, and to `hi` its end when it has one (returns true
+ * then): the bounds swap on a descending field, and a multikey index keeps
+ * only the start of a two-sided range (different elements may meet the two). */
+bool index_append_range(const index_t *ix, int f, const matcher_bounds_t *b, const buf_t *prefix,
+                        buf_t *lo, buf_t *hi);
+
+/* True when some field of the key pattern (`key`) of the createIndexes
+ * spec `spec` satisfies `is_kind`; false when it has no key document. */
+bool index_spec_has_field(const bson_t *spec, bool (*is_kind)(const bson_iter_t *field));
+
 /* True when the spec's key pattern equals `key`. */
 bool index_key_equals(const index_t *ix, const bson_t *key);
 

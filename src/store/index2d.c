@@ -18,26 +18,32 @@ typedef struct index2d_walk {
     bool failed;
 } index2d_walk_t;
 
+/* Makes room for `n` more keys. */
+static void index2d_walk_reserve(index2d_walk_t *w, size_t n)
+{
+    if (w->cap - w->len >= n)
+        return;
+    w->cap = w->len + n > 2 * w->cap ? w->len + n : 2 * w->cap;
+    w->keys = bson_realloc(w->keys, w->cap * sizeof *w->keys);
+}
+
+/* Adds the cells of one location value to the walk's keys, in place. */
 static bool index2d_geo_hit(const path_hit_t *hit, void *ctx)
 {
     index2d_walk_t *w = ctx;
-    int64_t small[16];
+    if (hit->value->value_type == BSON_TYPE_EOD)
+        return true; /* missing: no location */
     size_t n;
-    if (!geo2d_keys(w->params, hit->value, small, 16, &n, w->err)) {
+    index2d_walk_reserve(w, 16);
+    if (!geo2d_keys(w->params, hit->value, w->keys + w->len, w->cap - w->len, &n, w->err)) {
         w->failed = true;
         return false;
     }
-    int64_t *got = small;
-    if (n > 16) { /* again, with room for all */
-        got = bson_malloc(n * sizeof *got);
-        geo2d_keys(w->params, hit->value, got, n, &n, w->err);
+    if (n > w->cap - w->len) { /* again, with room for all */
+        index2d_walk_reserve(w, n);
+        geo2d_keys(w->params, hit->value, w->keys + w->len, n, &n, w->err);
     }
-    for (size_t i = 0; i < n; i++) {
-        VEC_RESERVE_ONE(w->keys, w->len, w->cap, 8);
-        w->keys[w->len++] = got[i];
-    }
-    if (got != small)
-        bson_free(got);
+    w->len += n;
     return true;
 }
 
@@ -83,6 +89,7 @@ bool index2d_keys_of(index_t *ix, const bson_t *doc, index_keys_t *out, dberr_t 
         return false;
     }
     if (w.len == 0) { /* no location: not in the index, as mongod's 2d */
+        bson_free(w.keys);
         out->skip = true;
         return true;
     }

@@ -263,12 +263,7 @@ static bool indexbuild_scan(collection_t *c, indexbuild_t *b, dberr_t *err)
             continue;
         }
         /* others ran: `n` may be gone; go on after the cursor */
-        more = btree_seek(c->indexes[0]->map, b->cursor.data, b->cursor.len, &n);
-        if (more) {
-            key = btree_pos_key(&n, &klen);
-            if (omap_keycmp(key, klen, b->cursor.data, b->cursor.len) == 0)
-                more = btree_next(&n);
-        }
+        more = collection_seek_after(c, &b->cursor, &n);
     }
     return true;
 }

@@ -60,10 +60,11 @@ typedef struct recvec {
 } recvec_t;
 
 void recvec_init(recvec_t *v);
-/* Appends `r` taking a new reference. */
-void recvec_push_ref(recvec_t *v, record_t *r);
 /* Drops every reference and frees the array. */
 void recvec_destroy(recvec_t *v);
+
+/* Appends `r` taking a new reference. */
+void recvec_push_ref(recvec_t *v, record_t *r);
 
 /* Drops the first `skip` records after index `first` and keeps at most
  * `limit` (0: all) of the rest, unreferencing what it drops. */

@@ -11,28 +11,29 @@
 #include "util/hash.h"
 #include "util/vec.h"
 
+/* Key pattern fields beside the text ones, in order. */
+typedef struct textindex_fields {
+    char **paths;
+    int *dirs; /* 1 or -1 */
+    int n;
+} textindex_fields_t;
+
 struct textindex {
     fts_spec_t spec;
-    char **before;  /* prefix fields (equality needed to use the index) */
-    int *before_dirs;
-    int nbefore;
-    char **after;   /* suffix fields */
-    int *after_dirs;
-    int nafter;
+    textindex_fields_t before; /* prefix fields (equality needed to use the index) */
+    textindex_fields_t after;  /* suffix fields */
     bson_t *resolved; /* key pattern + resolved options, for textindex_same (a bson_t
                        * inside a malloc'd struct would be misaligned) */
 };
 
+bool textindex_is_text_field(const bson_iter_t *field)
+{
+    return BSON_ITER_HOLDS_UTF8(field) && !strcmp(bson_iter_utf8(field, NULL), "text");
+}
+
 bool textindex_is_text_spec(const bson_t *spec)
 {
-    bson_iter_t it, k;
-    if (!bson_iter_init_find(&it, spec, "key") || !BSON_ITER_HOLDS_DOCUMENT(&it) ||
-        !bson_iter_recurse(&it, &k))
-        return false;
-    while (bson_iter_next(&k))
-        if (BSON_ITER_HOLDS_UTF8(&k) && !strcmp(bson_iter_utf8(&k, NULL), "text"))
-            return true;
-    return false;
+    return index_spec_has_field(spec, textindex_is_text_field);
 }
 
 bool textindex_is_text_option(const char *f)
@@ -41,12 +42,27 @@ bool textindex_is_text_option(const char *f)
            !strcmp(f, "language_override") || !strcmp(f, "textIndexVersion");
 }
 
-static void textindex_push(char ***paths, int **dirs, int *n, const char *path, int dir)
+static void textindex_fields_push(textindex_fields_t *l, const char *path, int dir)
 {
-    *paths = bson_realloc(*paths, (size_t)(*n + 1) * sizeof **paths);
-    *dirs = bson_realloc(*dirs, (size_t)(*n + 1) * sizeof **dirs);
-    (*paths)[*n] = bson_strdup(path);
-    (*dirs)[(*n)++] = dir;
+    l->paths = bson_realloc(l->paths, (size_t)(l->n + 1) * sizeof *l->paths);
+    l->dirs = bson_realloc(l->dirs, (size_t)(l->n + 1) * sizeof *l->dirs);
+    l->paths[l->n] = bson_strdup(path);
+    l->dirs[l->n++] = dir;
+}
+
+/* Appends the fields to the key pattern `key`. */
+static void textindex_fields_append(const textindex_fields_t *l, bson_t *key)
+{
+    for (int i = 0; i < l->n; i++)
+        BSON_APPEND_INT32(key, l->paths[i], l->dirs[i]);
+}
+
+static void textindex_fields_destroy(textindex_fields_t *l)
+{
+    for (int i = 0; i < l->n; i++)
+        bson_free(l->paths[i]);
+    bson_free(l->paths);
+    bson_free(l->dirs);
 }
 
 void textindex_destroy(textindex_t *t)
@@ -54,14 +70,8 @@ void textindex_destroy(textindex_t *t)
     if (!t)
         return;
     fts_spec_destroy(&t->spec);
-    for (int i = 0; i < t->nbefore; i++)
-        bson_free(t->before[i]);
-    for (int i = 0; i < t->nafter; i++)
-        bson_free(t->after[i]);
-    bson_free(t->before);
-    bson_free(t->before_dirs);
-    bson_free(t->after);
-    bson_free(t->after_dirs);
+    textindex_fields_destroy(&t->before);
+    textindex_fields_destroy(&t->after);
     if (t->resolved)
         bson_destroy(t->resolved);
     bson_free(t);
@@ -87,7 +97,7 @@ textindex_t *textindex_new(const bson_t *spec, bson_t *key_out, bson_t *resolved
         goto bad_key;
     while (bson_iter_next(&k)) {
         const char *f = bson_iter_key(&k);
-        bool is_text = BSON_ITER_HOLDS_UTF8(&k) && !strcmp(bson_iter_utf8(&k, NULL), "text");
+        bool is_text = textindex_is_text_field(&k);
         if (!strcmp(f, "_fts")) {
             if (!is_text) {
                 dberr_set(err, 17271, "expecting _fts:\"text\"");
@@ -136,20 +146,15 @@ textindex_t *textindex_new(const bson_t *spec, bson_t *key_out, bson_t *resolved
         int dir = bson_iter_as_double(&k) > 0 ? 1 : -1;
         if (part == 1)
             part = 2;
-        if (part == 0)
-            textindex_push(&t->before, &t->before_dirs, &t->nbefore, f, dir);
-        else
-            textindex_push(&t->after, &t->after_dirs, &t->nafter, f, dir);
+        textindex_fields_push(part == 0 ? &t->before : &t->after, f, dir);
         textindex_name_add(name, name_cap, f, dir > 0 ? "1" : "-1");
     }
     if (part == 0)
         goto bad_key;
-    for (int i = 0; i < t->nbefore; i++)
-        BSON_APPEND_INT32(key_out, t->before[i], t->before_dirs[i]);
+    textindex_fields_append(&t->before, key_out);
     BSON_APPEND_UTF8(key_out, "_fts", "text");
     BSON_APPEND_INT32(key_out, "_ftsx", 1);
-    for (int i = 0; i < t->nafter; i++)
-        BSON_APPEND_INT32(key_out, t->after[i], t->after_dirs[i]);
+    textindex_fields_append(&t->after, key_out);
     if (!fts_spec_init(&t->spec, spec, resolved_out, err))
         goto fail;
     BSON_APPEND_DOCUMENT(t->resolved, "key", key_out);
@@ -172,18 +177,21 @@ bool textindex_same(const textindex_t *a, const textindex_t *b)
     return bson_equal(a->resolved, b->resolved);
 }
 
-/* Appends the key part of `path` in `doc` (null when missing); arrays are
- * refused as mongod does. */
-static bool textindex_extra(const bson_t *doc, const char *path, int dir, buf_t *out,
-                            dberr_t *err)
+/* Appends the key parts of the fields in `doc` (null where missing);
+ * arrays are refused as mongod does. */
+static bool textindex_fields_key(const textindex_fields_t *l, const bson_t *doc, buf_t *out,
+                                 dberr_t *err)
 {
-    bson_iter_t it, found;
-    if (bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, path, &found)) {
+    for (int i = 0; i < l->n; i++) {
+        bson_iter_t it, found;
+        bool desc = l->dirs[i] < 0;
+        if (!bson_iter_init(&it, doc) || !bson_iter_find_descendant(&it, l->paths[i], &found)) {
+            keystring_append_null(out, desc);
+            continue;
+        }
         if (BSON_ITER_HOLDS_ARRAY(&found))
             return dberr_set(err, 16675, "cannot have a multi-key as a prefix to a text index");
-        keystring_append(out, bson_iter_value(&found), dir < 0);
-    } else {
-        keystring_append_null(out, dir < 0);
+        keystring_append(out, bson_iter_value(&found), desc);
     }
     return true;
 }
@@ -196,12 +204,9 @@ bool textindex_keys_of(const textindex_t *t, const bson_t *doc, index_keys_t *ou
     buf_t pre, post;
     buf_init(&pre);
     buf_init(&post);
-    for (int i = 0; i < t->nbefore; i++)
-        if (!textindex_extra(doc, t->before[i], t->before_dirs[i], &pre, err))
-            goto cleanup;
-    for (int i = 0; i < t->nafter; i++)
-        if (!textindex_extra(doc, t->after[i], t->after_dirs[i], &post, err))
-            goto cleanup;
+    if (!textindex_fields_key(&t->before, doc, &pre, err) ||
+        !textindex_fields_key(&t->after, doc, &post, err))
+        goto cleanup;
     if (!fts_spec_terms(&t->spec, doc, &terms, &n, err))
         goto cleanup;
     for (size_t i = 0; i < n; i++) {
@@ -240,9 +245,9 @@ bool textindex_scan(const index_t *ix, const fts_query_t *q, const matcher_t *m,
     bool ok = true;
     buf_t pre;
     buf_init(&pre);
-    for (int i = 0; i < t->nbefore; i++) {
+    for (int i = 0; i < t->before.n; i++) {
         matcher_bounds_t b;
-        if (!matcher_bounds(m, t->before[i], &b) || !b.has_eq ||
+        if (!matcher_bounds(m, t->before.paths[i], &b) || !b.has_eq ||
             b.eq.value_type == BSON_TYPE_ARRAY || b.eq.value_type == BSON_TYPE_REGEX) {
             ok = dberr_set(err, DBERR_BAD_VALUE,
                            "error processing query: planner returned error :: caused by :: "
@@ -250,7 +255,7 @@ bool textindex_scan(const index_t *ix, const fts_query_t *q, const matcher_t *m,
                            "compound, are equality predicates given for all prefix fields?)");
             goto cleanup;
         }
-        keystring_append(&pre, &b.eq, t->before_dirs[i] < 0);
+        keystring_append(&pre, &b.eq, t->before.dirs[i] < 0);
     }
     size_t plen = pre.len;
     for (size_t i = 0; i < fts_query_nindex_terms(q); i++) {

@@ -14,6 +14,9 @@
 #include "store/record.h"
 #include "util/dberr.h"
 
+/* True when the key pattern field `field` is a text one (f: "text"). */
+bool textindex_is_text_field(const bson_iter_t *field);
+
 /* True when the `key` of the createIndexes spec `spec` holds a "text"
  * field (or the resolved _fts: "text"). */
 bool textindex_is_text_spec(const bson_t *spec);

@@ -10,7 +10,6 @@
 #include "util/buf.h"
 #include "util/fiber.h"
 #include "util/log.h"
-#include "util/omap.h"
 
 typedef struct ttl_pass {
     fiber_t *fiber;
@@ -86,12 +85,7 @@ static bool ttl_reap(ttl_pass_t *p, collection_t *c, dberr_t *err)
         if (collection_dropped(c) || !ttl_has_index(c))
             return true;
         /* `n` was removed, or others ran: go on after the cursor */
-        more = btree_seek(c->indexes[0]->map, p->cursor.data, p->cursor.len, &n);
-        if (more) {
-            key = btree_pos_key(&n, &klen);
-            if (omap_keycmp(key, klen, p->cursor.data, p->cursor.len) == 0)
-                more = btree_next(&n);
-        }
+        more = collection_seek_after(c, &p->cursor, &n);
     }
     return true;
 }

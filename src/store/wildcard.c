@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "doc/keystring.h"
+#include "store/textindex.h"
 #include "util/bsonview.h"
 #include "util/hash.h"
 #include "util/vec.h"
@@ -43,17 +44,15 @@ static bool wc_is_wild_field(const char *f)
     return strcmp(f, "$**") == 0 || (n > s && strcmp(f + n - s, wc_suffix) == 0);
 }
 
+/* A "$**" or "path.$**" key pattern field that is not a text index's. */
+static bool wc_is_wild_key(const bson_iter_t *field)
+{
+    return wc_is_wild_field(bson_iter_key(field)) && !textindex_is_text_field(field);
+}
+
 bool wildcard_is_spec(const bson_t *spec)
 {
-    bson_iter_t it, kit;
-    if (!bson_iter_init_find(&it, spec, "key") || !BSON_ITER_HOLDS_DOCUMENT(&it) ||
-        !bson_iter_recurse(&it, &kit))
-        return false;
-    while (bson_iter_next(&kit))
-        if (wc_is_wild_field(bson_iter_key(&kit)) &&
-            !(BSON_ITER_HOLDS_UTF8(&kit) && !strcmp(bson_iter_utf8(&kit, NULL), "text")))
-            return true;
-    return false;
+    return index_spec_has_field(spec, wc_is_wild_key);
 }
 
 /* 0: a == b; 1: a is an ancestor of b; -1: b is an ancestor of a; 2: neither. */
@@ -368,6 +367,41 @@ cleanup:
     return ok;
 }
 
+bool wildcard_is_compound(const wildcard_t *w)
+{
+    return w->compound;
+}
+
+bool wildcard_same(const wildcard_t *a, const wildcard_t *b)
+{
+    if (!a || !b)
+        return !a && !b;
+    if (a->inclusion != b->inclusion || a->npaths != b->npaths)
+        return false;
+    for (size_t i = 0; i < a->npaths; i++)
+        if (strcmp(a->paths[i], b->paths[i]) != 0)
+            return false;
+    return true;
+}
+
+void wildcard_destroy(wildcard_t *w)
+{
+    if (!w)
+        return;
+    bson_free(w->root);
+    for (size_t i = 0; i < w->npaths; i++)
+        bson_free(w->paths[i]);
+    bson_free(w->paths);
+    wc_multikey_t *e, *tmp;
+    HASH_ITER(hh, w->multikey, e, tmp)
+    {
+        HASH_DEL(w->multikey, e);
+        bson_free(e->path);
+        bson_free(e);
+    }
+    bson_free(w);
+}
+
 wildcard_t *wildcard_new(const bson_t *spec, bson_t *key_out, char *name, size_t name_cap,
                          dberr_t *err)
 {
@@ -453,41 +487,6 @@ wildcard_t *wildcard_new(const bson_t *spec, bson_t *key_out, char *name, size_t
 fail:
     wildcard_destroy(w);
     return NULL;
-}
-
-void wildcard_destroy(wildcard_t *w)
-{
-    if (!w)
-        return;
-    for (size_t i = 0; i < w->npaths; i++)
-        bson_free(w->paths[i]);
-    bson_free(w->paths);
-    bson_free(w->root);
-    wc_multikey_t *e, *tmp;
-    HASH_ITER(hh, w->multikey, e, tmp)
-    {
-        HASH_DEL(w->multikey, e);
-        bson_free(e->path);
-        bson_free(e);
-    }
-    bson_free(w);
-}
-
-bool wildcard_is_compound(const wildcard_t *w)
-{
-    return w->compound;
-}
-
-bool wildcard_same(const wildcard_t *a, const wildcard_t *b)
-{
-    if (!a || !b)
-        return !a && !b;
-    if (a->inclusion != b->inclusion || a->npaths != b->npaths)
-        return false;
-    for (size_t i = 0; i < a->npaths; i++)
-        if (strcmp(a->paths[i], b->paths[i]) != 0)
-            return false;
-    return true;
 }
 
 /* ---- projection ---- */
