@@ -33,9 +33,7 @@ typedef struct join_spec {
     bool pipeline_first_documents; /* its first stage is $documents */
     bson_t *lead_match;            /* the filter of its leading $match, or NULL: $lookup reads
                                     * only the foreign documents it matches (mongod's pushdown) */
-    char **let_names;              /* $lookup let */
-    expr_t **let_exprs;
-    size_t nlet;
+    letvars_t let;                 /* $lookup let */
     /* -- $graphLookup -- */
     expr_t *start_with;
     char *connect_from, *connect_to;
@@ -60,12 +58,7 @@ static void join_spec_free(join_spec_t *j)
         bson_destroy(j->pipeline);
     if (j->lead_match)
         bson_destroy(j->lead_match);
-    for (size_t i = 0; i < j->nlet; i++) {
-        bson_free(j->let_names[i]);
-        expr_destroy(j->let_exprs[i]);
-    }
-    bson_free(j->let_names);
-    bson_free(j->let_exprs);
+    letvars_destroy(&j->let);
     expr_destroy(j->start_with);
     bson_free(j->connect_from);
     bson_free(j->connect_to);
@@ -247,25 +240,10 @@ static bool join_vars(const join_spec_t *j, const expr_ctx_t *ctx, const bson_t 
     local.root = doc;
     bson_iter_t it;
     if (ctx->vars && bson_iter_init(&it, ctx->vars))
-        while (bson_iter_next(&it)) {
-            bool shadowed = false;
-            for (size_t i = 0; i < j->nlet && !shadowed; i++)
-                shadowed = strcmp(j->let_names[i], bson_iter_key(&it)) == 0;
-            if (!shadowed)
+        while (bson_iter_next(&it))
+            if (!letvars_has(&j->let, bson_iter_key(&it)))
                 bson_append_value(vars, bson_iter_key(&it), -1, bson_iter_value(&it));
-        }
-    for (size_t i = 0; i < j->nlet; i++) {
-        bson_value_t v;
-        if (!expr_eval(j->let_exprs[i], &local, &v, err))
-            return false;
-        if (v.value_type == BSON_TYPE_EOD) {
-            bson_append_undefined(vars, j->let_names[i], -1);
-        } else {
-            bson_append_value(vars, j->let_names[i], -1, &v);
-            bson_value_destroy(&v);
-        }
-    }
-    return true;
+    return letvars_eval(&j->let, &local, vars, err);
 }
 
 /* Appends copies of `from` to `to`; false when the operation was killed
@@ -449,24 +427,14 @@ static bool lookup_parse(stage_t *s, bson_iter_t *it, const bson_t *let, dberr_t
                                  "'%s' starts with an invalid character for a user variable "
                                  "name",
                                  name);
-            expr_t *e = expr_new(&f, err);
-            if (!e)
-                return false;
-            j->let_names = bson_realloc(j->let_names, (j->nlet + 1) * sizeof *j->let_names);
-            j->let_exprs = bson_realloc(j->let_exprs, (j->nlet + 1) * sizeof *j->let_exprs);
-            j->let_names[j->nlet] = bson_strdup(name);
-            j->let_exprs[j->nlet++] = e;
-            if (!expr_check_vars(e, let, err))
+            if (!letvars_add(&j->let, name, &f, let, err))
                 return false;
         }
     }
     if (!j->pipeline)
         return true;
     /* the sub-pipeline sees the enclosing variables and the stage's own */
-    bson_t *names = let ? bson_copy(let) : bson_new();
-    for (size_t i = 0; i < j->nlet; i++)
-        if (!bson_has_field(names, j->let_names[i]))
-            bson_append_null(names, j->let_names[i], -1);
+    bson_t *names = letvars_scope(&j->let, let);
     bool ok = join_validate(j, "$lookup", names, err);
     bson_destroy(names);
     return ok;

@@ -17,12 +17,7 @@ static void output_free(output_stage_t *o)
         bson_free(o->pub.on[i]);
     bson_free(o->pub.on);
     pipeline_destroy(o->pub.when_matched_pipeline);
-    for (size_t i = 0; i < o->nlet; i++) {
-        bson_free(o->let_names[i]);
-        expr_destroy(o->let_exprs[i]);
-    }
-    bson_free(o->let_names);
-    bson_free(o->let_exprs);
+    letvars_destroy(&o->let);
     bson_free(o);
 }
 
@@ -127,14 +122,7 @@ static bool parse_merge_let(output_stage_t *o, const bson_iter_t *let_it, dberr_
                                      "'new' variable other than '$$ROOT'");
                 have_new = true;
             }
-            expr_t *e = expr_new(&f, err);
-            if (!e)
-                return false;
-            o->let_names = bson_realloc(o->let_names, (o->nlet + 1) * sizeof *o->let_names);
-            o->let_exprs = bson_realloc(o->let_exprs, (o->nlet + 1) * sizeof *o->let_exprs);
-            o->let_names[o->nlet] = bson_strdup(k);
-            o->let_exprs[o->nlet++] = e;
-            if (!expr_check_vars(e, o->outer_let, err))
+            if (!letvars_add(&o->let, k, &f, o->outer_let, err))
                 return false;
         }
     }
@@ -143,14 +131,10 @@ static bool parse_merge_let(output_stage_t *o, const bson_iter_t *let_it, dberr_
         bson_iter_t f;
         bson_iter_init(&f, d);
         bson_iter_next(&f);
-        expr_t *e = expr_new(&f, err);
+        bool ok = letvars_add(&o->let, "new", &f, o->outer_let, err);
         bson_destroy(d);
-        if (!e)
+        if (!ok)
             return false;
-        o->let_names = bson_realloc(o->let_names, (o->nlet + 1) * sizeof *o->let_names);
-        o->let_exprs = bson_realloc(o->let_exprs, (o->nlet + 1) * sizeof *o->let_exprs);
-        o->let_names[o->nlet] = bson_strdup("new");
-        o->let_exprs[o->nlet++] = e;
     }
     return true;
 }
@@ -303,10 +287,7 @@ static bool parse_merge(output_stage_t *o, bson_iter_t *it, dberr_t *err)
     if (!parse_merge_let(o, have_let ? &let_it : NULL, err))
         return false;
     /* the whenMatched pipeline sees the command's let and $merge's own */
-    bson_t *names = o->outer_let ? bson_copy(o->outer_let) : bson_new();
-    for (size_t i = 0; i < o->nlet; i++)
-        if (!bson_has_field(names, o->let_names[i]))
-            bson_append_null(names, o->let_names[i], -1);
+    bson_t *names = letvars_scope(&o->let, o->outer_let);
     o->pub.when_matched_pipeline = pipeline_build(&wm_pipeline, PIPELINE_UPDATE, names, err);
     return o->pub.when_matched_pipeline != NULL;
 }
@@ -316,18 +297,7 @@ bool pipeline_merge_vars(const pipeline_output_t *o, const bson_t *new_doc, bson
 {
     const output_stage_t *os = (const output_stage_t *)o; /* pub is the first member */
     expr_ctx_t ctx = {.root = new_doc, .now_ms = pipeline_now_ms(), .vars = os->outer_let};
-    for (size_t i = 0; i < os->nlet; i++) {
-        bson_value_t v;
-        if (!expr_eval(os->let_exprs[i], &ctx, &v, err))
-            return false;
-        if (v.value_type == BSON_TYPE_EOD) {
-            bson_append_undefined(vars, os->let_names[i], -1);
-        } else {
-            bson_append_value(vars, os->let_names[i], -1, &v);
-            bson_value_destroy(&v);
-        }
-    }
-    return true;
+    return letvars_eval(&os->let, &ctx, vars, err);
 }
 
 static bool out_parse(stage_t *s, bson_iter_t *it, const bson_t *let, dberr_t *err)

@@ -18,14 +18,41 @@ typedef struct stage stage_t;
 typedef struct stage_def stage_def_t;
 typedef struct group_spec group_spec_t;
 
+/* A stage's `let` (letvars.c): variable names and their expressions,
+ * parallel arrays of n owned entries; zeroed is empty. */
+typedef struct letvars {
+    char **names;
+    expr_t **exprs;
+    size_t n;
+} letvars_t;
+
+/* Compiles the expression under `it` as variable `name` of `lv`, then
+ * checks the variables it reads against `scope` (NULL: none). On failure
+ * `lv` keeps what it holds; free it with letvars_destroy. */
+bool letvars_add(letvars_t *lv, const char *name, const bson_iter_t *it, const bson_t *scope,
+                 dberr_t *err);
+
+/* Whether `lv` defines `name`. */
+bool letvars_has(const letvars_t *lv, const char *name);
+
+/* The variables a sub-pipeline under `lv` may read: a copy of `outer`
+ * (NULL: none) with each variable of `lv` it lacks added as null, for
+ * pipeline_build's variable checks. Free it with bson_destroy. */
+bson_t *letvars_scope(const letvars_t *lv, const bson_t *outer);
+
+/* Appends each variable of `lv`, evaluated in `ctx`, to `vars` (a missing
+ * value as undefined). */
+bool letvars_eval(const letvars_t *lv, const expr_ctx_t *ctx, bson_t *vars, dberr_t *err);
+
+/* Frees what `lv` holds (the struct itself is the caller's). */
+void letvars_destroy(letvars_t *lv);
+
 /* A parsed $out/$merge: the public part first, so pipeline_merge_vars can
  * get back to the rest. */
 typedef struct output_stage {
     pipeline_output_t pub;
     bson_t *spec;     /* pub.merge_spec */
-    char **let_names; /* $merge let (whenMatched pipeline only) */
-    expr_t **let_exprs;
-    size_t nlet;
+    letvars_t let;    /* $merge let (whenMatched pipeline only) */
     const bson_t *outer_let; /* the pipeline's evaluated let (borrowed), or NULL */
 } output_stage_t;
 
