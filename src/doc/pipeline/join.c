@@ -43,6 +43,22 @@ typedef struct join_spec {
     bson_t *restrict_filter; /* restrictSearchWithMatch, or NULL */
 } join_spec_t;
 
+/* A new empty spec for `s` from its argument `it`: an object, or also a
+ * string when `string_ok` (else FailedToParse naming `stage`). */
+static join_spec_t *join_spec_new(stage_t *s, const bson_iter_t *it, const char *stage,
+                                  bool string_ok, dberr_t *err)
+{
+    if (!BSON_ITER_HOLDS_DOCUMENT(it) && !(string_ok && BSON_ITER_HOLDS_UTF8(it))) {
+        dberr_set(err, DBERR_FAILED_TO_PARSE,
+                  "the %s stage specification must be an object%s, but found %s", stage,
+                  string_ok ? " or string" : "", shellfmt_type_name(bson_iter_type(it)));
+        return NULL;
+    }
+    join_spec_t *j = s->u.join = bson_malloc0(sizeof *j);
+    j->max_depth = -1;
+    return j;
+}
+
 /* Nesting of sub-pipelines being parsed now (parsing never yields). */
 static int join_parse_depth;
 
@@ -312,12 +328,9 @@ static bool join_set_as(char *const *as, size_t nas, const bson_t *doc, const do
 
 static bool lookup_parse(stage_t *s, bson_iter_t *it, const bson_t *let, dberr_t *err)
 {
-    if (!BSON_ITER_HOLDS_DOCUMENT(it))
-        return dberr_set(err, DBERR_FAILED_TO_PARSE,
-                         "the $lookup stage specification must be an object, but found %s",
-                         shellfmt_type_name(bson_iter_type(it)));
-    join_spec_t *j = s->u.join = bson_malloc0(sizeof *j);
-    j->max_depth = -1;
+    join_spec_t *j = join_spec_new(s, it, "$lookup", false, err);
+    if (!j)
+        return false;
     bson_iter_t f, let_it;
     bool has_let = false;
     const char *as = NULL;
@@ -560,13 +573,9 @@ static bool lookup_run(const stage_t *s, const expr_ctx_t *ctx, doclist_t *in, d
 
 static bool union_parse(stage_t *s, bson_iter_t *it, const bson_t *let, dberr_t *err)
 {
-    if (!BSON_ITER_HOLDS_DOCUMENT(it) && !BSON_ITER_HOLDS_UTF8(it))
-        return dberr_set(err, DBERR_FAILED_TO_PARSE,
-                         "the $unionWith stage specification must be an object or string, but "
-                         "found %s",
-                         shellfmt_type_name(bson_iter_type(it)));
-    join_spec_t *j = s->u.join = bson_malloc0(sizeof *j);
-    j->max_depth = -1;
+    join_spec_t *j = join_spec_new(s, it, "$unionWith", true, err);
+    if (!j)
+        return false;
     if (BSON_ITER_HOLDS_UTF8(it)) {
         j->from = bson_strdup(bson_iter_utf8(it, NULL));
     } else {
@@ -628,12 +637,9 @@ static bool union_run(const stage_t *s, const expr_ctx_t *ctx, doclist_t *in, do
 
 static bool graph_parse(stage_t *s, bson_iter_t *it, const bson_t *let, dberr_t *err)
 {
-    if (!BSON_ITER_HOLDS_DOCUMENT(it))
-        return dberr_set(err, DBERR_FAILED_TO_PARSE,
-                         "the $graphLookup stage specification must be an object, but found %s",
-                         shellfmt_type_name(bson_iter_type(it)));
-    join_spec_t *j = s->u.join = bson_malloc0(sizeof *j);
-    j->max_depth = -1;
+    join_spec_t *j = join_spec_new(s, it, "$graphLookup", false, err);
+    if (!j)
+        return false;
     const char *as = NULL, *depth = NULL;
     bson_iter_t f;
     bson_iter_recurse(it, &f);
