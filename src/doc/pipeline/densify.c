@@ -49,9 +49,8 @@ static bool range_parse(struct densify_spec *d, bson_iter_t *it, dberr_t *err)
 {
     bson_iter_t r, bounds;
     bool has_step = false, has_bounds = false;
-    if (!BSON_ITER_HOLDS_DOCUMENT(it))
-        return dberr_set(err, DBERR_TYPE_MISMATCH,
-                         "BSON field '$densify.range' is the wrong type, expected type 'object'");
+    if (!pipeline_field_type_ok(it, BSON_TYPE_DOCUMENT, "$densify", "range", false, err))
+        return false;
     bson_iter_recurse(it, &r);
     while (bson_iter_next(&r)) {
         const char *k = bson_iter_key(&r);
@@ -66,10 +65,8 @@ static bool range_parse(struct densify_spec *d, bson_iter_t *it, dberr_t *err)
             bounds = r;
             has_bounds = true;
         } else if (!strcmp(k, "unit")) {
-            if (!BSON_ITER_HOLDS_UTF8(&r))
-                return dberr_set(err, DBERR_TYPE_MISMATCH,
-                                 "BSON field '$densify.range.unit' is the wrong type, expected "
-                                 "type 'string'");
+            if (!pipeline_field_type_ok(&r, BSON_TYPE_UTF8, "$densify", "range.unit", false, err))
+                return false;
             const char *u = bson_iter_utf8(&r, NULL);
             if (window_unit_ms(u) < 0)
                 return dberr_set(err, DBERR_FAILED_TO_PARSE, "unknown time unit value: %s", u);
@@ -163,10 +160,8 @@ static bool densify_parse(stage_t *s, bson_iter_t *arg, const bson_t *let, dberr
     while (bson_iter_next(&it)) {
         const char *k = bson_iter_key(&it);
         if (!strcmp(k, "field")) {
-            if (!BSON_ITER_HOLDS_UTF8(&it))
-                return dberr_set(err, DBERR_TYPE_MISMATCH,
-                                 "BSON field '$densify.field' is the wrong type, expected type "
-                                 "'string'");
+            if (!pipeline_field_type_ok(&it, BSON_TYPE_UTF8, "$densify", "field", false, err))
+                return false;
             bson_free(d->field);
             d->field = bson_strdup(bson_iter_utf8(&it, NULL));
         } else if (!strcmp(k, "range")) {
@@ -187,10 +182,9 @@ static bool densify_parse(stage_t *s, bson_iter_t *arg, const bson_t *let, dberr
         return false;
     if (has_parts) {
         bson_iter_t a;
-        if (!BSON_ITER_HOLDS_ARRAY(&parts))
-            return dberr_set(err, DBERR_TYPE_MISMATCH,
-                             "BSON field '$densify.partitionByFields' is the wrong type, expected "
-                             "type 'array'");
+        if (!pipeline_field_type_ok(&parts, BSON_TYPE_ARRAY, "$densify", "partitionByFields", false,
+                                    err))
+            return false;
         bson_iter_recurse(&parts, &a);
         while (bson_iter_next(&a)) {
             char **pp;

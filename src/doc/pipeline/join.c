@@ -584,19 +584,14 @@ static bool union_parse(stage_t *s, bson_iter_t *it, const bson_t *let, dberr_t 
         while (bson_iter_next(&f)) {
             const char *k = bson_iter_key(&f);
             if (!strcmp(k, "coll")) {
-                if (!BSON_ITER_HOLDS_UTF8(&f))
-                    return dberr_set(err, DBERR_TYPE_MISMATCH,
-                                     "BSON field '$unionWith.coll' is the wrong type '%s', "
-                                     "expected type 'string'",
-                                     shellfmt_type_name(bson_iter_type(&f)));
+                if (!pipeline_field_type_ok(&f, BSON_TYPE_UTF8, "$unionWith", "coll", true, err))
+                    return false;
                 bson_free(j->from);
                 j->from = bson_strdup(bson_iter_utf8(&f, NULL));
             } else if (!strcmp(k, "pipeline")) {
-                if (!BSON_ITER_HOLDS_ARRAY(&f))
-                    return dberr_set(err, DBERR_TYPE_MISMATCH,
-                                     "BSON field '$unionWith.pipeline' is the wrong type '%s', "
-                                     "expected type 'array'",
-                                     shellfmt_type_name(bson_iter_type(&f)));
+                if (!pipeline_field_type_ok(&f, BSON_TYPE_ARRAY, "$unionWith", "pipeline", true,
+                                            err))
+                    return false;
                 if (j->pipeline) {
                     bson_destroy(j->pipeline);
                     j->pipeline = NULL;

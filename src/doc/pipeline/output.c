@@ -48,10 +48,8 @@ static bool parse_ns_doc(output_stage_t *o, bson_iter_t *it, const char *field, 
                                  "atomdb does not support $out to a time-series collection");
             return dberr_set(err, 40415, "BSON field '%s.%s' is an unknown field.", field, k);
         }
-        if (!BSON_ITER_HOLDS_UTF8(&f))
-            return dberr_set(err, DBERR_TYPE_MISMATCH,
-                             "BSON field '%s.%s' is the wrong type '%s', expected type 'string'",
-                             field, k, shellfmt_type_name(bson_iter_type(&f)));
+        if (!pipeline_field_type_ok(&f, BSON_TYPE_UTF8, field, k, true, err))
+            return false;
         uint32_t len;
         const char *v = bson_iter_utf8(&f, &len);
         if (is_db) {

@@ -51,8 +51,8 @@ void letvars_destroy(letvars_t *lv);
  * get back to the rest. */
 typedef struct output_stage {
     pipeline_output_t pub;
-    bson_t *spec;     /* pub.merge_spec */
-    letvars_t let;    /* $merge let (whenMatched pipeline only) */
+    bson_t *spec;            /* pub.merge_spec */
+    letvars_t let;           /* $merge let (whenMatched pipeline only) */
     const bson_t *outer_let; /* the pipeline's evaluated let (borrowed), or NULL */
 } output_stage_t;
 
@@ -75,15 +75,15 @@ struct stage {
             size_t nindex;
             bool preserve; /* preserveNullAndEmptyArrays */
         } unwind;
-        char *count_field;      /* $count */
-        expr_t *expr;           /* $replaceRoot/$replaceWith newRoot, $documents */
-        group_spec_t *group;    /* $group */
-        output_stage_t *output; /* $out, $merge */
-        struct facet_spec *facet;   /* $facet (facet.c) */
-        struct bucket_spec *bucket; /* $bucket $bucketAuto $sortByCount (bucket.c) */
+        char *count_field;            /* $count */
+        expr_t *expr;                 /* $replaceRoot/$replaceWith newRoot, $documents */
+        group_spec_t *group;          /* $group */
+        output_stage_t *output;       /* $out, $merge */
+        struct facet_spec *facet;     /* $facet (facet.c) */
+        struct bucket_spec *bucket;   /* $bucket $bucketAuto $sortByCount (bucket.c) */
         struct window_spec *window;   /* $setWindowFields, $fill (window-private.h) */
         struct densify_spec *densify; /* $densify (densify.c) */
-        struct join_spec *join; /* $lookup, $unionWith, $graphLookup (join.c) */
+        struct join_spec *join;       /* $lookup, $unionWith, $graphLookup (join.c) */
         struct geonear_spec *geonear; /* $geoNear (geonear.c) */
     } u;
 };
@@ -141,6 +141,13 @@ extern const stage_def_t pipeline_geonear_stages[]; /* $geoNear (geonear.c) */
 /* Borrows the document under `it` into `out`. */
 void pipeline_borrow_doc(const bson_iter_t *it, bson_t *out);
 
+/* Whether the field under `it` holds `type`; else TypeMismatch in mongod's
+ * IDL words, "BSON field '<stage>.<field>' is the wrong type, expected type
+ * '<type>'", naming the type found too when `say_found` (as the stage's
+ * mongod message does or not). */
+bool pipeline_field_type_ok(const bson_iter_t *it, bson_type_t type, const char *stage,
+                            const char *field, bool say_found, dberr_t *err);
+
 /* Splits dotted `s` into owned components (free with path_free, also on
  * failure); false on an empty component. */
 bool pipeline_split_path(const char *s, char ***out, size_t *n);
@@ -168,8 +175,7 @@ bool pipeline_run_nested(const pipeline_t *p, const expr_ctx_t *outer, doclist_t
 /* Runs `p` (a sub-pipeline: $lookup's, $unionWith's) over `docs` with the
  * source, $$NOW and allowDiskUse of the enclosing run `outer`; its
  * variables are its own let (built with every variable it may read). */
-bool pipeline_run_sub(const pipeline_t *p, const expr_ctx_t *outer, doclist_t *docs,
-                      dberr_t *err);
+bool pipeline_run_sub(const pipeline_t *p, const expr_ctx_t *outer, doclist_t *docs, dberr_t *err);
 
 /* The wall clock in milliseconds ($$NOW). */
 int64_t pipeline_now_ms(void);

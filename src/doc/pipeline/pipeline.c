@@ -12,6 +12,7 @@
 #include "doc/path.h"
 #include "util/bsonview.h"
 #include "util/fiber.h"
+#include "util/shellfmt.h"
 #include "util/table.h"
 #include "util/vec.h"
 
@@ -48,6 +49,19 @@ void pipeline_borrow_doc(const bson_iter_t *it, bson_t *out)
 {
     if (!BSON_ITER_HOLDS_DOCUMENT(it) || !bsonview_iter(it, out))
         bson_init(out);
+}
+
+bool pipeline_field_type_ok(const bson_iter_t *it, bson_type_t type, const char *stage,
+                            const char *field, bool say_found, dberr_t *err)
+{
+    char found[32] = "";
+    if (bson_iter_type(it) == type)
+        return true;
+    if (say_found)
+        bson_snprintf(found, sizeof found, " '%s'", shellfmt_type_name(bson_iter_type(it)));
+    return dberr_set(err, DBERR_TYPE_MISMATCH,
+                     "BSON field '%s.%s' is the wrong type%s, expected type '%s'", stage, field,
+                     found, shellfmt_type_name(type));
 }
 
 bool pipeline_split_path(const char *s, char ***out, size_t *n)

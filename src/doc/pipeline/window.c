@@ -424,10 +424,8 @@ window_spec_t *window_spec_new(const char *stage)
 bool window_sort_parse(window_spec_t *w, bson_iter_t *it, dberr_t *err)
 {
     bson_t doc;
-    if (!BSON_ITER_HOLDS_DOCUMENT(it))
-        return dberr_set(err, DBERR_TYPE_MISMATCH,
-                         "BSON field '%s.sortBy' is the wrong type, expected type 'object'",
-                         w->stage);
+    if (!pipeline_field_type_ok(it, BSON_TYPE_DOCUMENT, w->stage, "sortBy", false, err))
+        return false;
     pipeline_borrow_doc(it, &doc);
     if (bson_empty(&doc))
         return dberr_set(err, 15976, "$sort stage must have at least one sort key");
@@ -538,10 +536,8 @@ bool window_fields_parse(window_spec_t *w, const bson_iter_t *arg, bool fill, wi
             if (!window_sort_parse(w, &it, err))
                 return false;
         } else if (!strcmp(k, "output")) {
-            if (!BSON_ITER_HOLDS_DOCUMENT(&it))
-                return dberr_set(err, DBERR_TYPE_MISMATCH,
-                                 "BSON field '%s.output' is the wrong type, expected type 'object'",
-                                 w->stage);
+            if (!pipeline_field_type_ok(&it, BSON_TYPE_DOCUMENT, w->stage, "output", false, err))
+                return false;
             f->output = it;
             has_out = true;
         } else {
