@@ -148,6 +148,19 @@ void pipeline_borrow_doc(const bson_iter_t *it, bson_t *out);
 bool pipeline_field_type_ok(const bson_iter_t *it, bson_type_t type, const char *stage,
                             const char *field, bool say_found, dberr_t *err);
 
+/* One field a stage's argument object may hold: its name and what reads
+ * it into the stage's parse state `args` (each stage its own struct). */
+typedef struct pipeline_option {
+    const char *name; /* NULL ends a table */
+    bool (*parse)(void *args, const bson_iter_t *it, dberr_t *err);
+} pipeline_option_t;
+
+/* Reads each field of `obj`, in order, through its row of `rows`; a field
+ * with no row fails with `unknown_code` and `unknown_fmt` (its one %s the
+ * field's name). */
+bool pipeline_options_parse(const bson_t *obj, const pipeline_option_t *rows, int unknown_code,
+                            const char *unknown_fmt, void *args, dberr_t *err);
+
 /* Splits dotted `s` into owned components (free with path_free, also on
  * failure); false on an empty component. */
 bool pipeline_split_path(const char *s, char ***out, size_t *n);

@@ -64,6 +64,25 @@ bool pipeline_field_type_ok(const bson_iter_t *it, bson_type_t type, const char 
                      found, shellfmt_type_name(type));
 }
 
+bool pipeline_options_parse(const bson_t *obj, const pipeline_option_t *rows, int unknown_code,
+                            const char *unknown_fmt, void *args, dberr_t *err)
+{
+    bson_iter_t it;
+    if (!bson_iter_init(&it, obj))
+        return true;
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        const pipeline_option_t *row = rows;
+        while (row->name && strcmp(row->name, k) != 0)
+            row++;
+        if (!row->name)
+            return dberr_set(err, unknown_code, unknown_fmt, k);
+        if (!row->parse(args, &it, err))
+            return false;
+    }
+    return true;
+}
+
 bool pipeline_split_path(const char *s, char ***out, size_t *n)
 {
     *out = path_split(s, n);
