@@ -571,6 +571,29 @@ static bool lookup_run(const stage_t *s, const expr_ctx_t *ctx, doclist_t *in, d
 
 /* ---- $unionWith ---- */
 
+static bool union_opt_coll(void *args, const bson_iter_t *it, dberr_t *err)
+{
+    return pipeline_field_string(it, "$unionWith", "coll", true, &((join_spec_t *)args)->from, err);
+}
+
+static bool union_opt_pipeline(void *args, const bson_iter_t *it, dberr_t *err)
+{
+    join_spec_t *j = args;
+    if (!pipeline_field_type_ok(it, BSON_TYPE_ARRAY, "$unionWith", "pipeline", true, err))
+        return false;
+    if (j->pipeline) {
+        bson_destroy(j->pipeline);
+        j->pipeline = NULL;
+    }
+    return join_keep_pipeline(j, it, "$unionWith", err);
+}
+
+static const pipeline_option_t union_options[] = {
+    {"coll", union_opt_coll},
+    {"pipeline", union_opt_pipeline},
+    {NULL, NULL},
+};
+
 static bool union_parse(stage_t *s, bson_iter_t *it, const bson_t *let, dberr_t *err)
 {
     join_spec_t *j = join_spec_new(s, it, "$unionWith", true, err);
@@ -579,29 +602,11 @@ static bool union_parse(stage_t *s, bson_iter_t *it, const bson_t *let, dberr_t 
     if (BSON_ITER_HOLDS_UTF8(it)) {
         j->from = bson_strdup(bson_iter_utf8(it, NULL));
     } else {
-        bson_iter_t f;
-        bson_iter_recurse(it, &f);
-        while (bson_iter_next(&f)) {
-            const char *k = bson_iter_key(&f);
-            if (!strcmp(k, "coll")) {
-                if (!pipeline_field_type_ok(&f, BSON_TYPE_UTF8, "$unionWith", "coll", true, err))
-                    return false;
-                bson_free(j->from);
-                j->from = bson_strdup(bson_iter_utf8(&f, NULL));
-            } else if (!strcmp(k, "pipeline")) {
-                if (!pipeline_field_type_ok(&f, BSON_TYPE_ARRAY, "$unionWith", "pipeline", true,
-                                            err))
-                    return false;
-                if (j->pipeline) {
-                    bson_destroy(j->pipeline);
-                    j->pipeline = NULL;
-                }
-                if (!join_keep_pipeline(j, &f, "$unionWith", err))
-                    return false;
-            } else {
-                return dberr_set(err, 40415, "BSON field '$unionWith.%s' is an unknown field.", k);
-            }
-        }
+        bson_t spec;
+        pipeline_borrow_doc(it, &spec);
+        if (!pipeline_options_parse(&spec, union_options, 40415,
+                                    "BSON field '$unionWith.%s' is an unknown field.", j, err))
+            return false;
         if (!j->from && (!j->pipeline || !j->pipeline_first_documents))
             return dberr_set(err, DBERR_FAILED_TO_PARSE,
                              "$unionWith stage without explicit collection must have a pipeline "

@@ -148,6 +148,12 @@ void pipeline_borrow_doc(const bson_iter_t *it, bson_t *out);
 bool pipeline_field_type_ok(const bson_iter_t *it, bson_type_t type, const char *stage,
                             const char *field, bool say_found, dberr_t *err);
 
+/* Replaces the owned string *dst with a copy of the string under `it`;
+ * false (*dst kept) with pipeline_field_type_ok's error when it holds
+ * anything else. */
+bool pipeline_field_string(const bson_iter_t *it, const char *stage, const char *field,
+                           bool say_found, char **dst, dberr_t *err);
+
 /* One field a stage's argument object may hold: its name and what reads
  * it into the stage's parse state `args` (each stage its own struct). */
 typedef struct pipeline_option {

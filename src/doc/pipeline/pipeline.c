@@ -64,6 +64,16 @@ bool pipeline_field_type_ok(const bson_iter_t *it, bson_type_t type, const char 
                      found, shellfmt_type_name(type));
 }
 
+bool pipeline_field_string(const bson_iter_t *it, const char *stage, const char *field,
+                           bool say_found, char **dst, dberr_t *err)
+{
+    if (!pipeline_field_type_ok(it, BSON_TYPE_UTF8, stage, field, say_found, err))
+        return false;
+    bson_free(*dst);
+    *dst = bson_strdup(bson_iter_utf8(it, NULL));
+    return true;
+}
+
 bool pipeline_options_parse(const bson_t *obj, const pipeline_option_t *rows, int unknown_code,
                             const char *unknown_fmt, void *args, dberr_t *err)
 {
