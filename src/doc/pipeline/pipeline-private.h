@@ -154,6 +154,12 @@ bool pipeline_field_type_ok(const bson_iter_t *it, bson_type_t type, const char 
 bool pipeline_field_string(const bson_iter_t *it, const char *stage, const char *field,
                            bool say_found, char **dst, dberr_t *err);
 
+/* Looks up the fields `names` (n of them) in the object under `obj`:
+ * *found[i] is the last field named names[i], or has raw NULL when there
+ * is none. Returns how many fields the object has, named or not. */
+int pipeline_fields_pick(const bson_iter_t *obj, const char *const *names, size_t n,
+                         bson_iter_t *const *found);
+
 /* One field a stage's argument object may hold: its name and what reads
  * it into the stage's parse state `args` (each stage its own struct). */
 typedef struct pipeline_option {

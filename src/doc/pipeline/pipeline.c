@@ -74,6 +74,24 @@ bool pipeline_field_string(const bson_iter_t *it, const char *stage, const char 
     return true;
 }
 
+int pipeline_fields_pick(const bson_iter_t *obj, const char *const *names, size_t n,
+                         bson_iter_t *const *found)
+{
+    bson_iter_t it;
+    int nfields = 0;
+    for (size_t i = 0; i < n; i++)
+        memset(found[i], 0, sizeof *found[i]);
+    if (!bson_iter_recurse(obj, &it))
+        return 0;
+    while (bson_iter_next(&it)) {
+        nfields++;
+        for (size_t i = 0; i < n; i++)
+            if (!strcmp(bson_iter_key(&it), names[i]))
+                *found[i] = it;
+    }
+    return nfields;
+}
+
 bool pipeline_options_parse(const bson_t *obj, const pipeline_option_t *rows, int unknown_code,
                             const char *unknown_fmt, void *args, dberr_t *err)
 {

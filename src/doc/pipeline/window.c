@@ -195,24 +195,15 @@ static bool bounds_pair(bson_iter_t *it, bool range, bool with_unit, window_boun
 
 bool window_bounds_parse(bson_iter_t *it, const window_spec_t *w, window_bounds_t *b, dberr_t *err)
 {
-    bson_iter_t f, docs, range, unit;
-    bool has_docs = false, has_range = false, has_unit = false;
-    int nfields = 0;
+    static const char *const names[] = {"documents", "range", "unit"};
+    bson_iter_t docs, range, unit;
+    bson_iter_t *const found[] = {&docs, &range, &unit};
     memset(b, 0, sizeof *b);
     b->lo.kind = b->hi.kind = WB_UNBOUNDED;
     if (!BSON_ITER_HOLDS_DOCUMENT(it))
         return dberr_set(err, DBERR_FAILED_TO_PARSE, "'window' field must be an object");
-    bson_iter_recurse(it, &f);
-    while (bson_iter_next(&f)) {
-        const char *k = bson_iter_key(&f);
-        nfields++;
-        if (!strcmp(k, "documents"))
-            docs = f, has_docs = true;
-        else if (!strcmp(k, "range"))
-            range = f, has_range = true;
-        else if (!strcmp(k, "unit"))
-            unit = f, has_unit = true;
-    }
+    int nfields = pipeline_fields_pick(it, names, 3, found);
+    bool has_docs = docs.raw, has_range = range.raw, has_unit = unit.raw;
     if (has_docs && has_range)
         return dberr_set(err, DBERR_FAILED_TO_PARSE,
                          "Window bounds can specify either 'documents' or 'unit', not both.");
