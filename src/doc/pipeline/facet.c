@@ -161,20 +161,17 @@ static void facet_free(stage_t *s)
 static bool facet_append(bson_t *out, const char *name, const doclist_t *docs, dberr_t *err)
 {
     bson_t arr;
-    char key[16];
-    const char *k;
     bson_append_array_begin(out, name, -1, &arr);
     for (size_t i = 0; i < docs->len; i++) {
-        if ((size_t)out->len + arr.len + docs->docs[i]->len > FACET_MAX_OUTPUT_BYTES) {
-            size_t used = (size_t)out->len + arr.len + docs->docs[i]->len;
+        size_t used = (size_t)out->len + arr.len + docs->docs[i]->len;
+        if (used > FACET_MAX_OUTPUT_BYTES) {
             bson_append_array_end(out, &arr);
             return dberr_set(err, 4031700,
                              "document constructed by $facet is %zu bytes, which exceeds the "
                              "limit of %d bytes",
                              used, FACET_MAX_OUTPUT_BYTES);
         }
-        bson_uint32_to_string((uint32_t)i, &k, key, sizeof key);
-        bson_append_document(&arr, k, -1, docs->docs[i]);
+        pipeline_array_append_doc(&arr, (uint32_t)i, docs->docs[i]);
     }
     bson_append_array_end(out, &arr);
     return true;

@@ -167,12 +167,9 @@ static bool list_contains(const accum_t *spec, const acc_state_t *a, const bson_
 
 static void push_update(const accum_t *spec, acc_state_t *a, const bson_value_t *v)
 {
-    char buf[16];
-    const char *key;
     if (v->value_type == BSON_TYPE_EOD)
         return;
-    bson_uint32_to_string(a->nlist++, &key, buf, sizeof buf);
-    bson_append_value(a->list, key, -1, v);
+    pipeline_array_append_value(a->list, a->nlist++, v);
 }
 
 static void add_to_set_update(const accum_t *spec, acc_state_t *a, const bson_value_t *v)
@@ -336,12 +333,8 @@ static void kept_emit(const accum_t *spec, const acc_state_t *a, bson_t *out)
     bson_t arr;
     uint32_t idx = 0;
     bson_append_array_begin(out, spec->field, -1, &arr);
-    for (size_t i = a->head; i < a->head + a->nvals; i++) {
-        char buf[16];
-        const char *k;
-        bson_uint32_to_string(idx++, &k, buf, sizeof buf);
-        bson_append_value(&arr, k, -1, &a->vals[i]);
-    }
+    for (size_t i = a->head; i < a->head + a->nvals; i++)
+        pipeline_array_append_value(&arr, idx++, &a->vals[i]);
     bson_append_array_end(out, &arr);
 }
 

@@ -196,10 +196,7 @@ static bool join_value_hit(const path_hit_t *hit, void *ctx)
     join_values_t *v = ctx;
     if (hit->value->value_type == BSON_TYPE_EOD || hit->whole_leaf_array)
         return true;
-    char key[16];
-    const char *k;
-    bson_uint32_to_string(v->n++, &k, key, sizeof key);
-    bson_append_value(v->arr, k, -1, hit->value);
+    pipeline_array_append_value(v->arr, v->n++, hit->value);
     v->has_regex = v->has_regex || hit->value->value_type == BSON_TYPE_REGEX;
     return true;
 }
@@ -292,8 +289,6 @@ static bool join_set_as(char *const *as, size_t nas, const bson_t *doc, const do
 {
     bson_t arr = BSON_INITIALIZER;
     int64_t bytes = 0;
-    char key[16];
-    const char *k;
     for (size_t i = 0; i < docs->len; i++) {
         bytes += docs->docs[i]->len;
         if (bytes > JOIN_MAX_MATCH_BYTES) {
@@ -303,8 +298,7 @@ static bool join_set_as(char *const *as, size_t nas, const bson_t *doc, const do
                              "exceeds %d bytes",
                              coll, JOIN_MAX_MATCH_BYTES);
         }
-        bson_uint32_to_string((uint32_t)i, &k, key, sizeof key);
-        bson_append_document(&arr, k, -1, docs->docs[i]);
+        pipeline_array_append_doc(&arr, (uint32_t)i, docs->docs[i]);
     }
     bson_value_t v = {.value_type = BSON_TYPE_ARRAY};
     v.value.v_doc.data = (uint8_t *)bson_get_data(&arr);
@@ -468,8 +462,7 @@ static void lookup_documents_pipeline(const join_spec_t *j, const bson_t *filter
     bson_iter_init_find(&it, j->pipeline, "pipeline");
     bson_iter_recurse(&it, &el);
     while (bson_iter_next(&el)) {
-        bson_uint32_to_string(n++, &k, key, sizeof key);
-        bson_append_value(&arr, k, -1, bson_iter_value(&el));
+        pipeline_array_append_value(&arr, n++, bson_iter_value(&el));
         if (n == 1) {
             bson_t m;
             bson_uint32_to_string(n++, &k, key, sizeof key);

@@ -148,6 +148,11 @@ void pipeline_borrow_doc(const bson_iter_t *it, bson_t *out);
 bool pipeline_field_type_ok(const bson_iter_t *it, bson_type_t type, const char *stage,
                             const char *field, bool say_found, dberr_t *err);
 
+/* Appends `v` (or the document `doc`) to the array `arr` as its element
+ * `i` (the caller counts). */
+void pipeline_array_append_value(bson_t *arr, uint32_t i, const bson_value_t *v);
+void pipeline_array_append_doc(bson_t *arr, uint32_t i, const bson_t *doc);
+
 /* Replaces the owned string *dst with a copy of the string under `it`;
  * false (*dst kept) with pipeline_field_type_ok's error when it holds
  * anything else. */

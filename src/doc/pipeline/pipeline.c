@@ -64,6 +64,22 @@ bool pipeline_field_type_ok(const bson_iter_t *it, bson_type_t type, const char 
                      found, shellfmt_type_name(type));
 }
 
+void pipeline_array_append_value(bson_t *arr, uint32_t i, const bson_value_t *v)
+{
+    char buf[16];
+    const char *key;
+    bson_uint32_to_string(i, &key, buf, sizeof buf);
+    bson_append_value(arr, key, -1, v);
+}
+
+void pipeline_array_append_doc(bson_t *arr, uint32_t i, const bson_t *doc)
+{
+    char buf[16];
+    const char *key;
+    bson_uint32_to_string(i, &key, buf, sizeof buf);
+    bson_append_document(arr, key, -1, doc);
+}
+
 bool pipeline_field_string(const bson_iter_t *it, const char *stage, const char *field,
                            bool say_found, char **dst, dberr_t *err)
 {

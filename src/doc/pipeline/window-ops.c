@@ -485,16 +485,25 @@ static void stddev_add(fold_t *s, size_t i)
     s->m2 += d * (x - s->mx);
 }
 
-static bool stddev_value(fold_t *s, bson_value_t *out, dberr_t *err)
+/* The statistic `s` gathered: m2 over n, or over n - 1 for the sample
+ * variant named `samp_name`, its square root when `root`; null with too
+ * few values. */
+static bool m2_value(const fold_t *s, const char *samp_name, bool root, bson_value_t *out)
 {
-    bool samp = !strcmp(s->f->def->name, "$stdDevSamp");
+    bool samp = !strcmp(s->f->def->name, samp_name);
     if (s->n == 0 || (samp && s->n < 2)) {
         out->value_type = BSON_TYPE_NULL;
         return true;
     }
+    double v = s->m2 / (samp ? s->n - 1 : s->n);
     out->value_type = BSON_TYPE_DOUBLE;
-    out->value.v_double = sqrt(s->m2 / (samp ? s->n - 1 : s->n));
+    out->value.v_double = root ? sqrt(v) : v;
     return true;
+}
+
+static bool stddev_value(fold_t *s, bson_value_t *out, dberr_t *err)
+{
+    return m2_value(s, "$stdDevSamp", true, out);
 }
 
 static void cov_add(fold_t *s, size_t i)
@@ -511,14 +520,7 @@ static void cov_add(fold_t *s, size_t i)
 
 static bool cov_value(fold_t *s, bson_value_t *out, dberr_t *err)
 {
-    bool samp = !strcmp(s->f->def->name, "$covarianceSamp");
-    if (s->n == 0 || (samp && s->n < 2)) {
-        out->value_type = BSON_TYPE_NULL;
-        return true;
-    }
-    out->value_type = BSON_TYPE_DOUBLE;
-    out->value.v_double = s->m2 / (samp ? s->n - 1 : s->n);
-    return true;
+    return m2_value(s, "$covarianceSamp", false, out);
 }
 
 static void integral_add(fold_t *s, size_t i)
