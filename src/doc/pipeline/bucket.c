@@ -340,6 +340,13 @@ static int constant_of(const bson_iter_t *it, bson_value_t *out, dberr_t *err)
     return r;
 }
 
+/* Sets `err` to `code` with `fmt` (one %s: the type of the value under
+ * `it`). */
+static bool fail_type(dberr_t *err, int code, const char *fmt, const bson_iter_t *it)
+{
+    return dberr_set(err, code, fmt, shellfmt_type_name(bson_iter_type(it)));
+}
+
 /* Sets `err` to `code` with `fmt` (one %s: the value under `it`). */
 static bool fail_value(dberr_t *err, int code, const char *fmt, const bson_iter_t *it)
 {
@@ -355,7 +362,7 @@ static bool bucket_output_parse(const bson_iter_t *it, int code, const char *fmt
                                 dberr_t *err)
 {
     if (!BSON_ITER_HOLDS_DOCUMENT(it))
-        return dberr_set(err, code, fmt, shellfmt_type_name(bson_iter_type(it)));
+        return fail_type(err, code, fmt, it);
     pipeline_borrow_doc(it, output);
     return true;
 }
@@ -364,9 +371,9 @@ static bool bucket_parse_bounds(struct bucket_spec *b, const bson_iter_t *arg, d
 {
     bson_iter_t el;
     if (!BSON_ITER_HOLDS_ARRAY(arg))
-        return dberr_set(err, 40200,
+        return fail_type(err, 40200,
                          "The $bucket 'boundaries' field must be an array, but found type: %s.",
-                         shellfmt_type_name(bson_iter_type(arg)));
+                         arg);
     bson_iter_recurse(arg, &el);
     while (bson_iter_next(&el)) {
         b->bounds = bson_realloc(b->bounds, (b->nbounds + 1) * sizeof *b->bounds);
@@ -432,8 +439,7 @@ static bool bucket_args_parse(stage_t *s, const bson_iter_t *arg, const struct b
 {
     bson_t spec;
     if (!BSON_ITER_HOLDS_DOCUMENT(arg))
-        return dberr_set(err, kind->not_object_code, kind->not_object_fmt,
-                         shellfmt_type_name(bson_iter_type(arg)));
+        return fail_type(err, kind->not_object_code, kind->not_object_fmt, arg);
     a->b = s->u.bucket = bson_malloc0(sizeof *a->b);
     a->b->def.value_type = BSON_TYPE_EOD;
     pipeline_borrow_doc(arg, &spec);
@@ -563,9 +569,9 @@ static bool bucket_auto_opt_granularity(void *args, const bson_iter_t *it, dberr
 {
     struct bucket_spec *b = ((struct bucket_args *)args)->b;
     if (!BSON_ITER_HOLDS_UTF8(it))
-        return dberr_set(err, 40261,
+        return fail_type(err, 40261,
                          "The $bucketAuto 'granularity' field must be a string, but found type: %s",
-                         shellfmt_type_name(bson_iter_type(it)));
+                         it);
     const char *g = bson_iter_utf8(it, NULL);
     b->gran = NULL;
     for (size_t i = 0; i < sizeof granularities / sizeof granularities[0]; i++)
