@@ -371,8 +371,11 @@ bool window_ranges(const window_fn_t *f, const window_part_t *p, size_t *lo, siz
 
 /* ---------------------------------------------------------------- parse */
 
-static void fns_free(window_spec_t *w)
+static void window_free(stage_t *s)
 {
+    window_spec_t *w = s->u.window;
+    if (!w)
+        return;
     for (size_t i = 0; i < w->nfns; i++) {
         window_fn_t *f = &w->fns[i];
         path_free(f->path, f->npath);
@@ -383,22 +386,14 @@ static void fns_free(window_spec_t *w)
             bson_value_destroy(&f->dflt);
     }
     bson_free(w->fns);
+    expr_destroy(w->partition_by);
+    sortspec_destroy(w->sort);
+    bson_free(w->sort_field);
     for (size_t i = 0; i < w->nfills; i++) {
         path_free(w->fills[i].path, w->fills[i].npath);
         expr_destroy(w->fills[i].value);
     }
     bson_free(w->fills);
-}
-
-static void window_free(stage_t *s)
-{
-    window_spec_t *w = s->u.window;
-    if (!w)
-        return;
-    expr_destroy(w->partition_by);
-    sortspec_destroy(w->sort);
-    bson_free(w->sort_field);
-    fns_free(w);
     expr_destroy(w->date_add);
     bson_free(w);
     s->u.window = NULL;
