@@ -75,15 +75,15 @@ struct stage {
             size_t nindex;
             bool preserve; /* preserveNullAndEmptyArrays */
         } unwind;
-        char *count_field;            /* $count */
-        expr_t *expr;                 /* $replaceRoot/$replaceWith newRoot, $documents */
-        group_spec_t *group;          /* $group */
-        output_stage_t *output;       /* $out, $merge */
-        struct facet_spec *facet;     /* $facet (facet.c) */
-        struct bucket_spec *bucket;   /* $bucket $bucketAuto $sortByCount (bucket.c) */
+        char *count_field;      /* $count */
+        expr_t *expr;           /* $replaceRoot/$replaceWith newRoot, $documents */
+        group_spec_t *group;    /* $group */
+        output_stage_t *output; /* $out, $merge */
+        struct facet_spec *facet;   /* $facet (facet.c) */
+        struct bucket_spec *bucket; /* $bucket $bucketAuto $sortByCount (bucket.c) */
         struct window_spec *window;   /* $setWindowFields, $fill (window-private.h) */
         struct densify_spec *densify; /* $densify (densify.c) */
-        struct join_spec *join;       /* $lookup, $unionWith, $graphLookup (join.c) */
+        struct join_spec *join; /* $lookup, $unionWith, $graphLookup (join.c) */
         struct geonear_spec *geonear; /* $geoNear (geonear.c) */
     } u;
 };
@@ -205,7 +205,8 @@ bool pipeline_run_nested(const pipeline_t *p, const expr_ctx_t *outer, doclist_t
 /* Runs `p` (a sub-pipeline: $lookup's, $unionWith's) over `docs` with the
  * source, $$NOW and allowDiskUse of the enclosing run `outer`; its
  * variables are its own let (built with every variable it may read). */
-bool pipeline_run_sub(const pipeline_t *p, const expr_ctx_t *outer, doclist_t *docs, dberr_t *err);
+bool pipeline_run_sub(const pipeline_t *p, const expr_ctx_t *outer, doclist_t *docs,
+                      dberr_t *err);
 
 /* The wall clock in milliseconds ($$NOW). */
 int64_t pipeline_now_ms(void);
