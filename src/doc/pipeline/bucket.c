@@ -340,6 +340,13 @@ static int constant_of(const bson_iter_t *it, bson_value_t *out, dberr_t *err)
     return r;
 }
 
+/* Sets `err` to `code` with `fmt` (one %s: the type of the value under
+ * `it`). */
+static bool fail_type(dberr_t *err, int code, const char *fmt, const bson_iter_t *it)
+{
+    return dberr_set(err, code, fmt, shellfmt_type_name(bson_iter_type(it)));
+}
+
 /* Sets `err` to `code` with `fmt` (one %s: the value under `it`). */
 static bool fail_value(dberr_t *err, int code, const char *fmt, const bson_iter_t *it)
 {
@@ -349,27 +356,13 @@ static bool fail_value(dberr_t *err, int code, const char *fmt, const bson_iter_
     return false;
 }
 
-/* A new spec for `s` from its argument `arg`, which must be an object
- * (else `code` with `fmt`, its %s the type found). */
-static struct bucket_spec *bucket_spec_new(stage_t *s, const bson_iter_t *arg, int code,
-                                           const char *fmt, dberr_t *err)
-{
-    if (!BSON_ITER_HOLDS_DOCUMENT(arg)) {
-        dberr_set(err, code, fmt, shellfmt_type_name(bson_iter_type(arg)));
-        return NULL;
-    }
-    struct bucket_spec *b = s->u.bucket = bson_malloc0(sizeof *b);
-    b->def.value_type = BSON_TYPE_EOD;
-    return b;
-}
-
 /* The `output` field under `it` into *output (borrowed): an object, else
  * `code` with `fmt` (its %s the type found). */
 static bool bucket_output_parse(const bson_iter_t *it, int code, const char *fmt, bson_t *output,
                                 dberr_t *err)
 {
     if (!BSON_ITER_HOLDS_DOCUMENT(it))
-        return dberr_set(err, code, fmt, shellfmt_type_name(bson_iter_type(it)));
+        return fail_type(err, code, fmt, it);
     pipeline_borrow_doc(it, output);
     return true;
 }
@@ -378,9 +371,9 @@ static bool bucket_parse_bounds(struct bucket_spec *b, const bson_iter_t *arg, d
 {
     bson_iter_t el;
     if (!BSON_ITER_HOLDS_ARRAY(arg))
-        return dberr_set(err, 40200,
+        return fail_type(err, 40200,
                          "The $bucket 'boundaries' field must be an array, but found type: %s.",
-                         shellfmt_type_name(bson_iter_type(arg)));
+                         arg);
     bson_iter_recurse(arg, &el);
     while (bson_iter_next(&el)) {
         b->bounds = bson_realloc(b->bounds, (b->nbounds + 1) * sizeof *b->bounds);
@@ -421,52 +414,102 @@ static bool bucket_parse_bounds(struct bucket_spec *b, const bson_iter_t *arg, d
     return true;
 }
 
+/* What $bucket's and $bucketAuto's option rows read into. */
+struct bucket_args {
+    struct bucket_spec *b;
+    bson_iter_t group_by; /* $bucket: compiled after the checks */
+    bool have_group_by, have_buckets, have_output;
+    bson_t output; /* borrowed */
+};
+
+/* What tells $bucket and $bucketAuto apart while parsing: the error for a
+ * non-object argument, the option rows, the error for an unknown option. */
+struct bucket_kind {
+    int not_object_code;
+    const char *not_object_fmt; /* its %s the type found */
+    const pipeline_option_t *options;
+    int unknown_code;
+    const char *unknown_fmt; /* its %s the option's name */
+};
+
+/* Reads the argument `arg` of `s` through the rows of `kind` into `a`,
+ * with a->b the new spec. */
+static bool bucket_args_parse(stage_t *s, const bson_iter_t *arg, const struct bucket_kind *kind,
+                              struct bucket_args *a, dberr_t *err)
+{
+    bson_t spec;
+    if (!BSON_ITER_HOLDS_DOCUMENT(arg))
+        return fail_type(err, kind->not_object_code, kind->not_object_fmt, arg);
+    a->b = s->u.bucket = bson_malloc0(sizeof *a->b);
+    a->b->def.value_type = BSON_TYPE_EOD;
+    pipeline_borrow_doc(arg, &spec);
+    return pipeline_options_parse(&spec, kind->options, kind->unknown_code, kind->unknown_fmt, a,
+                                  err);
+}
+
+static bool bucket_opt_group_by(void *args, const bson_iter_t *it, dberr_t *err)
+{
+    struct bucket_args *a = args;
+    if (!group_by_ok(it, false))
+        return fail_value(err, 40202,
+                          "The $bucket 'groupBy' field must be defined as a $-prefixed path or an "
+                          "expression, but found: %s.",
+                          it);
+    a->group_by = *it;
+    a->have_group_by = true;
+    return true;
+}
+
+static bool bucket_opt_boundaries(void *args, const bson_iter_t *it, dberr_t *err)
+{
+    return bucket_parse_bounds(((struct bucket_args *)args)->b, it, err);
+}
+
+static bool bucket_opt_default(void *args, const bson_iter_t *it, dberr_t *err)
+{
+    struct bucket_spec *b = ((struct bucket_args *)args)->b;
+    if (b->def.value_type != BSON_TYPE_EOD)
+        bson_value_destroy(&b->def);
+    b->def.value_type = BSON_TYPE_EOD;
+    int r = constant_of(it, &b->def, err);
+    if (r < 0)
+        return false;
+    if (r == 0)
+        return fail_value(err, 40195,
+                          "The $bucket 'default' field must be a constant expression, but found: "
+                          "%s.",
+                          it);
+    return true;
+}
+
+static bool bucket_opt_output(void *args, const bson_iter_t *it, dberr_t *err)
+{
+    struct bucket_args *a = args;
+    a->have_output = true;
+    return bucket_output_parse(it, 40196,
+                               "The $bucket 'output' field must be an object, but found type: %s.",
+                               &a->output, err);
+}
+
+static const struct bucket_kind bucket_kind = {
+    .not_object_code = 40201,
+    .not_object_fmt = "Argument to $bucket stage must be an object, but found type: %s.",
+    .options = (const pipeline_option_t[]){{"groupBy", bucket_opt_group_by},
+                                           {"boundaries", bucket_opt_boundaries},
+                                           {"default", bucket_opt_default},
+                                           {"output", bucket_opt_output},
+                                           {NULL, NULL}},
+    .unknown_code = 40197,
+    .unknown_fmt = "Unrecognized option to $bucket: %s.",
+};
+
 static bool bucket_parse(stage_t *s, bson_iter_t *arg, const bson_t *let, dberr_t *err)
 {
-    bson_iter_t it, group_by;
-    bson_t output;
-    bool have_group_by = false, have_output = false;
-    struct bucket_spec *b = bucket_spec_new(
-        s, arg, 40201, "Argument to $bucket stage must be an object, but found type: %s.", err);
-    if (!b)
+    struct bucket_args a = {0};
+    if (!bucket_args_parse(s, arg, &bucket_kind, &a, err))
         return false;
-    bson_iter_recurse(arg, &it);
-    while (bson_iter_next(&it)) {
-        const char *k = bson_iter_key(&it);
-        if (!strcmp(k, "groupBy")) {
-            if (!group_by_ok(&it, false))
-                return fail_value(err, 40202,
-                                  "The $bucket 'groupBy' field must be defined as a $-prefixed "
-                                  "path or an expression, but found: %s.",
-                                  &it);
-            group_by = it;
-            have_group_by = true;
-        } else if (!strcmp(k, "boundaries")) {
-            if (!bucket_parse_bounds(b, &it, err))
-                return false;
-        } else if (!strcmp(k, "default")) {
-            if (b->def.value_type != BSON_TYPE_EOD)
-                bson_value_destroy(&b->def);
-            b->def.value_type = BSON_TYPE_EOD;
-            int r = constant_of(&it, &b->def, err);
-            if (r < 0)
-                return false;
-            if (r == 0)
-                return fail_value(err, 40195,
-                                  "The $bucket 'default' field must be a constant expression, but "
-                                  "found: %s.",
-                                  &it);
-        } else if (!strcmp(k, "output")) {
-            if (!bucket_output_parse(
-                    &it, 40196, "The $bucket 'output' field must be an object, but found type: %s.",
-                    &output, err))
-                return false;
-            have_output = true;
-        } else {
-            return dberr_set(err, 40197, "Unrecognized option to $bucket: %s.", k);
-        }
-    }
-    if (!have_group_by || b->nbounds == 0)
+    struct bucket_spec *b = a.b;
+    if (!a.have_group_by || b->nbounds == 0)
         return dberr_set(err, 40198,
                          "$bucket requires 'groupBy' and 'boundaries' to be specified.");
     const bson_value_t *lo = &b->bounds[0], *hi = &b->bounds[b->nbounds - 1];
@@ -476,83 +519,95 @@ static bool bucket_parse(stage_t *s, bson_iter_t *arg, const bson_t *let, dberr_
         return dberr_set(err, 40199,
                          "The $bucket 'default' field must be less than the lowest boundary or "
                          "greater than or equal to the highest boundary.");
-    if (!(b->group_by = expr_new(&group_by, err)))
+    if (!(b->group_by = expr_new(&a.group_by, err)))
         return false;
-    return (b->inner = bucket_group_inner(have_output ? &output : NULL, let, err)) != NULL;
+    return (b->inner = bucket_group_inner(a.have_output ? &a.output : NULL, let, err)) != NULL;
 }
+
+static bool bucket_auto_opt_group_by(void *args, const bson_iter_t *it, dberr_t *err)
+{
+    struct bucket_spec *b = ((struct bucket_args *)args)->b;
+    if (!group_by_ok(it, true))
+        return fail_value(err, 40239,
+                          "The $bucketAuto 'groupBy' field must be defined as a $-prefixed path or "
+                          "an expression object, but found: %s",
+                          it);
+    expr_destroy(b->group_by);
+    return (b->group_by = expr_new(it, err)) != NULL;
+}
+
+static bool bucket_auto_opt_buckets(void *args, const bson_iter_t *it, dberr_t *err)
+{
+    struct bucket_args *a = args;
+    const bson_value_t *v = bson_iter_value((bson_iter_t *)it);
+    int64_t n;
+    if (!num_is_number(v))
+        return dberr_set(err, 40241,
+                         "The $bucketAuto 'buckets' field must be a numeric value, but found "
+                         "type: %s",
+                         shellfmt_type_name(v->value_type));
+    if (!num_to_int64_whole(v, &n) || n < INT32_MIN || n > INT32_MAX)
+        return fail_value(err, 40242,
+                          "The $bucketAuto 'buckets' field must be representable as a 32-bit "
+                          "integer, but found %s",
+                          it);
+    a->b->nbuckets = (int32_t)n;
+    a->have_buckets = true;
+    return true;
+}
+
+static bool bucket_auto_opt_output(void *args, const bson_iter_t *it, dberr_t *err)
+{
+    struct bucket_args *a = args;
+    a->have_output = true;
+    return bucket_output_parse(
+        it, 40244, "The $bucketAuto 'output' field must be an object, but found type: %s",
+        &a->output, err);
+}
+
+static bool bucket_auto_opt_granularity(void *args, const bson_iter_t *it, dberr_t *err)
+{
+    struct bucket_spec *b = ((struct bucket_args *)args)->b;
+    if (!BSON_ITER_HOLDS_UTF8(it))
+        return fail_type(err, 40261,
+                         "The $bucketAuto 'granularity' field must be a string, but found type: %s",
+                         it);
+    const char *g = bson_iter_utf8(it, NULL);
+    b->gran = NULL;
+    for (size_t i = 0; i < sizeof granularities / sizeof granularities[0]; i++)
+        if (!strcmp(granularities[i].name, g))
+            b->gran = &granularities[i];
+    if (!b->gran)
+        return dberr_set(err, 40257, "Unknown rounding granularity '%s'", g);
+    return true;
+}
+
+static const struct bucket_kind bucket_auto_kind = {
+    .not_object_code = 40240,
+    .not_object_fmt = "The argument to $bucketAuto must be an object, but found type: %s",
+    .options = (const pipeline_option_t[]){{"groupBy", bucket_auto_opt_group_by},
+                                           {"buckets", bucket_auto_opt_buckets},
+                                           {"output", bucket_auto_opt_output},
+                                           {"granularity", bucket_auto_opt_granularity},
+                                           {NULL, NULL}},
+    .unknown_code = 40245,
+    .unknown_fmt = "Unrecognized option to $bucketAuto: %s",
+};
 
 static bool bucket_auto_parse(stage_t *s, bson_iter_t *arg, const bson_t *let, dberr_t *err)
 {
-    bson_iter_t it;
-    bson_t output;
-    bool have_output = false, have_buckets = false;
-    struct bucket_spec *b = bucket_spec_new(
-        s, arg, 40240, "The argument to $bucketAuto must be an object, but found type: %s", err);
-    if (!b)
+    struct bucket_args a = {0};
+    if (!bucket_args_parse(s, arg, &bucket_auto_kind, &a, err))
         return false;
-    bson_iter_recurse(arg, &it);
-    while (bson_iter_next(&it)) {
-        const char *k = bson_iter_key(&it);
-        if (!strcmp(k, "groupBy")) {
-            if (!group_by_ok(&it, true))
-                return fail_value(err, 40239,
-                                  "The $bucketAuto 'groupBy' field must be defined as a "
-                                  "$-prefixed path or an expression object, but found: %s",
-                                  &it);
-            expr_destroy(b->group_by);
-            if (!(b->group_by = expr_new(&it, err)))
-                return false;
-        } else if (!strcmp(k, "buckets")) {
-            const bson_value_t *v = bson_iter_value(&it);
-            int64_t n;
-            if (!num_is_number(v))
-                return dberr_set(err, 40241,
-                                 "The $bucketAuto 'buckets' field must be a numeric value, but "
-                                 "found type: %s",
-                                 shellfmt_type_name(v->value_type));
-            if (!num_to_int64_whole(v, &n) || n < INT32_MIN || n > INT32_MAX) {
-                char *d = shellfmt_value(v);
-                dberr_set(err, 40242,
-                          "The $bucketAuto 'buckets' field must be representable as a 32-bit "
-                          "integer, but found %s",
-                          d);
-                bson_free(d);
-                return false;
-            }
-            b->nbuckets = (int32_t)n;
-            have_buckets = true;
-        } else if (!strcmp(k, "output")) {
-            if (!bucket_output_parse(
-                    &it, 40244,
-                    "The $bucketAuto 'output' field must be an object, but found type: %s", &output,
-                    err))
-                return false;
-            have_output = true;
-        } else if (!strcmp(k, "granularity")) {
-            if (!BSON_ITER_HOLDS_UTF8(&it))
-                return dberr_set(err, 40261,
-                                 "The $bucketAuto 'granularity' field must be a string, but found "
-                                 "type: %s",
-                                 shellfmt_type_name(bson_iter_type(&it)));
-            const char *g = bson_iter_utf8(&it, NULL);
-            b->gran = NULL;
-            for (size_t i = 0; i < sizeof granularities / sizeof granularities[0]; i++)
-                if (!strcmp(granularities[i].name, g))
-                    b->gran = &granularities[i];
-            if (!b->gran)
-                return dberr_set(err, 40257, "Unknown rounding granularity '%s'", g);
-        } else {
-            return dberr_set(err, 40245, "Unrecognized option to $bucketAuto: %s", k);
-        }
-    }
-    if (!b->group_by || !have_buckets)
+    struct bucket_spec *b = a.b;
+    if (!b->group_by || !a.have_buckets)
         return dberr_set(err, 40246,
                          "$bucketAuto requires 'groupBy' and 'buckets' to be specified");
     if (b->nbuckets <= 0)
         return dberr_set(err, 40243,
                          "The $bucketAuto 'buckets' field must be greater than 0, but found: %d",
                          b->nbuckets);
-    return (b->inner = bucket_group_inner(have_output ? &output : NULL, let, err)) != NULL;
+    return (b->inner = bucket_group_inner(a.have_output ? &a.output : NULL, let, err)) != NULL;
 }
 
 static bool sort_by_count_parse(stage_t *s, bson_iter_t *arg, const bson_t *let, dberr_t *err)

@@ -49,9 +49,8 @@ static bool range_parse(struct densify_spec *d, bson_iter_t *it, dberr_t *err)
 {
     bson_iter_t r, bounds;
     bool has_step = false, has_bounds = false;
-    if (!BSON_ITER_HOLDS_DOCUMENT(it))
-        return dberr_set(err, DBERR_TYPE_MISMATCH,
-                         "BSON field '$densify.range' is the wrong type, expected type 'object'");
+    if (!pipeline_field_type_ok(it, BSON_TYPE_DOCUMENT, "$densify", "range", false, err))
+        return false;
     bson_iter_recurse(it, &r);
     while (bson_iter_next(&r)) {
         const char *k = bson_iter_key(&r);
@@ -66,10 +65,8 @@ static bool range_parse(struct densify_spec *d, bson_iter_t *it, dberr_t *err)
             bounds = r;
             has_bounds = true;
         } else if (!strcmp(k, "unit")) {
-            if (!BSON_ITER_HOLDS_UTF8(&r))
-                return dberr_set(err, DBERR_TYPE_MISMATCH,
-                                 "BSON field '$densify.range.unit' is the wrong type, expected "
-                                 "type 'string'");
+            if (!pipeline_field_type_ok(&r, BSON_TYPE_UTF8, "$densify", "range.unit", false, err))
+                return false;
             const char *u = bson_iter_utf8(&r, NULL);
             if (window_unit_ms(u) < 0)
                 return dberr_set(err, DBERR_FAILED_TO_PARSE, "unknown time unit value: %s", u);
@@ -150,57 +147,72 @@ static bool range_parse(struct densify_spec *d, bson_iter_t *it, dberr_t *err)
     return dberr_set(err, 5946800, "Explicit bounds must be numeric or dates");
 }
 
+/* What $densify's option rows read into: range and partitionByFields are
+ * read once field is known (raw NULL: not given). */
+struct densify_args {
+    struct densify_spec *d;
+    bson_iter_t range, parts;
+};
+
+static bool densify_opt_field(void *args, const bson_iter_t *it, dberr_t *err)
+{
+    struct densify_spec *d = ((struct densify_args *)args)->d;
+    return pipeline_field_string(it, "$densify", "field", false, &d->field, err);
+}
+
+static bool densify_opt_range(void *args, const bson_iter_t *it, dberr_t *err)
+{
+    ((struct densify_args *)args)->range = *it;
+    return true;
+}
+
+static bool densify_opt_partition_by_fields(void *args, const bson_iter_t *it, dberr_t *err)
+{
+    ((struct densify_args *)args)->parts = *it;
+    return true;
+}
+
+static const pipeline_option_t densify_options[] = {
+    {"field", densify_opt_field},
+    {"range", densify_opt_range},
+    {"partitionByFields", densify_opt_partition_by_fields},
+    {NULL, NULL},
+};
+
 static bool densify_parse(stage_t *s, bson_iter_t *arg, const bson_t *let, dberr_t *err)
 {
-    bson_iter_t it, range, parts;
-    bool has_range = false, has_parts = false;
+    struct densify_args a = {0};
+    bson_t spec;
     if (!BSON_ITER_HOLDS_DOCUMENT(arg))
         return dberr_set(err, DBERR_FAILED_TO_PARSE,
                          "The $densify stage specification must be an object");
-    struct densify_spec *d = s->u.densify = bson_malloc0(sizeof *d);
+    struct densify_spec *d = a.d = s->u.densify = bson_malloc0(sizeof *d);
     d->date_add = window_date_add_new();
-    bson_iter_recurse(arg, &it);
-    while (bson_iter_next(&it)) {
-        const char *k = bson_iter_key(&it);
-        if (!strcmp(k, "field")) {
-            if (!BSON_ITER_HOLDS_UTF8(&it))
-                return dberr_set(err, DBERR_TYPE_MISMATCH,
-                                 "BSON field '$densify.field' is the wrong type, expected type "
-                                 "'string'");
-            bson_free(d->field);
-            d->field = bson_strdup(bson_iter_utf8(&it, NULL));
-        } else if (!strcmp(k, "range")) {
-            range = it;
-            has_range = true;
-        } else if (!strcmp(k, "partitionByFields")) {
-            parts = it;
-            has_parts = true;
-        } else {
-            return dberr_set(err, 40415, "BSON field '$densify.%s' is an unknown field.", k);
-        }
-    }
+    pipeline_borrow_doc(arg, &spec);
+    if (!pipeline_options_parse(&spec, densify_options, 40415,
+                                "BSON field '$densify.%s' is an unknown field.", &a, err))
+        return false;
     if (!d->field)
         return dberr_set(err, 40414, "BSON field '$densify.field' is missing but a required field");
-    if (!has_range)
+    if (!a.range.raw)
         return dberr_set(err, 40414, "BSON field '$densify.range' is missing but a required field");
-    if (!path_split_field(d->field, &d->path, &d->npath, err) || !range_parse(d, &range, err))
+    if (!path_split_field(d->field, &d->path, &d->npath, err) || !range_parse(d, &a.range, err))
         return false;
-    if (has_parts) {
-        bson_iter_t a;
-        if (!BSON_ITER_HOLDS_ARRAY(&parts))
-            return dberr_set(err, DBERR_TYPE_MISMATCH,
-                             "BSON field '$densify.partitionByFields' is the wrong type, expected "
-                             "type 'array'");
-        bson_iter_recurse(&parts, &a);
-        while (bson_iter_next(&a)) {
+    if (a.parts.raw) {
+        bson_iter_t el;
+        if (!pipeline_field_type_ok(&a.parts, BSON_TYPE_ARRAY, "$densify", "partitionByFields",
+                                    false, err))
+            return false;
+        bson_iter_recurse(&a.parts, &el);
+        while (bson_iter_next(&el)) {
             char **pp;
             size_t np;
-            if (!BSON_ITER_HOLDS_UTF8(&a))
+            if (!BSON_ITER_HOLDS_UTF8(&el))
                 return dberr_set(err, DBERR_TYPE_MISMATCH,
                                  "BSON field '$densify.partitionByFields.%s' is the wrong type, "
                                  "expected type 'string'",
-                                 bson_iter_key(&a));
-            const char *p = bson_iter_utf8(&a, NULL);
+                                 bson_iter_key(&el));
+            const char *p = bson_iter_utf8(&el, NULL);
             if (!path_split_field(p, &pp, &np, err))
                 return false;
             path_free(pp, np);

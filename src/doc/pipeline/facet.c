@@ -16,9 +16,11 @@
 
 /* A parsed $facet: one sub-pipeline per output field, in spec order. */
 struct facet_spec {
-    char **names;
-    pipeline_t **pipes;
     size_t n;
+    struct facet_out {
+        char *name;       /* the output field */
+        pipeline_t *pipe; /* its sub-pipeline */
+    } outs[];             /* n of them, one allocation with the spec */
 };
 
 /* The stages mongod refuses inside $facet (FacetRequirement::kNotAllowed). */
@@ -114,10 +116,8 @@ static bool facet_parse(stage_t *s, bson_iter_t *arg, const bson_t *let, dberr_t
         bson_free(v);
         return false;
     }
-    struct facet_spec *f = s->u.facet = bson_malloc0(sizeof *f);
     size_t n = bson_count_keys(&spec);
-    f->names = bson_malloc0(n * sizeof *f->names);
-    f->pipes = bson_malloc0(n * sizeof *f->pipes);
+    struct facet_spec *f = s->u.facet = bson_malloc0(sizeof *f + n * sizeof f->outs[0]);
     /* every facet's shape first, then the pipelines, as mongod */
     bson_iter_init(&it, &spec);
     while (bson_iter_next(&it)) {
@@ -134,9 +134,10 @@ static bool facet_parse(stage_t *s, bson_iter_t *arg, const bson_t *let, dberr_t
     while (bson_iter_next(&it)) {
         if (!facet_check_stages(&it, err))
             return false;
-        f->names[f->n] = bson_strdup(bson_iter_key(&it));
-        f->pipes[f->n] = pipeline_build(&it, PIPELINE_AGGREGATE, let ? bson_copy(let) : NULL, err);
-        if (!f->pipes[f->n++])
+        struct facet_out *o = &f->outs[f->n++];
+        o->name = bson_strdup(bson_iter_key(&it));
+        o->pipe = pipeline_build(&it, PIPELINE_AGGREGATE, let ? bson_copy(let) : NULL, err);
+        if (!o->pipe)
             return false;
     }
     return true;
@@ -148,11 +149,9 @@ static void facet_free(stage_t *s)
     if (!f)
         return;
     for (size_t i = 0; i < f->n; i++) {
-        bson_free(f->names[i]);
-        pipeline_destroy(f->pipes[i]);
+        bson_free(f->outs[i].name);
+        pipeline_destroy(f->outs[i].pipe);
     }
-    bson_free(f->names);
-    bson_free(f->pipes);
     bson_free(f);
 }
 
@@ -161,20 +160,17 @@ static void facet_free(stage_t *s)
 static bool facet_append(bson_t *out, const char *name, const doclist_t *docs, dberr_t *err)
 {
     bson_t arr;
-    char key[16];
-    const char *k;
     bson_append_array_begin(out, name, -1, &arr);
     for (size_t i = 0; i < docs->len; i++) {
-        if ((size_t)out->len + arr.len + docs->docs[i]->len > FACET_MAX_OUTPUT_BYTES) {
-            size_t used = (size_t)out->len + arr.len + docs->docs[i]->len;
+        size_t used = (size_t)out->len + arr.len + docs->docs[i]->len;
+        if (used > FACET_MAX_OUTPUT_BYTES) {
             bson_append_array_end(out, &arr);
             return dberr_set(err, 4031700,
                              "document constructed by $facet is %zu bytes, which exceeds the "
                              "limit of %d bytes",
                              used, FACET_MAX_OUTPUT_BYTES);
         }
-        bson_uint32_to_string((uint32_t)i, &k, key, sizeof key);
-        bson_append_document(&arr, k, -1, docs->docs[i]);
+        pipeline_array_append_doc(&arr, (uint32_t)i, docs->docs[i]);
     }
     bson_append_array_end(out, &arr);
     return true;
@@ -202,8 +198,8 @@ static bool facet_run(const stage_t *s, const expr_ctx_t *ctx, doclist_t *in, do
                 doclist_push(&docs, bson_copy(in->docs[j]));
             }
         }
-        ok = ok && pipeline_run_nested(f->pipes[i], ctx, &docs, err) &&
-             facet_append(res, f->names[i], &docs, err);
+        ok = ok && pipeline_run_nested(f->outs[i].pipe, ctx, &docs, err) &&
+             facet_append(res, f->outs[i].name, &docs, err);
         doclist_destroy(&docs);
     }
     if (ok)

@@ -167,12 +167,9 @@ static bool list_contains(const accum_t *spec, const acc_state_t *a, const bson_
 
 static void push_update(const accum_t *spec, acc_state_t *a, const bson_value_t *v)
 {
-    char buf[16];
-    const char *key;
     if (v->value_type == BSON_TYPE_EOD)
         return;
-    bson_uint32_to_string(a->nlist++, &key, buf, sizeof buf);
-    bson_append_value(a->list, key, -1, v);
+    pipeline_array_append_value(a->list, a->nlist++, v);
 }
 
 static void add_to_set_update(const accum_t *spec, acc_state_t *a, const bson_value_t *v)
@@ -336,12 +333,8 @@ static void kept_emit(const accum_t *spec, const acc_state_t *a, bson_t *out)
     bson_t arr;
     uint32_t idx = 0;
     bson_append_array_begin(out, spec->field, -1, &arr);
-    for (size_t i = a->head; i < a->head + a->nvals; i++) {
-        char buf[16];
-        const char *k;
-        bson_uint32_to_string(idx++, &k, buf, sizeof buf);
-        bson_append_value(&arr, k, -1, &a->vals[i]);
-    }
+    for (size_t i = a->head; i < a->head + a->nvals; i++)
+        pipeline_array_append_value(&arr, idx++, &a->vals[i]);
     bson_append_array_end(out, &arr);
 }
 
@@ -589,31 +582,33 @@ static bool parse_quantile(accum_t *acc, const bson_t *args, dberr_t *err)
     return parse_field_expr(args, "input", &acc->arg, err);
 }
 
+/* One row per accumulator; the fields a row leaves out are zero. */
 static const acc_def_t accumulators[] = {
-    {"$sum", false, sum_update, sum_emit, 0},
-    {"$avg", false, sum_update, avg_emit, 0},
-    {"$min", false, minmax_update, val_emit, 0},
-    {"$max", false, minmax_update, val_emit, 1},
-    {"$first", false, first_update, val_emit, 0},
-    {"$last", false, last_update, val_emit, 0},
-    {"$push", false, push_update, list_emit, 0},
-    {"$addToSet", false, add_to_set_update, list_emit, 0},
-    {"$count", true, count_update, count_emit, 0},
-    {"$stdDevPop", false, stddev_update, stddev_emit, 0},
-    {"$stdDevSamp", false, stddev_update, stddev_emit, 1},
-    {"$mergeObjects", false, NULL, merge_emit, 0, NULL, merge_fold},
-    {"$firstN", false, NULL, kept_emit, 0, parse_n_input, firstlast_n_fold},
-    {"$lastN", false, NULL, kept_emit, 1, parse_n_input, firstlast_n_fold},
-    {"$maxN", false, NULL, kept_emit, 1, parse_n_input, minmax_n_fold},
-    {"$minN", false, NULL, kept_emit, 0, parse_n_input, minmax_n_fold},
-    {"$top", false, NULL, top1_emit, 0, parse_top_bottom, topbottom_fold},
-    {"$bottom", false, NULL, top1_emit, 1, parse_top_bottom, topbottom_fold},
-    {"$topN", false, NULL, kept_emit, 0, parse_top_bottom, topbottom_fold},
-    {"$bottomN", false, NULL, kept_emit, 1, parse_top_bottom, topbottom_fold},
-    {"$median", false, NULL, quantile_emit, 0, parse_quantile, quantile_fold},
-    {"$percentile", false, NULL, quantile_emit, 1, parse_quantile, quantile_fold},
-    {"$accumulator", false, NULL, val_emit, 0, parse_refused, merge_fold},
-    {NULL, false, NULL, NULL, 0},
+    {"$sum", .update = sum_update, .emit = sum_emit},
+    {"$avg", .update = sum_update, .emit = avg_emit},
+    {"$min", .update = minmax_update, .emit = val_emit},
+    {"$max", .update = minmax_update, .emit = val_emit, .aux = 1},
+    {"$first", .update = first_update, .emit = val_emit},
+    {"$last", .update = last_update, .emit = val_emit},
+    {"$push", .update = push_update, .emit = list_emit},
+    {"$addToSet", .update = add_to_set_update, .emit = list_emit},
+    {"$count", .no_arg = true, .update = count_update, .emit = count_emit},
+    {"$stdDevPop", .update = stddev_update, .emit = stddev_emit},
+    {"$stdDevSamp", .update = stddev_update, .emit = stddev_emit, .aux = 1},
+    {"$mergeObjects", .emit = merge_emit, .fold = merge_fold},
+    {"$firstN", .emit = kept_emit, .parse = parse_n_input, .fold = firstlast_n_fold},
+    {"$lastN", .emit = kept_emit, .aux = 1, .parse = parse_n_input, .fold = firstlast_n_fold},
+    {"$maxN", .emit = kept_emit, .aux = 1, .parse = parse_n_input, .fold = minmax_n_fold},
+    {"$minN", .emit = kept_emit, .parse = parse_n_input, .fold = minmax_n_fold},
+    {"$top", .emit = top1_emit, .parse = parse_top_bottom, .fold = topbottom_fold},
+    {"$bottom", .emit = top1_emit, .aux = 1, .parse = parse_top_bottom, .fold = topbottom_fold},
+    {"$topN", .emit = kept_emit, .parse = parse_top_bottom, .fold = topbottom_fold},
+    {"$bottomN", .emit = kept_emit, .aux = 1, .parse = parse_top_bottom, .fold = topbottom_fold},
+    {"$median", .emit = quantile_emit, .parse = parse_quantile, .fold = quantile_fold},
+    {"$percentile", .emit = quantile_emit, .aux = 1, .parse = parse_quantile,
+     .fold = quantile_fold},
+    {"$accumulator", .emit = val_emit, .parse = parse_refused, .fold = merge_fold},
+    {NULL},
 };
 
 static const acc_def_t *find_accumulator(const char *name)

@@ -33,9 +33,7 @@ typedef struct join_spec {
     bool pipeline_first_documents; /* its first stage is $documents */
     bson_t *lead_match;            /* the filter of its leading $match, or NULL: $lookup reads
                                     * only the foreign documents it matches (mongod's pushdown) */
-    char **let_names;              /* $lookup let */
-    expr_t **let_exprs;
-    size_t nlet;
+    letvars_t let;                 /* $lookup let */
     /* -- $graphLookup -- */
     expr_t *start_with;
     char *connect_from, *connect_to;
@@ -44,6 +42,22 @@ typedef struct join_spec {
     int64_t max_depth;       /* -1: none */
     bson_t *restrict_filter; /* restrictSearchWithMatch, or NULL */
 } join_spec_t;
+
+/* A new empty spec for `s` from its argument `it`: an object, or also a
+ * string when `string_ok` (else FailedToParse naming `stage`). */
+static join_spec_t *join_spec_new(stage_t *s, const bson_iter_t *it, const char *stage,
+                                  bool string_ok, dberr_t *err)
+{
+    if (!BSON_ITER_HOLDS_DOCUMENT(it) && !(string_ok && BSON_ITER_HOLDS_UTF8(it))) {
+        dberr_set(err, DBERR_FAILED_TO_PARSE,
+                  "the %s stage specification must be an object%s, but found %s", stage,
+                  string_ok ? " or string" : "", shellfmt_type_name(bson_iter_type(it)));
+        return NULL;
+    }
+    join_spec_t *j = s->u.join = bson_malloc0(sizeof *j);
+    j->max_depth = -1;
+    return j;
+}
 
 /* Nesting of sub-pipelines being parsed now (parsing never yields). */
 static int join_parse_depth;
@@ -60,12 +74,7 @@ static void join_spec_free(join_spec_t *j)
         bson_destroy(j->pipeline);
     if (j->lead_match)
         bson_destroy(j->lead_match);
-    for (size_t i = 0; i < j->nlet; i++) {
-        bson_free(j->let_names[i]);
-        expr_destroy(j->let_exprs[i]);
-    }
-    bson_free(j->let_names);
-    bson_free(j->let_exprs);
+    letvars_destroy(&j->let);
     expr_destroy(j->start_with);
     bson_free(j->connect_from);
     bson_free(j->connect_to);
@@ -187,10 +196,7 @@ static bool join_value_hit(const path_hit_t *hit, void *ctx)
     join_values_t *v = ctx;
     if (hit->value->value_type == BSON_TYPE_EOD || hit->whole_leaf_array)
         return true;
-    char key[16];
-    const char *k;
-    bson_uint32_to_string(v->n++, &k, key, sizeof key);
-    bson_append_value(v->arr, k, -1, hit->value);
+    pipeline_array_append_value(v->arr, v->n++, hit->value);
     v->has_regex = v->has_regex || hit->value->value_type == BSON_TYPE_REGEX;
     return true;
 }
@@ -247,25 +253,10 @@ static bool join_vars(const join_spec_t *j, const expr_ctx_t *ctx, const bson_t 
     local.root = doc;
     bson_iter_t it;
     if (ctx->vars && bson_iter_init(&it, ctx->vars))
-        while (bson_iter_next(&it)) {
-            bool shadowed = false;
-            for (size_t i = 0; i < j->nlet && !shadowed; i++)
-                shadowed = strcmp(j->let_names[i], bson_iter_key(&it)) == 0;
-            if (!shadowed)
+        while (bson_iter_next(&it))
+            if (!letvars_has(&j->let, bson_iter_key(&it)))
                 bson_append_value(vars, bson_iter_key(&it), -1, bson_iter_value(&it));
-        }
-    for (size_t i = 0; i < j->nlet; i++) {
-        bson_value_t v;
-        if (!expr_eval(j->let_exprs[i], &local, &v, err))
-            return false;
-        if (v.value_type == BSON_TYPE_EOD) {
-            bson_append_undefined(vars, j->let_names[i], -1);
-        } else {
-            bson_append_value(vars, j->let_names[i], -1, &v);
-            bson_value_destroy(&v);
-        }
-    }
-    return true;
+    return letvars_eval(&j->let, &local, vars, err);
 }
 
 /* Appends copies of `from` to `to`; false when the operation was killed
@@ -298,8 +289,6 @@ static bool join_set_as(char *const *as, size_t nas, const bson_t *doc, const do
 {
     bson_t arr = BSON_INITIALIZER;
     int64_t bytes = 0;
-    char key[16];
-    const char *k;
     for (size_t i = 0; i < docs->len; i++) {
         bytes += docs->docs[i]->len;
         if (bytes > JOIN_MAX_MATCH_BYTES) {
@@ -309,8 +298,7 @@ static bool join_set_as(char *const *as, size_t nas, const bson_t *doc, const do
                              "exceeds %d bytes",
                              coll, JOIN_MAX_MATCH_BYTES);
         }
-        bson_uint32_to_string((uint32_t)i, &k, key, sizeof key);
-        bson_append_document(&arr, k, -1, docs->docs[i]);
+        pipeline_array_append_doc(&arr, (uint32_t)i, docs->docs[i]);
     }
     bson_value_t v = {.value_type = BSON_TYPE_ARRAY};
     v.value.v_doc.data = (uint8_t *)bson_get_data(&arr);
@@ -334,12 +322,9 @@ static bool join_set_as(char *const *as, size_t nas, const bson_t *doc, const do
 
 static bool lookup_parse(stage_t *s, bson_iter_t *it, const bson_t *let, dberr_t *err)
 {
-    if (!BSON_ITER_HOLDS_DOCUMENT(it))
-        return dberr_set(err, DBERR_FAILED_TO_PARSE,
-                         "the $lookup stage specification must be an object, but found %s",
-                         shellfmt_type_name(bson_iter_type(it)));
-    join_spec_t *j = s->u.join = bson_malloc0(sizeof *j);
-    j->max_depth = -1;
+    join_spec_t *j = join_spec_new(s, it, "$lookup", false, err);
+    if (!j)
+        return false;
     bson_iter_t f, let_it;
     bool has_let = false;
     const char *as = NULL;
@@ -449,24 +434,14 @@ static bool lookup_parse(stage_t *s, bson_iter_t *it, const bson_t *let, dberr_t
                                  "'%s' starts with an invalid character for a user variable "
                                  "name",
                                  name);
-            expr_t *e = expr_new(&f, err);
-            if (!e)
-                return false;
-            j->let_names = bson_realloc(j->let_names, (j->nlet + 1) * sizeof *j->let_names);
-            j->let_exprs = bson_realloc(j->let_exprs, (j->nlet + 1) * sizeof *j->let_exprs);
-            j->let_names[j->nlet] = bson_strdup(name);
-            j->let_exprs[j->nlet++] = e;
-            if (!expr_check_vars(e, let, err))
+            if (!letvars_add(&j->let, name, &f, let, err))
                 return false;
         }
     }
     if (!j->pipeline)
         return true;
     /* the sub-pipeline sees the enclosing variables and the stage's own */
-    bson_t *names = let ? bson_copy(let) : bson_new();
-    for (size_t i = 0; i < j->nlet; i++)
-        if (!bson_has_field(names, j->let_names[i]))
-            bson_append_null(names, j->let_names[i], -1);
+    bson_t *names = letvars_scope(&j->let, let);
     bool ok = join_validate(j, "$lookup", names, err);
     bson_destroy(names);
     return ok;
@@ -487,8 +462,7 @@ static void lookup_documents_pipeline(const join_spec_t *j, const bson_t *filter
     bson_iter_init_find(&it, j->pipeline, "pipeline");
     bson_iter_recurse(&it, &el);
     while (bson_iter_next(&el)) {
-        bson_uint32_to_string(n++, &k, key, sizeof key);
-        bson_append_value(&arr, k, -1, bson_iter_value(&el));
+        pipeline_array_append_value(&arr, n++, bson_iter_value(&el));
         if (n == 1) {
             bson_t m;
             bson_uint32_to_string(n++, &k, key, sizeof key);
@@ -590,46 +564,42 @@ static bool lookup_run(const stage_t *s, const expr_ctx_t *ctx, doclist_t *in, d
 
 /* ---- $unionWith ---- */
 
+static bool union_opt_coll(void *args, const bson_iter_t *it, dberr_t *err)
+{
+    return pipeline_field_string(it, "$unionWith", "coll", true, &((join_spec_t *)args)->from, err);
+}
+
+static bool union_opt_pipeline(void *args, const bson_iter_t *it, dberr_t *err)
+{
+    join_spec_t *j = args;
+    if (!pipeline_field_type_ok(it, BSON_TYPE_ARRAY, "$unionWith", "pipeline", true, err))
+        return false;
+    if (j->pipeline) {
+        bson_destroy(j->pipeline);
+        j->pipeline = NULL;
+    }
+    return join_keep_pipeline(j, it, "$unionWith", err);
+}
+
+static const pipeline_option_t union_options[] = {
+    {"coll", union_opt_coll},
+    {"pipeline", union_opt_pipeline},
+    {NULL, NULL},
+};
+
 static bool union_parse(stage_t *s, bson_iter_t *it, const bson_t *let, dberr_t *err)
 {
-    if (!BSON_ITER_HOLDS_DOCUMENT(it) && !BSON_ITER_HOLDS_UTF8(it))
-        return dberr_set(err, DBERR_FAILED_TO_PARSE,
-                         "the $unionWith stage specification must be an object or string, but "
-                         "found %s",
-                         shellfmt_type_name(bson_iter_type(it)));
-    join_spec_t *j = s->u.join = bson_malloc0(sizeof *j);
-    j->max_depth = -1;
+    join_spec_t *j = join_spec_new(s, it, "$unionWith", true, err);
+    if (!j)
+        return false;
     if (BSON_ITER_HOLDS_UTF8(it)) {
         j->from = bson_strdup(bson_iter_utf8(it, NULL));
     } else {
-        bson_iter_t f;
-        bson_iter_recurse(it, &f);
-        while (bson_iter_next(&f)) {
-            const char *k = bson_iter_key(&f);
-            if (!strcmp(k, "coll")) {
-                if (!BSON_ITER_HOLDS_UTF8(&f))
-                    return dberr_set(err, DBERR_TYPE_MISMATCH,
-                                     "BSON field '$unionWith.coll' is the wrong type '%s', "
-                                     "expected type 'string'",
-                                     shellfmt_type_name(bson_iter_type(&f)));
-                bson_free(j->from);
-                j->from = bson_strdup(bson_iter_utf8(&f, NULL));
-            } else if (!strcmp(k, "pipeline")) {
-                if (!BSON_ITER_HOLDS_ARRAY(&f))
-                    return dberr_set(err, DBERR_TYPE_MISMATCH,
-                                     "BSON field '$unionWith.pipeline' is the wrong type '%s', "
-                                     "expected type 'array'",
-                                     shellfmt_type_name(bson_iter_type(&f)));
-                if (j->pipeline) {
-                    bson_destroy(j->pipeline);
-                    j->pipeline = NULL;
-                }
-                if (!join_keep_pipeline(j, &f, "$unionWith", err))
-                    return false;
-            } else {
-                return dberr_set(err, 40415, "BSON field '$unionWith.%s' is an unknown field.", k);
-            }
-        }
+        bson_t spec;
+        pipeline_borrow_doc(it, &spec);
+        if (!pipeline_options_parse(&spec, union_options, 40415,
+                                    "BSON field '$unionWith.%s' is an unknown field.", j, err))
+            return false;
         if (!j->from && (!j->pipeline || !j->pipeline_first_documents))
             return dberr_set(err, DBERR_FAILED_TO_PARSE,
                              "$unionWith stage without explicit collection must have a pipeline "
@@ -660,12 +630,9 @@ static bool union_run(const stage_t *s, const expr_ctx_t *ctx, doclist_t *in, do
 
 static bool graph_parse(stage_t *s, bson_iter_t *it, const bson_t *let, dberr_t *err)
 {
-    if (!BSON_ITER_HOLDS_DOCUMENT(it))
-        return dberr_set(err, DBERR_FAILED_TO_PARSE,
-                         "the $graphLookup stage specification must be an object, but found %s",
-                         shellfmt_type_name(bson_iter_type(it)));
-    join_spec_t *j = s->u.join = bson_malloc0(sizeof *j);
-    j->max_depth = -1;
+    join_spec_t *j = join_spec_new(s, it, "$graphLookup", false, err);
+    if (!j)
+        return false;
     const char *as = NULL, *depth = NULL;
     bson_iter_t f;
     bson_iter_recurse(it, &f);

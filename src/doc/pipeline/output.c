@@ -17,12 +17,7 @@ static void output_free(output_stage_t *o)
         bson_free(o->pub.on[i]);
     bson_free(o->pub.on);
     pipeline_destroy(o->pub.when_matched_pipeline);
-    for (size_t i = 0; i < o->nlet; i++) {
-        bson_free(o->let_names[i]);
-        expr_destroy(o->let_exprs[i]);
-    }
-    bson_free(o->let_names);
-    bson_free(o->let_exprs);
+    letvars_destroy(&o->let);
     bson_free(o);
 }
 
@@ -39,7 +34,7 @@ static bool copy_ns_part(char *dst, size_t cap, const char *src, uint32_t len, b
 }
 
 /* The `{db, coll}` form of $out and of $merge's `into`. */
-static bool parse_ns_doc(output_stage_t *o, bson_iter_t *it, const char *field, dberr_t *err)
+static bool parse_ns_doc(output_stage_t *o, const bson_iter_t *it, const char *field, dberr_t *err)
 {
     bson_iter_t f;
     bool have_db = false, have_coll = false;
@@ -53,10 +48,8 @@ static bool parse_ns_doc(output_stage_t *o, bson_iter_t *it, const char *field, 
                                  "atomdb does not support $out to a time-series collection");
             return dberr_set(err, 40415, "BSON field '%s.%s' is an unknown field.", field, k);
         }
-        if (!BSON_ITER_HOLDS_UTF8(&f))
-            return dberr_set(err, DBERR_TYPE_MISMATCH,
-                             "BSON field '%s.%s' is the wrong type '%s', expected type 'string'",
-                             field, k, shellfmt_type_name(bson_iter_type(&f)));
+        if (!pipeline_field_type_ok(&f, BSON_TYPE_UTF8, field, k, true, err))
+            return false;
         uint32_t len;
         const char *v = bson_iter_utf8(&f, &len);
         if (is_db) {
@@ -127,14 +120,7 @@ static bool parse_merge_let(output_stage_t *o, const bson_iter_t *let_it, dberr_
                                      "'new' variable other than '$$ROOT'");
                 have_new = true;
             }
-            expr_t *e = expr_new(&f, err);
-            if (!e)
-                return false;
-            o->let_names = bson_realloc(o->let_names, (o->nlet + 1) * sizeof *o->let_names);
-            o->let_exprs = bson_realloc(o->let_exprs, (o->nlet + 1) * sizeof *o->let_exprs);
-            o->let_names[o->nlet] = bson_strdup(k);
-            o->let_exprs[o->nlet++] = e;
-            if (!expr_check_vars(e, o->outer_let, err))
+            if (!letvars_add(&o->let, k, &f, o->outer_let, err))
                 return false;
         }
     }
@@ -143,14 +129,10 @@ static bool parse_merge_let(output_stage_t *o, const bson_iter_t *let_it, dberr_
         bson_iter_t f;
         bson_iter_init(&f, d);
         bson_iter_next(&f);
-        expr_t *e = expr_new(&f, err);
+        bool ok = letvars_add(&o->let, "new", &f, o->outer_let, err);
         bson_destroy(d);
-        if (!e)
+        if (!ok)
             return false;
-        o->let_names = bson_realloc(o->let_names, (o->nlet + 1) * sizeof *o->let_names);
-        o->let_exprs = bson_realloc(o->let_exprs, (o->nlet + 1) * sizeof *o->let_exprs);
-        o->let_names[o->nlet] = bson_strdup("new");
-        o->let_exprs[o->nlet++] = e;
     }
     return true;
 }
@@ -175,11 +157,118 @@ static bool parse_mode(const char *const *names, size_t nnames, const char *v, c
                      "Enumeration value '%s' for field '%s' is not a valid value.", v, field);
 }
 
+/* Fails with `code`: $merge's `field` must be either a string or `other`,
+ * naming the type under `it`. */
+static bool merge_either_error(dberr_t *err, int code, const char *field, const char *other,
+                               const bson_iter_t *it)
+{
+    return dberr_set(err, code, "$merge '%s' field  must be either a string or %s, but found %s",
+                     field, other, shellfmt_type_name(bson_iter_type(it)));
+}
+
+/* What $merge's option rows read into. */
+struct merge_args {
+    output_stage_t *o;
+    bool have_into, have_let;
+    bson_iter_t wm_pipeline, let;
+};
+
+static bool merge_opt_into(void *args, const bson_iter_t *f, dberr_t *err)
+{
+    struct merge_args *a = args;
+    output_stage_t *o = a->o;
+    a->have_into = true;
+    if (BSON_ITER_HOLDS_DOCUMENT(f))
+        return parse_ns_doc(o, f, "$merge.into", err);
+    if (!BSON_ITER_HOLDS_UTF8(f))
+        return merge_either_error(err, 51178, "into", "an object", f);
+    uint32_t len;
+    const char *v = bson_iter_utf8(f, &len);
+    if (len == 0)
+        return dberr_set(err, 5786800, "$merge 'into' field cannot be an empty string");
+    if (!copy_ns_part(o->pub.coll, sizeof o->pub.coll, v, len, false))
+        return dberr_set(err, DBERR_INVALID_NAMESPACE, "Invalid $merge target namespace: '%s'", v);
+    return true;
+}
+
+static bool merge_opt_on(void *args, const bson_iter_t *f, dberr_t *err)
+{
+    output_stage_t *o = ((struct merge_args *)args)->o;
+    for (size_t i = 0; i < o->pub.non; i++)
+        bson_free(o->pub.on[i]);
+    o->pub.non = 0;
+    o->pub.on_given = true;
+    if (BSON_ITER_HOLDS_UTF8(f)) {
+        add_on_field(o, bson_iter_utf8(f, NULL));
+        return true;
+    }
+    if (!BSON_ITER_HOLDS_ARRAY(f))
+        return merge_either_error(err, 51186, "on", "an array of strings", f);
+    bson_iter_t a;
+    bson_iter_recurse(f, &a);
+    while (bson_iter_next(&a)) {
+        if (!BSON_ITER_HOLDS_UTF8(&a))
+            return dberr_set(err, 51134, "$merge 'on' array elements must be strings, but found %s",
+                             shellfmt_type_name(bson_iter_type(&a)));
+        add_on_field(o, bson_iter_utf8(&a, NULL));
+    }
+    if (o->pub.non == 0)
+        return dberr_set(err, 51187,
+                         "If explicitly specifying $merge 'on', must include at least one field");
+    return true;
+}
+
+static bool merge_opt_when_matched(void *args, const bson_iter_t *f, dberr_t *err)
+{
+    struct merge_args *a = args;
+    int m = 0;
+    if (BSON_ITER_HOLDS_ARRAY(f)) {
+        a->o->pub.when_matched = PIPELINE_WHEN_MATCHED_PIPELINE;
+        a->wm_pipeline = *f;
+        return true;
+    }
+    if (!BSON_ITER_HOLDS_UTF8(f))
+        return merge_either_error(err, 51191, "whenMatched", "an array", f);
+    if (!parse_mode(when_matched_names, 4, bson_iter_utf8(f, NULL), "whenMatched", &m, err))
+        return false;
+    a->o->pub.when_matched = (pipeline_when_matched_t)m;
+    return true;
+}
+
+static bool merge_opt_when_not_matched(void *args, const bson_iter_t *f, dberr_t *err)
+{
+    output_stage_t *o = ((struct merge_args *)args)->o;
+    int m = 0;
+    if (!pipeline_field_type_ok(f, BSON_TYPE_UTF8, "$merge", "whenNotMatched", true, err) ||
+        !parse_mode(when_not_matched_names, 3, bson_iter_utf8(f, NULL), "whenNotMatched", &m, err))
+        return false;
+    o->pub.when_not_matched = (pipeline_when_not_matched_t)m;
+    return true;
+}
+
+static bool merge_opt_let(void *args, const bson_iter_t *f, dberr_t *err)
+{
+    struct merge_args *a = args;
+    if (!pipeline_field_type_ok(f, BSON_TYPE_DOCUMENT, "$merge", "let", true, err))
+        return false;
+    a->have_let = true;
+    a->let = *f;
+    return true;
+}
+
+static const pipeline_option_t merge_options[] = {
+    {"into", merge_opt_into},
+    {"on", merge_opt_on},
+    {"whenMatched", merge_opt_when_matched},
+    {"whenNotMatched", merge_opt_when_not_matched},
+    {"let", merge_opt_let},
+    {NULL, NULL},
+};
+
 /* $merge: "coll" or {into, on, whenMatched, whenNotMatched, let}. */
 static bool parse_merge(output_stage_t *o, bson_iter_t *it, dberr_t *err)
 {
-    bson_iter_t f, wm_pipeline, let_it;
-    bool have_into = false, have_let = false;
+    struct merge_args a = {.o = o};
     o->pub.is_merge = true;
     if (BSON_ITER_HOLDS_UTF8(it)) {
         o->spec = BCON_NEW("into", BCON_UTF8(bson_iter_utf8(it, NULL)));
@@ -192,97 +281,10 @@ static bool parse_merge(output_stage_t *o, bson_iter_t *it, dberr_t *err)
                          shellfmt_type_name(bson_iter_type(it)));
     }
     o->pub.merge_spec = o->spec;
-    bson_iter_init(&f, o->spec);
-    while (bson_iter_next(&f)) {
-        const char *k = bson_iter_key(&f);
-        if (strcmp(k, "into") == 0) {
-            have_into = true;
-            if (BSON_ITER_HOLDS_UTF8(&f)) {
-                uint32_t len;
-                const char *v = bson_iter_utf8(&f, &len);
-                if (len == 0)
-                    return dberr_set(err, 5786800, "$merge 'into' field cannot be an empty string");
-                if (!copy_ns_part(o->pub.coll, sizeof o->pub.coll, v, len, false))
-                    return dberr_set(err, DBERR_INVALID_NAMESPACE,
-                                     "Invalid $merge target namespace: '%s'", v);
-            } else if (BSON_ITER_HOLDS_DOCUMENT(&f)) {
-                if (!parse_ns_doc(o, &f, "$merge.into", err))
-                    return false;
-            } else {
-                return dberr_set(err, 51178,
-                                 "$merge 'into' field  must be either a string or an "
-                                 "object, but found %s",
-                                 shellfmt_type_name(bson_iter_type(&f)));
-            }
-        } else if (strcmp(k, "on") == 0) {
-            for (size_t i = 0; i < o->pub.non; i++)
-                bson_free(o->pub.on[i]);
-            o->pub.non = 0;
-            o->pub.on_given = true;
-            if (BSON_ITER_HOLDS_UTF8(&f)) {
-                add_on_field(o, bson_iter_utf8(&f, NULL));
-            } else if (BSON_ITER_HOLDS_ARRAY(&f)) {
-                bson_iter_t a;
-                bson_iter_recurse(&f, &a);
-                while (bson_iter_next(&a)) {
-                    if (!BSON_ITER_HOLDS_UTF8(&a))
-                        return dberr_set(err, 51134,
-                                         "$merge 'on' array elements must be strings, "
-                                         "but found %s",
-                                         shellfmt_type_name(bson_iter_type(&a)));
-                    add_on_field(o, bson_iter_utf8(&a, NULL));
-                }
-                if (o->pub.non == 0)
-                    return dberr_set(err, 51187,
-                                     "If explicitly specifying $merge 'on', must "
-                                     "include at least one field");
-            } else {
-                return dberr_set(err, 51186,
-                                 "$merge 'on' field  must be either a string or an "
-                                 "array of strings, but found %s",
-                                 shellfmt_type_name(bson_iter_type(&f)));
-            }
-        } else if (strcmp(k, "whenMatched") == 0) {
-            if (BSON_ITER_HOLDS_ARRAY(&f)) {
-                o->pub.when_matched = PIPELINE_WHEN_MATCHED_PIPELINE;
-                wm_pipeline = f;
-            } else if (BSON_ITER_HOLDS_UTF8(&f)) {
-                int m = 0;
-                if (!parse_mode(when_matched_names, 4, bson_iter_utf8(&f, NULL), "whenMatched", &m,
-                                err))
-                    return false;
-                o->pub.when_matched = (pipeline_when_matched_t)m;
-            } else {
-                return dberr_set(err, 51191,
-                                 "$merge 'whenMatched' field  must be either a string "
-                                 "or an array, but found %s",
-                                 shellfmt_type_name(bson_iter_type(&f)));
-            }
-        } else if (strcmp(k, "whenNotMatched") == 0) {
-            if (!BSON_ITER_HOLDS_UTF8(&f))
-                return dberr_set(err, DBERR_TYPE_MISMATCH,
-                                 "BSON field '$merge.whenNotMatched' is "
-                                 "the wrong type '%s', expected type "
-                                 "'string'",
-                                 shellfmt_type_name(bson_iter_type(&f)));
-            int m = 0;
-            if (!parse_mode(when_not_matched_names, 3, bson_iter_utf8(&f, NULL), "whenNotMatched",
-                            &m, err))
-                return false;
-            o->pub.when_not_matched = (pipeline_when_not_matched_t)m;
-        } else if (strcmp(k, "let") == 0) {
-            if (!BSON_ITER_HOLDS_DOCUMENT(&f))
-                return dberr_set(err, DBERR_TYPE_MISMATCH,
-                                 "BSON field '$merge.let' is the wrong "
-                                 "type '%s', expected type 'object'",
-                                 shellfmt_type_name(bson_iter_type(&f)));
-            have_let = true;
-            let_it = f;
-        } else {
-            return dberr_set(err, 40415, "BSON field '$merge.%s' is an unknown field.", k);
-        }
-    }
-    if (!have_into)
+    if (!pipeline_options_parse(o->spec, merge_options, 40415,
+                                "BSON field '$merge.%s' is an unknown field.", &a, err))
+        return false;
+    if (!a.have_into)
         return dberr_set(err, 40414, "BSON field '$merge.into' is missing but a required field");
     if (o->pub.non == 0)
         add_on_field(o, "_id");
@@ -295,19 +297,16 @@ static bool parse_merge(output_stage_t *o, bson_iter_t *it, dberr_t *err)
                          "'whenNotMatched: %s' is not supported",
                          when_matched_names[wm], when_not_matched_names[wnm]);
     if (wm != PIPELINE_WHEN_MATCHED_PIPELINE) {
-        if (have_let)
+        if (a.have_let)
             return dberr_set(err, 51199, "Cannot use 'let' variables with 'whenMatched: %s' mode",
                              when_matched_names[wm]);
         return true;
     }
-    if (!parse_merge_let(o, have_let ? &let_it : NULL, err))
+    if (!parse_merge_let(o, a.have_let ? &a.let : NULL, err))
         return false;
     /* the whenMatched pipeline sees the command's let and $merge's own */
-    bson_t *names = o->outer_let ? bson_copy(o->outer_let) : bson_new();
-    for (size_t i = 0; i < o->nlet; i++)
-        if (!bson_has_field(names, o->let_names[i]))
-            bson_append_null(names, o->let_names[i], -1);
-    o->pub.when_matched_pipeline = pipeline_build(&wm_pipeline, PIPELINE_UPDATE, names, err);
+    bson_t *names = letvars_scope(&o->let, o->outer_let);
+    o->pub.when_matched_pipeline = pipeline_build(&a.wm_pipeline, PIPELINE_UPDATE, names, err);
     return o->pub.when_matched_pipeline != NULL;
 }
 
@@ -316,18 +315,7 @@ bool pipeline_merge_vars(const pipeline_output_t *o, const bson_t *new_doc, bson
 {
     const output_stage_t *os = (const output_stage_t *)o; /* pub is the first member */
     expr_ctx_t ctx = {.root = new_doc, .now_ms = pipeline_now_ms(), .vars = os->outer_let};
-    for (size_t i = 0; i < os->nlet; i++) {
-        bson_value_t v;
-        if (!expr_eval(os->let_exprs[i], &ctx, &v, err))
-            return false;
-        if (v.value_type == BSON_TYPE_EOD) {
-            bson_append_undefined(vars, os->let_names[i], -1);
-        } else {
-            bson_append_value(vars, os->let_names[i], -1, &v);
-            bson_value_destroy(&v);
-        }
-    }
-    return true;
+    return letvars_eval(&os->let, &ctx, vars, err);
 }
 
 static bool out_parse(stage_t *s, bson_iter_t *it, const bson_t *let, dberr_t *err)

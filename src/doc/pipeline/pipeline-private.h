@@ -18,14 +18,41 @@ typedef struct stage stage_t;
 typedef struct stage_def stage_def_t;
 typedef struct group_spec group_spec_t;
 
+/* A stage's `let` (letvars.c): variable names and their expressions,
+ * parallel arrays of n owned entries; zeroed is empty. */
+typedef struct letvars {
+    char **names;
+    expr_t **exprs;
+    size_t n;
+} letvars_t;
+
+/* Compiles the expression under `it` as variable `name` of `lv`, then
+ * checks the variables it reads against `scope` (NULL: none). On failure
+ * `lv` keeps what it holds; free it with letvars_destroy. */
+bool letvars_add(letvars_t *lv, const char *name, const bson_iter_t *it, const bson_t *scope,
+                 dberr_t *err);
+
+/* Whether `lv` defines `name`. */
+bool letvars_has(const letvars_t *lv, const char *name);
+
+/* The variables a sub-pipeline under `lv` may read: a copy of `outer`
+ * (NULL: none) with each variable of `lv` it lacks added as null, for
+ * pipeline_build's variable checks. Free it with bson_destroy. */
+bson_t *letvars_scope(const letvars_t *lv, const bson_t *outer);
+
+/* Appends each variable of `lv`, evaluated in `ctx`, to `vars` (a missing
+ * value as undefined). */
+bool letvars_eval(const letvars_t *lv, const expr_ctx_t *ctx, bson_t *vars, dberr_t *err);
+
+/* Frees what `lv` holds (the struct itself is the caller's). */
+void letvars_destroy(letvars_t *lv);
+
 /* A parsed $out/$merge: the public part first, so pipeline_merge_vars can
  * get back to the rest. */
 typedef struct output_stage {
     pipeline_output_t pub;
-    bson_t *spec;     /* pub.merge_spec */
-    char **let_names; /* $merge let (whenMatched pipeline only) */
-    expr_t **let_exprs;
-    size_t nlet;
+    bson_t *spec;            /* pub.merge_spec */
+    letvars_t let;           /* $merge let (whenMatched pipeline only) */
     const bson_t *outer_let; /* the pipeline's evaluated let (borrowed), or NULL */
 } output_stage_t;
 
@@ -113,6 +140,43 @@ extern const stage_def_t pipeline_geonear_stages[]; /* $geoNear (geonear.c) */
 
 /* Borrows the document under `it` into `out`. */
 void pipeline_borrow_doc(const bson_iter_t *it, bson_t *out);
+
+/* Whether the field under `it` holds `type`; else TypeMismatch in mongod's
+ * IDL words, "BSON field '<stage>.<field>' is the wrong type, expected type
+ * '<type>'", naming the type found too when `say_found` (as the stage's
+ * mongod message does or not). */
+bool pipeline_field_type_ok(const bson_iter_t *it, bson_type_t type, const char *stage,
+                            const char *field, bool say_found, dberr_t *err);
+
+/* Appends `v` (or the document `doc`) to the array `arr` as its element
+ * `i` (the caller counts). */
+void pipeline_array_append_value(bson_t *arr, uint32_t i, const bson_value_t *v);
+void pipeline_array_append_doc(bson_t *arr, uint32_t i, const bson_t *doc);
+
+/* Replaces the owned string *dst with a copy of the string under `it`;
+ * false (*dst kept) with pipeline_field_type_ok's error when it holds
+ * anything else. */
+bool pipeline_field_string(const bson_iter_t *it, const char *stage, const char *field,
+                           bool say_found, char **dst, dberr_t *err);
+
+/* Looks up the fields `names` (n of them) in the object under `obj`:
+ * *found[i] is the last field named names[i], or has raw NULL when there
+ * is none. Returns how many fields the object has, named or not. */
+int pipeline_fields_pick(const bson_iter_t *obj, const char *const *names, size_t n,
+                         bson_iter_t *const *found);
+
+/* One field a stage's argument object may hold: its name and what reads
+ * it into the stage's parse state `args` (each stage its own struct). */
+typedef struct pipeline_option {
+    const char *name; /* NULL ends a table */
+    bool (*parse)(void *args, const bson_iter_t *it, dberr_t *err);
+} pipeline_option_t;
+
+/* Reads each field of `obj`, in order, through its row of `rows`; a field
+ * with no row fails with `unknown_code` and `unknown_fmt` (its one %s the
+ * field's name). */
+bool pipeline_options_parse(const bson_t *obj, const pipeline_option_t *rows, int unknown_code,
+                            const char *unknown_fmt, void *args, dberr_t *err);
 
 /* Splits dotted `s` into owned components (free with path_free, also on
  * failure); false on an empty component. */

@@ -12,6 +12,7 @@
 #include "doc/path.h"
 #include "util/bsonview.h"
 #include "util/fiber.h"
+#include "util/shellfmt.h"
 #include "util/table.h"
 #include "util/vec.h"
 
@@ -48,6 +49,82 @@ void pipeline_borrow_doc(const bson_iter_t *it, bson_t *out)
 {
     if (!BSON_ITER_HOLDS_DOCUMENT(it) || !bsonview_iter(it, out))
         bson_init(out);
+}
+
+bool pipeline_field_type_ok(const bson_iter_t *it, bson_type_t type, const char *stage,
+                            const char *field, bool say_found, dberr_t *err)
+{
+    char found[32] = "";
+    if (bson_iter_type(it) == type)
+        return true;
+    if (say_found)
+        bson_snprintf(found, sizeof found, " '%s'", shellfmt_type_name(bson_iter_type(it)));
+    return dberr_set(err, DBERR_TYPE_MISMATCH,
+                     "BSON field '%s.%s' is the wrong type%s, expected type '%s'", stage, field,
+                     found, shellfmt_type_name(type));
+}
+
+void pipeline_array_append_value(bson_t *arr, uint32_t i, const bson_value_t *v)
+{
+    char buf[16];
+    const char *key;
+    bson_uint32_to_string(i, &key, buf, sizeof buf);
+    bson_append_value(arr, key, -1, v);
+}
+
+void pipeline_array_append_doc(bson_t *arr, uint32_t i, const bson_t *doc)
+{
+    char buf[16];
+    const char *key;
+    bson_uint32_to_string(i, &key, buf, sizeof buf);
+    bson_append_document(arr, key, -1, doc);
+}
+
+bool pipeline_field_string(const bson_iter_t *it, const char *stage, const char *field,
+                           bool say_found, char **dst, dberr_t *err)
+{
+    if (!pipeline_field_type_ok(it, BSON_TYPE_UTF8, stage, field, say_found, err))
+        return false;
+    bson_free(*dst);
+    *dst = bson_strdup(bson_iter_utf8(it, NULL));
+    return true;
+}
+
+int pipeline_fields_pick(const bson_iter_t *obj, const char *const *names, size_t n,
+                         bson_iter_t *const *found)
+{
+    bson_iter_t it;
+    int nfields = 0;
+    for (size_t i = 0; i < n; i++)
+        memset(found[i], 0, sizeof *found[i]);
+    if (!bson_iter_recurse(obj, &it))
+        return 0;
+    while (bson_iter_next(&it)) {
+        nfields++;
+        for (size_t i = 0; i < n; i++)
+            if (!strcmp(bson_iter_key(&it), names[i]))
+                *found[i] = it;
+    }
+    return nfields;
+}
+
+bool pipeline_options_parse(const bson_t *obj, const pipeline_option_t *rows, int unknown_code,
+                            const char *unknown_fmt, void *args, dberr_t *err)
+{
+    bson_iter_t it;
+    if (!bson_iter_init(&it, obj))
+        return true;
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        const pipeline_option_t *row = rows;
+        while (row->name && strcmp(row->name, k) != 0)
+            row++;
+        if (!row->name)
+            return dberr_set(err, unknown_code, unknown_fmt, k);
+        if (!row->parse(args, &it, err))
+            return false;
+    }
+    return true;
 }
 
 bool pipeline_split_path(const char *s, char ***out, size_t *n)

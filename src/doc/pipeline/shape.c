@@ -68,20 +68,38 @@ cleanup:
     return ok;
 }
 
+/* What one input document becomes in a streamed stage of this file,
+ * appended to `out`. */
+typedef bool (*shape_one_fn)(const stage_t *s, const expr_ctx_t *ctx, const bson_t *doc,
+                             doclist_t *out, dberr_t *err);
+
+/* Runs `one` over each document of `in`, yielding between them
+ * (util/fiber.h); stops at the first failure. */
+static bool shape_each(const stage_t *s, const expr_ctx_t *ctx, const doclist_t *in, doclist_t *out,
+                       shape_one_fn one, dberr_t *err)
+{
+    for (size_t i = 0; i < in->len; i++)
+        if (!fiber_check(err) || !one(s, ctx, in->docs[i], out, err))
+            return false;
+    return true;
+}
+
+static bool project_one(const stage_t *s, const expr_ctx_t *ctx, const bson_t *doc, doclist_t *out,
+                        dberr_t *err)
+{
+    bson_t *d = bson_new();
+    if (!projection_apply_ctx(s->u.proj, doc, -1, ctx, d, err)) {
+        bson_destroy(d);
+        return false;
+    }
+    doclist_push(out, d);
+    return true;
+}
+
 static bool project_run(const stage_t *s, const expr_ctx_t *ctx, doclist_t *in, doclist_t *out,
                         dberr_t *err)
 {
-    for (size_t i = 0; i < in->len; i++) {
-        if (!fiber_check(err))
-            return false;
-        bson_t *d = bson_new();
-        if (!projection_apply_ctx(s->u.proj, in->docs[i], -1, ctx, d, err)) {
-            bson_destroy(d);
-            return false;
-        }
-        doclist_push(out, d);
-    }
-    return true;
+    return shape_each(s, ctx, in, out, project_one, err);
 }
 
 static void project_free(stage_t *s)
@@ -91,22 +109,29 @@ static void project_free(stage_t *s)
 
 /* ---- $replaceRoot, $replaceWith, $documents: a new root from an expression ---- */
 
+static bool replace_root_opt_new_root(void *args, const bson_iter_t *it, dberr_t *err)
+{
+    stage_t *s = args;
+    expr_destroy(s->u.expr);
+    return (s->u.expr = expr_new(it, err)) != NULL;
+}
+
+static const pipeline_option_t replace_root_options[] = {
+    {"newRoot", replace_root_opt_new_root},
+    {NULL, NULL},
+};
+
 static bool replace_root_parse(stage_t *s, bson_iter_t *it, const bson_t *let, dberr_t *err)
 {
-    bson_iter_t f;
+    bson_t spec;
     if (!BSON_ITER_HOLDS_DOCUMENT(it))
         return dberr_set(err, 40229,
                          "expected an object as specification for $replaceRoot stage, got %s",
                          shellfmt_type_name(bson_iter_type(it)));
-    bson_iter_recurse(it, &f);
-    while (bson_iter_next(&f)) {
-        if (strcmp(bson_iter_key(&f), "newRoot") != 0)
-            return dberr_set(err, 40415, "BSON field '$replaceRoot.%s' is an unknown field.",
-                             bson_iter_key(&f));
-        expr_destroy(s->u.expr);
-        if (!(s->u.expr = expr_new(&f, err)))
-            return false;
-    }
+    pipeline_borrow_doc(it, &spec);
+    if (!pipeline_options_parse(&spec, replace_root_options, 40415,
+                                "BSON field '$replaceRoot.%s' is an unknown field.", s, err))
+        return false;
     if (!s->u.expr)
         return dberr_set(err, 40414,
                          "BSON field '$replaceRoot.newRoot' is missing but a required field");
@@ -176,24 +201,24 @@ static bool documents_run(const stage_t *s, const expr_ctx_t *ctx, doclist_t *in
     return ok;
 }
 
+static bool replace_one(const stage_t *s, const expr_ctx_t *ctx, const bson_t *doc, doclist_t *out,
+                        dberr_t *err)
+{
+    expr_ctx_t c = *ctx;
+    bson_value_t v;
+    c.root = doc;
+    if (!expr_eval(s->u.expr, &c, &v, err))
+        return false;
+    bool ok = push_new_root(&v, out, err);
+    if (v.value_type != BSON_TYPE_EOD)
+        bson_value_destroy(&v);
+    return ok;
+}
+
 static bool replace_run(const stage_t *s, const expr_ctx_t *ctx, doclist_t *in, doclist_t *out,
                         dberr_t *err)
 {
-    for (size_t i = 0; i < in->len; i++) {
-        if (!fiber_check(err))
-            return false;
-        expr_ctx_t c = *ctx;
-        bson_value_t v;
-        c.root = in->docs[i];
-        if (!expr_eval(s->u.expr, &c, &v, err))
-            return false;
-        bool ok = push_new_root(&v, out, err);
-        if (v.value_type != BSON_TYPE_EOD)
-            bson_value_destroy(&v);
-        if (!ok)
-            return false;
-    }
-    return true;
+    return shape_each(s, ctx, in, out, replace_one, err);
 }
 
 /* ---- $unwind ---- */

@@ -149,31 +149,19 @@ static bool parse_shift(window_fn_t *f, bson_iter_t *it, const window_spec_t *w,
 /* $expMovingAvg: {input, N | alpha} */
 static bool parse_ema(window_fn_t *f, bson_iter_t *it, const window_spec_t *w, dberr_t *err)
 {
-    bson_iter_t a;
-    int nfields = 0;
-    bool has_n = false, has_alpha = false, has_input = false;
+    static const char *const names[] = {"input", "N", "alpha"};
+    bson_iter_t input, nv, av;
+    bson_iter_t *const found[] = {&input, &nv, &av};
     if (!BSON_ITER_HOLDS_DOCUMENT(it))
         return dberr_set(err, DBERR_FAILED_TO_PARSE,
                          "$expMovingAvg must have exactly one argument that is an object");
-    bson_iter_recurse(it, &a);
-    bson_iter_t input, nv, av;
-    while (bson_iter_next(&a)) {
-        const char *k = bson_iter_key(&a);
-        nfields++;
-        if (!strcmp(k, "input"))
-            input = a, has_input = true;
-        else if (!strcmp(k, "N"))
-            nv = a, has_n = true;
-        else if (!strcmp(k, "alpha"))
-            av = a, has_alpha = true;
-    }
-    if (nfields != 2 || !has_input)
+    if (pipeline_fields_pick(it, names, 3, found) != 2 || !input.raw)
         return dberr_set(err, DBERR_FAILED_TO_PARSE,
                          "$expMovingAvg sub object must have exactly two fields: An 'input' "
                          "field, and either an 'N' field or an 'alpha' field");
     if (!(f->arg = expr_new(&input, err)))
         return false;
-    if (has_n) {
+    if (nv.raw) {
         const bson_value_t *v = bson_iter_value(&nv);
         int64_t n;
         if (!num_is_number(v))
@@ -196,7 +184,7 @@ static bool parse_ema(window_fn_t *f, bson_iter_t *it, const window_spec_t *w, d
         f->alpha = r.value.v_decimal128;
         return true;
     }
-    if (has_alpha) {
+    if (av.raw) {
         const bson_value_t *v = bson_iter_value(&av);
         if (!num_is_number(v))
             return dberr_set(err, DBERR_FAILED_TO_PARSE, "'alpha' must be a number");
@@ -497,16 +485,25 @@ static void stddev_add(fold_t *s, size_t i)
     s->m2 += d * (x - s->mx);
 }
 
-static bool stddev_value(fold_t *s, bson_value_t *out, dberr_t *err)
+/* The statistic `s` gathered: m2 over n, or over n - 1 for the sample
+ * variant named `samp_name`, its square root when `root`; null with too
+ * few values. */
+static bool m2_value(const fold_t *s, const char *samp_name, bool root, bson_value_t *out)
 {
-    bool samp = !strcmp(s->f->def->name, "$stdDevSamp");
+    bool samp = !strcmp(s->f->def->name, samp_name);
     if (s->n == 0 || (samp && s->n < 2)) {
         out->value_type = BSON_TYPE_NULL;
         return true;
     }
+    double v = s->m2 / (samp ? s->n - 1 : s->n);
     out->value_type = BSON_TYPE_DOUBLE;
-    out->value.v_double = sqrt(s->m2 / (samp ? s->n - 1 : s->n));
+    out->value.v_double = root ? sqrt(v) : v;
     return true;
+}
+
+static bool stddev_value(fold_t *s, bson_value_t *out, dberr_t *err)
+{
+    return m2_value(s, "$stdDevSamp", true, out);
 }
 
 static void cov_add(fold_t *s, size_t i)
@@ -523,14 +520,7 @@ static void cov_add(fold_t *s, size_t i)
 
 static bool cov_value(fold_t *s, bson_value_t *out, dberr_t *err)
 {
-    bool samp = !strcmp(s->f->def->name, "$covarianceSamp");
-    if (s->n == 0 || (samp && s->n < 2)) {
-        out->value_type = BSON_TYPE_NULL;
-        return true;
-    }
-    out->value_type = BSON_TYPE_DOUBLE;
-    out->value.v_double = s->m2 / (samp ? s->n - 1 : s->n);
-    return true;
+    return m2_value(s, "$covarianceSamp", false, out);
 }
 
 static void integral_add(fold_t *s, size_t i)

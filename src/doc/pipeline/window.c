@@ -195,24 +195,15 @@ static bool bounds_pair(bson_iter_t *it, bool range, bool with_unit, window_boun
 
 bool window_bounds_parse(bson_iter_t *it, const window_spec_t *w, window_bounds_t *b, dberr_t *err)
 {
-    bson_iter_t f, docs, range, unit;
-    bool has_docs = false, has_range = false, has_unit = false;
-    int nfields = 0;
+    static const char *const names[] = {"documents", "range", "unit"};
+    bson_iter_t docs, range, unit;
+    bson_iter_t *const found[] = {&docs, &range, &unit};
     memset(b, 0, sizeof *b);
     b->lo.kind = b->hi.kind = WB_UNBOUNDED;
     if (!BSON_ITER_HOLDS_DOCUMENT(it))
         return dberr_set(err, DBERR_FAILED_TO_PARSE, "'window' field must be an object");
-    bson_iter_recurse(it, &f);
-    while (bson_iter_next(&f)) {
-        const char *k = bson_iter_key(&f);
-        nfields++;
-        if (!strcmp(k, "documents"))
-            docs = f, has_docs = true;
-        else if (!strcmp(k, "range"))
-            range = f, has_range = true;
-        else if (!strcmp(k, "unit"))
-            unit = f, has_unit = true;
-    }
+    int nfields = pipeline_fields_pick(it, names, 3, found);
+    bool has_docs = docs.raw, has_range = range.raw, has_unit = unit.raw;
     if (has_docs && has_range)
         return dberr_set(err, DBERR_FAILED_TO_PARSE,
                          "Window bounds can specify either 'documents' or 'unit', not both.");
@@ -380,8 +371,11 @@ bool window_ranges(const window_fn_t *f, const window_part_t *p, size_t *lo, siz
 
 /* ---------------------------------------------------------------- parse */
 
-static void fns_free(window_spec_t *w)
+static void window_free(stage_t *s)
 {
+    window_spec_t *w = s->u.window;
+    if (!w)
+        return;
     for (size_t i = 0; i < w->nfns; i++) {
         window_fn_t *f = &w->fns[i];
         path_free(f->path, f->npath);
@@ -392,22 +386,14 @@ static void fns_free(window_spec_t *w)
             bson_value_destroy(&f->dflt);
     }
     bson_free(w->fns);
+    expr_destroy(w->partition_by);
+    sortspec_destroy(w->sort);
+    bson_free(w->sort_field);
     for (size_t i = 0; i < w->nfills; i++) {
         path_free(w->fills[i].path, w->fills[i].npath);
         expr_destroy(w->fills[i].value);
     }
     bson_free(w->fills);
-}
-
-static void window_free(stage_t *s)
-{
-    window_spec_t *w = s->u.window;
-    if (!w)
-        return;
-    expr_destroy(w->partition_by);
-    sortspec_destroy(w->sort);
-    bson_free(w->sort_field);
-    fns_free(w);
     expr_destroy(w->date_add);
     bson_free(w);
     s->u.window = NULL;
@@ -424,10 +410,8 @@ window_spec_t *window_spec_new(const char *stage)
 bool window_sort_parse(window_spec_t *w, bson_iter_t *it, dberr_t *err)
 {
     bson_t doc;
-    if (!BSON_ITER_HOLDS_DOCUMENT(it))
-        return dberr_set(err, DBERR_TYPE_MISMATCH,
-                         "BSON field '%s.sortBy' is the wrong type, expected type 'object'",
-                         w->stage);
+    if (!pipeline_field_type_ok(it, BSON_TYPE_DOCUMENT, w->stage, "sortBy", false, err))
+        return false;
     pipeline_borrow_doc(it, &doc);
     if (bson_empty(&doc))
         return dberr_set(err, 15976, "$sort stage must have at least one sort key");
@@ -538,10 +522,8 @@ bool window_fields_parse(window_spec_t *w, const bson_iter_t *arg, bool fill, wi
             if (!window_sort_parse(w, &it, err))
                 return false;
         } else if (!strcmp(k, "output")) {
-            if (!BSON_ITER_HOLDS_DOCUMENT(&it))
-                return dberr_set(err, DBERR_TYPE_MISMATCH,
-                                 "BSON field '%s.output' is the wrong type, expected type 'object'",
-                                 w->stage);
+            if (!pipeline_field_type_ok(&it, BSON_TYPE_DOCUMENT, w->stage, "output", false, err))
+                return false;
             f->output = it;
             has_out = true;
         } else {
