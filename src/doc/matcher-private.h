@@ -109,10 +109,13 @@ struct matcher {
 };
 
 /* Node and regex lifecycle (matcher.c): a new node of `kind` on `path`
- * (copied; NULL inside a value-form $elemMatch), added under `parent`,
- * given a copy of `v`, freed with its subtree. */
+ * (copied; NULL inside a value-form $elemMatch), added under `parent`
+ * (which owns it from then on: a failed parse leaves it to the tree's
+ * destroy), a new node made and added in one step, given a copy of `v`,
+ * freed with its subtree. */
 mnode_t *matcher_node_new(mkind_t kind, const char *path);
 void matcher_node_add(mnode_t *parent, mnode_t *kid);
+mnode_t *matcher_node_add_new(mnode_t *parent, mkind_t kind, const char *path);
 void matcher_node_set_arg(mnode_t *n, const bson_value_t *v);
 void matcher_node_destroy(mnode_t *n);
 

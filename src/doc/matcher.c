@@ -86,6 +86,13 @@ void matcher_node_add(mnode_t *parent, mnode_t *kid)
     parent->kids[parent->nkids++] = kid;
 }
 
+mnode_t *matcher_node_add_new(mnode_t *parent, mkind_t kind, const char *path)
+{
+    mnode_t *kid = matcher_node_new(kind, path);
+    matcher_node_add(parent, kid);
+    return kid;
+}
+
 void matcher_node_set_arg(mnode_t *n, const bson_value_t *v)
 {
     bson_value_copy(v, &n->arg);
@@ -238,8 +245,8 @@ static void matcher_note_error(const matcher_t *m, const dberr_t *err)
     m->st->error = *err;
 }
 
-/* A leaf predicate against one value; `elem_pos` receives the element index
- * for the $elemMatch forms. */
+/* A leaf predicate against one value; when an $elemMatch form matches,
+ * `elem_pos` receives the element index (it is left alone otherwise). */
 static bool leaf_test(const mnode_t *n, const bson_value_t *v, int *elem_pos)
 {
     switch (n->kind) {
@@ -280,10 +287,8 @@ static bool leaf_test(const mnode_t *n, const bson_value_t *v, int *elem_pos)
     case MN_ELEM_VAL: {
         if (v->value_type != BSON_TYPE_ARRAY)
             return false;
-        bson_t arr;
         bson_iter_t it;
-        if (!bson_init_static(&arr, v->value.v_doc.data, v->value.v_doc.data_len) ||
-            !bson_iter_init(&it, &arr))
+        if (!bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len))
             return false;
         int i = 0;
         while (bson_iter_next(&it)) {
@@ -331,20 +336,20 @@ static bool eval_value(const mnode_t *n, const bson_value_t *v)
     }
 }
 
+/* A leaf tested along its path: path_walk stops at the first value that
+ * passes, and `pos` keeps the array position it matched through. */
 typedef struct leaf_run {
     const mnode_t *node;
-    bool matched;
     int pos;
 } leaf_run_t;
 
 static bool leaf_hit(const path_hit_t *hit, void *ctx)
 {
     leaf_run_t *lr = ctx;
-    int elem_pos = -1;
-    if (!leaf_test(lr->node, hit->value, &elem_pos))
+    if (!leaf_test(lr->node, hit->value, &lr->pos)) /* sets pos only on a match */
         return true;
-    lr->matched = true;
-    lr->pos = hit->array_pos >= 0 ? hit->array_pos : elem_pos;
+    if (hit->array_pos >= 0)
+        lr->pos = hit->array_pos;
     return false;
 }
 
@@ -403,11 +408,11 @@ static bool eval(const matcher_t *m, const mnode_t *n, const bson_t *doc, int *p
     }
     default: {
         bool expand = n->kind != MN_SIZE && n->kind != MN_ELEM_OBJ && n->kind != MN_ELEM_VAL;
-        leaf_run_t lr = {n, false, -1};
-        path_walk(doc, n->path, expand, leaf_hit, &lr);
-        if (lr.matched && pos && *pos < 0)
+        leaf_run_t lr = {n, -1};
+        bool matched = !path_walk(doc, n->path, expand, leaf_hit, &lr);
+        if (matched && pos && *pos < 0)
             *pos = lr.pos;
-        return lr.matched;
+        return matched;
     }
     }
 }
