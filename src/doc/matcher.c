@@ -23,6 +23,14 @@
 #include "geo/geo.h"
 #include "util/bsonview.h"
 
+/* A node walked along its path: leaf_hit stops at the first value the
+ * node's test passes and keeps the array position it matched through in
+ * `pos`; near_hit keeps the least distance of any value in `best`. */
+typedef struct node_walk {
+    const mnode_t *node;
+    int pos;
+    double best;
+} node_walk_t;
 
 /* A clear error state; not zeroed whole (a dberr_t is over a kilobyte). */
 matcher_state_t *matcher_state_new(void)
@@ -336,20 +344,13 @@ static bool eval_value(const mnode_t *n, const bson_value_t *v)
     }
 }
 
-/* A leaf tested along its path: path_walk stops at the first value that
- * passes, and `pos` keeps the array position it matched through. */
-typedef struct leaf_run {
-    const mnode_t *node;
-    int pos;
-} leaf_run_t;
-
 static bool leaf_hit(const path_hit_t *hit, void *ctx)
 {
-    leaf_run_t *lr = ctx;
-    if (!leaf_test(lr->node, hit->value, &lr->pos)) /* sets pos only on a match */
+    node_walk_t *w = ctx;
+    if (!leaf_test(w->node, hit->value, &w->pos)) /* sets pos only on a match */
         return true;
     if (hit->array_pos >= 0)
-        lr->pos = hit->array_pos;
+        w->pos = hit->array_pos;
     return false;
 }
 
@@ -408,10 +409,10 @@ static bool eval(const matcher_t *m, const mnode_t *n, const bson_t *doc, int *p
     }
     default: {
         bool expand = n->kind != MN_SIZE && n->kind != MN_ELEM_OBJ && n->kind != MN_ELEM_VAL;
-        leaf_run_t lr = {n, -1};
-        bool matched = !path_walk(doc, n->path, expand, leaf_hit, &lr);
+        node_walk_t w = {n, -1, -1};
+        bool matched = !path_walk(doc, n->path, expand, leaf_hit, &w);
         if (matched && pos && *pos < 0)
-            *pos = lr.pos;
+            *pos = w.pos;
         return matched;
     }
     }
@@ -566,15 +567,10 @@ const geo_pred_t *matcher_geo_on(const matcher_t *m, const char *path)
     return NULL;
 }
 
-typedef struct near_walk {
-    const geo_pred_t *geo;
-    double best;
-} near_walk_t;
-
 static bool near_hit(const path_hit_t *hit, void *ctx)
 {
-    near_walk_t *w = ctx;
-    double d = geo_pred_distance(w->geo, hit->value);
+    node_walk_t *w = ctx;
+    double d = geo_pred_distance(w->node->geo, hit->value);
     if (d >= 0 && (w->best < 0 || d < w->best))
         w->best = d;
     return true;
@@ -585,7 +581,7 @@ double matcher_near_distance(const matcher_t *m, const bson_t *doc)
     const mnode_t *n = near_node(m);
     if (!n)
         return -1;
-    near_walk_t w = {n->geo, -1};
+    node_walk_t w = {n, -1, -1};
     path_walk(doc, n->path, true, near_hit, &w);
     return w.best;
 }
