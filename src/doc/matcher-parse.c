@@ -409,11 +409,11 @@ static bool parse_ops(const char *path, const bson_iter_t *ops, mnode_t *and_nod
     if (regex_arg) {
         mregex_t *re;
         if (regex_arg->value_type == BSON_TYPE_REGEX) {
-            const char *flags = regex_arg->value.v_regex.options;
-            if (have_options && flags && flags[0])
+            const char *p, *flags;
+            matcher_regex_parts(regex_arg, &p, &flags);
+            if (have_options && flags[0])
                 return dberr_set(err, 51074, "options set in both $regex and $options");
-            const char *p = regex_arg->value.v_regex.regex ? regex_arg->value.v_regex.regex : "";
-            re = matcher_regex_new(p, strlen(p), have_options ? options : (flags ? flags : ""), err);
+            re = matcher_regex_new(p, strlen(p), have_options ? options : flags, err);
         } else {
             re = matcher_regex_new(regex_arg->value.v_utf8.str, regex_arg->value.v_utf8.len,
                            have_options ? options : "", err);

@@ -123,6 +123,8 @@ void matcher_node_destroy(mnode_t *n);
  * for a bad pattern or flag), or from a BSON regex value. */
 mregex_t *matcher_regex_new(const char *pattern, size_t len, const char *flags, dberr_t *err);
 mregex_t *matcher_regex_from_value(const bson_value_t *v, dberr_t *err);
+/* The pattern and flags of the BSON regex `v` ("" where one is missing). */
+void matcher_regex_parts(const bson_value_t *v, const char **pattern, const char **flags);
 
 /* A clear error state for a matcher (or an $elemMatch's sub-matcher). */
 matcher_state_t *matcher_state_new(void);

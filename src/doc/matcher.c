@@ -41,14 +41,32 @@ matcher_state_t *matcher_state_new(void)
     return st;
 }
 
-/* -- nodes -- */
+/* -- regular expressions -- */
 
-mnode_t *matcher_node_new(mkind_t kind, const char *path)
+mregex_t *matcher_regex_new(const char *pattern, size_t len, const char *flags, dberr_t *err)
 {
-    mnode_t *n = bson_malloc0(sizeof *n);
-    n->kind = kind;
-    n->path = path ? bson_strdup(path) : NULL;
-    return n;
+    pcre2_code *re = regexp_compile_query(pattern, len, flags, err);
+    if (!re)
+        return NULL;
+    mregex_t *r = bson_malloc0(sizeof *r);
+    r->code = re;
+    r->md = pcre2_match_data_create_from_pattern(re, NULL);
+    r->pattern = bson_strdup(pattern);
+    r->flags = bson_strdup(flags);
+    return r;
+}
+
+void matcher_regex_parts(const bson_value_t *v, const char **pattern, const char **flags)
+{
+    *pattern = v->value.v_regex.regex ? v->value.v_regex.regex : "";
+    *flags = v->value.v_regex.options ? v->value.v_regex.options : "";
+}
+
+mregex_t *matcher_regex_from_value(const bson_value_t *v, dberr_t *err)
+{
+    const char *p, *f;
+    matcher_regex_parts(v, &p, &f);
+    return matcher_regex_new(p, strlen(p), f, err);
 }
 
 static void regex_destroy(mregex_t *r)
@@ -60,6 +78,36 @@ static void regex_destroy(mregex_t *r)
     bson_free(r->pattern);
     bson_free(r->flags);
     bson_free(r);
+}
+
+/* A regex matches strings and symbols by pattern, and BSON regexes with the
+ * same pattern and flags. */
+static bool regex_test(const mregex_t *r, const bson_value_t *v)
+{
+    const char *s;
+    size_t len;
+    if (v->value_type == BSON_TYPE_UTF8) {
+        s = v->value.v_utf8.str, len = v->value.v_utf8.len;
+    } else if (v->value_type == BSON_TYPE_SYMBOL) {
+        s = v->value.v_symbol.symbol, len = v->value.v_symbol.len;
+    } else if (v->value_type == BSON_TYPE_REGEX) {
+        const char *p, *f;
+        matcher_regex_parts(v, &p, &f);
+        return strcmp(p, r->pattern) == 0 && strcmp(f, r->flags) == 0;
+    } else {
+        return false;
+    }
+    return pcre2_match(r->code, (PCRE2_SPTR)s, len, 0, 0, r->md, NULL) >= 0;
+}
+
+/* -- nodes -- */
+
+mnode_t *matcher_node_new(mkind_t kind, const char *path)
+{
+    mnode_t *n = bson_malloc0(sizeof *n);
+    n->kind = kind;
+    n->path = path ? bson_strdup(path) : NULL;
+    return n;
 }
 
 void matcher_node_destroy(mnode_t *n)
@@ -105,48 +153,6 @@ void matcher_node_set_arg(mnode_t *n, const bson_value_t *v)
 {
     bson_value_copy(v, &n->arg);
     n->has_arg = true;
-}
-
-/* -- regular expressions -- */
-
-mregex_t *matcher_regex_new(const char *pattern, size_t len, const char *flags, dberr_t *err)
-{
-    pcre2_code *re = regexp_compile_query(pattern, len, flags, err);
-    if (!re)
-        return NULL;
-    mregex_t *r = bson_malloc0(sizeof *r);
-    r->code = re;
-    r->md = pcre2_match_data_create_from_pattern(re, NULL);
-    r->pattern = bson_strdup(pattern);
-    r->flags = bson_strdup(flags);
-    return r;
-}
-
-mregex_t *matcher_regex_from_value(const bson_value_t *v, dberr_t *err)
-{
-    const char *p = v->value.v_regex.regex ? v->value.v_regex.regex : "";
-    const char *f = v->value.v_regex.options ? v->value.v_regex.options : "";
-    return matcher_regex_new(p, strlen(p), f, err);
-}
-
-/* A regex matches strings and symbols by pattern, and BSON regexes with the
- * same pattern and flags. */
-static bool regex_test(const mregex_t *r, const bson_value_t *v)
-{
-    const char *s;
-    size_t len;
-    if (v->value_type == BSON_TYPE_UTF8) {
-        s = v->value.v_utf8.str, len = v->value.v_utf8.len;
-    } else if (v->value_type == BSON_TYPE_SYMBOL) {
-        s = v->value.v_symbol.symbol, len = v->value.v_symbol.len;
-    } else if (v->value_type == BSON_TYPE_REGEX) {
-        const char *p = v->value.v_regex.regex ? v->value.v_regex.regex : "";
-        const char *f = v->value.v_regex.options ? v->value.v_regex.options : "";
-        return strcmp(p, r->pattern) == 0 && strcmp(f, r->flags) == 0;
-    } else {
-        return false;
-    }
-    return pcre2_match(r->code, (PCRE2_SPTR)s, len, 0, 0, r->md, NULL) >= 0;
 }
 
 /* -- single-value tests -- */
