@@ -150,8 +150,7 @@ static const struct {
     [S2SHIM_LINE_TOO_FEW] = {"GeoJSON LineString must have at least 2 vertices, instead got %s "
                              "vertices: %s",
                              S2_PART_COUNT, S2_PART_WHOLE},
-    [S2SHIM_LINE_INVALID] = {"GeoJSON LineString is not valid: %s %s", S2_PART_TEXT,
-                             S2_PART_WHOLE},
+    [S2SHIM_LINE_INVALID] = {"GeoJSON LineString is not valid: %s %s", S2_PART_TEXT, S2_PART_WHOLE},
     [S2SHIM_LOOP_EMPTY] = {"Loop has no vertices: %s", S2_PART_LOOP, S2_PART_NONE},
     [S2SHIM_LOOP_NOT_CLOSED] = {"Loop is not closed, first vertex does not equal last vertex: %s",
                                 S2_PART_LOOP, S2_PART_NONE},
@@ -167,8 +166,7 @@ static const struct {
                                S2_PART_WHOLE, S2_PART_NONE},
     [S2SHIM_MULTI_EXTERIOR] = {"Only one exterior polygon loop is allowed: %s", S2_PART_WHOLE,
                                S2_PART_NONE},
-    [S2SHIM_NESTED] = {"Polygon interior loops cannot be nested: %s", S2_PART_WHOLE,
-                       S2_PART_NONE},
+    [S2SHIM_NESTED] = {"Polygon interior loops cannot be nested: %s", S2_PART_WHOLE, S2_PART_NONE},
     [S2SHIM_BIG_LOOPS] = {"Only one simple loop is allowed in a big polygon, instead provided %s "
                           "loops: %s",
                           S2_PART_COUNT, S2_PART_WHOLE},

@@ -112,8 +112,8 @@ static bool parse_geometry(geo_pred_t *p, const bson_iter_t *spec, dberr_t *err)
 {
     bson_iter_t first;
     double d;
-    bool legacy = BSON_ITER_HOLDS_ARRAY(spec) ||
-                  (bson_iter_recurse(spec, &first) && bson_iter_next(&first) && geo_number(&first, &d));
+    bool legacy = BSON_ITER_HOLDS_ARRAY(spec) || (bson_iter_recurse(spec, &first) &&
+                                                  bson_iter_next(&first) && geo_number(&first, &d));
     if (legacy) {
         double x, y;
         if (!geo_flat_point(spec, false, &x, &y, err))
