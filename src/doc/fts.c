@@ -444,8 +444,9 @@ bool fts_spec_init(fts_spec_t *spec, const bson_t *index_spec, bson_t *resolved,
     bson_t w;
     bson_append_document_begin(resolved, "weights", -1, &w);
     fts_weight_t *sorted = bson_malloc((size_t)(spec->nfields + 1) * sizeof *sorted);
-    memcpy(sorted, spec->fields, (size_t)spec->nfields * sizeof *sorted);
-    int ns = spec->nfields;
+    int ns = 0;
+    for (int i = 0; i < spec->nfields; i++)
+        sorted[ns++] = spec->fields[i];
     if (spec->wildcard)
         sorted[ns++] = (fts_weight_t){"$**", 1};
     qsort(sorted, (size_t)ns, sizeof *sorted, fts_weight_cmp);
