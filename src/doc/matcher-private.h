@@ -72,8 +72,8 @@ typedef struct mnode {
     char *path;            /* leaves; NULL inside a value-form $elemMatch */
     struct mnode **kids;   /* AND/OR/NOR/NOT/ELEM_VAL */
     size_t nkids;
-    bson_value_t arg;      /* EQ and comparisons: owned copy */
-    bool has_arg;
+    bson_value_t arg;      /* EQ and comparisons: owned copy (EOD, owning
+                              nothing, on other nodes) */
     bson_value_t *list;    /* IN: owned copies */
     mregex_t **list_re;    /* IN: compiled entry when the entry is a regex */
     size_t nlist;

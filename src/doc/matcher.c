@@ -117,8 +117,7 @@ void matcher_node_destroy(mnode_t *n)
     for (size_t i = 0; i < n->nkids; i++)
         matcher_node_destroy(n->kids[i]);
     bson_free(n->kids);
-    if (n->has_arg)
-        bson_value_destroy(&n->arg);
+    bson_value_destroy(&n->arg);
     for (size_t i = 0; i < n->nlist; i++) {
         bson_value_destroy(&n->list[i]);
         regex_destroy(n->list_re[i]);
@@ -152,7 +151,6 @@ mnode_t *matcher_node_add_new(mnode_t *parent, mkind_t kind, const char *path)
 void matcher_node_set_arg(mnode_t *n, const bson_value_t *v)
 {
     bson_value_copy(v, &n->arg);
-    n->has_arg = true;
 }
 
 /* -- single-value tests -- */
