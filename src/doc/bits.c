@@ -16,7 +16,16 @@ struct bits {
     size_t npos;
 };
 
-static const struct {
+/* shellfmt_value of `v` into `buf` (for error messages). */
+static const char *bits_show(const bson_value_t *v, char *buf, size_t size)
+{
+    char *s = shellfmt_value(v);
+    bson_strncpy(buf, s, size);
+    bson_free(s);
+    return buf;
+}
+
+static const struct bits_op {
     const char *name;
     bits_kind_t kind;
 } bits_ops[] = {
@@ -26,12 +35,18 @@ static const struct {
     {"$bitsAnyClear", BITS_ANY_CLEAR},
 };
 
-bool bits_is_operator(const char *op)
+/* The row of bits_ops named `op`, or NULL. */
+static const struct bits_op *bits_op_find(const char *op)
 {
     for (size_t i = 0; i < sizeof bits_ops / sizeof bits_ops[0]; i++)
         if (strcmp(op, bits_ops[i].name) == 0)
-            return true;
-    return false;
+            return &bits_ops[i];
+    return NULL;
+}
+
+bool bits_is_operator(const char *op)
+{
+    return bits_op_find(op) != NULL;
 }
 
 static void bits_add(bits_t *b, uint32_t p)
@@ -48,22 +63,19 @@ static void bits_add_mask(bits_t *b, const uint8_t *bytes, size_t len)
                 bits_add(b, (uint32_t)(i * 8 + (size_t)j));
 }
 
-/* shellfmt_value of `v` into `buf` (for error messages). */
-static const char *bits_show(const bson_value_t *v, char *buf, size_t size)
+void bits_destroy(bits_t *b)
 {
-    char *s = shellfmt_value(v);
-    bson_strncpy(buf, s, size);
-    bson_free(s);
-    return buf;
+    if (!b)
+        return;
+    bson_free(b->pos);
+    bson_free(b);
 }
 
 bits_t *bits_new(const char *op, const bson_value_t *arg, dberr_t *err)
 {
     char shown[256];
     bits_t *b = bson_malloc0(sizeof *b);
-    for (size_t i = 0; i < sizeof bits_ops / sizeof bits_ops[0]; i++)
-        if (strcmp(op, bits_ops[i].name) == 0)
-            b->kind = bits_ops[i].kind;
+    b->kind = bits_op_find(op)->kind;
     if (num_is_number(arg)) {
         int64_t mask;
         if (!num_to_int64_whole(arg, &mask)) {
@@ -82,23 +94,15 @@ bits_t *bits_new(const char *op, const bson_value_t *arg, dberr_t *err)
     } else if (arg->value_type == BSON_TYPE_BINARY) {
         bits_add_mask(b, arg->value.v_binary.data, arg->value.v_binary.data_len);
     } else if (arg->value_type == BSON_TYPE_ARRAY) {
-        bson_t arr;
         bson_iter_t it;
-        if (!bson_init_static(&arr, arg->value.v_doc.data, arg->value.v_doc.data_len) ||
-            !bson_iter_init(&it, &arr)) {
+        if (!bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len)) {
             dberr_set(err, DBERR_BAD_VALUE, "%s: invalid array", op);
             goto fail;
         }
         while (bson_iter_next(&it)) {
             const bson_value_t *e = bson_iter_value(&it);
             int64_t p;
-            if (!num_is_number(e)) {
-                dberr_set(err, DBERR_BAD_VALUE,
-                          "bit positions must be an integer but got: %s: %s", bson_iter_key(&it),
-                          bits_show(e, shown, sizeof shown));
-                goto fail;
-            }
-            if (!num_to_int64_whole(e, &p) || p > INT32_MAX) {
+            if (!num_is_number(e) || !num_to_int64_whole(e, &p) || p > INT32_MAX) {
                 dberr_set(err, DBERR_BAD_VALUE,
                           "bit positions must be an integer but got: %s: %s", bson_iter_key(&it),
                           bits_show(e, shown, sizeof shown));
@@ -121,14 +125,6 @@ bits_t *bits_new(const char *op, const bson_value_t *arg, dberr_t *err)
 fail:
     bits_destroy(b);
     return NULL;
-}
-
-void bits_destroy(bits_t *b)
-{
-    if (!b)
-        return;
-    bson_free(b->pos);
-    bson_free(b);
 }
 
 /* Combines the per-position answers the way `kind` asks. */

@@ -14,8 +14,9 @@ typedef struct bits bits_t;
 /* True when `op` is one of the four $bits operators. */
 bool bits_is_operator(const char *op);
 
-/* Compiles `op` with argument `arg`: a non-negative integral number (a
- * mask), an array of non-negative bit positions, or BinData (a mask).
+/* Compiles `op` (one bits_is_operator accepts) with argument `arg`: a
+ * non-negative integral number (a mask), an array of non-negative bit
+ * positions, or BinData (a mask).
  * NULL with `err` set as mongod (BadValue 2 / FailedToParse 9). */
 bits_t *bits_new(const char *op, const bson_value_t *arg, dberr_t *err);
 

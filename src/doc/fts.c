@@ -6,6 +6,7 @@
 
 #include <libstemmer.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -319,11 +320,10 @@ void fts_spec_destroy(fts_spec_t *spec)
 {
     if (!spec)
         return;
-    for (int i = 0; i < spec->npaths; i++)
-        bson_free(spec->paths[i]);
-    bson_free(spec->paths);
-    bson_free(spec->weights);
     bson_free(spec->language_override);
+    for (int i = 0; i < spec->nfields; i++)
+        bson_free(spec->fields[i].path);
+    bson_free(spec->fields);
     memset(spec, 0, sizeof *spec);
 }
 
@@ -334,15 +334,14 @@ static void fts_spec_weight(fts_spec_t *spec, const char *path, double w)
         spec->wildcard = true;
         return;
     }
-    for (int i = 0; i < spec->npaths; i++)
-        if (!strcmp(spec->paths[i], path)) {
-            spec->weights[i] = w;
+    for (int i = 0; i < spec->nfields; i++)
+        if (!strcmp(spec->fields[i].path, path)) {
+            spec->fields[i].weight = w;
             return;
         }
-    spec->paths = bson_realloc(spec->paths, (size_t)(spec->npaths + 1) * sizeof *spec->paths);
-    spec->weights = bson_realloc(spec->weights, (size_t)(spec->npaths + 1) * sizeof *spec->weights);
-    spec->paths[spec->npaths] = bson_strdup(path);
-    spec->weights[spec->npaths++] = w;
+    spec->fields = bson_realloc(spec->fields, (size_t)(spec->nfields + 1) * sizeof *spec->fields);
+    spec->fields[spec->nfields].path = bson_strdup(path);
+    spec->fields[spec->nfields++].weight = w;
 }
 
 static bool fts_weight_path_ok(const char *p, dberr_t *err)
@@ -364,9 +363,9 @@ static bool fts_weight_path_ok(const char *p, dberr_t *err)
     }
 }
 
-static int fts_path_cmp(const void *a, const void *b)
+static int fts_weight_cmp(const void *a, const void *b)
 {
-    return strcmp(*(char *const *)a, *(char *const *)b);
+    return strcmp(((const fts_weight_t *)a)->path, ((const fts_weight_t *)b)->path);
 }
 
 bool fts_spec_init(fts_spec_t *spec, const bson_t *index_spec, bson_t *resolved, dberr_t *err)
@@ -437,27 +436,22 @@ bool fts_spec_init(fts_spec_t *spec, const bson_t *index_spec, bson_t *resolved,
             goto fail;
         }
     }
-    if (!spec->wildcard && spec->npaths == 0) {
+    if (!spec->wildcard && spec->nfields == 0) {
         dberr_set(err, DBERR_CANNOT_CREATE_INDEX, "text index needs at least one text field");
         goto fail;
     }
     /* the resolved spec lists weights by field name, as mongod's map does */
     bson_t w;
     bson_append_document_begin(resolved, "weights", -1, &w);
-    char **sorted = bson_malloc((size_t)(spec->npaths + 1) * sizeof *sorted);
+    fts_weight_t *sorted = bson_malloc((size_t)(spec->nfields + 1) * sizeof *sorted);
     int ns = 0;
-    for (int i = 0; i < spec->npaths; i++)
-        sorted[ns++] = spec->paths[i];
+    for (int i = 0; i < spec->nfields; i++)
+        sorted[ns++] = spec->fields[i];
     if (spec->wildcard)
-        sorted[ns++] = "$**";
-    qsort(sorted, (size_t)ns, sizeof *sorted, fts_path_cmp);
-    for (int i = 0; i < ns; i++) {
-        double wv = 1;
-        for (int j = 0; j < spec->npaths; j++)
-            if (!strcmp(spec->paths[j], sorted[i]))
-                wv = spec->weights[j];
-        BSON_APPEND_INT32(&w, sorted[i], (int32_t)wv);
-    }
+        sorted[ns++] = (fts_weight_t){"$**", 1};
+    qsort(sorted, (size_t)ns, sizeof *sorted, fts_weight_cmp);
+    for (int i = 0; i < ns; i++)
+        BSON_APPEND_INT32(&w, sorted[i].path, (int32_t)sorted[i].weight);
     bson_free(sorted);
     bson_append_document_end(resolved, &w);
     BSON_APPEND_UTF8(resolved, "default_language", spec->language->name);
@@ -472,8 +466,8 @@ fail:
 void fts_spec_copy(const fts_spec_t *from, fts_spec_t *to)
 {
     memset(to, 0, sizeof *to);
-    for (int i = 0; i < from->npaths; i++)
-        fts_spec_weight(to, from->paths[i], from->weights[i]);
+    for (int i = 0; i < from->nfields; i++)
+        fts_spec_weight(to, from->fields[i].path, from->fields[i].weight);
     to->wildcard = from->wildcard;
     to->language = from->language;
     to->language_override = bson_strdup(from->language_override);
@@ -493,10 +487,11 @@ static const char *fts_spec_lower_bound(const fts_spec_t *spec, const char *name
         best = "$**";
         *w = 1;
     }
-    for (int i = 0; i < spec->npaths; i++)
-        if (strcmp(spec->paths[i], name) >= 0 && (!best || strcmp(spec->paths[i], best) < 0)) {
-            best = spec->paths[i];
-            *w = spec->weights[i];
+    for (int i = 0; i < spec->nfields; i++)
+        if (strcmp(spec->fields[i].path, name) >= 0 &&
+            (!best || strcmp(spec->fields[i].path, best) < 0)) {
+            best = spec->fields[i].path;
+            *w = spec->fields[i].weight;
         }
     return best;
 }
@@ -775,56 +770,80 @@ static void fts_strset_clear(fts_strset_t *s)
     s->n = 0;
 }
 
+/* Empties the query's term and phrase sets. */
+static void fts_query_clear_terms(fts_query_t *q)
+{
+    fts_strset_clear(&q->terms);
+    fts_strset_clear(&q->negated);
+    fts_strset_clear(&q->bounds);
+    fts_strset_clear(&q->phrases);
+    fts_strset_clear(&q->negated_phrases);
+}
+
+void fts_query_destroy(fts_query_t *q)
+{
+    if (!q)
+        return;
+    fts_query_clear_terms(q);
+    fts_spec_destroy(&q->bound);
+    fts_memo_clear(q->memo);
+    bson_free(q->memo);
+    bson_free(q->search);
+    bson_free(q->language);
+    bson_free(q);
+}
+
+/* The fields of $text's argument: the type each must hold, and the string
+ * (char *) or bool of fts_query_t it sets. */
+static const struct {
+    const char *name;
+    bson_type_t type;
+    size_t offset;
+} fts_query_fields[] = {
+    {"$search", BSON_TYPE_UTF8, offsetof(fts_query_t, search)},
+    {"$language", BSON_TYPE_UTF8, offsetof(fts_query_t, language)},
+    {"$caseSensitive", BSON_TYPE_BOOL, offsetof(fts_query_t, case_sensitive)},
+    {"$diacriticSensitive", BSON_TYPE_BOOL, offsetof(fts_query_t, diacritic_sensitive)},
+};
+
+/* Sets the field of `q` that `it` names; false with `err` set for a wrong
+ * type or a name $text does not have. */
+static bool fts_query_set_field(fts_query_t *q, const bson_iter_t *it, dberr_t *err)
+{
+    const char *k = bson_iter_key(it);
+    for (size_t i = 0; i < sizeof fts_query_fields / sizeof fts_query_fields[0]; i++) {
+        if (strcmp(k, fts_query_fields[i].name) != 0)
+            continue;
+        char *field = (char *)q + fts_query_fields[i].offset;
+        if (bson_iter_type(it) != fts_query_fields[i].type)
+            return dberr_set(err, DBERR_TYPE_MISMATCH, "%s requires a %s value", k,
+                             fts_query_fields[i].type == BSON_TYPE_UTF8 ? "string" : "boolean");
+        if (fts_query_fields[i].type == BSON_TYPE_BOOL) {
+            *(bool *)field = bson_iter_bool(it);
+        } else {
+            bson_free(*(char **)field);
+            *(char **)field = bson_strdup(bson_iter_utf8(it, NULL));
+        }
+        return true;
+    }
+    return dberr_set(err, DBERR_BAD_VALUE, "extra fields in $text");
+}
+
 fts_query_t *fts_query_new(const bson_value_t *arg, dberr_t *err)
 {
-    if (arg->value_type != BSON_TYPE_DOCUMENT) {
-        dberr_set(err, DBERR_BAD_VALUE, "$text expects an object");
-        return NULL;
-    }
-    bson_t d;
     bson_iter_t it;
-    if (!bson_init_static(&d, arg->value.v_doc.data, arg->value.v_doc.data_len) ||
-        !bson_iter_init(&it, &d)) {
+    if (arg->value_type != BSON_TYPE_DOCUMENT ||
+        !bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len)) {
         dberr_set(err, DBERR_BAD_VALUE, "$text expects an object");
         return NULL;
     }
     fts_query_t *q = bson_malloc0(sizeof *q);
     q->memo = bson_malloc0(sizeof *q->memo);
-    bool have_search = false;
     while (bson_iter_next(&it)) {
-        const char *k = bson_iter_key(&it);
-        if (!strcmp(k, "$search")) {
-            if (!BSON_ITER_HOLDS_UTF8(&it)) {
-                dberr_set(err, DBERR_TYPE_MISMATCH, "$search requires a string value");
-                goto fail;
-            }
-            q->search = bson_strdup(bson_iter_utf8(&it, NULL));
-            have_search = true;
-        } else if (!strcmp(k, "$language")) {
-            if (!BSON_ITER_HOLDS_UTF8(&it)) {
-                dberr_set(err, DBERR_TYPE_MISMATCH, "$language requires a string value");
-                goto fail;
-            }
-            q->language = bson_strdup(bson_iter_utf8(&it, NULL));
-        } else if (!strcmp(k, "$caseSensitive")) {
-            if (!BSON_ITER_HOLDS_BOOL(&it)) {
-                dberr_set(err, DBERR_TYPE_MISMATCH, "$caseSensitive requires a boolean value");
-                goto fail;
-            }
-            q->case_sensitive = bson_iter_bool(&it);
-        } else if (!strcmp(k, "$diacriticSensitive")) {
-            if (!BSON_ITER_HOLDS_BOOL(&it)) {
-                dberr_set(err, DBERR_TYPE_MISMATCH,
-                          "$diacriticSensitive requires a boolean value");
-                goto fail;
-            }
-            q->diacritic_sensitive = bson_iter_bool(&it);
-        } else {
-            dberr_set(err, DBERR_BAD_VALUE, "extra fields in $text");
+        if (!fts_query_set_field(q, &it, err))
             goto fail;
-        }
     }
-    if (!have_search) {
+    if (!q->search) {
         dberr_set(err, DBERR_TYPE_MISMATCH, "$search requires a string value");
         goto fail;
     }
@@ -837,24 +856,6 @@ fts_query_t *fts_query_new(const bson_value_t *arg, dberr_t *err)
 fail:
     fts_query_destroy(q);
     return NULL;
-}
-
-void fts_query_destroy(fts_query_t *q)
-{
-    if (!q)
-        return;
-    if (q->memo)
-        fts_memo_clear(q->memo);
-    bson_free(q->memo);
-    bson_free(q->search);
-    bson_free(q->language);
-    fts_spec_destroy(&q->bound);
-    fts_strset_clear(&q->terms);
-    fts_strset_clear(&q->negated);
-    fts_strset_clear(&q->bounds);
-    fts_strset_clear(&q->phrases);
-    fts_strset_clear(&q->negated_phrases);
-    bson_free(q);
 }
 
 static bool fts_add_to(const char *term, size_t len, void *set)
@@ -883,11 +884,7 @@ bool fts_query_bind(fts_query_t *q, const fts_spec_t *spec, dberr_t *err)
     fts_spec_copy(spec, &q->bound);
     q->spec = &q->bound;
     q->lang = q->language ? fts_lang_find(q->language) : spec->language;
-    fts_strset_clear(&q->terms);
-    fts_strset_clear(&q->negated);
-    fts_strset_clear(&q->bounds);
-    fts_strset_clear(&q->phrases);
-    fts_strset_clear(&q->negated_phrases);
+    fts_query_clear_terms(q);
     /* mongod's FTSQueryParser: white space separates, '-' and '"' are
      * delimiter tokens, everything else is text */
     buf_t pos, neg;

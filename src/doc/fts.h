@@ -40,11 +40,16 @@ typedef bool (*fts_term_fn)(const char *term, size_t len, void *ctx);
 void fts_tokenize(const fts_lang_t *lang, const char *text, size_t len, int opts, fts_term_fn fn,
                   void *ctx);
 
+/* One weighted field of a text index. */
+typedef struct fts_weight {
+    char *path;
+    double weight;
+} fts_weight_t;
+
 /* The fields a text index covers and how: parsed from an index spec. */
 typedef struct fts_spec {
-    char **paths;              /* weighted fields ("$**" not among them) */
-    double *weights;
-    int npaths;
+    fts_weight_t *fields;      /* weighted fields ("$**" not among them) */
+    int nfields;
     bool wildcard;             /* "$**": every string field */
     const fts_lang_t *language;/* default_language */
     char *language_override;   /* the per-document language field */

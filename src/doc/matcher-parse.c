@@ -200,8 +200,7 @@ static mnode_t *parse_elem_match(const char *path, const bson_iter_t *it, int de
     }
     mnode_t *n = matcher_node_new(value_form ? MN_ELEM_VAL : MN_ELEM_OBJ, path);
     if (value_form) {
-        mnode_t *and_node = matcher_node_new(MN_AND, NULL);
-        matcher_node_add(n, and_node);
+        mnode_t *and_node = matcher_node_add_new(n, MN_AND, NULL);
         if (!parse_ops(NULL, it, and_node, depth + 1, err))
             goto cleanup;
     } else {
@@ -233,8 +232,7 @@ static bool parse_all(const char *path, const bson_iter_t *it, mnode_t *and_node
     bson_iter_t child;
     if (!bson_iter_recurse(it, &child))
         return dberr_set(err, DBERR_BAD_VALUE, "$all needs an array");
-    mnode_t *all = matcher_node_new(MN_AND, NULL);
-    matcher_node_add(and_node, all);
+    mnode_t *all = matcher_node_add_new(and_node, MN_AND, NULL);
     int count = 0, elem_matches = 0;
     while (bson_iter_next(&child)) {
         count++;
@@ -249,18 +247,15 @@ static bool parse_all(const char *path, const bson_iter_t *it, mnode_t *and_node
             n = parse_elem_match(path, &inner, depth, err);
             if (!n)
                 return false;
+            matcher_node_add(all, n);
         } else if (bson_iter_type(&child) == BSON_TYPE_REGEX) {
-            n = matcher_node_new(MN_REGEX, path);
+            n = matcher_node_add_new(all, MN_REGEX, path);
             n->re = matcher_regex_from_value(bson_iter_value(&child), err);
-            if (!n->re) {
-                matcher_node_destroy(n);
+            if (!n->re)
                 return false;
-            }
         } else {
-            n = matcher_node_new(MN_EQ, path);
-            matcher_node_set_arg(n, bson_iter_value(&child));
+            matcher_node_set_arg(matcher_node_add_new(all, MN_EQ, path), bson_iter_value(&child));
         }
-        matcher_node_add(all, n);
     }
     if (elem_matches && elem_matches != count)
         return dberr_set(err, DBERR_BAD_VALUE, "$all/$elemMatch has to be consistent");
@@ -286,6 +281,13 @@ static bool ops_has_near(const bson_iter_t *ops)
     return false;
 }
 
+/* Where a predicate goes: under a new $not in `and_node` when `negate`
+ * ($ne, $nin, {$exists: false}), else in `and_node` itself. */
+static mnode_t *negated(mnode_t *and_node, bool negate)
+{
+    return negate ? matcher_node_add_new(and_node, MN_NOT, NULL) : and_node;
+}
+
 /* The operators of one path ({$gt: 1, $lt: 5}), added to `and_node`.
  * `path` is NULL inside a value-form $elemMatch. */
 static bool parse_ops(const char *path, const bson_iter_t *ops, mnode_t *and_node, int depth,
@@ -304,88 +306,60 @@ static bool parse_ops(const char *path, const bson_iter_t *ops, mnode_t *and_nod
     while (bson_iter_next(&it)) {
         const char *op = bson_iter_key(&it);
         const bson_value_t *v = bson_iter_value(&it);
-        mnode_t *n = NULL;
+        mnode_t *n;
         if (strcmp(op, "$eq") == 0 || strcmp(op, "$ne") == 0) {
             if (op[1] == 'n' && v->value_type == BSON_TYPE_REGEX)
                 return dberr_set(err, DBERR_BAD_VALUE, "Can't have regex as arg to $ne.");
-            n = matcher_node_new(MN_EQ, path);
+            n = matcher_node_add_new(negated(and_node, op[1] == 'n'), MN_EQ, path);
             matcher_node_set_arg(n, v);
-            if (op[1] == 'n') {
-                mnode_t *not = matcher_node_new(MN_NOT, NULL);
-                matcher_node_add(not, n);
-                n = not;
-            }
         } else if (strcmp(op, "$gt") == 0 || strcmp(op, "$gte") == 0 ||
                    strcmp(op, "$lt") == 0 || strcmp(op, "$lte") == 0) {
             mkind_t k = op[1] == 'g' ? (op[3] ? MN_GTE : MN_GT) : (op[3] ? MN_LTE : MN_LT);
             if (v->value_type == BSON_TYPE_REGEX)
                 return dberr_set(err, DBERR_BAD_VALUE, "Can't have RegEx as arg to predicate over field '%s'.", path ? path : "");
-            n = matcher_node_new(k, path);
-            matcher_node_set_arg(n, v);
+            matcher_node_set_arg(matcher_node_add_new(and_node, k, path), v);
         } else if (strcmp(op, "$in") == 0 || strcmp(op, "$nin") == 0) {
-            n = matcher_node_new(MN_IN, path);
-            if (!parse_in(n, op, &it, err)) {
-                matcher_node_destroy(n);
+            n = matcher_node_add_new(negated(and_node, op[1] == 'n'), MN_IN, path);
+            if (!parse_in(n, op, &it, err))
                 return false;
-            }
-            if (op[1] == 'n') {
-                mnode_t *not = matcher_node_new(MN_NOT, NULL);
-                matcher_node_add(not, n);
-                n = not;
-            }
         } else if (strcmp(op, "$exists") == 0) {
-            n = matcher_node_new(MN_EXISTS, path);
-            if (!expr_truthy(v)) {
-                mnode_t *not = matcher_node_new(MN_NOT, NULL);
-                matcher_node_add(not, n);
-                n = not;
-            }
+            matcher_node_add_new(negated(and_node, !expr_truthy(v)), MN_EXISTS, path);
         } else if (strcmp(op, "$type") == 0) {
-            n = matcher_node_new(MN_TYPE, path);
-            if (!parse_type(n, &it, err)) {
-                matcher_node_destroy(n);
+            if (!parse_type(matcher_node_add_new(and_node, MN_TYPE, path), &it, err))
                 return false;
-            }
         } else if (strcmp(op, "$mod") == 0) {
-            n = matcher_node_new(MN_MOD, path);
-            if (!parse_mod(n, &it, err)) {
-                matcher_node_destroy(n);
+            if (!parse_mod(matcher_node_add_new(and_node, MN_MOD, path), &it, err))
                 return false;
-            }
         } else if (strcmp(op, "$regex") == 0) {
             if (v->value_type != BSON_TYPE_UTF8 && v->value_type != BSON_TYPE_REGEX)
                 return dberr_set(err, DBERR_BAD_VALUE, "$regex has to be a string");
             regex_copy = *v;
             regex_arg = &regex_copy;
-            continue;
         } else if (strcmp(op, "$options") == 0) {
             if (v->value_type != BSON_TYPE_UTF8)
                 return dberr_set(err, DBERR_BAD_VALUE, "$options has to be a string");
             options = v->value.v_utf8.str;
             have_options = true;
-            continue;
         } else if (strcmp(op, "$size") == 0) {
             if (!compare_is_number(v))
                 return dberr_set(err, DBERR_BAD_VALUE, "$size needs a number");
             double d = compare_to_double(v);
             if (d < 0)
                 return dberr_set(err, DBERR_BAD_VALUE, "$size may not be negative");
-            n = matcher_node_new(MN_SIZE, path);
+            n = matcher_node_add_new(and_node, MN_SIZE, path);
             n->size = (d == floor(d) && d <= 2147483647.0) ? (int64_t)d : -1;
         } else if (strcmp(op, "$elemMatch") == 0) {
             n = parse_elem_match(path, &it, depth, err);
             if (!n)
                 return false;
+            matcher_node_add(and_node, n);
         } else if (strcmp(op, "$all") == 0) {
             if (!parse_all(path, &it, and_node, depth, err))
                 return false;
-            continue;
         } else if (strcmp(op, "$not") == 0) {
-            mnode_t *not = matcher_node_new(MN_NOT, NULL);
-            matcher_node_add(and_node, not);
+            mnode_t *not = matcher_node_add_new(and_node, MN_NOT, NULL);
             if (v->value_type == BSON_TYPE_REGEX) {
-                n = matcher_node_new(MN_REGEX, path);
-                matcher_node_add(not, n);
+                n = matcher_node_add_new(not, MN_REGEX, path);
                 n->re = matcher_regex_from_value(v, err);
                 if (!n->re)
                     return false;
@@ -393,71 +367,60 @@ static bool parse_ops(const char *path, const bson_iter_t *ops, mnode_t *and_nod
                 bson_iter_t probe;
                 if (!bson_iter_recurse(&it, &probe) || !bson_iter_next(&probe))
                     return dberr_set(err, DBERR_BAD_VALUE, "$not cannot be empty");
-                mnode_t *inner = matcher_node_new(MN_AND, NULL);
-                matcher_node_add(not, inner);
+                mnode_t *inner = matcher_node_add_new(not, MN_AND, NULL);
                 if (!parse_ops(path, &it, inner, depth + 1, err))
                     return false;
             } else {
                 return dberr_set(err, DBERR_BAD_VALUE, "$not needs a regex or a document");
             }
-            continue;
         } else if (bits_is_operator(op)) {
-            n = matcher_node_new(MN_BITS, path);
+            n = matcher_node_add_new(and_node, MN_BITS, path);
             n->bits = bits_new(op, v, err);
-            if (!n->bits) {
-                matcher_node_destroy(n);
+            if (!n->bits)
                 return false;
-            }
         } else if (strcmp(op, "$near") == 0 || strcmp(op, "$nearSphere") == 0) {
             if (!matcher_parse_allow_near)
                 return dberr_set(err, 291, "error processing query: planner returned error :: "
                                            "caused by :: unable to find index for $geoNear query");
             bson_t whole;
             bsonview_iter(ops, &whole);
-            n = matcher_node_new(MN_GEO, path);
+            n = matcher_node_add_new(and_node, MN_GEO, path);
             n->geo = geo_pred_new_near(op, &whole, err);
-            if (!n->geo) {
-                matcher_node_destroy(n);
+            if (!n->geo)
                 return false;
-            }
         } else if ((strcmp(op, "$maxDistance") == 0 || strcmp(op, "$minDistance") == 0) &&
                    ops_has_near(ops)) {
-            continue; /* read by $near / $nearSphere */
+            /* read by $near / $nearSphere */
         } else if (geo_pred_is_operator(op)) {
-            n = matcher_node_new(MN_GEO, path);
+            n = matcher_node_add_new(and_node, MN_GEO, path);
             n->geo = geo_pred_new(op, v, err);
-            if (!n->geo) {
-                matcher_node_destroy(n);
+            if (!n->geo)
                 return false;
-            }
         } else if (strcmp(op, "$comment") == 0) {
-            continue;
+            /* matches everything */
         } else if (is_unsupported_field_op(op)) {
             return dberr_set(err, DBERR_BAD_VALUE, "%s is not supported by atomdb", op);
         } else {
             return dberr_set(err, DBERR_BAD_VALUE, "unknown operator: %s", op);
         }
-        matcher_node_add(and_node, n);
     }
     if (have_options && !regex_arg)
         return dberr_set(err, DBERR_BAD_VALUE, "$options needs a $regex");
     if (regex_arg) {
         mregex_t *re;
         if (regex_arg->value_type == BSON_TYPE_REGEX) {
-            const char *flags = regex_arg->value.v_regex.options;
-            if (have_options && flags && flags[0])
+            const char *p, *flags;
+            matcher_regex_parts(regex_arg, &p, &flags);
+            if (have_options && flags[0])
                 return dberr_set(err, 51074, "options set in both $regex and $options");
-            const char *p = regex_arg->value.v_regex.regex ? regex_arg->value.v_regex.regex : "";
-            re = matcher_regex_new(p, strlen(p), have_options ? options : (flags ? flags : ""), err);
+            re = matcher_regex_new(p, strlen(p), have_options ? options : flags, err);
         } else {
             re = matcher_regex_new(regex_arg->value.v_utf8.str, regex_arg->value.v_utf8.len,
                            have_options ? options : "", err);
         }
         if (!re)
             return false;
-        mnode_t *n = matcher_node_new(MN_REGEX, path);
-        n->re = re;
-        matcher_node_add(and_node, n);
+        matcher_node_add_new(and_node, MN_REGEX, path)->re = re;
     }
     return true;
 }
@@ -469,8 +432,7 @@ static bool parse_logical(const char *op, const bson_iter_t *it, mnode_t *and_no
     if (bson_iter_type(it) != BSON_TYPE_ARRAY)
         return dberr_set(err, DBERR_BAD_VALUE, "%s must be an array", op);
     mkind_t kind = op[1] == 'a' ? MN_AND : op[1] == 'o' ? MN_OR : MN_NOR;
-    mnode_t *n = matcher_node_new(kind, NULL);
-    matcher_node_add(and_node, n);
+    mnode_t *n = matcher_node_add_new(and_node, kind, NULL);
     bson_iter_t child;
     if (!bson_iter_recurse(it, &child))
         return dberr_set(err, DBERR_BAD_VALUE, "%s must be an array", op);
@@ -480,8 +442,7 @@ static bool parse_logical(const char *op, const bson_iter_t *it, mnode_t *and_no
         bson_t sub;
         if (!bsonview_iter(&child, &sub))
             return dberr_set(err, DBERR_BAD_VALUE, "$or/$and/$nor entries need to be full objects");
-        mnode_t *clause = matcher_node_new(MN_AND, NULL);
-        matcher_node_add(n, clause);
+        mnode_t *clause = matcher_node_add_new(n, MN_AND, NULL);
         if (!matcher_parse_filter(&sub, clause, depth + 1, top, err))
             return false;
     }
@@ -515,8 +476,7 @@ bool matcher_parse_filter(const bson_t *filter, mnode_t *and_node, int depth, bo
                 if (!top)
                     return dberr_set(err, DBERR_BAD_VALUE,
                                      "$expr can only be applied to the top-level document");
-                mnode_t *n = matcher_node_new(MN_EXPR, NULL);
-                matcher_node_add(and_node, n);
+                mnode_t *n = matcher_node_add_new(and_node, MN_EXPR, NULL);
                 n->expr = expr_new(&it, err);
                 if (!n->expr)
                     return false;
@@ -526,8 +486,7 @@ bool matcher_parse_filter(const bson_t *filter, mnode_t *and_node, int depth, bo
                                      "atomdb supports $text only at the top level of a filter "
                                      "or inside top-level $and (not inside $or, $nor or "
                                      "$elemMatch)");
-                mnode_t *n = matcher_node_new(MN_TEXT, NULL);
-                matcher_node_add(and_node, n);
+                mnode_t *n = matcher_node_add_new(and_node, MN_TEXT, NULL);
                 n->text = fts_query_new(bson_iter_value(&it), err);
                 if (!n->text)
                     return false;
@@ -535,21 +494,19 @@ bool matcher_parse_filter(const bson_t *filter, mnode_t *and_node, int depth, bo
                 bson_t spec;
                 if (!BSON_ITER_HOLDS_DOCUMENT(&it) || !bsonview_iter(&it, &spec))
                     return dberr_set(err, DBERR_TYPE_MISMATCH, "$jsonSchema must be an object");
-                mnode_t *n = matcher_node_new(MN_SCHEMA, NULL);
-                matcher_node_add(and_node, n);
+                mnode_t *n = matcher_node_add_new(and_node, MN_SCHEMA, NULL);
                 if (!(n->schema = jsonschema_new(&spec, depth + 1, err)))
                     return false;
             } else if (strcmp(key, "$comment") == 0) {
                 continue;
             } else if (strcmp(key, "$alwaysTrue") == 0 || strcmp(key, "$alwaysFalse") == 0) {
-                matcher_node_add(and_node, matcher_node_new(key[7] == 'T' ? MN_TRUE : MN_FALSE, NULL));
+                matcher_node_add_new(and_node, key[7] == 'T' ? MN_TRUE : MN_FALSE, NULL);
             } else if (is_dbref_field(key)) {
                 /* as mongod's parseDBRef: equality on the field itself
                  * ($id under the collation, $ref and $db bytewise) */
-                mnode_t *n = matcher_node_new(MN_EQ, key);
+                mnode_t *n = matcher_node_add_new(and_node, MN_EQ, key);
                 matcher_node_set_arg(n, bson_iter_value(&it));
                 n->bytewise = strcmp(key, "$id") != 0;
-                matcher_node_add(and_node, n);
             } else if (is_unsupported_field_op(key)) {
                 return dberr_set(err, DBERR_BAD_VALUE, "%s is not supported by atomdb", key);
             } else {
@@ -561,15 +518,12 @@ bool matcher_parse_filter(const bson_t *filter, mnode_t *and_node, int depth, bo
             if (!parse_ops(key, &it, and_node, depth + 1, err))
                 return false;
         } else if (bson_iter_type(&it) == BSON_TYPE_REGEX) {
-            mnode_t *n = matcher_node_new(MN_REGEX, key);
-            matcher_node_add(and_node, n);
+            mnode_t *n = matcher_node_add_new(and_node, MN_REGEX, key);
             n->re = matcher_regex_from_value(bson_iter_value(&it), err);
             if (!n->re)
                 return false;
         } else {
-            mnode_t *n = matcher_node_new(MN_EQ, key);
-            matcher_node_set_arg(n, bson_iter_value(&it));
-            matcher_node_add(and_node, n);
+            matcher_node_set_arg(matcher_node_add_new(and_node, MN_EQ, key), bson_iter_value(&it));
         }
     }
     return true;

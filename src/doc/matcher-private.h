@@ -72,8 +72,8 @@ typedef struct mnode {
     char *path;            /* leaves; NULL inside a value-form $elemMatch */
     struct mnode **kids;   /* AND/OR/NOR/NOT/ELEM_VAL */
     size_t nkids;
-    bson_value_t arg;      /* EQ and comparisons: owned copy */
-    bool has_arg;
+    bson_value_t arg;      /* EQ and comparisons: owned copy (EOD, owning
+                              nothing, on other nodes) */
     bson_value_t *list;    /* IN: owned copies */
     mregex_t **list_re;    /* IN: compiled entry when the entry is a regex */
     size_t nlist;
@@ -109,10 +109,13 @@ struct matcher {
 };
 
 /* Node and regex lifecycle (matcher.c): a new node of `kind` on `path`
- * (copied; NULL inside a value-form $elemMatch), added under `parent`,
- * given a copy of `v`, freed with its subtree. */
+ * (copied; NULL inside a value-form $elemMatch), added under `parent`
+ * (which owns it from then on: a failed parse leaves it to the tree's
+ * destroy), a new node made and added in one step, given a copy of `v`,
+ * freed with its subtree. */
 mnode_t *matcher_node_new(mkind_t kind, const char *path);
 void matcher_node_add(mnode_t *parent, mnode_t *kid);
+mnode_t *matcher_node_add_new(mnode_t *parent, mkind_t kind, const char *path);
 void matcher_node_set_arg(mnode_t *n, const bson_value_t *v);
 void matcher_node_destroy(mnode_t *n);
 
@@ -120,6 +123,8 @@ void matcher_node_destroy(mnode_t *n);
  * for a bad pattern or flag), or from a BSON regex value. */
 mregex_t *matcher_regex_new(const char *pattern, size_t len, const char *flags, dberr_t *err);
 mregex_t *matcher_regex_from_value(const bson_value_t *v, dberr_t *err);
+/* The pattern and flags of the BSON regex `v` ("" where one is missing). */
+void matcher_regex_parts(const bson_value_t *v, const char **pattern, const char **flags);
 
 /* A clear error state for a matcher (or an $elemMatch's sub-matcher). */
 matcher_state_t *matcher_state_new(void);

@@ -23,6 +23,14 @@
 #include "geo/geo.h"
 #include "util/bsonview.h"
 
+/* A node walked along its path: leaf_hit stops at the first value the
+ * node's test passes and keeps the array position it matched through in
+ * `pos`; near_hit keeps the least distance of any value in `best`. */
+typedef struct node_walk {
+    const mnode_t *node;
+    int pos;
+    double best;
+} node_walk_t;
 
 /* A clear error state; not zeroed whole (a dberr_t is over a kilobyte). */
 matcher_state_t *matcher_state_new(void)
@@ -33,14 +41,32 @@ matcher_state_t *matcher_state_new(void)
     return st;
 }
 
-/* -- nodes -- */
+/* -- regular expressions -- */
 
-mnode_t *matcher_node_new(mkind_t kind, const char *path)
+mregex_t *matcher_regex_new(const char *pattern, size_t len, const char *flags, dberr_t *err)
 {
-    mnode_t *n = bson_malloc0(sizeof *n);
-    n->kind = kind;
-    n->path = path ? bson_strdup(path) : NULL;
-    return n;
+    pcre2_code *re = regexp_compile_query(pattern, len, flags, err);
+    if (!re)
+        return NULL;
+    mregex_t *r = bson_malloc0(sizeof *r);
+    r->code = re;
+    r->md = pcre2_match_data_create_from_pattern(re, NULL);
+    r->pattern = bson_strdup(pattern);
+    r->flags = bson_strdup(flags);
+    return r;
+}
+
+void matcher_regex_parts(const bson_value_t *v, const char **pattern, const char **flags)
+{
+    *pattern = v->value.v_regex.regex ? v->value.v_regex.regex : "";
+    *flags = v->value.v_regex.options ? v->value.v_regex.options : "";
+}
+
+mregex_t *matcher_regex_from_value(const bson_value_t *v, dberr_t *err)
+{
+    const char *p, *f;
+    matcher_regex_parts(v, &p, &f);
+    return matcher_regex_new(p, strlen(p), f, err);
 }
 
 static void regex_destroy(mregex_t *r)
@@ -54,6 +80,36 @@ static void regex_destroy(mregex_t *r)
     bson_free(r);
 }
 
+/* A regex matches strings and symbols by pattern, and BSON regexes with the
+ * same pattern and flags. */
+static bool regex_test(const mregex_t *r, const bson_value_t *v)
+{
+    const char *s;
+    size_t len;
+    if (v->value_type == BSON_TYPE_UTF8) {
+        s = v->value.v_utf8.str, len = v->value.v_utf8.len;
+    } else if (v->value_type == BSON_TYPE_SYMBOL) {
+        s = v->value.v_symbol.symbol, len = v->value.v_symbol.len;
+    } else if (v->value_type == BSON_TYPE_REGEX) {
+        const char *p, *f;
+        matcher_regex_parts(v, &p, &f);
+        return strcmp(p, r->pattern) == 0 && strcmp(f, r->flags) == 0;
+    } else {
+        return false;
+    }
+    return pcre2_match(r->code, (PCRE2_SPTR)s, len, 0, 0, r->md, NULL) >= 0;
+}
+
+/* -- nodes -- */
+
+mnode_t *matcher_node_new(mkind_t kind, const char *path)
+{
+    mnode_t *n = bson_malloc0(sizeof *n);
+    n->kind = kind;
+    n->path = path ? bson_strdup(path) : NULL;
+    return n;
+}
+
 void matcher_node_destroy(mnode_t *n)
 {
     if (!n)
@@ -61,8 +117,7 @@ void matcher_node_destroy(mnode_t *n)
     for (size_t i = 0; i < n->nkids; i++)
         matcher_node_destroy(n->kids[i]);
     bson_free(n->kids);
-    if (n->has_arg)
-        bson_value_destroy(&n->arg);
+    bson_value_destroy(&n->arg);
     for (size_t i = 0; i < n->nlist; i++) {
         bson_value_destroy(&n->list[i]);
         regex_destroy(n->list_re[i]);
@@ -86,52 +141,16 @@ void matcher_node_add(mnode_t *parent, mnode_t *kid)
     parent->kids[parent->nkids++] = kid;
 }
 
+mnode_t *matcher_node_add_new(mnode_t *parent, mkind_t kind, const char *path)
+{
+    mnode_t *kid = matcher_node_new(kind, path);
+    matcher_node_add(parent, kid);
+    return kid;
+}
+
 void matcher_node_set_arg(mnode_t *n, const bson_value_t *v)
 {
     bson_value_copy(v, &n->arg);
-    n->has_arg = true;
-}
-
-/* -- regular expressions -- */
-
-mregex_t *matcher_regex_new(const char *pattern, size_t len, const char *flags, dberr_t *err)
-{
-    pcre2_code *re = regexp_compile_query(pattern, len, flags, err);
-    if (!re)
-        return NULL;
-    mregex_t *r = bson_malloc0(sizeof *r);
-    r->code = re;
-    r->md = pcre2_match_data_create_from_pattern(re, NULL);
-    r->pattern = bson_strdup(pattern);
-    r->flags = bson_strdup(flags);
-    return r;
-}
-
-mregex_t *matcher_regex_from_value(const bson_value_t *v, dberr_t *err)
-{
-    const char *p = v->value.v_regex.regex ? v->value.v_regex.regex : "";
-    const char *f = v->value.v_regex.options ? v->value.v_regex.options : "";
-    return matcher_regex_new(p, strlen(p), f, err);
-}
-
-/* A regex matches strings and symbols by pattern, and BSON regexes with the
- * same pattern and flags. */
-static bool regex_test(const mregex_t *r, const bson_value_t *v)
-{
-    const char *s;
-    size_t len;
-    if (v->value_type == BSON_TYPE_UTF8) {
-        s = v->value.v_utf8.str, len = v->value.v_utf8.len;
-    } else if (v->value_type == BSON_TYPE_SYMBOL) {
-        s = v->value.v_symbol.symbol, len = v->value.v_symbol.len;
-    } else if (v->value_type == BSON_TYPE_REGEX) {
-        const char *p = v->value.v_regex.regex ? v->value.v_regex.regex : "";
-        const char *f = v->value.v_regex.options ? v->value.v_regex.options : "";
-        return strcmp(p, r->pattern) == 0 && strcmp(f, r->flags) == 0;
-    } else {
-        return false;
-    }
-    return pcre2_match(r->code, (PCRE2_SPTR)s, len, 0, 0, r->md, NULL) >= 0;
 }
 
 /* -- single-value tests -- */
@@ -238,8 +257,8 @@ static void matcher_note_error(const matcher_t *m, const dberr_t *err)
     m->st->error = *err;
 }
 
-/* A leaf predicate against one value; `elem_pos` receives the element index
- * for the $elemMatch forms. */
+/* A leaf predicate against one value; when an $elemMatch form matches,
+ * `elem_pos` receives the element index (it is left alone otherwise). */
 static bool leaf_test(const mnode_t *n, const bson_value_t *v, int *elem_pos)
 {
     switch (n->kind) {
@@ -280,10 +299,8 @@ static bool leaf_test(const mnode_t *n, const bson_value_t *v, int *elem_pos)
     case MN_ELEM_VAL: {
         if (v->value_type != BSON_TYPE_ARRAY)
             return false;
-        bson_t arr;
         bson_iter_t it;
-        if (!bson_init_static(&arr, v->value.v_doc.data, v->value.v_doc.data_len) ||
-            !bson_iter_init(&it, &arr))
+        if (!bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len))
             return false;
         int i = 0;
         while (bson_iter_next(&it)) {
@@ -331,20 +348,13 @@ static bool eval_value(const mnode_t *n, const bson_value_t *v)
     }
 }
 
-typedef struct leaf_run {
-    const mnode_t *node;
-    bool matched;
-    int pos;
-} leaf_run_t;
-
 static bool leaf_hit(const path_hit_t *hit, void *ctx)
 {
-    leaf_run_t *lr = ctx;
-    int elem_pos = -1;
-    if (!leaf_test(lr->node, hit->value, &elem_pos))
+    node_walk_t *w = ctx;
+    if (!leaf_test(w->node, hit->value, &w->pos)) /* sets pos only on a match */
         return true;
-    lr->matched = true;
-    lr->pos = hit->array_pos >= 0 ? hit->array_pos : elem_pos;
+    if (hit->array_pos >= 0)
+        w->pos = hit->array_pos;
     return false;
 }
 
@@ -403,11 +413,11 @@ static bool eval(const matcher_t *m, const mnode_t *n, const bson_t *doc, int *p
     }
     default: {
         bool expand = n->kind != MN_SIZE && n->kind != MN_ELEM_OBJ && n->kind != MN_ELEM_VAL;
-        leaf_run_t lr = {n, false, -1};
-        path_walk(doc, n->path, expand, leaf_hit, &lr);
-        if (lr.matched && pos && *pos < 0)
-            *pos = lr.pos;
-        return lr.matched;
+        node_walk_t w = {n, -1, -1};
+        bool matched = !path_walk(doc, n->path, expand, leaf_hit, &w);
+        if (matched && pos && *pos < 0)
+            *pos = w.pos;
+        return matched;
     }
     }
 }
@@ -561,15 +571,10 @@ const geo_pred_t *matcher_geo_on(const matcher_t *m, const char *path)
     return NULL;
 }
 
-typedef struct near_walk {
-    const geo_pred_t *geo;
-    double best;
-} near_walk_t;
-
 static bool near_hit(const path_hit_t *hit, void *ctx)
 {
-    near_walk_t *w = ctx;
-    double d = geo_pred_distance(w->geo, hit->value);
+    node_walk_t *w = ctx;
+    double d = geo_pred_distance(w->node->geo, hit->value);
     if (d >= 0 && (w->best < 0 || d < w->best))
         w->best = d;
     return true;
@@ -580,7 +585,7 @@ double matcher_near_distance(const matcher_t *m, const bson_t *doc)
     const mnode_t *n = near_node(m);
     if (!n)
         return -1;
-    near_walk_t w = {n->geo, -1};
+    node_walk_t w = {n, -1, -1};
     path_walk(doc, n->path, true, near_hit, &w);
     return w.best;
 }

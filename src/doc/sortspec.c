@@ -24,6 +24,18 @@ struct sortspec {
     matcher_t *text; /* a reference to the filter whose $text gives the scores, or NULL */
 };
 
+void sortspec_destroy(sortspec_t *s)
+{
+    if (!s)
+        return;
+    for (int i = 0; i < s->nkeys; i++)
+        bson_free(s->keys[i].path);
+    bson_free(s->keys);
+    collation_destroy(s->coll);
+    matcher_destroy(s->text);
+    bson_free(s);
+}
+
 sortspec_t *sortspec_new(const bson_t *spec, dberr_t *err)
 {
     sortspec_t *s = bson_malloc0(sizeof *s);
@@ -88,18 +100,6 @@ sortspec_t *sortspec_new(const bson_t *spec, dberr_t *err)
 cleanup: /* reached only on failure */
     sortspec_destroy(s);
     return NULL;
-}
-
-void sortspec_destroy(sortspec_t *s)
-{
-    if (!s)
-        return;
-    for (int i = 0; i < s->nkeys; i++)
-        bson_free(s->keys[i].path);
-    bson_free(s->keys);
-    collation_destroy(s->coll);
-    matcher_destroy(s->text);
-    bson_free(s);
 }
 
 /* The sort key of one document for one path. */

@@ -23,6 +23,14 @@ struct geo_shape {
 /* Reads a number (int, long, double, decimal) into `*d`; false otherwise. */
 bool geo_number(const bson_iter_t *it, double *d);
 
+/* Starts `it` on the array or document value `v`; false when `v` holds
+ * another type or is not valid BSON. */
+bool geo_value_iter(const bson_value_t *v, bson_iter_t *it);
+
+/* A legacy point shape at (x, y), with its sphere side when (x, y) is a
+ * valid longitude/latitude. */
+geo_shape_t *geo_flat_point_new(double x, double y);
+
 /* Parses a flat point ([x, y] or {x: .., y: ..}) at `it`; `allow_extra`:
  * more than two elements are allowed. BadValue as mongod's. */
 bool geo_flat_point(const bson_iter_t *it, bool allow_extra, double *x, double *y, dberr_t *err);

@@ -90,11 +90,9 @@ bool geo2d_params_parse(const bson_t *spec, geo2d_params_t *p, dberr_t *err)
 static bool geo2d_key_of(const geo2d_params_t *p, const bson_value_t *pair, int64_t *key,
                          dberr_t *err)
 {
-    bson_t obj;
     bson_iter_t it;
     double xy[2];
-    if (!bson_init_static(&obj, pair->value.v_doc.data, pair->value.v_doc.data_len) ||
-        !bson_iter_init(&it, &obj) || !bson_iter_next(&it))
+    if (!geo_value_iter(pair, &it) || !bson_iter_next(&it))
         return dberr_set(err, 13067, "geo field is empty");
     for (int i = 0; i < 2; i++) {
         if (i == 1 && !bson_iter_next(&it))
@@ -117,13 +115,9 @@ bool geo2d_keys(const geo2d_params_t *p, const bson_value_t *v, int64_t *out, si
                 dberr_t *err)
 {
     *n = 0;
-    if (v->value_type != BSON_TYPE_ARRAY && v->value_type != BSON_TYPE_DOCUMENT)
-        return true;
-    bson_t obj;
     bson_iter_t it;
-    if (!bson_init_static(&obj, v->value.v_doc.data, v->value.v_doc.data_len) ||
-        !bson_iter_init(&it, &obj) || !bson_iter_next(&it))
-        return true; /* empty: ignored, as mongod */
+    if (!geo_value_iter(v, &it) || !bson_iter_next(&it))
+        return true; /* not a location, or empty: ignored, as mongod */
     double first;
     int64_t key;
     if (geo_number(&it, &first)) { /* one location */

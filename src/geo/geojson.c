@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "geo/geo-private.h"
+#include "util/bsonview.h"
 #include "util/shellfmt.h"
 
 /* One growing array of (lng, lat) pairs. */
@@ -27,6 +28,26 @@ static void coords_push(coords_t *c, double x, double y)
 static const char *type_name_at(const bson_iter_t *it)
 {
     return shellfmt_type_name(it ? bson_iter_type(it) : BSON_TYPE_EOD);
+}
+
+bool geo_value_iter(const bson_value_t *v, bson_iter_t *it)
+{
+    return (v->value_type == BSON_TYPE_ARRAY || v->value_type == BSON_TYPE_DOCUMENT) &&
+           bson_iter_init_from_data(it, v->value.v_doc.data, v->value.v_doc.data_len);
+}
+
+geo_shape_t *geo_flat_point_new(double x, double y)
+{
+    geo_shape_t *s = bson_malloc0(sizeof *s);
+    s->type = GEO_POINT;
+    s->crs = GEO_CRS_FLAT;
+    s->x = x;
+    s->y = y;
+    if (geo_valid_lnglat(x, y)) {
+        s->s2 = s2shim_geom_new();
+        s2shim_geom_add_point(s->s2, x, y);
+    }
+    return s;
 }
 
 bool geo_number(const bson_iter_t *it, double *d)
@@ -109,73 +130,74 @@ static bool parse_positions(const bson_iter_t *it, coords_t *out, dberr_t *err)
     return true;
 }
 
+/* What an S2 refusal's message shows besides mongod's words. */
+typedef enum {
+    S2_PART_NONE,  /* nothing */
+    S2_PART_WHOLE, /* the whole geometry */
+    S2_PART_LOOP,  /* the offending loop */
+    S2_PART_FIRST, /* the polygon's first loop */
+    S2_PART_TEXT,  /* S2's own explanation */
+    S2_PART_COUNT, /* the vertex or loop count S2 gave */
+    S2_NPARTS
+} s2_part_t;
+
+/* mongod's message for each S2 refusal: a format whose only conversions
+ * are up to two %s, filled with parts a and b. */
+static const struct {
+    const char *fmt;
+    s2_part_t a, b;
+} s2_messages[] = {
+    [S2SHIM_LINE_TOO_FEW] = {"GeoJSON LineString must have at least 2 vertices, instead got %s "
+                             "vertices: %s",
+                             S2_PART_COUNT, S2_PART_WHOLE},
+    [S2SHIM_LINE_INVALID] = {"GeoJSON LineString is not valid: %s %s", S2_PART_TEXT, S2_PART_WHOLE},
+    [S2SHIM_LOOP_EMPTY] = {"Loop has no vertices: %s", S2_PART_LOOP, S2_PART_NONE},
+    [S2SHIM_LOOP_NOT_CLOSED] = {"Loop is not closed, first vertex does not equal last vertex: %s",
+                                S2_PART_LOOP, S2_PART_NONE},
+    [S2SHIM_LOOP_TOO_FEW] = {"Loop must have at least 3 different vertices, %s unique vertices "
+                             "were provided: %s",
+                             S2_PART_COUNT, S2_PART_LOOP},
+    [S2SHIM_LOOP_INVALID] = {"Loop is not valid: %s %s", S2_PART_LOOP, S2_PART_TEXT},
+    [S2SHIM_LOOP_NOT_HOLE] = {"Secondary loops not contained by first exterior loop - secondary "
+                              "loops must be holes: %s first loop: %s",
+                              S2_PART_LOOP, S2_PART_FIRST},
+    [S2SHIM_POLYGON_INVALID] = {"Polygon isn't valid: %s %s", S2_PART_TEXT, S2_PART_WHOLE},
+    [S2SHIM_NOT_NORMALIZED] = {"Loop shares more than one vertex with its parent loop: %s",
+                               S2_PART_WHOLE, S2_PART_NONE},
+    [S2SHIM_MULTI_EXTERIOR] = {"Only one exterior polygon loop is allowed: %s", S2_PART_WHOLE,
+                               S2_PART_NONE},
+    [S2SHIM_NESTED] = {"Polygon interior loops cannot be nested: %s", S2_PART_WHOLE, S2_PART_NONE},
+    [S2SHIM_BIG_LOOPS] = {"Only one simple loop is allowed in a big polygon, instead provided %s "
+                          "loops: %s",
+                          S2_PART_COUNT, S2_PART_WHOLE},
+};
+
+/* The value at `it` in the shell's notation; "" without one. */
+static char *shown_at(const bson_iter_t *it)
+{
+    return it ? shellfmt_value(bson_iter_value((bson_iter_t *)it)) : bson_strdup("");
+}
+
 static bool s2_refused(const s2shim_error_t *e, const bson_iter_t *whole, const bson_iter_t *loop,
                        dberr_t *err)
 {
-    char *w = shellfmt_value(bson_iter_value((bson_iter_t *)whole));
-    char *l = loop ? shellfmt_value(bson_iter_value((bson_iter_t *)loop)) : bson_strdup("");
-    switch (e->status) {
-    case S2SHIM_LINE_TOO_FEW:
-        dberr_set(err, DBERR_BAD_VALUE,
-                  "GeoJSON LineString must have at least 2 vertices, instead got %zu vertices: %s",
-                  e->detail, w);
-        break;
-    case S2SHIM_LINE_INVALID:
-        dberr_set(err, DBERR_BAD_VALUE, "GeoJSON LineString is not valid: %s %s", e->text, w);
-        break;
-    case S2SHIM_LOOP_EMPTY:
-        dberr_set(err, DBERR_BAD_VALUE, "Loop has no vertices: %s", l);
-        break;
-    case S2SHIM_LOOP_NOT_CLOSED:
-        dberr_set(err, DBERR_BAD_VALUE,
-                  "Loop is not closed, first vertex does not equal last vertex: %s", l);
-        break;
-    case S2SHIM_LOOP_TOO_FEW:
-        dberr_set(err, DBERR_BAD_VALUE,
-                  "Loop must have at least 3 different vertices, %zu unique vertices were "
-                  "provided: %s",
-                  e->detail, l);
-        break;
-    case S2SHIM_LOOP_INVALID:
-        dberr_set(err, DBERR_BAD_VALUE, "Loop is not valid: %s %s", l, e->text);
-        break;
-    case S2SHIM_LOOP_NOT_HOLE: {
-        bson_iter_t first;
-        char *f = NULL;
-        if (bson_iter_recurse(whole, &first) && bson_iter_next(&first))
-            f = shellfmt_value(bson_iter_value(&first));
-        dberr_set(err, DBERR_BAD_VALUE,
-                  "Secondary loops not contained by first exterior loop - secondary loops must "
-                  "be holes: %s first loop: %s",
-                  l, f ? f : "");
-        bson_free(f);
-        break;
-    }
-    case S2SHIM_POLYGON_INVALID:
-        dberr_set(err, DBERR_BAD_VALUE, "Polygon isn't valid: %s %s", e->text, w);
-        break;
-    case S2SHIM_NOT_NORMALIZED:
-        dberr_set(err, DBERR_BAD_VALUE, "Loop shares more than one vertex with its parent loop: %s",
-                  w);
-        break;
-    case S2SHIM_MULTI_EXTERIOR:
-        dberr_set(err, DBERR_BAD_VALUE, "Only one exterior polygon loop is allowed: %s", w);
-        break;
-    case S2SHIM_NESTED:
-        dberr_set(err, DBERR_BAD_VALUE, "Polygon interior loops cannot be nested: %s", w);
-        break;
-    case S2SHIM_BIG_LOOPS:
-        dberr_set(err, DBERR_BAD_VALUE,
-                  "Only one simple loop is allowed in a big polygon, instead provided %zu loops: "
-                  "%s",
-                  e->detail, w);
-        break;
-    default:
-        dberr_set(err, DBERR_INTERNAL_ERROR, "geometry refused by S2");
-        break;
-    }
-    bson_free(w);
-    bson_free(l);
+    size_t st = (size_t)e->status;
+    if (st >= sizeof s2_messages / sizeof s2_messages[0] || !s2_messages[st].fmt)
+        return dberr_set(err, DBERR_INTERNAL_ERROR, "geometry refused by S2");
+    bson_iter_t first;
+    bool has_first = bson_iter_recurse(whole, &first) && bson_iter_next(&first);
+    char *parts[S2_NPARTS] = {
+        [S2_PART_NONE] = bson_strdup(""),
+        [S2_PART_WHOLE] = shown_at(whole),
+        [S2_PART_LOOP] = shown_at(loop),
+        [S2_PART_FIRST] = shown_at(has_first ? &first : NULL),
+        [S2_PART_TEXT] = bson_strdup(e->text),
+        [S2_PART_COUNT] = bson_strdup_printf("%zu", e->detail),
+    };
+    dberr_set(err, DBERR_BAD_VALUE, s2_messages[st].fmt, parts[s2_messages[st].a],
+              parts[s2_messages[st].b]);
+    for (int i = 0; i < S2_NPARTS; i++)
+        bson_free(parts[i]);
     return false;
 }
 
@@ -382,8 +404,6 @@ static bool add_geojson(geo_shape_t *shape, const bson_t *obj, int type, bool al
         size_t i = 0;
         for (; bson_iter_next(&c); i++) {
             bson_t sub;
-            uint32_t len;
-            const uint8_t *data;
             if (!BSON_ITER_HOLDS_DOCUMENT(&c)) {
                 char *s = shellfmt_value(bson_iter_value(&c));
                 dberr_set(err, DBERR_BAD_VALUE,
@@ -393,8 +413,7 @@ static bool add_geojson(geo_shape_t *shape, const bson_t *obj, int type, bool al
                 bson_free(s);
                 return false;
             }
-            bson_iter_document(&c, &len, &data);
-            if (!bson_init_static(&sub, data, len))
+            if (!bsonview_iter(&c, &sub))
                 return dberr_set(err, DBERR_BAD_VALUE, "invalid GeometryCollection element");
             int t = parse_type(&sub);
             if (t < 0)
@@ -445,13 +464,8 @@ geo_shape_t *geo_collection_areas(const bson_t *obj)
     size_t added = 0;
     while (bson_iter_next(&c)) {
         bson_t sub;
-        uint32_t len;
-        const uint8_t *data;
         dberr_t err;
-        if (!BSON_ITER_HOLDS_DOCUMENT(&c))
-            continue;
-        bson_iter_document(&c, &len, &data);
-        if (!bson_init_static(&sub, data, len))
+        if (!BSON_ITER_HOLDS_DOCUMENT(&c) || !bsonview_iter(&c, &sub))
             continue;
         int t = parse_type(&sub);
         if ((t == GEO_POLYGON || t == GEO_MULTIPOLYGON) && add_geojson(s, &sub, t, false, &err))
@@ -490,18 +504,7 @@ geo_shape_t *geo_shape_from_stored(const bson_value_t *v, dberr_t *err)
         bool ok =
             bson_iter_init_find(&whole, &wrap, "p") && geo_flat_point(&whole, true, &x, &y, err);
         bson_destroy(&wrap);
-        if (!ok)
-            return NULL;
-        geo_shape_t *s = bson_malloc0(sizeof *s);
-        s->type = GEO_POINT;
-        s->crs = GEO_CRS_FLAT;
-        s->x = x;
-        s->y = y;
-        if (geo_valid_lnglat(x, y)) {
-            s->s2 = s2shim_geom_new();
-            s2shim_geom_add_point(s->s2, x, y);
-        }
-        return s;
+        return ok ? geo_flat_point_new(x, y) : NULL;
     }
     return geo_shape_from_geojson(&obj, false, err);
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "geo/geo-private.h"
+#include "util/bsonview.h"
 #include "util/shellfmt.h"
 
 bool geo_pred_is_operator(const char *op)
@@ -14,13 +15,23 @@ bool geo_pred_is_operator(const char *op)
            strcmp(op, "$geoIntersects") == 0;
 }
 
+/* Frees the region of `p`, leaving it with none. */
+static void geo_pred_clear_region(geo_pred_t *p)
+{
+    geo_shape_destroy(p->shape);
+    p->shape = NULL;
+    geo_shape_destroy(p->area);
+    p->area = NULL;
+    bson_free(p->poly);
+    p->poly = NULL;
+    p->npoly = 0;
+}
+
 void geo_pred_destroy(geo_pred_t *p)
 {
     if (!p)
         return;
-    geo_shape_destroy(p->shape);
-    geo_shape_destroy(p->area);
-    bson_free(p->poly);
+    geo_pred_clear_region(p);
     bson_free(p);
 }
 
@@ -96,83 +107,63 @@ static bool parse_flat_polygon(geo_pred_t *p, const bson_iter_t *spec, dberr_t *
     return true;
 }
 
-/* One geo specifier ($geometry, $box, ...) of the operator's object. */
+/* $geometry: GeoJSON, or a legacy point ([x, y] or {x: .., y: ..}). */
+static bool parse_geometry(geo_pred_t *p, const bson_iter_t *spec, dberr_t *err)
+{
+    bson_iter_t first;
+    double d;
+    bool legacy = BSON_ITER_HOLDS_ARRAY(spec) || (bson_iter_recurse(spec, &first) &&
+                                                  bson_iter_next(&first) && geo_number(&first, &d));
+    if (legacy) {
+        double x, y;
+        if (!geo_flat_point(spec, false, &x, &y, err))
+            return false;
+        p->shape = geo_flat_point_new(x, y);
+        return true;
+    }
+    bson_t obj;
+    if (!bsonview_iter(spec, &obj))
+        return dberr_set(err, DBERR_BAD_VALUE, "invalid $geometry");
+    p->shape = geo_shape_from_geojson(&obj, true, err);
+    if (p->shape && p->shape->type == GEO_COLLECTION)
+        p->area = geo_collection_areas(&obj);
+    return p->shape != NULL;
+}
+
+/* The geo specifiers of $geoWithin / $geoIntersects by the region each
+ * gives: its name and its parser. */
+static const struct {
+    const char *name;
+    bool (*parse)(geo_pred_t *p, const bson_iter_t *spec, dberr_t *err);
+} geo_specifiers[] = {
+    [REGION_SHAPE] = {"$geometry", parse_geometry},
+    [REGION_CENTER_SPHERE] = {"$centerSphere", parse_circle},
+    [REGION_BOX] = {"$box", parse_box},
+    [REGION_CENTER] = {"$center", parse_circle},
+    [REGION_POLYGON] = {"$polygon", parse_flat_polygon},
+};
+
+/* One geo specifier ($geometry, $box, ...) of the operator's object; a
+ * later one replaces an earlier one's region. */
 static bool parse_specifier(geo_pred_t *p, const bson_iter_t *spec, dberr_t *err)
 {
     const char *k = bson_iter_key(spec);
     bool is_obj = BSON_ITER_HOLDS_DOCUMENT(spec) || BSON_ITER_HOLDS_ARRAY(spec);
-    static const struct {
-        const char *name;
-        region_kind_t kind;
-    } specs[] = {{"$box", REGION_BOX},
-                 {"$center", REGION_CENTER},
-                 {"$polygon", REGION_POLYGON},
-                 {"$centerSphere", REGION_CENTER_SPHERE},
-                 {"$geometry", REGION_SHAPE}};
-    size_t i;
-    for (i = 0; i < sizeof specs / sizeof specs[0]; i++) {
-        if (strcmp(k, specs[i].name) == 0)
-            break;
-    }
-    if (i == sizeof specs / sizeof specs[0] || !is_obj)
-        return bad_element(err, "unknown geo specifier: ", spec);
-    geo_shape_destroy(p->shape);
-    p->shape = NULL;
-    geo_shape_destroy(p->area);
-    p->area = NULL;
-    bson_free(p->poly);
-    p->poly = NULL;
-    p->npoly = 0;
-    p->kind = specs[i].kind;
-    switch (p->kind) {
-    case REGION_BOX:
-        return parse_box(p, spec, err);
-    case REGION_CENTER:
-    case REGION_CENTER_SPHERE:
-        return parse_circle(p, spec, err);
-    case REGION_POLYGON:
-        return parse_flat_polygon(p, spec, err);
-    case REGION_SHAPE: {
-        bson_iter_t first;
-        double d;
-        bool legacy =
-            BSON_ITER_HOLDS_ARRAY(spec) ||
-            (bson_iter_recurse(spec, &first) && bson_iter_next(&first) && geo_number(&first, &d));
-        if (legacy) {
-            double x, y;
-            if (!geo_flat_point(spec, false, &x, &y, err))
-                return false;
-            p->shape = bson_malloc0(sizeof *p->shape);
-            p->shape->type = GEO_POINT;
-            p->shape->crs = GEO_CRS_FLAT;
-            p->shape->x = x;
-            p->shape->y = y;
-            if (geo_valid_lnglat(x, y)) {
-                p->shape->s2 = s2shim_geom_new();
-                s2shim_geom_add_point(p->shape->s2, x, y);
-            }
-            return true;
+    for (size_t i = 0; is_obj && i < sizeof geo_specifiers / sizeof geo_specifiers[0]; i++) {
+        if (strcmp(k, geo_specifiers[i].name) == 0) {
+            geo_pred_clear_region(p);
+            p->kind = (region_kind_t)i;
+            return geo_specifiers[i].parse(p, spec, err);
         }
-        uint32_t len;
-        const uint8_t *data;
-        bson_t obj;
-        bson_iter_document(spec, &len, &data);
-        if (!bson_init_static(&obj, data, len))
-            return dberr_set(err, DBERR_BAD_VALUE, "invalid $geometry");
-        p->shape = geo_shape_from_geojson(&obj, true, err);
-        if (p->shape && p->shape->type == GEO_COLLECTION)
-            p->area = geo_collection_areas(&obj);
-        return p->shape != NULL;
     }
-    }
-    return false;
+    return bad_element(err, "unknown geo specifier: ", spec);
 }
 
 geo_pred_t *geo_pred_new(const char *op, const bson_value_t *arg, dberr_t *err)
 {
     geo_pred_t *p = bson_malloc0(sizeof *p);
     p->within = strcmp(op, "$geoIntersects") != 0;
-    bson_t wrap = BSON_INITIALIZER, obj;
+    bson_t wrap = BSON_INITIALIZER;
     bson_iter_t whole, it;
     bool found = false;
     BSON_APPEND_VALUE(&wrap, op, arg);
@@ -181,8 +172,7 @@ geo_pred_t *geo_pred_new(const char *op, const bson_value_t *arg, dberr_t *err)
         bad_element(err, "geo query should be an object: ", &whole);
         goto fail;
     }
-    if (!bson_init_static(&obj, arg->value.v_doc.data, arg->value.v_doc.data_len) ||
-        !bson_iter_init(&it, &obj)) {
+    if (!geo_value_iter(arg, &it)) {
         dberr_set(err, DBERR_BAD_VALUE, "invalid %s", op);
         goto fail;
     }
@@ -270,11 +260,8 @@ static bool test_shape(const geo_pred_t *p, const geo_shape_t *s)
  * point. False for anything else (GeoJSON included). */
 static bool stored_flat_point(const bson_value_t *v, double *x, double *y)
 {
-    bson_t obj;
     bson_iter_t it;
-    if ((v->value_type != BSON_TYPE_ARRAY && v->value_type != BSON_TYPE_DOCUMENT) ||
-        !bson_init_static(&obj, v->value.v_doc.data, v->value.v_doc.data_len) ||
-        !bson_iter_init(&it, &obj) || !bson_iter_next(&it) || !geo_number(&it, x) ||
+    if (!geo_value_iter(v, &it) || !bson_iter_next(&it) || !geo_number(&it, x) ||
         !bson_iter_next(&it) || !geo_number(&it, y))
         return false;
     return isfinite(*x) && isfinite(*y);
@@ -332,10 +319,7 @@ static bool near_parse_new(geo_pred_t *p, const bson_iter_t *near, const bson_t 
         const char *k = bson_iter_key(&e);
         if (strcmp(k, "$geometry") == 0 && BSON_ITER_HOLDS_DOCUMENT(&e)) {
             bson_t obj;
-            uint32_t len;
-            const uint8_t *data;
-            bson_iter_document(&e, &len, &data);
-            if (!bson_init_static(&obj, data, len))
+            if (!bsonview_iter(&e, &obj))
                 return dberr_set(err, DBERR_BAD_VALUE, "invalid $geometry");
             dberr_t why;
             geo_shape_t *s = geo_shape_from_geojson(&obj, false, &why);
@@ -440,16 +424,6 @@ fail:
     return NULL;
 }
 
-bool geo_pred_is_near(const geo_pred_t *p)
-{
-    return p->near;
-}
-
-geo_near_units_t geo_pred_near_units(const geo_pred_t *p)
-{
-    return p->flat ? GEO_NEAR_FLAT : p->radians ? GEO_NEAR_RADIANS : GEO_NEAR_METRES;
-}
-
 /* The distance to `v` as one geometry; -1 when it is none. */
 static double distance_one(const geo_pred_t *p, const bson_value_t *v)
 {
@@ -485,11 +459,8 @@ double geo_pred_distance_at(const geo_pred_t *p, const bson_value_t *v, bson_val
     /* a legacy $near measures to each location of a 2d index's
      * multi-location value ({home: [x, y], work: [x, y]}), as mongod's
      * GeoNear2DStage does with get2DKeys's locations */
-    bson_t obj;
     bson_iter_t it;
-    if ((v->value_type != BSON_TYPE_ARRAY && v->value_type != BSON_TYPE_DOCUMENT) ||
-        !bson_init_static(&obj, v->value.v_doc.data, v->value.v_doc.data_len) ||
-        !bson_iter_init(&it, &obj))
+    if (!geo_value_iter(v, &it))
         return -1;
     bson_iter_t all = it;
     while (bson_iter_next(&all)) { /* get2DKeys's grammar: locations only */
@@ -505,6 +476,16 @@ double geo_pred_distance_at(const geo_pred_t *p, const bson_value_t *v, bson_val
         }
     }
     return d;
+}
+
+bool geo_pred_is_near(const geo_pred_t *p)
+{
+    return p->near;
+}
+
+geo_near_units_t geo_pred_near_units(const geo_pred_t *p)
+{
+    return p->flat ? GEO_NEAR_FLAT : p->radians ? GEO_NEAR_RADIANS : GEO_NEAR_METRES;
 }
 
 double geo_pred_near_whole(const geo_pred_t *p)
