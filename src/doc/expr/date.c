@@ -833,14 +833,6 @@ static bool op_trunc(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, 
 /* $tsSecond (aux 0) and $tsIncrement (aux 1). */
 static bool op_ts(const expr_t *e, const bson_value_t *v, bson_value_t *out, dberr_t *err)
 {
-    if (expr_is_nullish(v)) {
-        expr_val_null(out);
-        return true;
-    }
-    if (v->value_type != BSON_TYPE_TIMESTAMP)
-        return dberr_set(err, e->op->aux ? 5687302 : 5687301,
-                         "Argument to %s must be a timestamp, but is %s", e->op->name,
-                         shellfmt_type_name(v->value_type));
     expr_val_int64(out, e->op->aux ? v->value.v_timestamp.increment
                                    : v->value.v_timestamp.timestamp);
     return true;
@@ -868,7 +860,11 @@ const expr_op_t expr_date_ops[] = {
     {"$dateSubtract", op_add, OPP_CUSTOM, 0, 0, {0}, 1, NULL, NULL, parse_add},
     {"$dateDiff", op_diff, OPP_CUSTOM, 0, 0, {0}, 1, NULL, NULL, parse_diff},
     {"$dateTrunc", op_trunc, OPP_CUSTOM, 0, 0, {0}, 2, NULL, NULL, parse_trunc},
-    {"$tsSecond", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, op_ts},
-    {"$tsIncrement", NULL, OPP_ARGS, 1, 1, {0}, 1, NULL, op_ts},
+    {"$tsSecond", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, op_ts,
+     .input = {BSON_TYPE_TIMESTAMP, 5687301,
+               "Argument to $tsSecond must be a timestamp, but is %s"}},
+    {"$tsIncrement", NULL, OPP_ARGS, 1, 1, {0}, 1, NULL, op_ts,
+     .input = {BSON_TYPE_TIMESTAMP, 5687302,
+               "Argument to $tsIncrement must be a timestamp, but is %s"}},
     {NULL},
 };

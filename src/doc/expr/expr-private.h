@@ -73,6 +73,15 @@ struct expr_op {
      * required parameter, by position in `params` (0: 16880). */
     int named_codes[2];
     int missing_codes[5];
+    /* An `eager` operator of one argument that answers null for a nullish
+     * argument and takes only `input.type` (0: no such check): another type
+     * fails with `input.code` and `input.fmt` (one %s: the name mongod gives
+     * that type) before `eager` runs. */
+    struct {
+        bson_type_t type;
+        int code;
+        const char *fmt;
+    } input;
 };
 
 /* The most arguments an eager operator takes. */
@@ -141,11 +150,6 @@ int expr_agg_compare_coll(const bson_value_t *a, const bson_value_t *b, const co
  * (one %s: the name mongod gives the type `v` has). */
 bool expr_check_type(const bson_value_t *v, bson_type_t want, int code, const char *fmt,
                      dberr_t *err);
-/* The one argument `v` of an operator that answers null for a nullish
- * argument and takes only `want`: 0 when `out` is already that null, -1
- * with `code` and `fmt` (as expr_check_type) for another type, 1 to go on. */
-int expr_unary(const bson_value_t *v, bson_type_t want, int code, const char *fmt,
-               bson_value_t *out, dberr_t *err);
 /* The elements of the array value `arr` into *vals (bson_malloc'd, *n of
  * them, each borrowing `arr`'s bytes); false with `err` when the loop was
  * stopped (fiber_check). */

@@ -263,6 +263,21 @@ static bool eval_array(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out
     return true;
 }
 
+/* The argument `v` of an operator row with an `input` type: 0 when `out`
+ * is already the null a nullish `v` answers, -1 with the row's code and
+ * message for another type than the row's, 1 to go on. */
+static int eager_input(const expr_op_t *op, const bson_value_t *v, bson_value_t *out,
+                       dberr_t *err)
+{
+    if (!op->input.type)
+        return 1;
+    if (expr_is_nullish(v)) {
+        expr_val_null(out);
+        return 0;
+    }
+    return expr_check_type(v, op->input.type, op->input.code, op->input.fmt, err) ? 1 : -1;
+}
+
 /* An eager operator: its arguments evaluated, then the operator. */
 static bool eval_eager(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
 {
@@ -271,7 +286,8 @@ static bool eval_eager(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out
         return dberr_set(err, DBERR_INTERNAL_ERROR, "%s: too many arguments", e->op->name);
     if (!expr_eval_args(e, ctx, args, err))
         return false;
-    bool ok = e->op->eager(e, args, out, err);
+    int go = eager_input(e->op, args, out, err);
+    bool ok = go > 0 ? e->op->eager(e, args, out, err) : go == 0;
     expr_free_args(args, e->nargs);
     return ok;
 }
@@ -918,12 +934,3 @@ bool expr_check_type(const bson_value_t *v, bson_type_t want, int code, const ch
     return dberr_set(err, code, fmt, shellfmt_type_name(v->value_type));
 }
 
-int expr_unary(const bson_value_t *v, bson_type_t want, int code, const char *fmt,
-               bson_value_t *out, dberr_t *err)
-{
-    if (expr_is_nullish(v)) {
-        expr_val_null(out);
-        return 0;
-    }
-    return expr_check_type(v, want, code, fmt, err) ? 1 : -1;
-}
