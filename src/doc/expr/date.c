@@ -838,7 +838,8 @@ static bool op_ts(const expr_t *e, const bson_value_t *v, bson_value_t *out, dbe
     return true;
 }
 
-#define PART_ROW(name, part) {name, op_part, OPP_CUSTOM, 0, 0, {0}, part, NULL, NULL, parse_part}
+#define PART_ROW(name, part)                                                                       \
+    {name, .fn = op_part, .parse = OPP_CUSTOM, .parse_fn = parse_part, .aux = part}
 
 const expr_op_t expr_date_ops[] = {
     PART_ROW("$year", PART_YEAR),
@@ -854,16 +855,16 @@ const expr_op_t expr_date_ops[] = {
     PART_ROW("$isoWeek", PART_ISO_WEEK),
     PART_ROW("$isoWeekYear", PART_ISO_YEAR),
     PART_ROW("$isoDayOfWeek", PART_ISO_DOW),
-    {"$dateToParts", op_to_parts, OPP_CUSTOM, 0, 0, {0}, 0, NULL, NULL, parse_to_parts},
-    {"$dateFromParts", op_from_parts, OPP_CUSTOM, 0, 0, {0}, 0, NULL, NULL, parse_from_parts},
-    {"$dateAdd", op_add, OPP_CUSTOM, 0, 0, {0}, 0, NULL, NULL, parse_add},
-    {"$dateSubtract", op_add, OPP_CUSTOM, 0, 0, {0}, 1, NULL, NULL, parse_add},
-    {"$dateDiff", op_diff, OPP_CUSTOM, 0, 0, {0}, 1, NULL, NULL, parse_diff},
-    {"$dateTrunc", op_trunc, OPP_CUSTOM, 0, 0, {0}, 2, NULL, NULL, parse_trunc},
-    {"$tsSecond", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, op_ts,
+    {"$dateToParts", .fn = op_to_parts, .parse = OPP_CUSTOM, .parse_fn = parse_to_parts},
+    {"$dateFromParts", .fn = op_from_parts, .parse = OPP_CUSTOM, .parse_fn = parse_from_parts},
+    {"$dateAdd", .fn = op_add, .parse = OPP_CUSTOM, .parse_fn = parse_add, .aux = 0},
+    {"$dateSubtract", .fn = op_add, .parse = OPP_CUSTOM, .parse_fn = parse_add, .aux = 1},
+    {"$dateDiff", .fn = op_diff, .parse = OPP_CUSTOM, .parse_fn = parse_diff, .aux = 1},
+    {"$dateTrunc", .fn = op_trunc, .parse = OPP_CUSTOM, .parse_fn = parse_trunc, .aux = 2},
+    {"$tsSecond", .eager = op_ts, .min_args = 1, .max_args = 1, .aux = 0,
      .input = {BSON_TYPE_TIMESTAMP, 5687301,
                "Argument to $tsSecond must be a timestamp, but is %s"}},
-    {"$tsIncrement", NULL, OPP_ARGS, 1, 1, {0}, 1, NULL, op_ts,
+    {"$tsIncrement", .eager = op_ts, .min_args = 1, .max_args = 1, .aux = 1,
      .input = {BSON_TYPE_TIMESTAMP, 5687302,
                "Argument to $tsIncrement must be a timestamp, but is %s"}},
     {NULL},

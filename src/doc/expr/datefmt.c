@@ -212,9 +212,7 @@ static bool op_from_string(const expr_t *e, const expr_ctx_t *ctx, bson_value_t 
     if (!date_eval_tz(e, DFS_TZ, ctx, &tz, &null_tz, err))
         goto cleanup;
     if (expr_is_nullish(&str)) {
-        ok = e->args[DFS_ON_NULL] ? expr_eval_arg(e, DFS_ON_NULL, ctx, out, err) : true;
-        if (!e->args[DFS_ON_NULL])
-            expr_val_null(out);
+        ok = expr_eval_on_null(e, DFS_ON_NULL, ctx, out, err);
         goto cleanup;
     }
     int64_t ms = 0;
@@ -238,9 +236,8 @@ static bool op_from_string(const expr_t *e, const expr_ctx_t *ctx, bson_value_t 
     if (parsed) {
         expr_val_date(out, ms);
         ok = true;
-    } else if (err->code == DBERR_CONVERSION_FAILURE && e->args[DFS_ON_ERROR]) {
-        dberr_clear(err);
-        ok = expr_eval_arg(e, DFS_ON_ERROR, ctx, out, err);
+    } else {
+        ok = expr_eval_on_error(e, DFS_ON_ERROR, ctx, out, err);
     }
 cleanup:
     expr_val_free(&str);
@@ -249,8 +246,8 @@ cleanup:
 }
 
 const expr_op_t expr_datefmt_ops[] = {
-    {"$dateToString", op_to_string, OPP_CUSTOM, 0, 0, {0}, 0, NULL, NULL, parse_to_string},
-    {"$dateFromString", op_from_string, OPP_CUSTOM, 0, 0, {0}, 0, NULL, NULL, parse_from_string},
-    {"$toDate", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, op_to_date},
+    {"$dateToString", .fn = op_to_string, .parse = OPP_CUSTOM, .parse_fn = parse_to_string},
+    {"$dateFromString", .fn = op_from_string, .parse = OPP_CUSTOM, .parse_fn = parse_from_string},
+    {"$toDate", .eager = op_to_date, .min_args = 1, .max_args = 1},
     {NULL},
 };

@@ -179,6 +179,15 @@ void expr_free_args(bson_value_t *vals, size_t n);
 /* Evaluates argument `i` (missing when absent). */
 bool expr_eval_arg(const expr_t *e, size_t i, const expr_ctx_t *ctx, bson_value_t *out,
                    dberr_t *err);
+/* The answer of a conversion for a nullish input: argument `i` (its
+ * onNull) when given, else null. */
+bool expr_eval_on_null(const expr_t *e, size_t i, const expr_ctx_t *ctx, bson_value_t *out,
+                       dberr_t *err);
+/* The answer of a conversion that failed with `err`: argument `i` (its
+ * onError) when `err` is a ConversionFailure and the argument was given;
+ * otherwise false with `err` kept. */
+bool expr_eval_on_error(const expr_t *e, size_t i, const expr_ctx_t *ctx, bson_value_t *out,
+                        dberr_t *err);
 
 /* Folds argument `i`'s value `v` into `acc` (false with `err` to fail). */
 typedef bool (*expr_fold_fn)(const expr_t *e, size_t i, const bson_value_t *v, bson_t *acc,

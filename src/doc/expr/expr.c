@@ -388,6 +388,24 @@ bool expr_eval_arg(const expr_t *e, size_t i, const expr_ctx_t *ctx, bson_value_
     return expr_eval_node(e->args[i], ctx, out, err);
 }
 
+bool expr_eval_on_null(const expr_t *e, size_t i, const expr_ctx_t *ctx, bson_value_t *out,
+                       dberr_t *err)
+{
+    if (i < e->nargs && e->args[i])
+        return expr_eval_arg(e, i, ctx, out, err);
+    expr_val_null(out);
+    return true;
+}
+
+bool expr_eval_on_error(const expr_t *e, size_t i, const expr_ctx_t *ctx, bson_value_t *out,
+                        dberr_t *err)
+{
+    if (err->code != DBERR_CONVERSION_FAILURE || i >= e->nargs || !e->args[i])
+        return false;
+    dberr_clear(err);
+    return expr_eval_arg(e, i, ctx, out, err);
+}
+
 /* ----------------------------------------------------- $min $max $sum $avg */
 
 /* Collects the operands of $min/$max/$sum/$avg: the elements of a single
@@ -428,11 +446,11 @@ static bool parse_refused(expr_t *e, bson_iter_t *arg, dberr_t *err)
 }
 
 static const expr_op_t expr_refused_ops[] = {
-    {"$accumulator", NULL, OPP_CUSTOM, 0, 0, {0}, 0, NULL, NULL, parse_refused},
-    {"$function", NULL, OPP_CUSTOM, 0, 0, {0}, 0, NULL, NULL, parse_refused},
-    {"$meta", NULL, OPP_CUSTOM, 0, 0, {0}, 0, NULL, NULL, parse_refused},
-    {"$toHashedIndexKey", NULL, OPP_CUSTOM, 0, 0, {0}, 0, NULL, NULL, parse_refused},
-    {NULL, NULL, OPP_ARGS, 0, 0, {0}, 0, NULL},
+    {"$accumulator", .parse = OPP_CUSTOM, .parse_fn = parse_refused},
+    {"$function", .parse = OPP_CUSTOM, .parse_fn = parse_refused},
+    {"$meta", .parse = OPP_CUSTOM, .parse_fn = parse_refused},
+    {"$toHashedIndexKey", .parse = OPP_CUSTOM, .parse_fn = parse_refused},
+    {NULL},
 };
 
 /* Every operator family; an operator is one row in its family's table. */

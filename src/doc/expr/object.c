@@ -330,16 +330,16 @@ static bool op_binarysize(const expr_t *e, const bson_value_t *v, bson_value_t *
 }
 
 const expr_op_t expr_object_ops[] = {
-    {"$arrayToObject", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, op_arraytoobject,
+    {"$arrayToObject", .eager = op_arraytoobject, .min_args = 1, .max_args = 1,
      .input = {BSON_TYPE_ARRAY, 40386, "$arrayToObject requires an array input, found: %s"}},
-    {"$binarySize", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, op_binarysize},
-    {"$bsonSize", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, op_bsonsize,
+    {"$binarySize", .eager = op_binarysize, .min_args = 1, .max_args = 1},
+    {"$bsonSize", .eager = op_bsonsize, .min_args = 1, .max_args = 1,
      .input = {BSON_TYPE_DOCUMENT, 31393, "$bsonSize requires a document input, found: %s"}},
-    {"$getField", op_getfield, OPP_FIELD, 0, 0, {0}, 0, NULL},
-    {"$mergeObjects", op_mergeobjects, OPP_ARGS, 0, -1, {0}, 0, NULL},
-    {"$objectToArray", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, op_objecttoarray,
+    {"$getField", .fn = op_getfield, .parse = OPP_FIELD},
+    {"$mergeObjects", .fn = op_mergeobjects, .max_args = -1},
+    {"$objectToArray", .eager = op_objecttoarray, .min_args = 1, .max_args = 1,
      .input = {BSON_TYPE_DOCUMENT, 40390, "$objectToArray requires a document input, found: %s"}},
-    {"$setField", op_setfield, OPP_FIELD, 0, 0, {0}, 0, NULL},
-    {"$unsetField", op_setfield, OPP_FIELD, 0, 0, {0}, 0, NULL},
-    {NULL, NULL, OPP_ARGS, 0, 0, {0}, 0, NULL},
+    {"$setField", .fn = op_setfield, .parse = OPP_FIELD},
+    {"$unsetField", .fn = op_setfield, .parse = OPP_FIELD},
+    {NULL},
 };

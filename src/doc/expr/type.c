@@ -323,10 +323,7 @@ static bool op_convert(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out
     if (!expr_is_nullish(&to) && !convert_target(&to, &target, err))
         goto cleanup;
     if (expr_is_nullish(&in)) {
-        if (e->args[CONV_ON_NULL])
-            ok = expr_eval_arg(e, CONV_ON_NULL, ctx, out, err);
-        else
-            expr_val_null(out), ok = true;
+        ok = expr_eval_on_null(e, CONV_ON_NULL, ctx, out, err);
         goto cleanup;
     }
     if (target == BSON_TYPE_EOD) {
@@ -353,10 +350,8 @@ static bool op_convert(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out
                        shellfmt_type_name(in.value_type), shellfmt_type_name(target));
         break;
     }
-    if (!ok && err->code == DBERR_CONVERSION_FAILURE && e->args[CONV_ON_ERROR]) {
-        dberr_clear(err);
-        ok = expr_eval_arg(e, CONV_ON_ERROR, ctx, out, err);
-    }
+    if (!ok)
+        ok = expr_eval_on_error(e, CONV_ON_ERROR, ctx, out, err);
 cleanup:
     expr_val_free(&in);
     expr_val_free(&to);
@@ -364,15 +359,15 @@ cleanup:
 }
 
 const expr_op_t expr_type_ops[] = {
-    {"$convert", op_convert, OPP_CUSTOM, 0, 0, {0}, 0, NULL, NULL, parse_convert},
-    {"$isNumber", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, op_isnumber},
-    {"$toBool", NULL, OPP_ARGS, 1, 1, {0}, BSON_TYPE_BOOL, NULL, convert_op},
-    {"$toDecimal", NULL, OPP_ARGS, 1, 1, {0}, BSON_TYPE_DECIMAL128, NULL, convert_op},
-    {"$toDouble", NULL, OPP_ARGS, 1, 1, {0}, BSON_TYPE_DOUBLE, NULL, convert_op},
-    {"$toInt", NULL, OPP_ARGS, 1, 1, {0}, BSON_TYPE_INT32, NULL, convert_op},
-    {"$toLong", NULL, OPP_ARGS, 1, 1, {0}, BSON_TYPE_INT64, NULL, convert_op},
-    {"$toObjectId", NULL, OPP_ARGS, 1, 1, {0}, BSON_TYPE_OID, NULL, convert_op},
-    {"$toString", NULL, OPP_ARGS, 1, 1, {0}, BSON_TYPE_UTF8, NULL, convert_op},
-    {"$type", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, op_type},
-    {NULL, NULL, OPP_ARGS, 0, 0, {0}, 0, NULL},
+    {"$convert", .fn = op_convert, .parse = OPP_CUSTOM, .parse_fn = parse_convert},
+    {"$isNumber", .eager = op_isnumber, .min_args = 1, .max_args = 1},
+    {"$toBool", .eager = convert_op, .min_args = 1, .max_args = 1, .aux = BSON_TYPE_BOOL},
+    {"$toDecimal", .eager = convert_op, .min_args = 1, .max_args = 1, .aux = BSON_TYPE_DECIMAL128},
+    {"$toDouble", .eager = convert_op, .min_args = 1, .max_args = 1, .aux = BSON_TYPE_DOUBLE},
+    {"$toInt", .eager = convert_op, .min_args = 1, .max_args = 1, .aux = BSON_TYPE_INT32},
+    {"$toLong", .eager = convert_op, .min_args = 1, .max_args = 1, .aux = BSON_TYPE_INT64},
+    {"$toObjectId", .eager = convert_op, .min_args = 1, .max_args = 1, .aux = BSON_TYPE_OID},
+    {"$toString", .eager = convert_op, .min_args = 1, .max_args = 1, .aux = BSON_TYPE_UTF8},
+    {"$type", .eager = op_type, .min_args = 1, .max_args = 1},
+    {NULL},
 };
