@@ -150,6 +150,24 @@ int expr_agg_compare_coll(const bson_value_t *a, const bson_value_t *b, const co
  * (one %s: the name mongod gives the type `v` has). */
 bool expr_check_type(const bson_value_t *v, bson_type_t want, int code, const char *fmt,
                      dberr_t *err);
+/* The named parts of an object argument ({if, then, else} of $cond,
+ * {case, then} of a $switch branch): each a required expression. */
+typedef struct expr_parts_spec {
+    const char *names[3];            /* NULL after the last */
+    int unknown_code;                /* another name: this code and... */
+    const char *unknown_fmt;         /* ...this message (one %s: the name) */
+    int missing_codes[3];            /* an absent part: its code and... */
+    const char *missing_msgs[3];     /* ...its message */
+} expr_parts_spec_t;
+
+/* Parses the fields of an object (`fields` iterates them) into parts[i],
+ * by spec->names[i]; false with `err` and every part NULL on failure. */
+bool expr_parse_parts(bson_iter_t *fields, const expr_parts_spec_t *spec, expr_t **parts,
+                      dberr_t *err);
+/* The fields of the object `it` holds, into `child`; false with `code` and
+ * `fmt` (one %s: the name mongod gives the type found) for another type. */
+bool expr_recurse_object(const bson_iter_t *it, bson_iter_t *child, int code, const char *fmt,
+                         dberr_t *err);
 /* The elements of the array value `arr` into *vals (bson_malloc'd, *n of
  * them, each borrowing `arr`'s bytes); false with `err` when the loop was
  * stopped (fiber_check). */

@@ -93,11 +93,10 @@ cleanup:
 static bool parse_sortarray(expr_t *e, bson_iter_t *arg, dberr_t *err)
 {
     bson_iter_t child;
-    if (!BSON_ITER_HOLDS_DOCUMENT(arg))
-        return dberr_set(err, 2942500, "$sortArray requires an object as an argument, found: %s",
-                         shellfmt_type_name(bson_iter_type(arg)));
+    if (!expr_recurse_object(arg, &child, 2942500,
+                             "$sortArray requires an object as an argument, found: %s", err))
+        return false;
     expr_add_arg(e, NULL, NULL);
-    bson_iter_recurse(arg, &child);
     while (bson_iter_next(&child)) {
         const char *k = bson_iter_key(&child);
         if (!strcmp(k, "input")) {
@@ -211,10 +210,9 @@ static bool parse_zip(expr_t *e, bson_iter_t *arg, dberr_t *err)
     size_t ninputs = 0, ndefaults = 0;
     expr_t **defaults = NULL;
     bool ok = true;
-    if (!BSON_ITER_HOLDS_DOCUMENT(arg))
-        return dberr_set(err, 34460, "$zip only supports an object as an argument, found %s",
-                         shellfmt_type_name(bson_iter_type(arg)));
-    bson_iter_recurse(arg, &child);
+    if (!expr_recurse_object(arg, &child, 34460,
+                             "$zip only supports an object as an argument, found %s", err))
+        return false;
     while (ok && bson_iter_next(&child)) {
         const char *k = bson_iter_key(&child);
         if (!strcmp(k, "inputs") || !strcmp(k, "defaults")) {

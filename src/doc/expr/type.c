@@ -255,12 +255,10 @@ static bool parse_convert(expr_t *e, bson_iter_t *arg, dberr_t *err)
     static const char *const params[] = {"input", "to", "onError", "onNull"};
     e->args = bson_malloc0(CONV_N * sizeof *e->args);
     e->nargs = CONV_N;
-    if (!BSON_ITER_HOLDS_DOCUMENT(arg))
-        return dberr_set(err, DBERR_FAILED_TO_PARSE,
-                         "$convert expects an object of named arguments but found: %s",
-                         shellfmt_type_name(bson_iter_type(arg)));
     bson_iter_t child;
-    bson_iter_recurse(arg, &child);
+    if (!expr_recurse_object(arg, &child, DBERR_FAILED_TO_PARSE,
+                             "$convert expects an object of named arguments but found: %s", err))
+        return false;
     while (bson_iter_next(&child)) {
         const char *k = bson_iter_key(&child);
         size_t i = 0;
