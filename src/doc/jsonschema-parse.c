@@ -13,14 +13,9 @@
 #include "util/shellfmt.h"
 
 const char *const jsonschema_keyword_names[K_COUNT] = {
-    "additionalItems", "additionalProperties", "allOf",          "anyOf",
-    "bsonType",        "dependencies",         "description",    "encrypt",
-    "encryptMetadata", "enum",                 "exclusiveMaximum", "exclusiveMinimum",
-    "items",           "maxItems",             "maxLength",      "maxProperties",
-    "maximum",         "minItems",             "minLength",      "minProperties",
-    "minimum",         "multipleOf",           "not",            "oneOf",
-    "pattern",         "patternProperties",    "properties",     "required",
-    "title",           "type",                 "uniqueItems",
+#define JS_KEYWORD_NAME(tag, name) name,
+    JSONSCHEMA_KEYWORDS(JS_KEYWORD_NAME)
+#undef JS_KEYWORD_NAME
 };
 
 /* A keyword's element in the schema being parsed (raw NULL: absent); a
