@@ -30,13 +30,11 @@ static const char *const js_unsupported[] = {"$ref", "$schema", "default", "defi
 
 /* -- freeing -- */
 
-static void js_regex_destroy(js_regex_t *r)
+/* Frees what `r` holds (nothing when it holds no pattern). */
+static void js_regex_clear(js_regex_t *r)
 {
-    if (!r)
-        return;
     pcre2_match_data_free(r->md);
     pcre2_code_free(r->code);
-    bson_free(r);
 }
 
 
@@ -51,7 +49,7 @@ static void js_entries_destroy(js_entry_t *e, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         jsonschema_node_destroy(e[i].schema);
-        js_regex_destroy(e[i].re);
+        js_regex_clear(&e[i].re);
         bson_free(e[i].props);
         bson_free(e[i].props_index);
     }
@@ -70,7 +68,7 @@ void jsonschema_node_destroy(js_node_t *n)
     js_entries_destroy(n->patterns, n->npatterns);
     jsonschema_node_destroy(n->addl_props_schema);
     bson_free(n->enum_vals);
-    js_regex_destroy(n->pattern);
+    js_regex_clear(&n->pattern);
     jsonschema_node_destroy(n->items);
     js_list_destroy(&n->items_list);
     jsonschema_node_destroy(n->addl_items_schema);
@@ -115,16 +113,15 @@ static js_node_t *js_parse_iter(const bson_iter_t *it, int depth, dberr_t *err)
     return jsonschema_node_parse(&sub, depth + 1, err);
 }
 
-static js_regex_t *js_regex_new(const char *pattern, size_t len, dberr_t *err)
+/* Compiles pattern[0, len) into `r` (cleared by js_regex_clear). */
+static bool js_regex_compile(js_regex_t *r, const char *pattern, size_t len, dberr_t *err)
 {
-    pcre2_code *re = regexp_compile_query(pattern, len, "", err);
-    if (!re)
-        return NULL;
-    js_regex_t *r = bson_malloc0(sizeof *r);
-    r->code = re;
-    r->md = pcre2_match_data_create_from_pattern(re, NULL);
+    r->code = regexp_compile_query(pattern, len, "", err);
+    if (!r->code)
+        return false;
+    r->md = pcre2_match_data_create_from_pattern(r->code, NULL);
     r->source = pattern;
-    return r;
+    return true;
 }
 
 bool jsonschema_regex_test(const js_regex_t *r, const char *s, size_t len)
@@ -283,7 +280,7 @@ static bool js_parse_scalar(js_node_t *n, js_kw_t *kw, dberr_t *err)
                              "$jsonSchema keyword 'pattern' must be a string");
         uint32_t len;
         const char *p = bson_iter_utf8(&kw[K_PATTERN].it, &len);
-        if (!(n->pattern = js_regex_new(p, len, err)))
+        if (!js_regex_compile(&n->pattern, p, len, err))
             return false;
     }
     if (kw[K_MAX_LENGTH].it.raw && !js_parse_count(&kw[K_MAX_LENGTH].it, &n->max_len, err))
@@ -593,7 +590,7 @@ static bool js_parse_object(js_node_t *n, js_kw_t *kw, int depth, dberr_t *err)
                                  bson_iter_key(&p));
             js_entry_t *e = js_entry_add(&n->patterns, &n->npatterns, bson_iter_key(&p));
             if (!(e->schema = js_parse_iter(&p, depth, err)) ||
-                !(e->re = js_regex_new(e->name, klen, err)))
+                !js_regex_compile(&e->re, e->name, klen, err))
                 return false;
         }
     }

@@ -69,7 +69,7 @@ typedef struct js_name_ref {
     size_t idx;
 } js_name_ref_t;
 
-/* A compiled `pattern` or patternProperties key. */
+/* A compiled `pattern` or patternProperties key (code NULL: none). */
 typedef struct js_regex {
     pcre2_code *code;
     pcre2_match_data *md; /* reused: checks run on one thread */
@@ -80,7 +80,7 @@ typedef struct js_regex {
 typedef struct js_entry {
     const char *name;      /* property name or pattern (borrowed) */
     js_node_t *schema;     /* subschema, or NULL for a property dependency */
-    js_regex_t *re;        /* patternProperties */
+    js_regex_t re;         /* patternProperties */
     const char **props;    /* property dependency: names that must exist */
     js_name_ref_t *props_index; /* ... sorted by name */
     size_t nprops;
@@ -121,7 +121,7 @@ struct js_node {
     size_t nenums;
     bool has_min, has_max, excl_min, excl_max, has_mult, unique;
     bson_value_t minimum, maximum, mult; /* borrowed */
-    js_regex_t *pattern;
+    js_regex_t pattern;
     js_node_t *items;          /* items as one schema */
     js_list_t items_list;      /* items as an array of schemas */
     bool items_is_list;
