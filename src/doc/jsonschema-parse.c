@@ -56,14 +56,15 @@ static void js_entries_destroy(js_entry_t *e, size_t n)
     bson_free(e);
 }
 
-/* Frees what `n` owns in the order js_node_t declares it. */
+/* Frees what `n` owns: the properties and the required names, each with
+ * its index, then the rest in the order js_node_t declares it. */
 void jsonschema_node_destroy(js_node_t *n)
 {
     if (!n)
         return;
-    bson_free(n->required);
     js_entries_destroy(n->props, n->nprops);
     bson_free(n->prop_index);
+    bson_free(n->required);
     bson_free(n->required_index);
     js_entries_destroy(n->patterns, n->npatterns);
     jsonschema_node_destroy(n->addl_props_schema);
