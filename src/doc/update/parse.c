@@ -261,23 +261,28 @@ cleanup:
 
 static const update_op_t *const update_op_families[] = {update_field_ops, update_array_ops};
 
-static const update_op_t *find_op(const char *name)
+/* The operator `name`; NULL with mongod's FailedToParse for an unknown one. */
+static const update_op_t *find_op(const char *name, dberr_t *err)
 {
-    return table_find((const void *const *)update_op_families,
-                      sizeof update_op_families / sizeof update_op_families[0], sizeof(update_op_t),
-                      name);
+    const update_op_t *op =
+        table_find((const void *const *)update_op_families,
+                   sizeof update_op_families / sizeof update_op_families[0], sizeof(update_op_t),
+                   name);
+    if (!op)
+        dberr_set(err, DBERR_FAILED_TO_PARSE,
+                  "Unknown modifier: %s. Expected a valid update modifier or pipeline-style "
+                  "update specified as an array",
+                  name);
+    return op;
 }
 
 /* The operator document `{$op: {field: v, ...}}` of one modifier. */
 static bool parse_modifier(update_parse_t *p, bson_iter_t *it, dberr_t *err)
 {
     const char *opname = bson_iter_key(it);
-    const update_op_t *op = find_op(opname);
+    const update_op_t *op = find_op(opname, err);
     if (!op)
-        return dberr_set(err, DBERR_FAILED_TO_PARSE,
-                         "Unknown modifier: %s. Expected a valid update modifier or "
-                         "pipeline-style update specified as an array",
-                         opname);
+        return false;
     if (!BSON_ITER_HOLDS_DOCUMENT(it)) {
         bson_string_t *s = bson_string_new(NULL);
         bson_string_append_printf(s,
