@@ -305,30 +305,11 @@ static bool convert_target(const bson_value_t *to, bson_type_t *out, dberr_t *er
                      code);
 }
 
-/* $convert in mongod's order: `to` checked, a nullish input gives onNull
- * (or null), a nullish `to` null; a ConversionFailure (241) becomes
- * onError when given. */
-static bool op_convert(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+/* `in` (not nullish) converted to `target` into `out`; ConversionFailure
+ * (241) for a conversion mongod does not make. */
+static bool convert_value(const bson_value_t *in, bson_type_t target, bson_value_t *out,
+                          dberr_t *err)
 {
-    bson_value_t in, to;
-    bson_type_t target = BSON_TYPE_EOD;
-    bool ok = false;
-    expr_val_missing(&in);
-    if (!expr_eval_arg(e, CONV_TO, ctx, &to, err))
-        return false;
-    if (!expr_eval_arg(e, CONV_INPUT, ctx, &in, err))
-        goto cleanup;
-    if (!expr_is_nullish(&to) && !convert_target(&to, &target, err))
-        goto cleanup;
-    if (expr_is_nullish(&in)) {
-        ok = expr_eval_on_null(e, CONV_ON_NULL, ctx, out, err);
-        goto cleanup;
-    }
-    if (target == BSON_TYPE_EOD) {
-        expr_val_null(out);
-        ok = true;
-        goto cleanup;
-    }
     switch (target) {
     case BSON_TYPE_DOUBLE:
     case BSON_TYPE_UTF8:
@@ -337,22 +318,37 @@ static bool op_convert(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out
     case BSON_TYPE_INT64:
     case BSON_TYPE_OID:
     case BSON_TYPE_DECIMAL128:
-        ok = convert_to(&in, target, out, err);
-        break;
+        return convert_to(in, target, out, err);
     case BSON_TYPE_DATE_TIME:
-        ok = expr_to_date(&in, out, err);
-        break;
+        return expr_to_date(in, out, err);
     default:
-        ok = dberr_set(err, DBERR_CONVERSION_FAILURE,
-                       "Unsupported conversion from %s to %s in $convert with no onError value",
-                       shellfmt_type_name(in.value_type), shellfmt_type_name(target));
-        break;
+        return dberr_set(err, DBERR_CONVERSION_FAILURE,
+                         "Unsupported conversion from %s to %s in $convert with no onError value",
+                         shellfmt_type_name(in->value_type), shellfmt_type_name(target));
     }
-    if (!ok)
-        ok = expr_eval_on_error(e, CONV_ON_ERROR, ctx, out, err);
-cleanup:
-    expr_val_free(&in);
+}
+
+/* $convert in mongod's order: `to` and `input` evaluated, then `to`
+ * checked; a nullish input gives onNull (or null), a nullish `to` null; a
+ * ConversionFailure (241) becomes onError when given. */
+static bool op_convert(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+{
+    bson_value_t in, to;
+    bson_type_t target = BSON_TYPE_EOD;
+    expr_val_missing(&in);
+    if (!expr_eval_arg(e, CONV_TO, ctx, &to, err))
+        return false;
+    bool ok = expr_eval_arg(e, CONV_INPUT, ctx, &in, err) &&
+              (expr_is_nullish(&to) || convert_target(&to, &target, err));
     expr_val_free(&to);
+    if (ok && expr_is_nullish(&in))
+        ok = expr_eval_on_null(e, CONV_ON_NULL, ctx, out, err);
+    else if (ok && target == BSON_TYPE_EOD)
+        expr_val_null(out);
+    else if (ok)
+        ok = convert_value(&in, target, out, err) ||
+             expr_eval_on_error(e, CONV_ON_ERROR, ctx, out, err);
+    expr_val_free(&in);
     return ok;
 }
 
