@@ -60,7 +60,8 @@ struct expr_op {
     op_parse_t parse;
     int min_args; /* OPP_ARGS: argument count bounds (-1 = unbounded) */
     int max_args;
-    const char *params[5]; /* OPP_NAMED: parameter names; '!' prefix = required */
+    const char *params[5]; /* OPP_NAMED (and date_parse_row): parameter names;
+                            * '!' prefix = required */
     int aux;               /* a per-row constant the shared evaluator reads
                             * ($eq vs $lt, $first vs $last, a target type) */
     expr_scope_fn scope;   /* NULL: arguments see the enclosing scope */
@@ -68,9 +69,9 @@ struct expr_op {
                             * most EXPR_EAGER_MAX arguments that need them all */
     /* OPP_CUSTOM: reads the argument under `arg` into e->args (false with `err`). */
     bool (*parse_fn)(expr_t *e, bson_iter_t *arg, dberr_t *err);
-    /* OPP_NAMED: mongod's codes when the argument is not an object and for
-     * an unknown parameter (0: 28646 and 16879), and for each missing
-     * required parameter, by position in `params` (0: 16880). */
+    /* OPP_NAMED (and date_parse_row): mongod's codes when the argument is
+     * not an object and for an unknown parameter (0: 28646 and 16879), and
+     * for each missing required parameter, by position in `params` (0: 16880). */
     int named_codes[2];
     int missing_codes[5];
     /* An `eager` operator of one argument that answers null for a nullish
@@ -153,11 +154,11 @@ bool expr_check_type(const bson_value_t *v, bson_type_t want, int code, const ch
 /* The named parts of an object argument ({if, then, else} of $cond,
  * {case, then} of a $switch branch): each a required expression. */
 typedef struct expr_parts_spec {
-    const char *names[3];            /* NULL after the last */
-    int unknown_code;                /* another name: this code and... */
-    const char *unknown_fmt;         /* ...this message (one %s: the name) */
-    int missing_codes[3];            /* an absent part: its code and... */
-    const char *missing_msgs[3];     /* ...its message */
+    const char *names[3];        /* NULL after the last */
+    int unknown_code;            /* another name: this code and... */
+    const char *unknown_fmt;     /* ...this message (one %s: the name) */
+    int missing_codes[3];        /* an absent part: its code and... */
+    const char *missing_msgs[3]; /* ...its message */
 } expr_parts_spec_t;
 
 /* Parses the fields of an object (`fields` iterates them) into parts[i],
