@@ -308,6 +308,16 @@ static bool parse_modifier(update_parse_t *p, bson_iter_t *it, dberr_t *err)
     return true;
 }
 
+/* Frees what an operator update (UPDATER_OPERATORS) holds: the path tree,
+ * the '$'-prefixed path it would create and the array filters. */
+static void updater_free_operators(updater_t *u)
+{
+    unode_free(u->root);
+    bson_free(u->dollar_path);
+    bson_free(u->dollar_field);
+    afilter_free_all(u);
+}
+
 static bool parse_operators(updater_t *u, const bson_t *spec, dberr_t *err)
 {
     bson_iter_t it;
@@ -343,13 +353,10 @@ void updater_destroy(updater_t *u)
 {
     if (!u)
         return;
-    unode_free(u->root);
-    bson_free(u->dollar_path);
-    bson_free(u->dollar_field);
-    collation_destroy(u->coll);
+    updater_free_operators(u);
     bson_destroy(u->replacement);
     pipeline_destroy(u->pipeline);
-    afilter_free_all(u);
+    collation_destroy(u->coll);
     bson_free(u);
 }
 
