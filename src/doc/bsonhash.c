@@ -10,6 +10,8 @@
 #include <bid_functions.h>
 #include <openssl/evp.h>
 
+#include "doc/bsontext.h"
+
 /* mongod's canonicalizeBSONType: one number per comparison bracket. */
 static int32_t bsonhash_canonical_type(bson_type_t t)
 {
@@ -63,6 +65,14 @@ static void bsonhash_add_string(EVP_MD_CTX *md, const char *s, uint32_t len)
     bsonhash_add_i32(md, (int32_t)len + 1);
     bsonhash_add(md, s, len);
     bsonhash_add(md, "", 1);
+}
+
+/* A string, symbol or code value, hashed as a string. */
+static void bsonhash_add_text(EVP_MD_CTX *md, const bson_value_t *v)
+{
+    uint32_t len;
+    const char *text = bsontext_of(v, &len);
+    bsonhash_add_string(md, text, len);
 }
 
 /* mongod's safeNumberLongForHash: NaN 0, saturated at the int64 range
@@ -133,13 +143,9 @@ static void bsonhash_element(EVP_MD_CTX *md, const bson_value_t *v, const char *
         bsonhash_add_i64(md, bsonhash_number(v));
         break;
     case BSON_TYPE_UTF8:
-        bsonhash_add_string(md, v->value.v_utf8.str, v->value.v_utf8.len);
-        break;
     case BSON_TYPE_SYMBOL:
-        bsonhash_add_string(md, v->value.v_symbol.symbol, v->value.v_symbol.len);
-        break;
     case BSON_TYPE_CODE:
-        bsonhash_add_string(md, v->value.v_code.code, v->value.v_code.code_len);
+        bsonhash_add_text(md, v);
         break;
     case BSON_TYPE_DOCUMENT:
     case BSON_TYPE_ARRAY:

@@ -88,17 +88,29 @@ static void collation_defaults(collation_t *c)
     c->backwards = collation_get_bool(c, UCOL_FRENCH_COLLATION);
 }
 
+/* Option `field` of the spec into `it` (*found false when absent): one
+ * more in *nparsed when it has `type` (bool or string), TypeMismatch when
+ * it has another. */
+static bool collation_opt_find(const bson_t *spec, const char *field, bson_type_t type,
+                               bson_iter_t *it, bool *found, int *nparsed, dberr_t *err)
+{
+    *found = bson_iter_init_find(it, spec, field);
+    if (!*found)
+        return true;
+    if (bson_iter_type(it) != type)
+        return collation_type_error(field, it, type == BSON_TYPE_BOOL ? "bool" : "string", err);
+    (*nparsed)++;
+    return true;
+}
+
 /* A boolean option: absent leaves the default. */
 static bool collation_opt_bool(collation_t *c, const bson_t *spec, const char *field,
                                UColAttribute attr, int *nparsed, dberr_t *err)
 {
     bson_iter_t it;
-    if (!bson_iter_init_find(&it, spec, field))
-        return true;
-    if (!BSON_ITER_HOLDS_BOOL(&it))
-        return collation_type_error(field, &it, "bool", err);
-    (*nparsed)++;
-    return collation_set(c, attr, collation_onoff(bson_iter_bool(&it)), field, err);
+    bool found;
+    return collation_opt_find(spec, field, BSON_TYPE_BOOL, &it, &found, nparsed, err) &&
+           (!found || collation_set(c, attr, collation_onoff(bson_iter_bool(&it)), field, err));
 }
 
 /* A string option: absent gives NULL and true. */
@@ -106,36 +118,59 @@ static bool collation_opt_str(const bson_t *spec, const char *field, const char 
                               int *nparsed, dberr_t *err)
 {
     bson_iter_t it;
+    bool found;
     *out = NULL;
-    if (!bson_iter_init_find(&it, spec, field))
-        return true;
-    if (!BSON_ITER_HOLDS_UTF8(&it))
-        return collation_type_error(field, &it, "string", err);
-    (*nparsed)++;
-    *out = bson_iter_utf8(&it, NULL);
+    if (!collation_opt_find(spec, field, BSON_TYPE_UTF8, &it, &found, nparsed, err))
+        return false;
+    if (found)
+        *out = bson_iter_utf8(&it, NULL);
     return true;
+}
+
+/* One value a string option accepts and the ICU value it stands for. */
+typedef struct collation_choice {
+    const char *name;
+    int32_t value;
+} collation_choice_t;
+
+/* A string option that takes one of `choices` (n of them): *chosen is its
+ * row, or NULL when the option is absent; another string fails with
+ * FailedToParse and `msg` (one %s: the string given). */
+static bool collation_opt_choice(const bson_t *spec, const char *field,
+                                 const collation_choice_t *choices, size_t n, const char *msg,
+                                 const collation_choice_t **chosen, int *nparsed, dberr_t *err)
+{
+    const char *s;
+    *chosen = NULL;
+    if (!collation_opt_str(spec, field, &s, nparsed, err))
+        return false;
+    for (size_t i = 0; s && i < n; i++)
+        if (!strcmp(s, choices[i].name)) {
+            *chosen = &choices[i];
+            return true;
+        }
+    return !s || dberr_set(err, DBERR_FAILED_TO_PARSE, msg, s);
 }
 
 static bool collation_options(collation_t *c, const bson_t *spec, dberr_t *err)
 {
+    static const collation_choice_t case_first[] = {
+        {"upper", UCOL_UPPER_FIRST}, {"lower", UCOL_LOWER_FIRST}, {"off", UCOL_OFF}};
+    static const collation_choice_t alternate[] = {{"non-ignorable", UCOL_NON_IGNORABLE},
+                                                   {"shifted", UCOL_SHIFTED}};
+    static const collation_choice_t max_variable[] = {{"punct", UCOL_REORDER_CODE_PUNCTUATION},
+                                                      {"space", UCOL_REORDER_CODE_SPACE}};
+    const collation_choice_t *ch;
     int nparsed = 1; /* locale */
     const char *s;
     bson_iter_t it;
     if (!collation_opt_bool(c, spec, "caseLevel", UCOL_CASE_LEVEL, &nparsed, err))
         return false;
-    if (!collation_opt_str(spec, "caseFirst", &s, &nparsed, err))
+    if (!collation_opt_choice(spec, "caseFirst", case_first, 3,
+                              "Field 'caseFirst' must be 'upper', 'lower', or 'off'. Got: %s", &ch,
+                              &nparsed, err) ||
+        (ch && !collation_set(c, UCOL_CASE_FIRST, ch->value, "caseFirst", err)))
         return false;
-    if (s) {
-        UColAttributeValue v = !strcmp(s, "upper") ? UCOL_UPPER_FIRST
-                               : !strcmp(s, "lower") ? UCOL_LOWER_FIRST
-                               : !strcmp(s, "off")   ? UCOL_OFF
-                                                     : UCOL_DEFAULT;
-        if (v == UCOL_DEFAULT)
-            return dberr_set(err, DBERR_FAILED_TO_PARSE,
-                             "Field 'caseFirst' must be 'upper', 'lower', or 'off'. Got: %s", s);
-        if (!collation_set(c, UCOL_CASE_FIRST, v, "caseFirst", err))
-            return false;
-    }
     if (bson_iter_init_find(&it, spec, "strength")) {
         if (!BSON_ITER_HOLDS_NUMBER(&it) && !BSON_ITER_HOLDS_DECIMAL128(&it))
             return dberr_set(err, DBERR_TYPE_MISMATCH,
@@ -161,28 +196,18 @@ static bool collation_options(collation_t *c, const bson_t *spec, dberr_t *err)
     }
     if (!collation_opt_bool(c, spec, "numericOrdering", UCOL_NUMERIC_COLLATION, &nparsed, err))
         return false;
-    if (!collation_opt_str(spec, "alternate", &s, &nparsed, err))
+    if (!collation_opt_choice(spec, "alternate", alternate, 2,
+                              "Field 'alternate' must be 'non-ignorable' or 'shifted'. Got: %s",
+                              &ch, &nparsed, err) ||
+        (ch && !collation_set(c, UCOL_ALTERNATE_HANDLING, ch->value, "alternate", err)))
         return false;
-    if (s) {
-        if (strcmp(s, "non-ignorable") && strcmp(s, "shifted"))
-            return dberr_set(err, DBERR_FAILED_TO_PARSE,
-                             "Field 'alternate' must be 'non-ignorable' or 'shifted'. Got: %s", s);
-        if (!collation_set(c, UCOL_ALTERNATE_HANDLING,
-                           !strcmp(s, "shifted") ? UCOL_SHIFTED : UCOL_NON_IGNORABLE, "alternate",
-                           err))
-            return false;
-    }
-    if (!collation_opt_str(spec, "maxVariable", &s, &nparsed, err))
+    if (!collation_opt_choice(spec, "maxVariable", max_variable, 2,
+                              "Field 'maxVariable' must be 'punct' or 'space'. Got: %s", &ch,
+                              &nparsed, err))
         return false;
-    if (s) {
-        if (strcmp(s, "punct") && strcmp(s, "space"))
-            return dberr_set(err, DBERR_FAILED_TO_PARSE,
-                             "Field 'maxVariable' must be 'punct' or 'space'. Got: %s", s);
+    if (ch) {
         UErrorCode st = U_ZERO_ERROR;
-        ucol_setMaxVariable(c->ucol,
-                            !strcmp(s, "space") ? UCOL_REORDER_CODE_SPACE
-                                                : UCOL_REORDER_CODE_PUNCTUATION,
-                            &st);
+        ucol_setMaxVariable(c->ucol, ch->value, &st);
         if (U_FAILURE(st))
             return dberr_set(err, DBERR_OPERATION_FAILED,
                              "Failed to set 'maxVariable' attribute: %s", u_errorName(st));

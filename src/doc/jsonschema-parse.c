@@ -13,14 +13,9 @@
 #include "util/shellfmt.h"
 
 const char *const jsonschema_keyword_names[K_COUNT] = {
-    "additionalItems", "additionalProperties", "allOf",          "anyOf",
-    "bsonType",        "dependencies",         "description",    "encrypt",
-    "encryptMetadata", "enum",                 "exclusiveMaximum", "exclusiveMinimum",
-    "items",           "maxItems",             "maxLength",      "maxProperties",
-    "maximum",         "minItems",             "minLength",      "minProperties",
-    "minimum",         "multipleOf",           "not",            "oneOf",
-    "pattern",         "patternProperties",    "properties",     "required",
-    "title",           "type",                 "uniqueItems",
+#define JS_KEYWORD_NAME(tag, name) name,
+    JSONSCHEMA_KEYWORDS(JS_KEYWORD_NAME)
+#undef JS_KEYWORD_NAME
 };
 
 /* A keyword's element in the schema being parsed (raw NULL: absent); a
@@ -35,13 +30,11 @@ static const char *const js_unsupported[] = {"$ref", "$schema", "default", "defi
 
 /* -- freeing -- */
 
-static void js_regex_destroy(js_regex_t *r)
+/* Frees what `r` holds (nothing when it holds no pattern). */
+static void js_regex_clear(js_regex_t *r)
 {
-    if (!r)
-        return;
     pcre2_match_data_free(r->md);
     pcre2_code_free(r->code);
-    bson_free(r);
 }
 
 
@@ -56,29 +49,31 @@ static void js_entries_destroy(js_entry_t *e, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         jsonschema_node_destroy(e[i].schema);
-        js_regex_destroy(e[i].re);
+        js_regex_clear(&e[i].re);
         bson_free(e[i].props);
         bson_free(e[i].props_index);
     }
     bson_free(e);
 }
 
+/* Frees what `n` owns: the properties and the required names, each with
+ * its index, then the rest in the order js_node_t declares it. */
 void jsonschema_node_destroy(js_node_t *n)
 {
     if (!n)
         return;
-    bson_free(n->required);
-    bson_free(n->prop_index);
-    bson_free(n->required_index);
     js_entries_destroy(n->props, n->nprops);
+    bson_free(n->prop_index);
+    bson_free(n->required);
+    bson_free(n->required_index);
     js_entries_destroy(n->patterns, n->npatterns);
-    js_entries_destroy(n->deps, n->ndeps);
     jsonschema_node_destroy(n->addl_props_schema);
     bson_free(n->enum_vals);
-    js_regex_destroy(n->pattern);
+    js_regex_clear(&n->pattern);
     jsonschema_node_destroy(n->items);
     js_list_destroy(&n->items_list);
     jsonschema_node_destroy(n->addl_items_schema);
+    js_entries_destroy(n->deps, n->ndeps);
     js_list_destroy(&n->all_of);
     js_list_destroy(&n->any_of);
     js_list_destroy(&n->one_of);
@@ -119,16 +114,15 @@ static js_node_t *js_parse_iter(const bson_iter_t *it, int depth, dberr_t *err)
     return jsonschema_node_parse(&sub, depth + 1, err);
 }
 
-static js_regex_t *js_regex_new(const char *pattern, size_t len, dberr_t *err)
+/* Compiles pattern[0, len) into `r` (cleared by js_regex_clear). */
+static bool js_regex_compile(js_regex_t *r, const char *pattern, size_t len, dberr_t *err)
 {
-    pcre2_code *re = regexp_compile_query(pattern, len, "", err);
-    if (!re)
-        return NULL;
-    js_regex_t *r = bson_malloc0(sizeof *r);
-    r->code = re;
-    r->md = pcre2_match_data_create_from_pattern(re, NULL);
+    r->code = regexp_compile_query(pattern, len, "", err);
+    if (!r->code)
+        return false;
+    r->md = pcre2_match_data_create_from_pattern(r->code, NULL);
     r->source = pattern;
-    return r;
+    return true;
 }
 
 bool jsonschema_regex_test(const js_regex_t *r, const char *s, size_t len)
@@ -287,7 +281,7 @@ static bool js_parse_scalar(js_node_t *n, js_kw_t *kw, dberr_t *err)
                              "$jsonSchema keyword 'pattern' must be a string");
         uint32_t len;
         const char *p = bson_iter_utf8(&kw[K_PATTERN].it, &len);
-        if (!(n->pattern = js_regex_new(p, len, err)))
+        if (!js_regex_compile(&n->pattern, p, len, err))
             return false;
     }
     if (kw[K_MAX_LENGTH].it.raw && !js_parse_count(&kw[K_MAX_LENGTH].it, &n->max_len, err))
@@ -334,26 +328,85 @@ static bool js_parse_scalar(js_node_t *n, js_kw_t *kw, dberr_t *err)
     return true;
 }
 
+/* The array `v` of `n` elements of `size` bytes with room for one more:
+ * it keeps no capacity but doubles whenever `n` is 0 or a power of two. */
+static void *js_grow(void *v, size_t n, size_t size)
+{
+    if ((n & (n - 1)) == 0)
+        v = bson_realloc(v, (n ? 2 * n : 1) * size);
+    return v;
+}
+
+/* The elements or fields of keyword `name`'s value `it` into `child` when it
+ * has `type` (an array or a document); otherwise false with TypeMismatch
+ * "$jsonSchema keyword '<name>' must be an array" (or "an object"). */
+static bool js_recurse(const bson_iter_t *it, bson_type_t type, const char *name,
+                       bson_iter_t *child, dberr_t *err)
+{
+    if (bson_iter_type(it) != type)
+        return dberr_set(err, DBERR_TYPE_MISMATCH, "$jsonSchema keyword '%s' must be %s", name,
+                         type == BSON_TYPE_ARRAY ? "an array" : "an object");
+    bson_iter_recurse(it, child);
+    return true;
+}
+
+/* True when keyword `name`'s value `it` has `type` (an array or a
+ * document); otherwise false with TypeMismatch "$jsonSchema keyword
+ * '<name>' must be an array (an object), but found an element of type ...". */
+static bool js_keyword_is(const bson_iter_t *it, bson_type_t type, const char *name,
+                          dberr_t *err)
+{
+    if (bson_iter_type(it) == type)
+        return true;
+    return dberr_set(err, DBERR_TYPE_MISMATCH,
+                     "$jsonSchema keyword '%s' must be %s, but found an element of type %s", name,
+                     type == BSON_TYPE_ARRAY ? "an array" : "an object",
+                     js_type_name(bson_iter_type(it)));
+}
+
+/* True when the element `it` has `type`; otherwise false with TypeMismatch
+ * and `fmt` (two %s: `name`, then the name of the type found). */
+static bool js_element_is(const bson_iter_t *it, bson_type_t type, const char *fmt,
+                          const char *name, dberr_t *err)
+{
+    if (bson_iter_type(it) == type)
+        return true;
+    return dberr_set(err, DBERR_TYPE_MISMATCH, fmt, name, js_type_name(bson_iter_type(it)));
+}
+
+/* Appends the strings of the array `it` to *v (*n of them); false with
+ * js_element_is's error (`fmt`, `name`) at an element of another type. */
+static bool js_strings(const bson_iter_t *it, const char ***v, size_t *n, const char *fmt,
+                       const char *name, dberr_t *err)
+{
+    bson_iter_t child;
+    bson_iter_recurse(it, &child);
+    while (bson_iter_next(&child)) {
+        if (!js_element_is(&child, BSON_TYPE_UTF8, fmt, name, err))
+            return false;
+        *v = js_grow(*v, *n, sizeof **v);
+        (*v)[(*n)++] = bson_iter_utf8(&child, NULL);
+    }
+    return true;
+}
+
 /* An array of subschemas (allOf, anyOf, oneOf, items). */
 static bool js_parse_list(js_list_t *l, const bson_iter_t *it, const char *name, int depth,
                           dberr_t *err)
 {
-    if (!BSON_ITER_HOLDS_ARRAY(it))
-        return dberr_set(err, DBERR_TYPE_MISMATCH, "$jsonSchema keyword '%s' must be an array",
-                         name);
     bson_iter_t child;
-    bson_iter_recurse(it, &child);
+    if (!js_recurse(it, BSON_TYPE_ARRAY, name, &child, err))
+        return false;
     while (bson_iter_next(&child)) {
-        if (!BSON_ITER_HOLDS_DOCUMENT(&child))
-            return dberr_set(err, DBERR_TYPE_MISMATCH,
-                             "$jsonSchema keyword '%s' must be an array of objects, but found an "
-                             "element of type %s",
-                             name, js_type_name(bson_iter_type(&child)));
+        if (!js_element_is(&child, BSON_TYPE_DOCUMENT,
+                           "$jsonSchema keyword '%s' must be an array of objects, but found an "
+                           "element of type %s",
+                           name, err))
+            return false;
         js_node_t *sub = js_parse_iter(&child, depth, err);
         if (!sub)
             return false;
-        if ((l->n & (l->n - 1)) == 0) /* grow by doubling */
-            l->v = bson_realloc(l->v, (l->n ? 2 * l->n : 1) * sizeof *l->v);
+        l->v = js_grow(l->v, l->n, sizeof *l->v);
         l->v[l->n++] = sub;
     }
     return true;
@@ -425,24 +478,12 @@ static js_name_ref_t *js_name_index(const js_entry_t *props, size_t n)
 /* required: a non-empty array of distinct strings. */
 static bool js_parse_required(js_node_t *n, const bson_iter_t *it, dberr_t *err)
 {
-    if (!BSON_ITER_HOLDS_ARRAY(it))
-        return dberr_set(err, DBERR_TYPE_MISMATCH,
-                         "$jsonSchema keyword 'required' must be an array, but found an element "
-                         "of type %s",
-                         js_type_name(bson_iter_type(it)));
-    bson_iter_t child;
-    size_t cap = 0;
-    bson_iter_recurse(it, &child);
-    while (bson_iter_next(&child)) {
-        if (!BSON_ITER_HOLDS_UTF8(&child))
-            return dberr_set(err, DBERR_TYPE_MISMATCH,
-                             "$jsonSchema keyword 'required' must be an array of strings, but "
-                             "found an element of type: %s",
-                             js_type_name(bson_iter_type(&child)));
-        if (n->nrequired == cap)
-            n->required = bson_realloc(n->required, (cap = cap ? 2 * cap : 8) * sizeof *n->required);
-        n->required[n->nrequired++] = bson_iter_utf8(&child, NULL);
-    }
+    if (!js_keyword_is(it, BSON_TYPE_ARRAY, "required", err) ||
+        !js_strings(it, &n->required, &n->nrequired,
+                    "$jsonSchema keyword '%s' must be an array of strings, but found an element "
+                    "of type: %s",
+                    "required", err))
+        return false;
     if (n->nrequired == 0)
         return dberr_set(err, DBERR_FAILED_TO_PARSE,
                          "$jsonSchema keyword 'required' cannot be an empty array");
@@ -462,8 +503,7 @@ static bool js_parse_required(js_node_t *n, const bson_iter_t *it, dberr_t *err)
 
 static js_entry_t *js_entry_add(js_entry_t **v, size_t *n, const char *name)
 {
-    if ((*n & (*n - 1)) == 0) /* 0, 1, 2, 4, ...: grow by doubling */
-        *v = bson_realloc(*v, (*n ? 2 * *n : 1) * sizeof **v);
+    *v = js_grow(*v, *n, sizeof **v);
     js_entry_t *e = &(*v)[(*n)++];
     memset(e, 0, sizeof *e);
     e->name = name;
@@ -473,11 +513,9 @@ static js_entry_t *js_entry_add(js_entry_t **v, size_t *n, const char *name)
 /* dependencies: {name: <schema> | [names]}. */
 static bool js_parse_dependencies(js_node_t *n, const bson_iter_t *it, int depth, dberr_t *err)
 {
-    if (!BSON_ITER_HOLDS_DOCUMENT(it))
-        return dberr_set(err, DBERR_TYPE_MISMATCH,
-                         "$jsonSchema keyword 'dependencies' must be an object");
     bson_iter_t dep;
-    bson_iter_recurse(it, &dep);
+    if (!js_recurse(it, BSON_TYPE_DOCUMENT, "dependencies", &dep, err))
+        return false;
     while (bson_iter_next(&dep)) {
         const char *name = bson_iter_key(&dep);
         if (BSON_ITER_HOLDS_DOCUMENT(&dep)) {
@@ -492,19 +530,11 @@ static bool js_parse_dependencies(js_node_t *n, const bson_iter_t *it, int depth
                              "an object or an array",
                              name);
         js_entry_t *e = js_entry_add(&n->deps, &n->ndeps, name);
-        bson_iter_t p;
-        bson_iter_recurse(&dep, &p);
-        while (bson_iter_next(&p)) {
-            if (!BSON_ITER_HOLDS_UTF8(&p))
-                return dberr_set(err, DBERR_TYPE_MISMATCH,
-                                 "array '%s' in $jsonSchema keyword 'dependencies' can only "
-                                 "contain strings, but found element of type: %s",
-                                 name, js_type_name(bson_iter_type(&p)));
-            if ((e->nprops & (e->nprops - 1)) == 0)
-                e->props = bson_realloc(e->props, (e->nprops ? 2 * e->nprops : 1) *
-                                                      sizeof *e->props);
-            e->props[e->nprops++] = bson_iter_utf8(&p, NULL);
-        }
+        if (!js_strings(&dep, &e->props, &e->nprops,
+                        "array '%s' in $jsonSchema keyword 'dependencies' can only contain "
+                        "strings, but found element of type: %s",
+                        name, err))
+            return false;
         if (e->nprops == 0)
             return dberr_set(err, DBERR_FAILED_TO_PARSE,
                              "property '%s' in $jsonSchema keyword 'dependencies' cannot be an "
@@ -533,11 +563,9 @@ static bool js_parse_object(js_node_t *n, js_kw_t *kw, int depth, dberr_t *err)
     if (kw[K_REQUIRED].it.raw && !js_parse_required(n, &kw[K_REQUIRED].it, err))
         return false;
     if (kw[K_PROPERTIES].it.raw) {
-        if (!BSON_ITER_HOLDS_DOCUMENT(&kw[K_PROPERTIES].it))
-            return dberr_set(err, DBERR_TYPE_MISMATCH,
-                             "$jsonSchema keyword 'properties' must be an object");
         bson_iter_t p;
-        bson_iter_recurse(&kw[K_PROPERTIES].it, &p);
+        if (!js_recurse(&kw[K_PROPERTIES].it, BSON_TYPE_DOCUMENT, "properties", &p, err))
+            return false;
         while (bson_iter_next(&p)) {
             if (!BSON_ITER_HOLDS_DOCUMENT(&p))
                 return dberr_set(err, DBERR_TYPE_MISMATCH,
@@ -550,11 +578,10 @@ static bool js_parse_object(js_node_t *n, js_kw_t *kw, int depth, dberr_t *err)
         n->prop_index = js_name_index(n->props, n->nprops);
     }
     if (kw[K_PATTERN_PROPERTIES].it.raw) {
-        if (!BSON_ITER_HOLDS_DOCUMENT(&kw[K_PATTERN_PROPERTIES].it))
-            return dberr_set(err, DBERR_TYPE_MISMATCH,
-                             "$jsonSchema keyword 'patternProperties' must be an object");
         bson_iter_t p;
-        bson_iter_recurse(&kw[K_PATTERN_PROPERTIES].it, &p);
+        if (!js_recurse(&kw[K_PATTERN_PROPERTIES].it, BSON_TYPE_DOCUMENT, "patternProperties", &p,
+                        err))
+            return false;
         while (bson_iter_next(&p)) {
             uint32_t klen = bson_iter_key_len(&p);
             if (!BSON_ITER_HOLDS_DOCUMENT(&p))
@@ -564,7 +591,7 @@ static bool js_parse_object(js_node_t *n, js_kw_t *kw, int depth, dberr_t *err)
                                  bson_iter_key(&p));
             js_entry_t *e = js_entry_add(&n->patterns, &n->npatterns, bson_iter_key(&p));
             if (!(e->schema = js_parse_iter(&p, depth, err)) ||
-                !(e->re = js_regex_new(e->name, klen, err)))
+                !js_regex_compile(&e->re, e->name, klen, err))
                 return false;
         }
     }
@@ -606,27 +633,16 @@ static bool js_parse_logical(js_node_t *n, js_kw_t *kw, int depth, dberr_t *err)
             return dberr_set(err, DBERR_BAD_VALUE,
                              "$jsonSchema keyword '%s' must be a non-empty array", name);
     }
-    if (kw[K_NOT].it.raw) {
-        if (!BSON_ITER_HOLDS_DOCUMENT(&kw[K_NOT].it))
-            return dberr_set(err, DBERR_TYPE_MISMATCH,
-                             "$jsonSchema keyword 'not' must be an object, but found an element "
-                             "of type %s",
-                             js_type_name(bson_iter_type(&kw[K_NOT].it)));
-        if (!(n->not_schema = js_parse_iter(&kw[K_NOT].it, depth, err)))
-            return false;
-    }
+    if (kw[K_NOT].it.raw && (!js_keyword_is(&kw[K_NOT].it, BSON_TYPE_DOCUMENT, "not", err) ||
+                             !(n->not_schema = js_parse_iter(&kw[K_NOT].it, depth, err))))
+        return false;
     if (kw[K_ENUM].it.raw) {
-        if (!BSON_ITER_HOLDS_ARRAY(&kw[K_ENUM].it))
-            return dberr_set(err, DBERR_TYPE_MISMATCH,
-                             "$jsonSchema keyword 'enum' must be an array, but found an element "
-                             "of type %s",
-                             js_type_name(bson_iter_type(&kw[K_ENUM].it)));
+        if (!js_keyword_is(&kw[K_ENUM].it, BSON_TYPE_ARRAY, "enum", err))
+            return false;
         bson_iter_t e;
         bson_iter_recurse(&kw[K_ENUM].it, &e);
         while (bson_iter_next(&e)) {
-            if ((n->nenums & (n->nenums - 1)) == 0) /* grow by doubling */
-                n->enum_vals = bson_realloc(n->enum_vals, (n->nenums ? 2 * n->nenums : 1) *
-                                                              sizeof *n->enum_vals);
+            n->enum_vals = js_grow(n->enum_vals, n->nenums, sizeof *n->enum_vals);
             n->enum_vals[n->nenums++] = *bson_iter_value(&e);
         }
         if (n->nenums == 0)

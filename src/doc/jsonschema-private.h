@@ -15,39 +15,45 @@
 /* Schemas nested deeper than this are refused (as filters are). */
 #define JS_MAX_DEPTH 100
 
-/* The keywords mongod knows, in its alphabetical table order. */
+/* The keywords mongod knows, in its alphabetical table order: X(tag, name)
+ * for each, generating js_keyword_t and jsonschema_keyword_names. */
+#define JSONSCHEMA_KEYWORDS(X)                         \
+    X(K_ADDITIONAL_ITEMS, "additionalItems")           \
+    X(K_ADDITIONAL_PROPERTIES, "additionalProperties") \
+    X(K_ALL_OF, "allOf")                               \
+    X(K_ANY_OF, "anyOf")                               \
+    X(K_BSON_TYPE, "bsonType")                         \
+    X(K_DEPENDENCIES, "dependencies")                  \
+    X(K_DESCRIPTION, "description")                    \
+    X(K_ENCRYPT, "encrypt")                            \
+    X(K_ENCRYPT_METADATA, "encryptMetadata")           \
+    X(K_ENUM, "enum")                                  \
+    X(K_EXCLUSIVE_MAXIMUM, "exclusiveMaximum")         \
+    X(K_EXCLUSIVE_MINIMUM, "exclusiveMinimum")         \
+    X(K_ITEMS, "items")                                \
+    X(K_MAX_ITEMS, "maxItems")                         \
+    X(K_MAX_LENGTH, "maxLength")                       \
+    X(K_MAX_PROPERTIES, "maxProperties")               \
+    X(K_MAXIMUM, "maximum")                            \
+    X(K_MIN_ITEMS, "minItems")                         \
+    X(K_MIN_LENGTH, "minLength")                       \
+    X(K_MIN_PROPERTIES, "minProperties")               \
+    X(K_MINIMUM, "minimum")                            \
+    X(K_MULTIPLE_OF, "multipleOf")                     \
+    X(K_NOT, "not")                                    \
+    X(K_ONE_OF, "oneOf")                               \
+    X(K_PATTERN, "pattern")                            \
+    X(K_PATTERN_PROPERTIES, "patternProperties")       \
+    X(K_PROPERTIES, "properties")                      \
+    X(K_REQUIRED, "required")                          \
+    X(K_TITLE, "title")                                \
+    X(K_TYPE, "type")                                  \
+    X(K_UNIQUE_ITEMS, "uniqueItems")
+
 typedef enum {
-    K_ADDITIONAL_ITEMS,
-    K_ADDITIONAL_PROPERTIES,
-    K_ALL_OF,
-    K_ANY_OF,
-    K_BSON_TYPE,
-    K_DEPENDENCIES,
-    K_DESCRIPTION,
-    K_ENCRYPT,
-    K_ENCRYPT_METADATA,
-    K_ENUM,
-    K_EXCLUSIVE_MAXIMUM,
-    K_EXCLUSIVE_MINIMUM,
-    K_ITEMS,
-    K_MAX_ITEMS,
-    K_MAX_LENGTH,
-    K_MAX_PROPERTIES,
-    K_MAXIMUM,
-    K_MIN_ITEMS,
-    K_MIN_LENGTH,
-    K_MIN_PROPERTIES,
-    K_MINIMUM,
-    K_MULTIPLE_OF,
-    K_NOT,
-    K_ONE_OF,
-    K_PATTERN,
-    K_PATTERN_PROPERTIES,
-    K_PROPERTIES,
-    K_REQUIRED,
-    K_TITLE,
-    K_TYPE,
-    K_UNIQUE_ITEMS,
+#define JS_KEYWORD_TAG(tag, name) tag,
+    JSONSCHEMA_KEYWORDS(JS_KEYWORD_TAG)
+#undef JS_KEYWORD_TAG
     K_COUNT
 } js_keyword_t;
 
@@ -63,7 +69,7 @@ typedef struct js_name_ref {
     size_t idx;
 } js_name_ref_t;
 
-/* A compiled `pattern` or patternProperties key. */
+/* A compiled `pattern` or patternProperties key (code NULL: none). */
 typedef struct js_regex {
     pcre2_code *code;
     pcre2_match_data *md; /* reused: checks run on one thread */
@@ -74,7 +80,7 @@ typedef struct js_regex {
 typedef struct js_entry {
     const char *name;      /* property name or pattern (borrowed) */
     js_node_t *schema;     /* subschema, or NULL for a property dependency */
-    js_regex_t *re;        /* patternProperties */
+    js_regex_t re;         /* patternProperties */
     const char **props;    /* property dependency: names that must exist */
     js_name_ref_t *props_index; /* ... sorted by name */
     size_t nprops;
@@ -115,7 +121,7 @@ struct js_node {
     size_t nenums;
     bool has_min, has_max, excl_min, excl_max, has_mult, unique;
     bson_value_t minimum, maximum, mult; /* borrowed */
-    js_regex_t *pattern;
+    js_regex_t pattern;
     js_node_t *items;          /* items as one schema */
     js_list_t items_list;      /* items as an array of schemas */
     bool items_is_list;

@@ -238,7 +238,8 @@ static bool js_check_scalar(const js_node_t *n, const bson_value_t *v, js_out_t 
 {
     bool ok = true;
     if (v->value_type == BSON_TYPE_UTF8) {
-        if (n->pattern && !jsonschema_regex_test(n->pattern, v->value.v_utf8.str, v->value.v_utf8.len)) {
+        if (n->pattern.code &&
+            !jsonschema_regex_test(&n->pattern, v->value.v_utf8.str, v->value.v_utf8.len)) {
             if (!out)
                 return false;
             ok = false;
@@ -568,7 +569,7 @@ static bool js_check_properties(const js_node_t *n, const bson_t *obj, js_out_t 
         uint32_t nlen = bson_iter_key_len(&it);
         bool patterned = false;
         for (size_t p = 0; p < n->npatterns; p++) {
-            if (!jsonschema_regex_test(n->patterns[p].re, name, nlen))
+            if (!jsonschema_regex_test(&n->patterns[p].re, name, nlen))
                 continue;
             patterned = true;
             if (js_check(n->patterns[p].schema, bson_iter_value(&it), NULL))

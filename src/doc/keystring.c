@@ -6,6 +6,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "doc/bsontext.h"
 #include "doc/collation.h"
 #include "doc/compare.h"
 #include "doc/num.h"
@@ -89,10 +90,12 @@ static void put_doc(buf_t *out, const uint8_t *data, uint32_t len, bool names,
     buf_push(out, 0x00);
 }
 
-/* A string: its bytes, or under a collation its ICU sort key (which holds
- * no zero byte, so the escaping leaves it as it is). */
-static void put_string(buf_t *out, const char *s, size_t len, const collation_t *coll)
+/* A string or symbol: its bytes, or under a collation its ICU sort key
+ * (which holds no zero byte, so the escaping leaves it as it is). */
+static void put_string(buf_t *out, const bson_value_t *v, const collation_t *coll)
 {
+    uint32_t len;
+    const char *s = bsontext_of(v, &len);
     if (!coll) {
         put_escaped(out, s, len);
         return;
@@ -115,10 +118,8 @@ static void put_value(buf_t *out, const bson_value_t *v, const collation_t *coll
         put_number(out, v);
         break;
     case BSON_TYPE_UTF8:
-        put_string(out, v->value.v_utf8.str, v->value.v_utf8.len, coll);
-        break;
     case BSON_TYPE_SYMBOL:
-        put_string(out, v->value.v_symbol.symbol, v->value.v_symbol.len, coll);
+        put_string(out, v, coll);
         break;
     case BSON_TYPE_DOCUMENT:
         put_doc(out, v->value.v_doc.data, v->value.v_doc.data_len, true, coll);

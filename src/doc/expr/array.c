@@ -117,14 +117,6 @@ cleanup:
 static bool op_first_last(const expr_t *e, const bson_value_t *v, bson_value_t *out, dberr_t *err)
 {
     bool first = e->op->aux;
-    if (expr_is_nullish(v)) {
-        expr_val_null(out);
-        return true;
-    }
-    if (v->value_type != BSON_TYPE_ARRAY) {
-        const char *tn = shellfmt_type_name(v->value_type);
-        return dberr_set(err, 28689, "%s's argument must be an array, but is %s", e->op->name, tn);
-    }
     bson_t b;
     bson_iter_t it;
     expr_bson_of(v, &b);
@@ -256,11 +248,6 @@ static bool op_concatarrays(const expr_t *e, const expr_ctx_t *ctx, bson_value_t
 
 static bool op_reversearray(const expr_t *e, const bson_value_t *v, bson_value_t *out, dberr_t *err)
 {
-    int go =
-        expr_unary(v, BSON_TYPE_ARRAY, 34435,
-                   "The argument to $reverseArray must be an array, but was of type: %s", out, err);
-    if (go <= 0)
-        return go == 0;
     bson_t b, arr;
     bson_iter_t it;
     size_t n = 0;
@@ -492,21 +479,26 @@ static bool reduce_scope(const expr_t *e, const var_scope_t *scope, const bson_t
 }
 
 const expr_op_t expr_array_ops[] = {
-    {"$arrayElemAt", NULL, OPP_ARGS, 2, 2, {0}, 0, NULL, op_arrayelemat},
-    {"$concatArrays", op_concatarrays, OPP_ARGS, 0, -1, {0}, 0, NULL},
-    {"$filter", map_filter, OPP_NAMED, .params = {"!input", "as", "!cond", "limit"},
+    {"$arrayElemAt", .eager = op_arrayelemat, .min_args = 2, .max_args = 2},
+    {"$concatArrays", .fn = op_concatarrays, .max_args = -1},
+    {"$filter", .fn = map_filter, .parse = OPP_NAMED, .params = {"!input", "as", "!cond", "limit"},
      .scope = map_scope},
-    {"$first", NULL, OPP_ARGS, 1, 1, {0}, 1, NULL, op_first_last},
-    {"$in", op_in, OPP_ARGS, 2, 2, {0}, 0, NULL, NULL},
-    {"$indexOfArray", op_indexofarray, OPP_ARGS, 2, 4, {0}, 0, NULL, NULL},
-    {"$isArray", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, op_isarray},
-    {"$last", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, op_first_last},
-    {"$map", map_filter, OPP_NAMED, 0, 0, {"!input", "as", "!in", NULL}, 1, map_scope},
-    {"$range", NULL, OPP_ARGS, 2, 3, {0}, 0, NULL, op_range},
-    {"$reduce", op_reduce, OPP_NAMED, .params = {"!input", "!initialValue", "!in"},
+    {"$first", .eager = op_first_last, .min_args = 1, .max_args = 1, .aux = 1,
+     .input = {BSON_TYPE_ARRAY, 28689, "$first's argument must be an array, but is %s"}},
+    {"$in", .fn = op_in, .min_args = 2, .max_args = 2},
+    {"$indexOfArray", .fn = op_indexofarray, .min_args = 2, .max_args = 4},
+    {"$isArray", .eager = op_isarray, .min_args = 1, .max_args = 1},
+    {"$last", .eager = op_first_last, .min_args = 1, .max_args = 1, .aux = 0,
+     .input = {BSON_TYPE_ARRAY, 28689, "$last's argument must be an array, but is %s"}},
+    {"$map", .fn = map_filter, .parse = OPP_NAMED, .params = {"!input", "as", "!in", NULL},
+     .aux = 1, .scope = map_scope},
+    {"$range", .eager = op_range, .min_args = 2, .max_args = 3},
+    {"$reduce", .fn = op_reduce, .parse = OPP_NAMED, .params = {"!input", "!initialValue", "!in"},
      .scope = reduce_scope},
-    {"$reverseArray", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, op_reversearray},
-    {"$size", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, op_size},
-    {"$slice", NULL, OPP_ARGS, 2, 3, {0}, 0, NULL, op_slice},
-    {NULL, NULL, OPP_ARGS, 0, 0, {0}, 0, NULL},
+    {"$reverseArray", .eager = op_reversearray, .min_args = 1, .max_args = 1,
+     .input = {BSON_TYPE_ARRAY, 34435,
+               "The argument to $reverseArray must be an array, but was of type: %s"}},
+    {"$size", .eager = op_size, .min_args = 1, .max_args = 1},
+    {"$slice", .eager = op_slice, .min_args = 2, .max_args = 3},
+    {NULL},
 };

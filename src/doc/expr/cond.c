@@ -139,35 +139,23 @@ static bool op_minmax(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out,
 /* One {case, then} of a $switch's branches into `e` (two arguments). */
 static bool parse_switch_branch(expr_t *e, bson_iter_t *it, dberr_t *err)
 {
+    static const expr_parts_spec_t branch_parts = {
+        {"case", "then"},
+        40063,
+        "$switch found an unknown argument to a branch: %s",
+        {40064, 40065},
+        {"$switch requires each branch have a 'case' expression",
+         "$switch requires each branch have a 'then' expression."},
+    };
     expr_t *parts[2] = {NULL, NULL};
     bson_iter_t child;
-    bool ok = true;
-    if (!BSON_ITER_HOLDS_DOCUMENT(it))
-        return dberr_set(err, 40062, "$switch expected each branch to be an object, found: %s",
-                         shellfmt_type_name(bson_iter_type(it)));
-    bson_iter_recurse(it, &child);
-    while (ok && bson_iter_next(&child)) {
-        const char *k = bson_iter_key(&child);
-        int slot = !strcmp(k, "case") ? 0 : !strcmp(k, "then") ? 1 : -1;
-        if (slot < 0) {
-            ok = dberr_set(err, 40063, "$switch found an unknown argument to a branch: %s", k);
-            break;
-        }
-        expr_destroy(parts[slot]);
-        ok = (parts[slot] = expr_parse(&child, err)) != NULL;
-    }
-    if (ok && !parts[0])
-        ok = dberr_set(err, 40064, "$switch requires each branch have a 'case' expression");
-    if (ok && !parts[1])
-        ok = dberr_set(err, 40065, "$switch requires each branch have a 'then' expression.");
-    if (ok) {
-        expr_add_arg(e, parts[0], NULL);
-        expr_add_arg(e, parts[1], NULL);
-    } else {
-        expr_destroy(parts[0]);
-        expr_destroy(parts[1]);
-    }
-    return ok;
+    if (!expr_recurse_object(it, &child, 40062,
+                             "$switch expected each branch to be an object, found: %s", err) ||
+        !expr_parse_parts(&child, &branch_parts, parts, err))
+        return false;
+    expr_add_arg(e, parts[0], NULL);
+    expr_add_arg(e, parts[1], NULL);
+    return true;
 }
 
 /* {$switch: {branches: [{case, then}...], default}} into e->args: case and
@@ -176,10 +164,9 @@ static bool parse_switch(expr_t *e, bson_iter_t *arg, dberr_t *err)
 {
     bson_iter_t child, br;
     expr_t *dflt = NULL;
-    if (!BSON_ITER_HOLDS_DOCUMENT(arg))
-        return dberr_set(err, 40060, "$switch requires an object as an argument, found: %s",
-                         shellfmt_type_name(bson_iter_type(arg)));
-    bson_iter_recurse(arg, &child);
+    if (!expr_recurse_object(arg, &child, 40060,
+                             "$switch requires an object as an argument, found: %s", err))
+        return false;
     while (bson_iter_next(&child)) {
         const char *k = bson_iter_key(&child);
         if (!strcmp(k, "branches")) {
@@ -231,20 +218,20 @@ static bool op_switch(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out,
 }
 
 const expr_op_t expr_cond_ops[] = {
-    {"$and", op_and_or, OPP_ARGS, 0, -1, {0}, 1, NULL},
-    {"$cmp", compare_op, OPP_ARGS, 2, 2, {0}, CMP_CMP, NULL, NULL},
-    {"$cond", op_cond, OPP_COND, 3, 3, {0}, 0, NULL},
-    {"$eq", compare_op, OPP_ARGS, 2, 2, {0}, CMP_EQ, NULL, NULL},
-    {"$gt", compare_op, OPP_ARGS, 2, 2, {0}, CMP_GT, NULL, NULL},
-    {"$gte", compare_op, OPP_ARGS, 2, 2, {0}, CMP_GTE, NULL, NULL},
-    {"$ifNull", op_ifnull, OPP_ARGS, 2, -1, {0}, 0, NULL},
-    {"$lt", compare_op, OPP_ARGS, 2, 2, {0}, CMP_LT, NULL, NULL},
-    {"$lte", compare_op, OPP_ARGS, 2, 2, {0}, CMP_LTE, NULL, NULL},
-    {"$max", op_minmax, OPP_ARGS, 1, -1, {0}, 1, NULL},
-    {"$min", op_minmax, OPP_ARGS, 1, -1, {0}, 0, NULL},
-    {"$ne", compare_op, OPP_ARGS, 2, 2, {0}, CMP_NE, NULL, NULL},
-    {"$not", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, op_not},
-    {"$or", op_and_or, OPP_ARGS, 0, -1, {0}, 0, NULL},
-    {"$switch", op_switch, OPP_CUSTOM, 0, 0, {0}, 0, NULL, NULL, parse_switch},
-    {NULL, NULL, OPP_ARGS, 0, 0, {0}, 0, NULL},
+    {"$and", .fn = op_and_or, .max_args = -1, .aux = 1},
+    {"$cmp", .fn = compare_op, .min_args = 2, .max_args = 2, .aux = CMP_CMP},
+    {"$cond", .fn = op_cond, .parse = OPP_COND, .min_args = 3, .max_args = 3},
+    {"$eq", .fn = compare_op, .min_args = 2, .max_args = 2, .aux = CMP_EQ},
+    {"$gt", .fn = compare_op, .min_args = 2, .max_args = 2, .aux = CMP_GT},
+    {"$gte", .fn = compare_op, .min_args = 2, .max_args = 2, .aux = CMP_GTE},
+    {"$ifNull", .fn = op_ifnull, .min_args = 2, .max_args = -1},
+    {"$lt", .fn = compare_op, .min_args = 2, .max_args = 2, .aux = CMP_LT},
+    {"$lte", .fn = compare_op, .min_args = 2, .max_args = 2, .aux = CMP_LTE},
+    {"$max", .fn = op_minmax, .min_args = 1, .max_args = -1, .aux = 1},
+    {"$min", .fn = op_minmax, .min_args = 1, .max_args = -1, .aux = 0},
+    {"$ne", .fn = compare_op, .min_args = 2, .max_args = 2, .aux = CMP_NE},
+    {"$not", .eager = op_not, .min_args = 1, .max_args = 1},
+    {"$or", .fn = op_and_or, .max_args = -1, .aux = 0},
+    {"$switch", .fn = op_switch, .parse = OPP_CUSTOM, .parse_fn = parse_switch},
+    {NULL},
 };

@@ -76,6 +76,10 @@ extern const char *const date_month_names[12];
  * document, code_unknown for an unknown name. */
 bool date_parse_named(expr_t *e, bson_iter_t *arg, const char *const *params, size_t nparams,
                       int code_obj, int code_unknown, dberr_t *err);
+/* date_parse_named by the operator's row: its params ('!' prefix:
+ * required, "Missing '<name>' parameter to <op>" with its missing_codes
+ * entry when absent) and named_codes {code_obj, code_unknown}. */
+bool date_parse_row(expr_t *e, bson_iter_t *arg, dberr_t *err);
 
 /* Evaluates the optional timezone argument `i` of `e`: UTC when absent;
  * *is_null when it is null (the operator then answers null). */

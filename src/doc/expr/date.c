@@ -232,6 +232,22 @@ bool date_parse_named(expr_t *e, bson_iter_t *arg, const char *const *params, si
     return true;
 }
 
+bool date_parse_row(expr_t *e, bson_iter_t *arg, dberr_t *err)
+{
+    const expr_op_t *op = e->op;
+    const char *names[5];
+    size_t n = 0;
+    for (; n < 5 && op->params[n]; n++)
+        names[n] = op->params[n] + (op->params[n][0] == '!');
+    if (!date_parse_named(e, arg, names, n, op->named_codes[0], op->named_codes[1], err))
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (op->params[i][0] == '!' && !e->args[i])
+            return dberr_set(err, op->missing_codes[i], "Missing '%s' parameter to %s", names[i],
+                             op->name);
+    return true;
+}
+
 bool date_eval_tz(const expr_t *e, size_t i, const expr_ctx_t *ctx, date_tz_t *tz, bool *is_null,
                   dberr_t *err)
 {
@@ -366,16 +382,6 @@ static bool op_part(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, d
 }
 
 /* ---------------------------------------------------------- $dateToParts */
-
-static bool parse_to_parts(expr_t *e, bson_iter_t *arg, dberr_t *err)
-{
-    static const char *const params[] = {"date", "timezone", "iso8601"};
-    if (!date_parse_named(e, arg, params, 3, 40524, 40520, err))
-        return false;
-    if (!e->args[0])
-        return dberr_set(err, 40522, "Missing 'date' parameter to $dateToParts");
-    return true;
-}
 
 static bool op_to_parts(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
 {
@@ -688,21 +694,6 @@ static bool op_add(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, db
     return true;
 }
 
-static bool parse_diff(expr_t *e, bson_iter_t *arg, dberr_t *err)
-{
-    static const char *const params[] = {"startDate", "endDate", "unit", "timezone",
-                                         "startOfWeek"};
-    if (!date_parse_named(e, arg, params, 5, 5166301, 5166302, err))
-        return false;
-    if (!e->args[0])
-        return dberr_set(err, 5166303, "Missing 'startDate' parameter to $dateDiff");
-    if (!e->args[1])
-        return dberr_set(err, 5166304, "Missing 'endDate' parameter to $dateDiff");
-    if (!e->args[2])
-        return dberr_set(err, 5166305, "Missing 'unit' parameter to $dateDiff");
-    return true;
-}
-
 /* The count of `u` boundaries (in `tz`, weeks starting on `sow`) before `ms`. */
 static int64_t unit_index(int64_t ms, unit_t u, const date_tz_t *tz, int sow)
 {
@@ -749,18 +740,6 @@ static bool op_diff(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, d
         expr_val_int64(out, date_floordiv(b, unit_ms[u]) - date_floordiv(a, unit_ms[u]));
     else
         expr_val_int64(out, unit_index(b, u, &tz, sow) - unit_index(a, u, &tz, sow));
-    return true;
-}
-
-static bool parse_trunc(expr_t *e, bson_iter_t *arg, dberr_t *err)
-{
-    static const char *const params[] = {"date", "unit", "binSize", "timezone", "startOfWeek"};
-    if (!date_parse_named(e, arg, params, 5, 5439007, 5439008, err))
-        return false;
-    if (!e->args[0])
-        return dberr_set(err, 5439009, "Missing 'date' parameter to $dateTrunc");
-    if (!e->args[1])
-        return dberr_set(err, 5439010, "Missing 'unit' parameter to $dateTrunc");
     return true;
 }
 
@@ -833,20 +812,13 @@ static bool op_trunc(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, 
 /* $tsSecond (aux 0) and $tsIncrement (aux 1). */
 static bool op_ts(const expr_t *e, const bson_value_t *v, bson_value_t *out, dberr_t *err)
 {
-    if (expr_is_nullish(v)) {
-        expr_val_null(out);
-        return true;
-    }
-    if (v->value_type != BSON_TYPE_TIMESTAMP)
-        return dberr_set(err, e->op->aux ? 5687302 : 5687301,
-                         "Argument to %s must be a timestamp, but is %s", e->op->name,
-                         shellfmt_type_name(v->value_type));
     expr_val_int64(out, e->op->aux ? v->value.v_timestamp.increment
                                    : v->value.v_timestamp.timestamp);
     return true;
 }
 
-#define PART_ROW(name, part) {name, op_part, OPP_CUSTOM, 0, 0, {0}, part, NULL, NULL, parse_part}
+#define PART_ROW(name, part)                                                                       \
+    {name, .fn = op_part, .parse = OPP_CUSTOM, .parse_fn = parse_part, .aux = part}
 
 const expr_op_t expr_date_ops[] = {
     PART_ROW("$year", PART_YEAR),
@@ -862,13 +834,23 @@ const expr_op_t expr_date_ops[] = {
     PART_ROW("$isoWeek", PART_ISO_WEEK),
     PART_ROW("$isoWeekYear", PART_ISO_YEAR),
     PART_ROW("$isoDayOfWeek", PART_ISO_DOW),
-    {"$dateToParts", op_to_parts, OPP_CUSTOM, 0, 0, {0}, 0, NULL, NULL, parse_to_parts},
-    {"$dateFromParts", op_from_parts, OPP_CUSTOM, 0, 0, {0}, 0, NULL, NULL, parse_from_parts},
-    {"$dateAdd", op_add, OPP_CUSTOM, 0, 0, {0}, 0, NULL, NULL, parse_add},
-    {"$dateSubtract", op_add, OPP_CUSTOM, 0, 0, {0}, 1, NULL, NULL, parse_add},
-    {"$dateDiff", op_diff, OPP_CUSTOM, 0, 0, {0}, 1, NULL, NULL, parse_diff},
-    {"$dateTrunc", op_trunc, OPP_CUSTOM, 0, 0, {0}, 2, NULL, NULL, parse_trunc},
-    {"$tsSecond", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, op_ts},
-    {"$tsIncrement", NULL, OPP_ARGS, 1, 1, {0}, 1, NULL, op_ts},
+    {"$dateToParts", .fn = op_to_parts, .parse = OPP_CUSTOM, .parse_fn = date_parse_row,
+     .params = {"!date", "timezone", "iso8601"}, .named_codes = {40524, 40520},
+     .missing_codes = {40522}},
+    {"$dateFromParts", .fn = op_from_parts, .parse = OPP_CUSTOM, .parse_fn = parse_from_parts},
+    {"$dateAdd", .fn = op_add, .parse = OPP_CUSTOM, .parse_fn = parse_add, .aux = 0},
+    {"$dateSubtract", .fn = op_add, .parse = OPP_CUSTOM, .parse_fn = parse_add, .aux = 1},
+    {"$dateDiff", .fn = op_diff, .parse = OPP_CUSTOM, .parse_fn = date_parse_row,
+     .params = {"!startDate", "!endDate", "!unit", "timezone", "startOfWeek"},
+     .named_codes = {5166301, 5166302}, .missing_codes = {5166303, 5166304, 5166305}, .aux = 1},
+    {"$dateTrunc", .fn = op_trunc, .parse = OPP_CUSTOM, .parse_fn = date_parse_row,
+     .params = {"!date", "!unit", "binSize", "timezone", "startOfWeek"},
+     .named_codes = {5439007, 5439008}, .missing_codes = {5439009, 5439010}, .aux = 2},
+    {"$tsSecond", .eager = op_ts, .min_args = 1, .max_args = 1, .aux = 0,
+     .input = {BSON_TYPE_TIMESTAMP, 5687301,
+               "Argument to $tsSecond must be a timestamp, but is %s"}},
+    {"$tsIncrement", .eager = op_ts, .min_args = 1, .max_args = 1, .aux = 1,
+     .input = {BSON_TYPE_TIMESTAMP, 5687302,
+               "Argument to $tsIncrement must be a timestamp, but is %s"}},
     {NULL},
 };

@@ -10,16 +10,6 @@
 
 #include "util/shellfmt.h"
 
-static bool parse_to_string(expr_t *e, bson_iter_t *arg, dberr_t *err)
-{
-    static const char *const params[] = {"date", "format", "timezone", "onNull"};
-    if (!date_parse_named(e, arg, params, 4, 18629, 18534, err))
-        return false;
-    if (!e->args[0])
-        return dberr_set(err, 18628, "Missing 'date' parameter to $dateToString");
-    return true;
-}
-
 /* Appends `ms` formatted by `fmt` in `tz` to `s`. */
 static bool format_date(int64_t ms, const char *fmt, const date_tz_t *tz, bson_string_t *s,
                         dberr_t *err)
@@ -168,16 +158,6 @@ static bool op_to_date(const expr_t *e, const bson_value_t *v, bson_value_t *out
 /* $dateFromString's arguments, in e->args. */
 enum { DFS_STRING, DFS_FORMAT, DFS_TZ, DFS_ON_ERROR, DFS_ON_NULL, DFS_N };
 
-static bool parse_from_string(expr_t *e, bson_iter_t *arg, dberr_t *err)
-{
-    static const char *const params[] = {"dateString", "format", "timezone", "onError", "onNull"};
-    if (!date_parse_named(e, arg, params, DFS_N, 40540, 40541, err))
-        return false;
-    if (!e->args[DFS_STRING])
-        return dberr_set(err, 40542, "Missing 'dateString' parameter to $dateFromString");
-    return true;
-}
-
 /* $dateFromString in mongod's order: the format's type and specifiers
  * (40684, 18535, 18536) and the timezone (40517, 40485) fail whatever the
  * input; a nullish dateString gives onNull (or null); then a dateString
@@ -212,9 +192,7 @@ static bool op_from_string(const expr_t *e, const expr_ctx_t *ctx, bson_value_t 
     if (!date_eval_tz(e, DFS_TZ, ctx, &tz, &null_tz, err))
         goto cleanup;
     if (expr_is_nullish(&str)) {
-        ok = e->args[DFS_ON_NULL] ? expr_eval_arg(e, DFS_ON_NULL, ctx, out, err) : true;
-        if (!e->args[DFS_ON_NULL])
-            expr_val_null(out);
+        ok = expr_eval_on_null(e, DFS_ON_NULL, ctx, out, err);
         goto cleanup;
     }
     int64_t ms = 0;
@@ -238,9 +216,8 @@ static bool op_from_string(const expr_t *e, const expr_ctx_t *ctx, bson_value_t 
     if (parsed) {
         expr_val_date(out, ms);
         ok = true;
-    } else if (err->code == DBERR_CONVERSION_FAILURE && e->args[DFS_ON_ERROR]) {
-        dberr_clear(err);
-        ok = expr_eval_arg(e, DFS_ON_ERROR, ctx, out, err);
+    } else {
+        ok = expr_eval_on_error(e, DFS_ON_ERROR, ctx, out, err);
     }
 cleanup:
     expr_val_free(&str);
@@ -249,8 +226,13 @@ cleanup:
 }
 
 const expr_op_t expr_datefmt_ops[] = {
-    {"$dateToString", op_to_string, OPP_CUSTOM, 0, 0, {0}, 0, NULL, NULL, parse_to_string},
-    {"$dateFromString", op_from_string, OPP_CUSTOM, 0, 0, {0}, 0, NULL, NULL, parse_from_string},
-    {"$toDate", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, op_to_date},
+    {"$dateToString", .fn = op_to_string, .parse = OPP_CUSTOM, .parse_fn = date_parse_row,
+     .params = {"!date", "format", "timezone", "onNull"}, .named_codes = {18629, 18534},
+     .missing_codes = {18628}},
+    /* params in DFS_* order */
+    {"$dateFromString", .fn = op_from_string, .parse = OPP_CUSTOM, .parse_fn = date_parse_row,
+     .params = {"!dateString", "format", "timezone", "onError", "onNull"},
+     .named_codes = {40540, 40541}, .missing_codes = {40542}},
+    {"$toDate", .eager = op_to_date, .min_args = 1, .max_args = 1},
     {NULL},
 };

@@ -60,7 +60,8 @@ struct expr_op {
     op_parse_t parse;
     int min_args; /* OPP_ARGS: argument count bounds (-1 = unbounded) */
     int max_args;
-    const char *params[5]; /* OPP_NAMED: parameter names; '!' prefix = required */
+    const char *params[5]; /* OPP_NAMED (and date_parse_row): parameter names;
+                            * '!' prefix = required */
     int aux;               /* a per-row constant the shared evaluator reads
                             * ($eq vs $lt, $first vs $last, a target type) */
     expr_scope_fn scope;   /* NULL: arguments see the enclosing scope */
@@ -68,11 +69,20 @@ struct expr_op {
                             * most EXPR_EAGER_MAX arguments that need them all */
     /* OPP_CUSTOM: reads the argument under `arg` into e->args (false with `err`). */
     bool (*parse_fn)(expr_t *e, bson_iter_t *arg, dberr_t *err);
-    /* OPP_NAMED: mongod's codes when the argument is not an object and for
-     * an unknown parameter (0: 28646 and 16879), and for each missing
-     * required parameter, by position in `params` (0: 16880). */
+    /* OPP_NAMED (and date_parse_row): mongod's codes when the argument is
+     * not an object and for an unknown parameter (0: 28646 and 16879), and
+     * for each missing required parameter, by position in `params` (0: 16880). */
     int named_codes[2];
     int missing_codes[5];
+    /* An `eager` operator of one argument that answers null for a nullish
+     * argument and takes only `input.type` (0: no such check): another type
+     * fails with `input.code` and `input.fmt` (one %s: the name mongod gives
+     * that type) before `eager` runs. */
+    struct {
+        bson_type_t type;
+        int code;
+        const char *fmt;
+    } input;
 };
 
 /* The most arguments an eager operator takes. */
@@ -141,11 +151,24 @@ int expr_agg_compare_coll(const bson_value_t *a, const bson_value_t *b, const co
  * (one %s: the name mongod gives the type `v` has). */
 bool expr_check_type(const bson_value_t *v, bson_type_t want, int code, const char *fmt,
                      dberr_t *err);
-/* The one argument `v` of an operator that answers null for a nullish
- * argument and takes only `want`: 0 when `out` is already that null, -1
- * with `code` and `fmt` (as expr_check_type) for another type, 1 to go on. */
-int expr_unary(const bson_value_t *v, bson_type_t want, int code, const char *fmt,
-               bson_value_t *out, dberr_t *err);
+/* The named parts of an object argument ({if, then, else} of $cond,
+ * {case, then} of a $switch branch): each a required expression. */
+typedef struct expr_parts_spec {
+    const char *names[3];        /* NULL after the last */
+    int unknown_code;            /* another name: this code and... */
+    const char *unknown_fmt;     /* ...this message (one %s: the name) */
+    int missing_codes[3];        /* an absent part: its code and... */
+    const char *missing_msgs[3]; /* ...its message */
+} expr_parts_spec_t;
+
+/* Parses the fields of an object (`fields` iterates them) into parts[i],
+ * by spec->names[i]; false with `err` and every part NULL on failure. */
+bool expr_parse_parts(bson_iter_t *fields, const expr_parts_spec_t *spec, expr_t **parts,
+                      dberr_t *err);
+/* The fields of the object `it` holds, into `child`; false with `code` and
+ * `fmt` (one %s: the name mongod gives the type found) for another type. */
+bool expr_recurse_object(const bson_iter_t *it, bson_iter_t *child, int code, const char *fmt,
+                         dberr_t *err);
 /* The elements of the array value `arr` into *vals (bson_malloc'd, *n of
  * them, each borrowing `arr`'s bytes); false with `err` when the loop was
  * stopped (fiber_check). */
@@ -175,6 +198,15 @@ void expr_free_args(bson_value_t *vals, size_t n);
 /* Evaluates argument `i` (missing when absent). */
 bool expr_eval_arg(const expr_t *e, size_t i, const expr_ctx_t *ctx, bson_value_t *out,
                    dberr_t *err);
+/* The answer of a conversion for a nullish input: argument `i` (its
+ * onNull) when given, else null. */
+bool expr_eval_on_null(const expr_t *e, size_t i, const expr_ctx_t *ctx, bson_value_t *out,
+                       dberr_t *err);
+/* The answer of a conversion that failed with `err`: argument `i` (its
+ * onError) when `err` is a ConversionFailure and the argument was given;
+ * otherwise false with `err` kept. */
+bool expr_eval_on_error(const expr_t *e, size_t i, const expr_ctx_t *ctx, bson_value_t *out,
+                        dberr_t *err);
 
 /* Folds argument `i`'s value `v` into `acc` (false with `err` to fail). */
 typedef bool (*expr_fold_fn)(const expr_t *e, size_t i, const bson_value_t *v, bson_t *acc,

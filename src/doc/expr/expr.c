@@ -263,6 +263,21 @@ static bool eval_array(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out
     return true;
 }
 
+/* The argument `v` of an operator row with an `input` type: 0 when `out`
+ * is already the null a nullish `v` answers, -1 with the row's code and
+ * message for another type than the row's, 1 to go on. */
+static int eager_input(const expr_op_t *op, const bson_value_t *v, bson_value_t *out,
+                       dberr_t *err)
+{
+    if (!op->input.type)
+        return 1;
+    if (expr_is_nullish(v)) {
+        expr_val_null(out);
+        return 0;
+    }
+    return expr_check_type(v, op->input.type, op->input.code, op->input.fmt, err) ? 1 : -1;
+}
+
 /* An eager operator: its arguments evaluated, then the operator. */
 static bool eval_eager(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
 {
@@ -271,7 +286,8 @@ static bool eval_eager(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out
         return dberr_set(err, DBERR_INTERNAL_ERROR, "%s: too many arguments", e->op->name);
     if (!expr_eval_args(e, ctx, args, err))
         return false;
-    bool ok = e->op->eager(e, args, out, err);
+    int go = eager_input(e->op, args, out, err);
+    bool ok = go > 0 ? e->op->eager(e, args, out, err) : go == 0;
     expr_free_args(args, e->nargs);
     return ok;
 }
@@ -372,6 +388,24 @@ bool expr_eval_arg(const expr_t *e, size_t i, const expr_ctx_t *ctx, bson_value_
     return expr_eval_node(e->args[i], ctx, out, err);
 }
 
+bool expr_eval_on_null(const expr_t *e, size_t i, const expr_ctx_t *ctx, bson_value_t *out,
+                       dberr_t *err)
+{
+    if (i < e->nargs && e->args[i])
+        return expr_eval_arg(e, i, ctx, out, err);
+    expr_val_null(out);
+    return true;
+}
+
+bool expr_eval_on_error(const expr_t *e, size_t i, const expr_ctx_t *ctx, bson_value_t *out,
+                        dberr_t *err)
+{
+    if (err->code != DBERR_CONVERSION_FAILURE || i >= e->nargs || !e->args[i])
+        return false;
+    dberr_clear(err);
+    return expr_eval_arg(e, i, ctx, out, err);
+}
+
 /* ----------------------------------------------------- $min $max $sum $avg */
 
 /* Collects the operands of $min/$max/$sum/$avg: the elements of a single
@@ -412,11 +446,11 @@ static bool parse_refused(expr_t *e, bson_iter_t *arg, dberr_t *err)
 }
 
 static const expr_op_t expr_refused_ops[] = {
-    {"$accumulator", NULL, OPP_CUSTOM, 0, 0, {0}, 0, NULL, NULL, parse_refused},
-    {"$function", NULL, OPP_CUSTOM, 0, 0, {0}, 0, NULL, NULL, parse_refused},
-    {"$meta", NULL, OPP_CUSTOM, 0, 0, {0}, 0, NULL, NULL, parse_refused},
-    {"$toHashedIndexKey", NULL, OPP_CUSTOM, 0, 0, {0}, 0, NULL, NULL, parse_refused},
-    {NULL, NULL, OPP_ARGS, 0, 0, {0}, 0, NULL},
+    {"$accumulator", .parse = OPP_CUSTOM, .parse_fn = parse_refused},
+    {"$function", .parse = OPP_CUSTOM, .parse_fn = parse_refused},
+    {"$meta", .parse = OPP_CUSTOM, .parse_fn = parse_refused},
+    {"$toHashedIndexKey", .parse = OPP_CUSTOM, .parse_fn = parse_refused},
+    {NULL},
 };
 
 /* Every operator family; an operator is one row in its family's table. */
@@ -587,46 +621,24 @@ static expr_t *parse_op(const expr_op_t *op, bson_iter_t *arg, dberr_t *err)
         return e;
     case OPP_COND:
         if (BSON_ITER_HOLDS_DOCUMENT(arg)) {
+            static const expr_parts_spec_t cond_parts = {
+                {"if", "then", "else"},
+                17083,
+                "Unrecognized parameter to $cond: %s",
+                {17080, 17081, 17082},
+                {"Missing 'if' parameter to $cond", "Missing 'then' parameter to $cond",
+                 "Missing 'else' parameter to $cond"},
+            };
             expr_t *parts[3] = {NULL, NULL, NULL};
             bson_iter_t child;
             bson_iter_recurse(arg, &child);
-            while (bson_iter_next(&child)) {
-                const char *k = bson_iter_key(&child);
-                int slot = strcmp(k, "if") == 0     ? 0
-                           : strcmp(k, "then") == 0 ? 1
-                           : strcmp(k, "else") == 0 ? 2
-                                                    : -1;
-                if (slot < 0) {
-                    dberr_set(err, 17083, "Unrecognized parameter to $cond: %s", k);
-                    goto cond_fail;
-                }
-                expr_t *a = expr_parse(&child, err);
-                if (!a)
-                    goto cond_fail;
-                expr_destroy(parts[slot]);
-                parts[slot] = a;
-            }
-            if (!parts[0]) {
-                dberr_set(err, 17080, "Missing 'if' parameter to $cond");
-                goto cond_fail;
-            }
-            if (!parts[1]) {
-                dberr_set(err, 17081, "Missing 'then' parameter to $cond");
-                goto cond_fail;
-            }
-            if (!parts[2]) {
-                dberr_set(err, 17082, "Missing 'else' parameter to $cond");
-                goto cond_fail;
-            }
+            if (!expr_parse_parts(&child, &cond_parts, parts, err))
+                goto fail;
             for (int i = 0; i < 3; i++)
                 expr_add_arg(e, parts[i], NULL);
             return e;
-        cond_fail:
-            for (int i = 0; i < 3; i++)
-                expr_destroy(parts[i]);
-            goto fail;
         } else {
-            const expr_op_t cond_args = {op->name, op->fn, OPP_ARGS, 3, 3, {0}, 0, NULL};
+            const expr_op_t cond_args = {op->name, .fn = op->fn, .min_args = 3, .max_args = 3};
             expr_t *inner = parse_op(&cond_args, arg, err);
             if (!inner)
                 goto fail;
@@ -843,23 +855,14 @@ bool expr_check_scope(const expr_t *e, const var_scope_t *scope, const bson_t *v
 
 bool expr_is_constant(const expr_t *e)
 {
-    if (!e)
+    if (!e || e->kind == EK_CONST)
         return true;
-    switch (e->kind) {
-    case EK_CONST:
-        return true;
-    case EK_PATH:
+    if (e->kind == EK_PATH)
         return false;
-    case EK_OP:
-        if (e->op->parse == OPP_LITERAL)
-            return true;
-        if (!strcmp(e->op->name, "$rand"))
-            return false;
-        break;
-    case EK_DOC:
-    case EK_ARRAY:
-        break;
-    }
+    if (e->kind == EK_OP && e->op->parse == OPP_LITERAL)
+        return true;
+    if (e->kind == EK_OP && !strcmp(e->op->name, "$rand"))
+        return false;
     for (size_t i = 0; i < e->nargs; i++)
         if (!expr_is_constant(e->args[i]))
             return false;
@@ -918,12 +921,45 @@ bool expr_check_type(const bson_value_t *v, bson_type_t want, int code, const ch
     return dberr_set(err, code, fmt, shellfmt_type_name(v->value_type));
 }
 
-int expr_unary(const bson_value_t *v, bson_type_t want, int code, const char *fmt,
-               bson_value_t *out, dberr_t *err)
+bool expr_parse_parts(bson_iter_t *fields, const expr_parts_spec_t *spec, expr_t **parts,
+                      dberr_t *err)
 {
-    if (expr_is_nullish(v)) {
-        expr_val_null(out);
-        return 0;
+    size_t n = 0;
+    while (n < 3 && spec->names[n])
+        n++;
+    while (bson_iter_next(fields)) {
+        const char *k = bson_iter_key(fields);
+        size_t slot = 0;
+        while (slot < n && strcmp(k, spec->names[slot]))
+            slot++;
+        if (slot == n) {
+            dberr_set(err, spec->unknown_code, spec->unknown_fmt, k);
+            goto fail;
+        }
+        expr_destroy(parts[slot]);
+        if (!(parts[slot] = expr_parse(fields, err)))
+            goto fail;
     }
-    return expr_check_type(v, want, code, fmt, err) ? 1 : -1;
+    for (size_t i = 0; i < n; i++)
+        if (!parts[i]) {
+            dberr_set(err, spec->missing_codes[i], "%s", spec->missing_msgs[i]);
+            goto fail;
+        }
+    return true;
+fail:
+    for (size_t i = 0; i < n; i++) {
+        expr_destroy(parts[i]);
+        parts[i] = NULL;
+    }
+    return false;
 }
+
+bool expr_recurse_object(const bson_iter_t *it, bson_iter_t *child, int code, const char *fmt,
+                         dberr_t *err)
+{
+    if (!BSON_ITER_HOLDS_DOCUMENT(it))
+        return dberr_set(err, code, fmt, shellfmt_type_name(bson_iter_type(it)));
+    bson_iter_recurse(it, child);
+    return true;
+}
+

@@ -93,11 +93,10 @@ cleanup:
 static bool parse_sortarray(expr_t *e, bson_iter_t *arg, dberr_t *err)
 {
     bson_iter_t child;
-    if (!BSON_ITER_HOLDS_DOCUMENT(arg))
-        return dberr_set(err, 2942500, "$sortArray requires an object as an argument, found: %s",
-                         shellfmt_type_name(bson_iter_type(arg)));
+    if (!expr_recurse_object(arg, &child, 2942500,
+                             "$sortArray requires an object as an argument, found: %s", err))
+        return false;
     expr_add_arg(e, NULL, NULL);
-    bson_iter_recurse(arg, &child);
     while (bson_iter_next(&child)) {
         const char *k = bson_iter_key(&child);
         if (!strcmp(k, "input")) {
@@ -211,10 +210,9 @@ static bool parse_zip(expr_t *e, bson_iter_t *arg, dberr_t *err)
     size_t ninputs = 0, ndefaults = 0;
     expr_t **defaults = NULL;
     bool ok = true;
-    if (!BSON_ITER_HOLDS_DOCUMENT(arg))
-        return dberr_set(err, 34460, "$zip only supports an object as an argument, found %s",
-                         shellfmt_type_name(bson_iter_type(arg)));
-    bson_iter_recurse(arg, &child);
+    if (!expr_recurse_object(arg, &child, 34460,
+                             "$zip only supports an object as an argument, found %s", err))
+        return false;
     while (ok && bson_iter_next(&child)) {
         const char *k = bson_iter_key(&child);
         if (!strcmp(k, "inputs") || !strcmp(k, "defaults")) {
@@ -482,18 +480,19 @@ cleanup:
     return ok;
 }
 
+/* $firstN, $lastN, $maxN and $minN: {n, input}, evaluated by op_nelem for `which`. */
+#define NELEM_ROW(name, which)                                                                     \
+    {name, .fn = op_nelem, .parse = OPP_NAMED, .params = {"!n", "!input"}, .aux = which,           \
+     .named_codes = {5787900, 5787901}, .missing_codes = {5787906, 5787907}}
+
 const expr_op_t expr_nelem_ops[] = {
-    {"$firstN", op_nelem, OPP_NAMED, .params = {"!n", "!input"}, .aux = NE_FIRST,
-     .named_codes = {5787900, 5787901}, .missing_codes = {5787906, 5787907}},
-    {"$lastN", op_nelem, OPP_NAMED, .params = {"!n", "!input"}, .aux = NE_LAST,
-     .named_codes = {5787900, 5787901}, .missing_codes = {5787906, 5787907}},
-    {"$median", op_quantile, OPP_CUSTOM, 0, 0, {0}, 0, NULL, NULL, parse_quantile},
-    {"$percentile", op_quantile, OPP_CUSTOM, 0, 0, {0}, 1, NULL, NULL, parse_quantile},
-    {"$maxN", op_nelem, OPP_NAMED, .params = {"!n", "!input"}, .aux = NE_MAX,
-     .named_codes = {5787900, 5787901}, .missing_codes = {5787906, 5787907}},
-    {"$minN", op_nelem, OPP_NAMED, .params = {"!n", "!input"}, .aux = NE_MIN,
-     .named_codes = {5787900, 5787901}, .missing_codes = {5787906, 5787907}},
-    {"$sortArray", op_sortarray, OPP_CUSTOM, 0, 0, {0}, 0, NULL, NULL, parse_sortarray},
-    {"$zip", op_zip, OPP_CUSTOM, 0, 0, {0}, 0, NULL, NULL, parse_zip},
-    {NULL, NULL, OPP_ARGS, 0, 0, {0}, 0, NULL},
+    NELEM_ROW("$firstN", NE_FIRST),
+    NELEM_ROW("$lastN", NE_LAST),
+    {"$median", .fn = op_quantile, .parse = OPP_CUSTOM, .parse_fn = parse_quantile},
+    {"$percentile", .fn = op_quantile, .parse = OPP_CUSTOM, .parse_fn = parse_quantile, .aux = 1},
+    NELEM_ROW("$maxN", NE_MAX),
+    NELEM_ROW("$minN", NE_MIN),
+    {"$sortArray", .fn = op_sortarray, .parse = OPP_CUSTOM, .parse_fn = parse_sortarray},
+    {"$zip", .fn = op_zip, .parse = OPP_CUSTOM, .parse_fn = parse_zip},
+    {NULL},
 };

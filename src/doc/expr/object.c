@@ -49,10 +49,6 @@ static bool op_mergeobjects(const expr_t *e, const expr_ctx_t *ctx, bson_value_t
 static bool op_objecttoarray(const expr_t *e, const bson_value_t *v, bson_value_t *out,
                              dberr_t *err)
 {
-    int go = expr_unary(v, BSON_TYPE_DOCUMENT, 40390,
-                        "$objectToArray requires a document input, found: %s", out, err);
-    if (go <= 0)
-        return go == 0;
     bson_t b, arr;
     bson_iter_t it;
     uint32_t idx = 0;
@@ -77,10 +73,6 @@ static bool op_arraytoobject(const expr_t *e, const bson_value_t *v, bson_value_
                              dberr_t *err)
 {
     bool ok = true;
-    int go = expr_unary(v, BSON_TYPE_ARRAY, 40386,
-                        "$arrayToObject requires an array input, found: %s", out, err);
-    if (go <= 0)
-        return go == 0;
     bson_t b, doc;
     bson_iter_t it;
     expr_bson_of(v, &b);
@@ -318,13 +310,6 @@ bool expr_parse_field_op(expr_t *e, bson_iter_t *arg, dberr_t *err)
 /* {$bsonSize: doc}: the bytes of the document as BSON. */
 static bool op_bsonsize(const expr_t *e, const bson_value_t *v, bson_value_t *out, dberr_t *err)
 {
-    if (expr_is_nullish(v)) {
-        expr_val_null(out);
-        return true;
-    }
-    if (v->value_type != BSON_TYPE_DOCUMENT)
-        return dberr_set(err, 31393, "$bsonSize requires a document input, found: %s",
-                         shellfmt_type_name(v->value_type));
     expr_val_int32(out, (int32_t)v->value.v_doc.data_len);
     return true;
 }
@@ -345,13 +330,16 @@ static bool op_binarysize(const expr_t *e, const bson_value_t *v, bson_value_t *
 }
 
 const expr_op_t expr_object_ops[] = {
-    {"$arrayToObject", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, op_arraytoobject},
-    {"$binarySize", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, op_binarysize},
-    {"$bsonSize", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, op_bsonsize},
-    {"$getField", op_getfield, OPP_FIELD, 0, 0, {0}, 0, NULL},
-    {"$mergeObjects", op_mergeobjects, OPP_ARGS, 0, -1, {0}, 0, NULL},
-    {"$objectToArray", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, op_objecttoarray},
-    {"$setField", op_setfield, OPP_FIELD, 0, 0, {0}, 0, NULL},
-    {"$unsetField", op_setfield, OPP_FIELD, 0, 0, {0}, 0, NULL},
-    {NULL, NULL, OPP_ARGS, 0, 0, {0}, 0, NULL},
+    {"$arrayToObject", .eager = op_arraytoobject, .min_args = 1, .max_args = 1,
+     .input = {BSON_TYPE_ARRAY, 40386, "$arrayToObject requires an array input, found: %s"}},
+    {"$binarySize", .eager = op_binarysize, .min_args = 1, .max_args = 1},
+    {"$bsonSize", .eager = op_bsonsize, .min_args = 1, .max_args = 1,
+     .input = {BSON_TYPE_DOCUMENT, 31393, "$bsonSize requires a document input, found: %s"}},
+    {"$getField", .fn = op_getfield, .parse = OPP_FIELD},
+    {"$mergeObjects", .fn = op_mergeobjects, .max_args = -1},
+    {"$objectToArray", .eager = op_objecttoarray, .min_args = 1, .max_args = 1,
+     .input = {BSON_TYPE_DOCUMENT, 40390, "$objectToArray requires a document input, found: %s"}},
+    {"$setField", .fn = op_setfield, .parse = OPP_FIELD},
+    {"$unsetField", .fn = op_setfield, .parse = OPP_FIELD},
+    {NULL},
 };

@@ -206,11 +206,12 @@ cleanup:
 }
 
 const expr_op_t expr_regex_ops[] = {
-    {"$regexFind", op_regex, OPP_NAMED, .params = {"!input", "!regex", "options"}, .aux = RX_FIND,
-     .named_codes = {51103, 31024}, .missing_codes = {31022, 31023}},
-    {"$regexFindAll", op_regex, OPP_NAMED, .params = {"!input", "!regex", "options"},
-     .aux = RX_FIND_ALL, .named_codes = {51103, 31024}, .missing_codes = {31022, 31023}},
-    {"$regexMatch", op_regex, OPP_NAMED, .params = {"!input", "!regex", "options"}, .aux = RX_MATCH,
-     .named_codes = {51103, 31024}, .missing_codes = {31022, 31023}},
-    {NULL, NULL, OPP_ARGS, 0, 0, {0}, 0, NULL},
+    {"$regexFind", .fn = op_regex, .parse = OPP_NAMED, .params = {"!input", "!regex", "options"},
+     .aux = RX_FIND, .named_codes = {51103, 31024}, .missing_codes = {31022, 31023}},
+    {"$regexFindAll", .fn = op_regex, .parse = OPP_NAMED,
+     .params = {"!input", "!regex", "options"}, .aux = RX_FIND_ALL, .named_codes = {51103, 31024},
+     .missing_codes = {31022, 31023}},
+    {"$regexMatch", .fn = op_regex, .parse = OPP_NAMED, .params = {"!input", "!regex", "options"},
+     .aux = RX_MATCH, .named_codes = {51103, 31024}, .missing_codes = {31022, 31023}},
+    {NULL},
 };

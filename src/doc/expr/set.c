@@ -241,12 +241,12 @@ static bool op_any_all(const expr_t *e, const bson_value_t *v, bson_value_t *out
 }
 
 const expr_op_t expr_set_ops[] = {
-    {"$allElementsTrue", NULL, OPP_ARGS, 1, 1, {0}, 1, NULL, op_any_all},
-    {"$anyElementTrue", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, op_any_all},
-    {"$setDifference", NULL, OPP_ARGS, 2, 2, {0}, 0, NULL, op_setdifference},
-    {"$setEquals", op_setequals, OPP_ARGS, 2, -1, {0}, 0, NULL},
-    {"$setIntersection", op_union_inter, OPP_ARGS, 0, -1, {0}, 1, NULL},
-    {"$setIsSubset", NULL, OPP_ARGS, 2, 2, {0}, 0, NULL, op_setissubset},
-    {"$setUnion", op_union_inter, OPP_ARGS, 0, -1, {0}, 0, NULL},
-    {NULL, NULL, OPP_ARGS, 0, 0, {0}, 0, NULL},
+    {"$allElementsTrue", .eager = op_any_all, .min_args = 1, .max_args = 1, .aux = 1},
+    {"$anyElementTrue", .eager = op_any_all, .min_args = 1, .max_args = 1, .aux = 0},
+    {"$setDifference", .eager = op_setdifference, .min_args = 2, .max_args = 2},
+    {"$setEquals", .fn = op_setequals, .min_args = 2, .max_args = -1},
+    {"$setIntersection", .fn = op_union_inter, .max_args = -1, .aux = 1},
+    {"$setIsSubset", .eager = op_setissubset, .min_args = 2, .max_args = 2},
+    {"$setUnion", .fn = op_union_inter, .max_args = -1, .aux = 0},
+    {NULL},
 };

@@ -16,7 +16,23 @@ typedef enum trig_bounds {
     TB_ATLEAST1, /* [1,inf] */
 } trig_bounds_t;
 
-/* One operator's functions and domain, indexed by the row's aux. */
+/* The operators op_trig evaluates (a row's aux), in trig_fns' order. */
+typedef enum trig_fn {
+    TRIG_SIN,
+    TRIG_COS,
+    TRIG_TAN,
+    TRIG_ASIN,
+    TRIG_ACOS,
+    TRIG_ATAN,
+    TRIG_SINH,
+    TRIG_COSH,
+    TRIG_TANH,
+    TRIG_ASINH,
+    TRIG_ACOSH,
+    TRIG_ATANH,
+} trig_fn_t;
+
+/* One operator's functions and domain, indexed by trig_fn_t. */
 static const struct {
     double (*fn)(double);
     num_dec_fn_t dec;
@@ -164,22 +180,25 @@ static bool op_log(const expr_t *e, const bson_value_t *v, bson_value_t *out, db
     return true;
 }
 
+/* $sin … $atanh: one number through trig_fns[which]. */
+#define TRIG_ROW(name, which) {name, .eager = op_trig, .min_args = 1, .max_args = 1, .aux = which}
+
 const expr_op_t expr_trig_ops[] = {
-    {"$acos", NULL, OPP_ARGS, 1, 1, {0}, 4, NULL, op_trig},
-    {"$acosh", NULL, OPP_ARGS, 1, 1, {0}, 10, NULL, op_trig},
-    {"$asin", NULL, OPP_ARGS, 1, 1, {0}, 3, NULL, op_trig},
-    {"$asinh", NULL, OPP_ARGS, 1, 1, {0}, 9, NULL, op_trig},
-    {"$atan", NULL, OPP_ARGS, 1, 1, {0}, 5, NULL, op_trig},
-    {"$atan2", NULL, OPP_ARGS, 2, 2, {0}, 0, NULL, op_atan2},
-    {"$atanh", NULL, OPP_ARGS, 1, 1, {0}, 11, NULL, op_trig},
-    {"$cos", NULL, OPP_ARGS, 1, 1, {0}, 1, NULL, op_trig},
-    {"$cosh", NULL, OPP_ARGS, 1, 1, {0}, 7, NULL, op_trig},
-    {"$degreesToRadians", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, op_angle},
-    {"$log", NULL, OPP_ARGS, 2, 2, {0}, 0, NULL, op_log},
-    {"$radiansToDegrees", NULL, OPP_ARGS, 1, 1, {0}, 1, NULL, op_angle},
-    {"$sin", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, op_trig},
-    {"$sinh", NULL, OPP_ARGS, 1, 1, {0}, 6, NULL, op_trig},
-    {"$tan", NULL, OPP_ARGS, 1, 1, {0}, 2, NULL, op_trig},
-    {"$tanh", NULL, OPP_ARGS, 1, 1, {0}, 8, NULL, op_trig},
-    {NULL, NULL, OPP_ARGS, 0, 0, {0}, 0, NULL},
+    TRIG_ROW("$acos", TRIG_ACOS),
+    TRIG_ROW("$acosh", TRIG_ACOSH),
+    TRIG_ROW("$asin", TRIG_ASIN),
+    TRIG_ROW("$asinh", TRIG_ASINH),
+    TRIG_ROW("$atan", TRIG_ATAN),
+    {"$atan2", .eager = op_atan2, .min_args = 2, .max_args = 2},
+    TRIG_ROW("$atanh", TRIG_ATANH),
+    TRIG_ROW("$cos", TRIG_COS),
+    TRIG_ROW("$cosh", TRIG_COSH),
+    {"$degreesToRadians", .eager = op_angle, .min_args = 1, .max_args = 1, .aux = 0},
+    {"$log", .eager = op_log, .min_args = 2, .max_args = 2},
+    {"$radiansToDegrees", .eager = op_angle, .min_args = 1, .max_args = 1, .aux = 1},
+    TRIG_ROW("$sin", TRIG_SIN),
+    TRIG_ROW("$sinh", TRIG_SINH),
+    TRIG_ROW("$tan", TRIG_TAN),
+    TRIG_ROW("$tanh", TRIG_TANH),
+    {NULL},
 };

@@ -255,12 +255,10 @@ static bool parse_convert(expr_t *e, bson_iter_t *arg, dberr_t *err)
     static const char *const params[] = {"input", "to", "onError", "onNull"};
     e->args = bson_malloc0(CONV_N * sizeof *e->args);
     e->nargs = CONV_N;
-    if (!BSON_ITER_HOLDS_DOCUMENT(arg))
-        return dberr_set(err, DBERR_FAILED_TO_PARSE,
-                         "$convert expects an object of named arguments but found: %s",
-                         shellfmt_type_name(bson_iter_type(arg)));
     bson_iter_t child;
-    bson_iter_recurse(arg, &child);
+    if (!expr_recurse_object(arg, &child, DBERR_FAILED_TO_PARSE,
+                             "$convert expects an object of named arguments but found: %s", err))
+        return false;
     while (bson_iter_next(&child)) {
         const char *k = bson_iter_key(&child);
         size_t i = 0;
@@ -307,33 +305,11 @@ static bool convert_target(const bson_value_t *to, bson_type_t *out, dberr_t *er
                      code);
 }
 
-/* $convert in mongod's order: `to` checked, a nullish input gives onNull
- * (or null), a nullish `to` null; a ConversionFailure (241) becomes
- * onError when given. */
-static bool op_convert(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+/* `in` (not nullish) converted to `target` into `out`; ConversionFailure
+ * (241) for a conversion mongod does not make. */
+static bool convert_value(const bson_value_t *in, bson_type_t target, bson_value_t *out,
+                          dberr_t *err)
 {
-    bson_value_t in, to;
-    bson_type_t target = BSON_TYPE_EOD;
-    bool ok = false;
-    expr_val_missing(&in);
-    if (!expr_eval_arg(e, CONV_TO, ctx, &to, err))
-        return false;
-    if (!expr_eval_arg(e, CONV_INPUT, ctx, &in, err))
-        goto cleanup;
-    if (!expr_is_nullish(&to) && !convert_target(&to, &target, err))
-        goto cleanup;
-    if (expr_is_nullish(&in)) {
-        if (e->args[CONV_ON_NULL])
-            ok = expr_eval_arg(e, CONV_ON_NULL, ctx, out, err);
-        else
-            expr_val_null(out), ok = true;
-        goto cleanup;
-    }
-    if (target == BSON_TYPE_EOD) {
-        expr_val_null(out);
-        ok = true;
-        goto cleanup;
-    }
     switch (target) {
     case BSON_TYPE_DOUBLE:
     case BSON_TYPE_UTF8:
@@ -342,37 +318,50 @@ static bool op_convert(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out
     case BSON_TYPE_INT64:
     case BSON_TYPE_OID:
     case BSON_TYPE_DECIMAL128:
-        ok = convert_to(&in, target, out, err);
-        break;
+        return convert_to(in, target, out, err);
     case BSON_TYPE_DATE_TIME:
-        ok = expr_to_date(&in, out, err);
-        break;
+        return expr_to_date(in, out, err);
     default:
-        ok = dberr_set(err, DBERR_CONVERSION_FAILURE,
-                       "Unsupported conversion from %s to %s in $convert with no onError value",
-                       shellfmt_type_name(in.value_type), shellfmt_type_name(target));
-        break;
+        return dberr_set(err, DBERR_CONVERSION_FAILURE,
+                         "Unsupported conversion from %s to %s in $convert with no onError value",
+                         shellfmt_type_name(in->value_type), shellfmt_type_name(target));
     }
-    if (!ok && err->code == DBERR_CONVERSION_FAILURE && e->args[CONV_ON_ERROR]) {
-        dberr_clear(err);
-        ok = expr_eval_arg(e, CONV_ON_ERROR, ctx, out, err);
-    }
-cleanup:
-    expr_val_free(&in);
+}
+
+/* $convert in mongod's order: `to` and `input` evaluated, then `to`
+ * checked; a nullish input gives onNull (or null), a nullish `to` null; a
+ * ConversionFailure (241) becomes onError when given. */
+static bool op_convert(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
+{
+    bson_value_t in, to;
+    bson_type_t target = BSON_TYPE_EOD;
+    expr_val_missing(&in);
+    if (!expr_eval_arg(e, CONV_TO, ctx, &to, err))
+        return false;
+    bool ok = expr_eval_arg(e, CONV_INPUT, ctx, &in, err) &&
+              (expr_is_nullish(&to) || convert_target(&to, &target, err));
     expr_val_free(&to);
+    if (ok && expr_is_nullish(&in))
+        ok = expr_eval_on_null(e, CONV_ON_NULL, ctx, out, err);
+    else if (ok && target == BSON_TYPE_EOD)
+        expr_val_null(out);
+    else if (ok)
+        ok = convert_value(&in, target, out, err) ||
+             expr_eval_on_error(e, CONV_ON_ERROR, ctx, out, err);
+    expr_val_free(&in);
     return ok;
 }
 
 const expr_op_t expr_type_ops[] = {
-    {"$convert", op_convert, OPP_CUSTOM, 0, 0, {0}, 0, NULL, NULL, parse_convert},
-    {"$isNumber", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, op_isnumber},
-    {"$toBool", NULL, OPP_ARGS, 1, 1, {0}, BSON_TYPE_BOOL, NULL, convert_op},
-    {"$toDecimal", NULL, OPP_ARGS, 1, 1, {0}, BSON_TYPE_DECIMAL128, NULL, convert_op},
-    {"$toDouble", NULL, OPP_ARGS, 1, 1, {0}, BSON_TYPE_DOUBLE, NULL, convert_op},
-    {"$toInt", NULL, OPP_ARGS, 1, 1, {0}, BSON_TYPE_INT32, NULL, convert_op},
-    {"$toLong", NULL, OPP_ARGS, 1, 1, {0}, BSON_TYPE_INT64, NULL, convert_op},
-    {"$toObjectId", NULL, OPP_ARGS, 1, 1, {0}, BSON_TYPE_OID, NULL, convert_op},
-    {"$toString", NULL, OPP_ARGS, 1, 1, {0}, BSON_TYPE_UTF8, NULL, convert_op},
-    {"$type", NULL, OPP_ARGS, 1, 1, {0}, 0, NULL, op_type},
-    {NULL, NULL, OPP_ARGS, 0, 0, {0}, 0, NULL},
+    {"$convert", .fn = op_convert, .parse = OPP_CUSTOM, .parse_fn = parse_convert},
+    {"$isNumber", .eager = op_isnumber, .min_args = 1, .max_args = 1},
+    {"$toBool", .eager = convert_op, .min_args = 1, .max_args = 1, .aux = BSON_TYPE_BOOL},
+    {"$toDecimal", .eager = convert_op, .min_args = 1, .max_args = 1, .aux = BSON_TYPE_DECIMAL128},
+    {"$toDouble", .eager = convert_op, .min_args = 1, .max_args = 1, .aux = BSON_TYPE_DOUBLE},
+    {"$toInt", .eager = convert_op, .min_args = 1, .max_args = 1, .aux = BSON_TYPE_INT32},
+    {"$toLong", .eager = convert_op, .min_args = 1, .max_args = 1, .aux = BSON_TYPE_INT64},
+    {"$toObjectId", .eager = convert_op, .min_args = 1, .max_args = 1, .aux = BSON_TYPE_OID},
+    {"$toString", .eager = convert_op, .min_args = 1, .max_args = 1, .aux = BSON_TYPE_UTF8},
+    {"$type", .eager = op_type, .min_args = 1, .max_args = 1},
+    {NULL},
 };

@@ -167,8 +167,8 @@ static bool let_scope(const expr_t *e, const var_scope_t *scope, const bson_t *v
 }
 
 const expr_op_t expr_var_ops[] = {
-    {"$let", op_let, OPP_LET, 0, 0, {0}, 0, let_scope},
-    {"$const", op_literal, OPP_LITERAL, 0, 0, {0}, 0, NULL},
-    {"$literal", op_literal, OPP_LITERAL, 0, 0, {0}, 0, NULL},
-    {NULL, NULL, OPP_ARGS, 0, 0, {0}, 0, NULL},
+    {"$let", .fn = op_let, .parse = OPP_LET, .scope = let_scope},
+    {"$const", .fn = op_literal, .parse = OPP_LITERAL},
+    {"$literal", .fn = op_literal, .parse = OPP_LITERAL},
+    {NULL},
 };

@@ -4,6 +4,7 @@
  * what would be stored (_id first and unchanged, depth, field names). */
 #include "doc/update/update-private.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -59,6 +60,19 @@ bool update_fail(update_apply_t *c, int code, bson_string_t *s)
     dberr_set(c->err, code, "%s", s->str);
     bson_string_free(s, true);
     return false;
+}
+
+bson_string_t *update_path_msg(const update_apply_t *c, const char *before, const char *fmt, ...)
+{
+    va_list ap;
+    bson_string_t *s = bson_string_new(before);
+    pstack_join(s, &c->taken, 0);
+    va_start(ap, fmt);
+    char *after = bson_strdupv_printf(fmt, ap);
+    va_end(ap);
+    bson_string_append(s, after);
+    bson_free(after);
+    return s;
 }
 
 void update_note_id_path(update_apply_t *c)

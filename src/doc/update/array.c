@@ -274,10 +274,9 @@ static void perform_push(const unode_t *leaf, doctree_t *arr, const collation_t 
 static bool push_existing(update_apply_t *c, const unode_t *leaf, doctree_t *e)
 {
     if (e->type != BSON_TYPE_ARRAY) {
-        bson_string_t *s = bson_string_new("The field '");
-        pstack_join(s, &c->taken, 0);
-        bson_string_append_printf(s, "' must be an array but is of type %s in document {",
-                                  shellfmt_type_name(e->type));
+        bson_string_t *s = update_path_msg(c, "The field '",
+                                           "' must be an array but is of type %s in document {",
+                                           shellfmt_type_name(e->type));
         update_append_id(c, s, true);
         bson_string_append(s, "}");
         return update_fail(c, DBERR_BAD_VALUE, s);
@@ -387,13 +386,11 @@ static bool pop_parse(unode_t *leaf, dberr_t *err)
 
 static bool pop_existing(update_apply_t *c, const unode_t *leaf, doctree_t *e)
 {
-    if (e->type != BSON_TYPE_ARRAY) {
-        bson_string_t *s = bson_string_new("Path '");
-        pstack_join(s, &c->taken, 0);
-        bson_string_append_printf(s, "' contains an element of non-array type '%s'",
-                                  shellfmt_type_name(e->type));
-        return update_fail(c, DBERR_TYPE_MISMATCH, s);
-    }
+    if (e->type != BSON_TYPE_ARRAY)
+        return update_fail(c, DBERR_TYPE_MISMATCH,
+                           update_path_msg(c, "Path '",
+                                           "' contains an element of non-array type '%s'",
+                                           shellfmt_type_name(e->type)));
     if (e->nkids > 0) {
         update_note_id_path(c);
         doctree_free(doctree_take(e, leaf->u.pop_front ? 0 : e->nkids - 1));

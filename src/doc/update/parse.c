@@ -261,23 +261,28 @@ cleanup:
 
 static const update_op_t *const update_op_families[] = {update_field_ops, update_array_ops};
 
-static const update_op_t *find_op(const char *name)
+/* The operator `name`; NULL with mongod's FailedToParse for an unknown one. */
+static const update_op_t *find_op(const char *name, dberr_t *err)
 {
-    return table_find((const void *const *)update_op_families,
-                      sizeof update_op_families / sizeof update_op_families[0], sizeof(update_op_t),
-                      name);
+    const update_op_t *op =
+        table_find((const void *const *)update_op_families,
+                   sizeof update_op_families / sizeof update_op_families[0], sizeof(update_op_t),
+                   name);
+    if (!op)
+        dberr_set(err, DBERR_FAILED_TO_PARSE,
+                  "Unknown modifier: %s. Expected a valid update modifier or pipeline-style "
+                  "update specified as an array",
+                  name);
+    return op;
 }
 
 /* The operator document `{$op: {field: v, ...}}` of one modifier. */
 static bool parse_modifier(update_parse_t *p, bson_iter_t *it, dberr_t *err)
 {
     const char *opname = bson_iter_key(it);
-    const update_op_t *op = find_op(opname);
+    const update_op_t *op = find_op(opname, err);
     if (!op)
-        return dberr_set(err, DBERR_FAILED_TO_PARSE,
-                         "Unknown modifier: %s. Expected a valid update modifier or "
-                         "pipeline-style update specified as an array",
-                         opname);
+        return false;
     if (!BSON_ITER_HOLDS_DOCUMENT(it)) {
         bson_string_t *s = bson_string_new(NULL);
         bson_string_append_printf(s,
@@ -301,6 +306,16 @@ static bool parse_modifier(update_parse_t *p, bson_iter_t *it, dberr_t *err)
             return false;
     }
     return true;
+}
+
+/* Frees what an operator update (UPDATER_OPERATORS) holds: the path tree,
+ * the '$'-prefixed path it would create and the array filters. */
+static void updater_free_operators(updater_t *u)
+{
+    unode_free(u->root);
+    bson_free(u->dollar_path);
+    bson_free(u->dollar_field);
+    afilter_free_all(u);
 }
 
 static bool parse_operators(updater_t *u, const bson_t *spec, dberr_t *err)
@@ -338,13 +353,10 @@ void updater_destroy(updater_t *u)
 {
     if (!u)
         return;
-    unode_free(u->root);
-    bson_free(u->dollar_path);
-    bson_free(u->dollar_field);
-    collation_destroy(u->coll);
+    updater_free_operators(u);
     bson_destroy(u->replacement);
     pipeline_destroy(u->pipeline);
-    afilter_free_all(u);
+    collation_destroy(u->coll);
     bson_free(u);
 }
 

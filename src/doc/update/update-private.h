@@ -283,6 +283,11 @@ bool update_apply_noop(update_apply_t *c, const unode_t *leaf, doctree_t *e);
 /* Fails with `code` and the message built in `s` (freed). Returns false. */
 bool update_fail(update_apply_t *c, int code, bson_string_t *s);
 
+/* A new message for update_fail: `before`, the path taken so far, then
+ * `fmt` formatted as printf does. */
+bson_string_t *update_path_msg(const update_apply_t *c, const char *before, const char *fmt, ...)
+    BSON_GNUC_PRINTF(3, 4);
+
 /* Checks a stored document's top level: `_id` type, and — unless
  * `allow_dollar` (pipeline updates, which may create $-prefixed fields with
  * $setField as mongod 5.0+ allows) — $-prefixed names. */
