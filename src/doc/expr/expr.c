@@ -575,8 +575,10 @@ fail:
     return NULL;
 }
 
-/* Reads the `field` argument of $getField/$setField/$unsetField into
- * e->cval: a string constant, or {$literal: "..."} / {$const: "..."}. */
+/* The node of operator `op` with its argument `arg` read the way the
+ * operator's table row says (`op->parse`: a literal, a list of arguments
+ * checked against min_args/max_args, $cond's parts, ...); NULL with `err`
+ * set when the argument does not fit. */
 static expr_t *parse_op(const expr_op_t *op, bson_iter_t *arg, dberr_t *err)
 {
     expr_t *e = expr_node_new(EK_OP);
