@@ -478,21 +478,54 @@ static bool query_apply_key_options(collection_t *c, const query_find_t *q,
     return true;
 }
 
+/* Sets *out to the index a find's hint (not $natural) names among those
+ * the planner sees (not hidden), NULL when there is no such hint; BadValue
+ * when it names none, as mongod's planner checks the hint before the
+ * $near's index. */
+static bool query_near_hinted(collection_t *c, const query_find_t *q, const index_t **out,
+                              dberr_t *err)
+{
+    *out = NULL;
+    bson_iter_t it;
+    const bson_t *key = q && q->has_hint && !bson_empty(&q->hint) ? &q->hint : NULL;
+    if (key && bson_iter_init(&it, key) && bson_iter_next(&it) &&
+        strcmp(bson_iter_key(&it), "$natural") == 0)
+        key = NULL; /* a collection scan: left to the query */
+    if (!key && !(q && q->hint_name))
+        return true;
+    for (int i = 0; i < collection_nindexes(c); i++) {
+        const index_t *ix = collection_index(c, i);
+        if (!ix->hidden && ((q->hint_name && strcmp(ix->name, q->hint_name) == 0) ||
+                            (key && index_key_equals(ix, key)))) {
+            *out = ix;
+            return true;
+        }
+    }
+    return dberr_set(err, DBERR_BAD_VALUE,
+                     "error processing query: ns=%s planner returned error :: caused by :: hint "
+                     "provided does not correspond to an existing index",
+                     collection_ns(c));
+}
+
 /* A $near needs a geo index on its path, as mongod's planner (291): a
  * 2dsphere one for a GeoJSON point, a 2d one for a flat legacy $near,
- * either for a legacy $nearSphere; with the filter `m` (NULL: any such
- * index), one the planner finds relevant (its geometry first, or a
- * predicate on its first field). */
-static bool query_near_index(collection_t *c, const matcher_t *m, const char *path,
-                             geo_near_units_t units, dberr_t *err)
+ * either for a legacy $nearSphere; never a hidden one (the planner does
+ * not see those); with a hint of `q` (NULL: none), only the hinted index;
+ * with the filter `m` (NULL: any such index), one the planner finds
+ * relevant (its geometry first, or a predicate on its first field). */
+static bool query_near_index(collection_t *c, const query_find_t *q, const matcher_t *m,
+                             const char *path, geo_near_units_t units, dberr_t *err)
 {
+    const index_t *hinted;
+    if (!query_near_hinted(c, q, &hinted, err))
+        return false;
     for (int i = 0; i < collection_nindexes(c); i++) {
         const index_t *ix = collection_index(c, i);
         int g = geoscan_geo_field(ix);
-        if (g < 0 || strcmp(ix->paths[g], path) != 0 ||
+        if (ix->hidden || (hinted && ix != hinted) || g < 0 || strcmp(ix->paths[g], path) != 0 ||
             units == (ix->geo2d ? GEO_NEAR_METRES : GEO_NEAR_FLAT))
             continue;
-        if (!m || geoscan_relevant(ix, m))
+        if (!m || hinted || geoscan_relevant(ix, m))
             return true;
     }
     return dberr_set(err, 291,
@@ -503,7 +536,9 @@ static bool query_near_index(collection_t *c, const matcher_t *m, const char *pa
 
 /* A leading $geoNear (NULL: none) runs on the geo index of `key`, or on
  * the collection's only 2d index, else its only 2dsphere one (mongod's
- * extractGeoNearFieldFromIndexes: IndexNotFound 27 otherwise). */
+ * extractGeoNearFieldFromIndexes: IndexNotFound 27 otherwise). As 7.0's,
+ * that choice counts hidden indexes too; the planner then refuses a field
+ * only a hidden index serves (query_near_index: 291). */
 bool query_geonear_key(collection_t *c, geonear_spec_t *g, dberr_t *err)
 {
     if (!g)
@@ -512,12 +547,12 @@ bool query_geonear_key(collection_t *c, geonear_spec_t *g, dberr_t *err)
         return dberr_set(err, DBERR_NOT_IMPLEMENTED, "atomdb does not run $geoNear on a view yet");
     const char *key = pipeline_geonear_key(g);
     if (key)
-        return query_near_index(c, NULL, key, pipeline_geonear_units(g), err);
+        return query_near_index(c, NULL, NULL, key, pipeline_geonear_units(g), err);
     const char *found = NULL;
     int count = 0;
     for (int i = 0; i < collection_nindexes(c); i++) { /* 2d indexes first */
         const index_t *ix = collection_index(c, i);
-        if (ix->geo2d && !ix->hidden) {
+        if (ix->geo2d) {
             found = ix->paths[0];
             count++;
         }
@@ -601,7 +636,7 @@ bool query_run(cmd_ctx_t *ctx, collection_t *c, const char *coll, const query_fi
         return dberr_set(err, DBERR_NOT_IMPLEMENTED,
                          "atomdb does not combine $near / $nearSphere with a sort yet");
     if (near && c && !collection_is_view(c) &&
-        !query_near_index(c, m, near, geo_pred_near_units(matcher_geo_on(m, near)), err))
+        !query_near_index(c, q, m, near, geo_pred_near_units(matcher_geo_on(m, near)), err))
         return false;
     collection_query_opts_t o = {0};
     o.matcher = m;

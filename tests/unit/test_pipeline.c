@@ -3,6 +3,7 @@
  * and the exact expected output documents in order — or an error code). */
 #include <string.h>
 
+#include "doc/matcher.h"
 #include "doc/pipeline.h"
 #include "unit.h"
 
@@ -312,6 +313,68 @@ static void test_documents_pipeline_is_collectionless(void)
     bson_destroy(cmd);
 }
 
+/* The filter a leading $geoNear reads its source with: the query's
+ * predicates on the key field and its own $and clauses go under one $and
+ * (mongod ANDs the query with the near predicate), each field once. */
+static void test_geonear_source_filter_names_each_field_once(void)
+{
+    bson_error_t je;
+    bson_t *cmd = bson_new_from_json(
+        (const uint8_t *)"{\"p\": [{\"$geoNear\": {\"near\": {\"type\": \"Point\", "
+                         "\"coordinates\": [0, 0]}, \"distanceField\": \"d\", \"key\": \"loc\", "
+                         "\"query\": {\"loc\": {\"$geoWithin\": {\"$centerSphere\": [[0, 0], "
+                         "0.01]}}, \"k\": 1, \"$and\": [{\"j\": 2}]}}}]}",
+        -1, &je);
+    dberr_t err;
+    pipeline_t *p = cmd ? parse_p(cmd, NULL, &err) : NULL;
+    geonear_spec_t *g = p ? pipeline_leading_geonear(p) : NULL;
+    CHECK(g != NULL, "the $geoNear parses");
+    if (!g)
+        goto cleanup;
+    bson_t f;
+    pipeline_geonear_source_filter(g, &f);
+    int n_loc = 0, n_and = 0, n_k = 0, n_all = 0;
+    bson_iter_t it, and;
+    bson_iter_init(&it, &f);
+    while (bson_iter_next(&it)) {
+        n_all++;
+        n_loc += strcmp(bson_iter_key(&it), "loc") == 0;
+        n_k += strcmp(bson_iter_key(&it), "k") == 0;
+        if (strcmp(bson_iter_key(&it), "$and") == 0) {
+            n_and++;
+            bson_iter_recurse(&it, &and);
+            int clauses = 0;
+            while (bson_iter_next(&and))
+                clauses++;
+            CHECK(clauses == 2, "$and holds {j: 2} and the query's loc, got %d", clauses);
+        }
+    }
+    char *json = bson_as_relaxed_extended_json(&f, NULL);
+    CHECK(n_all == 3 && n_loc == 1 && n_k == 1 && n_and == 1,
+          "k, loc (the near) and $and, each once: %s", json);
+    bson_free(json);
+    matcher_t *m = matcher_new_near(&f, &err);
+    CHECK(m && strcmp(matcher_near_path(m), "loc") == 0, "the near stays top-level");
+    bson_t *in = BCON_NEW("loc", "[", BCON_DOUBLE(0.1), BCON_DOUBLE(0), "]", "k", BCON_INT32(1),
+                          "j", BCON_INT32(2));
+    bson_t *far = BCON_NEW("loc", "[", BCON_DOUBLE(2), BCON_DOUBLE(0), "]", "k", BCON_INT32(1),
+                           "j", BCON_INT32(2));
+    bson_t *other = BCON_NEW("loc", "[", BCON_DOUBLE(0.1), BCON_DOUBLE(0), "]", "k",
+                             BCON_INT32(1), "j", BCON_INT32(3));
+    CHECK(m && matcher_matches(m, in, NULL), "inside the query's circle, k and j match");
+    CHECK(m && !matcher_matches(m, far, NULL), "outside the query's circle");
+    CHECK(m && !matcher_matches(m, other, NULL), "the query's $and clause holds");
+    matcher_destroy(m);
+    bson_destroy(in);
+    bson_destroy(far);
+    bson_destroy(other);
+    bson_destroy(&f);
+cleanup:
+    pipeline_destroy(p);
+    if (cmd)
+        bson_destroy(cmd);
+}
+
 int main(void)
 {
     UNIT_RUN(test_out_is_exposed_and_not_performed);
@@ -321,6 +384,7 @@ int main(void)
     UNIT_RUN(test_leading_match_is_exposed);
     UNIT_RUN(test_doclist_push_grows_and_destroy_frees);
     UNIT_RUN(test_group_handles_many_distinct_keys);
+    UNIT_RUN(test_geonear_source_filter_names_each_field_once);
     bson_t *doc = unit_load_json("cases/pipeline.json");
     bson_iter_t it, cases;
     if (bson_iter_init_find(&it, doc, "cases") && bson_iter_recurse(&it, &cases))

@@ -285,14 +285,58 @@ void pipeline_geonear_set_key(geonear_spec_t *g, const char *path)
     g->key = bson_strdup(path);
 }
 
+/* Appends to the array `and` (at *n) the query's predicates on the key
+ * and the clauses of its own $and, so the source filter names each once. */
+static void geonear_and_clauses(const geonear_spec_t *g, bson_t *and, uint32_t *n)
+{
+    bson_iter_t it, sub;
+    bson_iter_init(&it, g->query_doc);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it), *ik;
+        char buf[16];
+        if (strcmp(k, "$and") == 0 && bson_iter_recurse(&it, &sub)) {
+            while (bson_iter_next(&sub)) {
+                bson_uint32_to_string((*n)++, &ik, buf, sizeof buf);
+                bson_append_iter(and, ik, -1, &sub);
+            }
+        } else if (g->key && strcmp(k, g->key) == 0) {
+            bson_t clause;
+            bson_uint32_to_string((*n)++, &ik, buf, sizeof buf);
+            BSON_APPEND_DOCUMENT_BEGIN(and, ik, &clause);
+            bson_append_iter(&clause, NULL, 0, &it);
+            bson_append_document_end(and, &clause);
+        }
+    }
+}
+
 void pipeline_geonear_source_filter(const geonear_spec_t *g, bson_t *out)
 {
     bson_init(out);
     /* the query's predicates too (not a $text one: it needs its own
      * index), so the planner finds the compound 2dsphere indexes they
-     * make relevant and bounds their leading fields, as mongod's */
-    if (g->query_doc && !matcher_text(g->query))
-        bson_concat(out, g->query_doc);
+     * make relevant and bounds their leading fields, as mongod's; those
+     * on the key itself are ANDed with the near predicate under $and
+     * (with the query's own $and clauses), as mongod ANDs them, so no
+     * field is named twice */
+    bool query = g->query_doc && !matcher_text(g->query);
+    bool and_needed = false;
+    bson_iter_t it;
+    if (query && bson_iter_init(&it, g->query_doc)) {
+        while (bson_iter_next(&it)) {
+            const char *k = bson_iter_key(&it);
+            if (strcmp(k, "$and") == 0 || (g->key && strcmp(k, g->key) == 0))
+                and_needed = true;
+            else
+                bson_append_iter(out, NULL, 0, &it);
+        }
+    }
     if (g->key)
         BSON_APPEND_DOCUMENT(out, g->key, g->near_ops);
+    if (and_needed) {
+        bson_t and;
+        uint32_t n = 0;
+        BSON_APPEND_ARRAY_BEGIN(out, "$and", &and);
+        geonear_and_clauses(g, &and, &n);
+        bson_append_array_end(out, &and);
+    }
 }
