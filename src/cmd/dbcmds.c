@@ -17,6 +17,7 @@
 #include "store/capped.h"
 #include "store/catalog.h"
 #include "store/cursor.h"
+#include "store/index.h"
 #include "util/bsonview.h"
 #include "util/log.h"
 #include "util/vec.h"
@@ -622,6 +623,29 @@ bool cmd_coll_stats(cmd_ctx_t *ctx, dberr_t *err)
 
 /* ---- indexes ---- */
 
+/* Parses every spec of `indexes` without building anything: mongod checks
+ * them all before it creates a missing collection, so a bad one leaves no
+ * collection behind. */
+static bool dbcmds_check_index_specs(const bson_iter_t *indexes, dberr_t *err)
+{
+    bson_iter_t el;
+    int specs = 0;
+    bson_iter_recurse(indexes, &el);
+    while (bson_iter_next(&el)) {
+        bson_t spec;
+        if (!BSON_ITER_HOLDS_DOCUMENT(&el) || !cmd_iter_doc(&el, &spec))
+            return dberr_set(err, DBERR_TYPE_MISMATCH, "index specification must be an object");
+        index_t *ix = index_new(&spec, err);
+        if (!ix)
+            return false;
+        index_destroy(ix);
+        specs++;
+    }
+    if (specs == 0)
+        return dberr_set(err, DBERR_BAD_VALUE, "Must specify at least one index to create");
+    return true;
+}
+
 bool cmd_create_indexes(cmd_ctx_t *ctx, dberr_t *err)
 {
     cmd_target_t t;
@@ -635,6 +659,8 @@ bool cmd_create_indexes(cmd_ctx_t *ctx, dberr_t *err)
                          "Cannot create new indexes on existing collection %s.%s in a "
                          "multi-document transaction.",
                          ctx->db, t.coll);
+    if (!existed && !dbcmds_check_index_specs(&it, err))
+        return false;
     bool made_before = false; /* by an earlier statement of the transaction */
     if (!existed && ctx->view->txn) {
         if (!catalog_valid_coll_name(ctx->db, t.coll, err))

@@ -581,7 +581,6 @@ index_t *index_new(const bson_t *spec, dberr_t *err)
     int nhashed = 0;
     bool have_sphere_version = false;
     bool have_2d_option = false;
-    char generated[512] = "";
     bson_t text_opts = BSON_INITIALIZER; /* a text index's resolved options */
     bool is_text = textindex_is_text_spec(spec);
     bool is_wild = wildcard_is_spec(spec);
@@ -596,7 +595,7 @@ index_t *index_new(const bson_t *spec, dberr_t *err)
     while (bson_iter_next(&it)) {
         const char *k = bson_iter_key(&it);
         if (strcmp(k, "key") == 0 && is_text) {
-            ix->text = textindex_new(spec, &ix->key, &text_opts, generated, sizeof generated, err);
+            ix->text = textindex_new(spec, &ix->key, &text_opts, err);
             if (!ix->text)
                 goto fail;
             have_key = true;
@@ -604,7 +603,7 @@ index_t *index_new(const bson_t *spec, dberr_t *err)
         } else if (is_text && textindex_is_text_option(k)) {
             /* parsed with the key (textindex_new) */
         } else if (strcmp(k, "key") == 0 && is_wild) {
-            ix->wildcard = wildcard_new(spec, &ix->key, generated, sizeof generated, err);
+            ix->wildcard = wildcard_new(spec, &ix->key, err);
             if (!ix->wildcard)
                 goto fail;
             have_key = true;
@@ -641,9 +640,6 @@ index_t *index_new(const bson_t *spec, dberr_t *err)
                     ix->paths[ix->nfields] = bson_strdup(path);
                     ix->dirs[ix->nfields] = 1;
                     ix->nfields++;
-                    size_t glen = strlen(generated);
-                    snprintf(generated + glen, sizeof generated - glen, "%s%s_hashed",
-                             glen ? "_" : "", path);
                     continue;
                 }
                 if (BSON_ITER_HOLDS_UTF8(&kit) && strcmp(bson_iter_utf8(&kit, NULL), "2d") == 0 &&
@@ -663,9 +659,6 @@ index_t *index_new(const bson_t *spec, dberr_t *err)
                     ix->paths[ix->nfields] = bson_strdup(path);
                     ix->dirs[ix->nfields] = 1;
                     ix->nfields++;
-                    size_t glen = strlen(generated);
-                    snprintf(generated + glen, sizeof generated - glen, "%s%s_2d", glen ? "_" : "",
-                             path);
                     continue;
                 }
                 if (BSON_ITER_HOLDS_UTF8(&kit) &&
@@ -676,9 +669,6 @@ index_t *index_new(const bson_t *spec, dberr_t *err)
                     ix->sphere[ix->nfields] = true;
                     ix->is_2dsphere = true;
                     ix->nfields++;
-                    size_t glen = strlen(generated);
-                    snprintf(generated + glen, sizeof generated - glen, "%s%s_2dsphere",
-                             glen ? "_" : "", path);
                     continue;
                 }
                 if (BSON_ITER_HOLDS_UTF8(&kit)) {
@@ -697,9 +687,6 @@ index_t *index_new(const bson_t *spec, dberr_t *err)
                 ix->paths[ix->nfields] = bson_strdup(path);
                 ix->dirs[ix->nfields] = d > 0 ? 1 : -1;
                 ix->nfields++;
-                size_t glen = strlen(generated);
-                snprintf(generated + glen, sizeof generated - glen, "%s%s_%d", glen ? "_" : "",
-                         path, d > 0 ? 1 : -1);
             }
             bson_copy_to(&key, &ix->key) ;
             have_key = ix->nfields > 0;
@@ -714,7 +701,8 @@ index_t *index_new(const bson_t *spec, dberr_t *err)
             }
         } else if (strcmp(k, "name") == 0) {
             if (!BSON_ITER_HOLDS_UTF8(&it)) {
-                dberr_set(err, DBERR_TYPE_MISMATCH, "The field 'name' must be a string");
+                dberr_set(err, DBERR_TYPE_MISMATCH, "The field 'name' must be a string, but got %s",
+                          shellfmt_type_name(bson_iter_type(&it)));
                 goto fail;
             }
             ix->name = bson_strdup(bson_iter_utf8(&it, NULL));
@@ -786,10 +774,25 @@ index_t *index_new(const bson_t *spec, dberr_t *err)
             goto fail;
         }
     }
-    if (!have_key) {
+    /* mongod 7.0's validateIndexSpec: key, then name, are required (it
+     * does not make up a name; drivers and shells send one) */
+    if (!have_key || !ix->name) {
+        char *shown = shellfmt_doc(spec);
         dberr_set(err, DBERR_FAILED_TO_PARSE,
-                  "Error in specification { name: ... } :: caused by :: The 'key' field is a "
-                  "required property of an index specification");
+                  "Error in specification %s :: caused by :: The '%s' field is a required "
+                  "property of an index specification",
+                  shown, have_key ? "name" : "key");
+        bson_free(shown);
+        goto fail;
+    }
+    if (ix->name[0] == '\0') { /* IndexCatalogImpl::_isSpecOk, on the spec with its v */
+        char *shown = shellfmt_doc(spec);
+        size_t len = strlen(shown);
+        bool add_v = !bson_has_field(spec, "v") && len >= 2;
+        dberr_set(err, DBERR_CANNOT_CREATE_INDEX,
+                  "Error in specification %.*s%s :: caused by :: index name cannot be empty",
+                  (int)(add_v ? len - 2 : len), shown, add_v ? ", v: 2 }" : "");
+        bson_free(shown);
         goto fail;
     }
     if (ix->wildcard && (ix->sparse || ix->unique || ix->expire_after_s >= 0 || version < 2)) {
@@ -833,8 +836,6 @@ index_t *index_new(const bson_t *spec, dberr_t *err)
                   "atomdb does not support a collation on a hashed index yet");
         goto fail;
     }
-    if (!ix->name)
-        ix->name = bson_strdup(generated);
     if (ix->text && (ix->unique || ix->collation || ix->expire_after_s >= 0)) {
         dberr_set(err, DBERR_CANNOT_CREATE_INDEX,
                   "atomdb does not support the option '%s' on a text index",

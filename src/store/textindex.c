@@ -77,22 +77,14 @@ void textindex_destroy(textindex_t *t)
     bson_free(t);
 }
 
-/* Appends `s` to the generated name. */
-static void textindex_name_add(char *name, size_t cap, const char *field, const char *suffix)
-{
-    size_t len = strlen(name);
-    snprintf(name + len, cap - len, "%s%s_%s", len ? "_" : "", field, suffix);
-}
-
 textindex_t *textindex_new(const bson_t *spec, bson_t *key_out, bson_t *resolved_out,
-                           char *name, size_t name_cap, dberr_t *err)
+                           dberr_t *err)
 {
     textindex_t *t = bson_malloc0(sizeof *t);
     t->resolved = bson_new();
     bson_iter_t it, k;
     /* 0: prefix fields, 1: in the text fields, 2: suffix fields */
     int part = 0;
-    name[0] = '\0';
     if (!bson_iter_init_find(&it, spec, "key") || !bson_iter_recurse(&it, &k))
         goto bad_key;
     while (bson_iter_next(&k)) {
@@ -115,8 +107,6 @@ textindex_t *textindex_new(const bson_t *spec, bson_t *key_out, bson_t *resolved
                 dberr_set(err, 17389, "'text' fields in index must all be adjacent");
                 goto fail;
             }
-            textindex_name_add(name, name_cap, "_fts", "text");
-            textindex_name_add(name, name_cap, "_ftsx", "1");
             part = 2;
             continue;
         }
@@ -130,7 +120,6 @@ textindex_t *textindex_new(const bson_t *spec, bson_t *key_out, bson_t *resolved
                 goto fail;
             }
             part = 1;
-            textindex_name_add(name, name_cap, f, "text");
             continue;
         }
         if (BSON_ITER_HOLDS_UTF8(&k)) {
@@ -147,7 +136,6 @@ textindex_t *textindex_new(const bson_t *spec, bson_t *key_out, bson_t *resolved
         if (part == 1)
             part = 2;
         textindex_fields_push(part == 0 ? &t->before : &t->after, f, dir);
-        textindex_name_add(name, name_cap, f, dir > 0 ? "1" : "-1");
     }
     if (part == 0)
         goto bad_key;

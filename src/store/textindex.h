@@ -27,10 +27,9 @@ bool textindex_is_text_option(const char *field);
 
 /* Parses a text index spec. Fills `key_out` with the resolved key pattern,
  * `resolved_out` with weights, default_language, language_override and
- * textIndexVersion, and `name` with mongod's generated name (subject_text,
- * a_1_subject_text). NULL with err as mongod (17271-17294, 17389...). */
+ * textIndexVersion. NULL with err as mongod (17271-17294, 17389...). */
 textindex_t *textindex_new(const bson_t *spec, bson_t *key_out, bson_t *resolved_out,
-                           char *name, size_t name_cap, dberr_t *err);
+                           dberr_t *err);
 /* Frees it (accepts NULL). */
 void textindex_destroy(textindex_t *t);
 

@@ -402,8 +402,7 @@ void wildcard_destroy(wildcard_t *w)
     bson_free(w);
 }
 
-wildcard_t *wildcard_new(const bson_t *spec, bson_t *key_out, char *name, size_t name_cap,
-                         dberr_t *err)
+wildcard_t *wildcard_new(const bson_t *spec, bson_t *key_out, dberr_t *err)
 {
     wildcard_t *w = bson_malloc0(sizeof *w);
     bson_iter_t it, kit;
@@ -480,9 +479,6 @@ wildcard_t *wildcard_new(const bson_t *spec, bson_t *key_out, char *name, size_t
     }
     w->compound = nfields > 1;
     bson_concat(key_out, &key);
-    bson_iter_init(&kit, &key);
-    bson_iter_next(&kit);
-    snprintf(name, name_cap, "%s_%lld", field, (long long)bson_iter_as_int64(&kit));
     return w;
 fail:
     wildcard_destroy(w);

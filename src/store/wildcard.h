@@ -21,13 +21,11 @@
 bool wildcard_is_spec(const bson_t *spec);
 
 /* Parses a wildcard index's key pattern and wildcardProjection from
- * `spec`. Fills `key_out` with the key pattern and `name` with mongod's
- * generated name ("$**_1", "a.$**_1"). NULL with err as mongod:
+ * `spec`. Fills `key_out` with the key pattern. NULL with err as mongod:
  * CannotCreateIndex 67 (bad key), FailedToParse 9 / TypeMismatch 14 (bad
  * projection), 31253/31254 (mixed projection), 51271 (computed field),
  * 31249 (path collision), the compound checks (wildcard_is_compound). */
-wildcard_t *wildcard_new(const bson_t *spec, bson_t *key_out, char *name, size_t name_cap,
-                         dberr_t *err);
+wildcard_t *wildcard_new(const bson_t *spec, bson_t *key_out, dberr_t *err);
 /* Frees it (accepts NULL). */
 void wildcard_destroy(wildcard_t *w);
 

@@ -141,14 +141,16 @@ static bool field_input(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *ou
     return true;
 }
 
-/* $getField: null for a nullish input, missing for a non-document one. */
+/* $getField, as mongod's ExpressionGetField::evaluate: null for a null or
+ * undefined input; missing for a missing or non-document one (a number, a
+ * string, an array) and for a field the document does not have. */
 static bool op_getfield(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *out, dberr_t *err)
 {
     bson_value_t in;
-    expr_val_missing(out); /* a field that is not there, a non-document input */
+    expr_val_missing(out);
     if (!field_input(e, ctx, &in, err))
         return false;
-    if (expr_is_nullish(&in)) {
+    if (in.value_type == BSON_TYPE_NULL || in.value_type == BSON_TYPE_UNDEFINED) {
         expr_val_null(out);
     } else if (in.value_type == BSON_TYPE_DOCUMENT) {
         bson_t b;
@@ -175,7 +177,8 @@ static bool op_setfield(const expr_t *e, const expr_ctx_t *ctx, bson_value_t *ou
         goto cleanup;
     }
     if (in.value_type != BSON_TYPE_DOCUMENT) {
-        ok = dberr_set(err, 4161105, "%s requires 'input' to evaluate to type Object", e->op->name);
+        /* mongod names $setField here for $unsetField too (its kExpressionName) */
+        ok = dberr_set(err, 4161105, "$setField requires 'input' to evaluate to type Object");
         goto cleanup;
     }
     if (e->nargs > 1 && e->args[1] && !expr_eval_node(e->args[1], ctx, &v, err)) {
@@ -258,8 +261,11 @@ bool expr_parse_field_op(expr_t *e, bson_iter_t *arg, dberr_t *err)
     bool get = strcmp(name, "$getField") == 0, set = strcmp(name, "$setField") == 0;
     bson_iter_t field, input, value;
     bool have_field = false, have_input = false, have_value = false;
+    /* only $getField has the shorthand: a document whose first key starts
+     * with '$' is the field's expression; $setField/$unsetField read that
+     * key as an unknown argument (4161101), as mongod */
     bool shorthand = !BSON_ITER_HOLDS_DOCUMENT(arg);
-    if (!shorthand) {
+    if (!shorthand && get) {
         bson_iter_t probe;
         bson_iter_recurse(arg, &probe);
         shorthand = bson_iter_next(&probe) && bson_iter_key(&probe)[0] == '$';
@@ -295,8 +301,9 @@ bool expr_parse_field_op(expr_t *e, bson_iter_t *arg, dberr_t *err)
                              name);
         if (set && !have_value)
             return dberr_set(err, 4161103, "$setField requires 'value' to be specified");
-        if (!have_input && !get)
-            return dberr_set(err, 4161109, "%s requires 'input' to be specified", name);
+        if (!have_input) /* only the shorthand reads $$CURRENT */
+            return dberr_set(err, get ? 3041703 : 4161109, "%s requires 'input' to be specified",
+                             name);
     }
     if (!parse_field_name(e, &field, err))
         return false;
