@@ -10,9 +10,10 @@ import time
 
 import pytest
 from bson.son import SON
-from pymongo import MongoClient, CursorType
+from pymongo import CursorType
 from pymongo.errors import OperationFailure
 
+from atomdb_clients import connect, per_test_client
 from atomdb_testlib import restart
 
 INVALID_OPTIONS = 72
@@ -22,16 +23,7 @@ CAPPED_POSITION_LOST = 136
 NOT_IN_TXN = 263
 
 
-def connect(server, **kw):
-    kw.setdefault("serverSelectionTimeoutMS", 10000)
-    return MongoClient(server.uri("directConnection=true"), **kw)
-
-
-@pytest.fixture
-def client(atomdb):
-    c = connect(atomdb)
-    yield c
-    c.close()
+client = per_test_client()
 
 
 def cmd_error(db, command):

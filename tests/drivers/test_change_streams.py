@@ -18,6 +18,7 @@ from bson.timestamp import Timestamp
 from pymongo import MongoClient
 from pymongo.errors import OperationFailure
 
+from atomdb_clients import connect, per_test_client
 from atomdb_testlib import restart
 
 HISTORY_LOST = 286
@@ -26,16 +27,7 @@ FATAL = 280
 NO_MATCHING_DOCUMENT = 47
 
 
-def connect(server, **kw):
-    kw.setdefault("serverSelectionTimeoutMS", 10000)
-    return MongoClient(server.uri("directConnection=true"), **kw)
-
-
-@pytest.fixture
-def client(atomdb):
-    c = connect(atomdb)
-    yield c
-    c.close()
+client = per_test_client()
 
 
 def next_events(stream, n):

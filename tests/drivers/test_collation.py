@@ -14,14 +14,11 @@ from bson.son import SON
 from pymongo import MongoClient
 from pymongo.errors import DuplicateKeyError, OperationFailure
 
+from atomdb_clients import per_test_client
 from atomdb_testlib import restart, stop_all
 
 
-@pytest.fixture
-def client(atomdb):
-    c = MongoClient(atomdb.uri(), serverSelectionTimeoutMS=10000)
-    yield c
-    c.close()
+client = per_test_client("")
 
 
 def fails(code, fn, what):

@@ -11,21 +11,17 @@ import time
 import pytest
 from bson.son import SON
 from bson.timestamp import Timestamp
-from pymongo import MongoClient
 from pymongo.errors import OperationFailure
 
+import atomdb_clients
 from atomdb_testlib import raw_command, restart, stop_all
 
 
-def connect(server, **kw):
-    return MongoClient(server.uri("replicaSet=rs0"), serverSelectionTimeoutMS=10000, **kw)
+def connect(server):
+    return atomdb_clients.connect(server, "replicaSet=rs0")
 
 
-@pytest.fixture
-def client(atomdb):
-    c = connect(atomdb)
-    yield c
-    c.close()
+client = atomdb_clients.per_test_client("replicaSet=rs0")
 
 
 def fails(code, fn, what):

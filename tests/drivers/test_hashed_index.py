@@ -15,12 +15,10 @@ from bson.son import SON
 from pymongo import MongoClient
 from pymongo.errors import OperationFailure, WriteError
 
+from atomdb_clients import per_test_client
 
-@pytest.fixture
-def client(atomdb):
-    c = MongoClient(atomdb.uri(), serverSelectionTimeoutMS=10000)
-    yield c
-    c.close()
+
+client = per_test_client("")
 
 
 def fails(code, fn, what):

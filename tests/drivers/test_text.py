@@ -12,6 +12,7 @@ from bson.son import SON
 from pymongo import MongoClient, TEXT, ASCENDING
 from pymongo.errors import OperationFailure
 
+from atomdb_clients import per_test_client
 from atomdb_testlib import restart
 
 ARTICLES = [
@@ -34,11 +35,7 @@ STORES = [
 ]
 
 
-@pytest.fixture
-def client(atomdb):
-    c = MongoClient(atomdb.uri(), serverSelectionTimeoutMS=10000)
-    yield c
-    c.close()
+client = per_test_client("")
 
 
 @pytest.fixture

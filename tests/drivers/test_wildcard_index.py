@@ -12,6 +12,8 @@ from bson.son import SON
 from pymongo import MongoClient
 from pymongo.errors import OperationFailure
 
+from atomdb_clients import per_test_client
+
 # The manual's "Wildcard Indexes" sample collection.
 PRODUCTS = [
     {"_id": 1, "product_name": "Spy Coat",
@@ -35,11 +37,7 @@ ELEMENTS = [
 ]
 
 
-@pytest.fixture
-def client(atomdb):
-    c = MongoClient(atomdb.uri(), serverSelectionTimeoutMS=10000)
-    yield c
-    c.close()
+client = per_test_client("")
 
 
 def fails(code, fn, what):
