@@ -6,7 +6,9 @@
 
 import { test, describe, before, after, beforeEach } from 'node:test';
 import assert from 'node:assert/strict';
-import { startAtomdb, sleep, freePort, repo, atomdbBin } from './atomdb-server.mjs';
+import {
+  startAtomdbWithClient, stopAtomdbWithClient, sleep, freePort, repo, atomdbBin,
+} from './atomdb-server.mjs';
 import {
   MongoClient, ObjectId, Long, Int32, Double, Decimal128, MinKey, MaxKey, Timestamp, BSONRegExp, Binary,
   MongoServerError, MongoBulkWriteError,
@@ -27,19 +29,8 @@ let client;
 let db;
 let seq = 0;
 
-before(async () => {
-  atomdb = await startAtomdb();
-  client = new MongoClient(`mongodb://127.0.0.1:${atomdb.port}/?directConnection=true`,
-    // Short: if the server dies, the remaining tests fail fast instead of each waiting 30 s.
-    { serverSelectionTimeoutMS: 3000 });
-  await client.connect();
-  db = client.db('db');
-});
-after(async () => {
-  await client?.close();
-  const problems = await atomdb.stop();
-  assert.deepEqual(problems, [], 'atomdb stopped cleanly with no sanitizer report');
-});
+before(async () => ({ atomdb, client, db } = await startAtomdbWithClient('db')));
+after(() => stopAtomdbWithClient(atomdb, client));
 
 // A fresh, empty collection for one test.
 async function fresh() {
