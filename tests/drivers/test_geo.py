@@ -10,14 +10,17 @@ from bson.son import SON
 from pymongo import MongoClient
 from pymongo.errors import OperationFailure
 
+from atomdb_clients import per_test_client
+
 MILES = 3963.2  # the documentation's earth radius in miles for $centerSphere
 
 
+client = per_test_client("")
+
+
 @pytest.fixture
-def db(atomdb):
-    c = MongoClient(atomdb.uri())
-    yield c.geo
-    c.close()
+def db(client):
+    return client.geo
 
 
 def ids(cur):

@@ -13,14 +13,17 @@ from bson.son import SON
 from pymongo import MongoClient
 from pymongo.errors import BulkWriteError, OperationFailure, WriteError
 
+from atomdb_clients import per_test_client
+
 NATURAL = [("$natural", 1)]
 
 
+client = per_test_client("")
+
+
 @pytest.fixture
-def db(atomdb):
-    c = MongoClient(atomdb.uri())
-    yield c.geo2d
-    c.close()
+def db(client):
+    return client.geo2d
 
 
 def ids(cur):
