@@ -1,11 +1,13 @@
 """pymongo clients and collections for the driver tests: `connect` to a
 running AtomdbServer, the per-test `client` fixture a module makes with
-`per_test_client(...)`, and a fresh collection named after the test."""
+`per_test_client(...)`, a fresh collection named after the test, and
+`fails`, which checks the code of the error a call raises."""
 
 import re
 
 import pytest
 from pymongo import MongoClient
+from pymongo.errors import OperationFailure
 
 DIRECT = "directConnection=true"
 
@@ -42,3 +44,12 @@ def fresh_collection(db, request):
     c = db[collection_name(request)]
     c.drop()
     return c
+
+
+def fails(code, fn, what):
+    """Calls `fn`, which must raise OperationFailure with `code` (`what`
+    names the call in the failure message); returns the error."""
+    with pytest.raises(OperationFailure) as ei:
+        fn()
+    assert ei.value.code == code, "%s: code %s, got %s %s" % (what, code, ei.value.code, ei.value)
+    return ei.value

@@ -8,12 +8,11 @@ planned; renameCollection, validate, dbHash, fsync lock, listDatabases."""
 
 import time
 
-import pytest
 from bson.son import SON
 from bson.timestamp import Timestamp
-from pymongo.errors import OperationFailure
 
 import atomdb_clients
+from atomdb_clients import fails
 from atomdb_testlib import raw_command, restart, stop_all
 
 
@@ -22,13 +21,6 @@ def connect(server):
 
 
 client = atomdb_clients.per_test_client("replicaSet=rs0")
-
-
-def fails(code, fn, what):
-    with pytest.raises(OperationFailure) as ei:
-        fn()
-    assert ei.value.code == code, "%s: code %s, got %s %s" % (what, code, ei.value.code, ei.value)
-    return ei.value
 
 
 # ---- cluster time

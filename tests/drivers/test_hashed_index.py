@@ -13,19 +13,12 @@ from bson.int64 import Int64
 from bson.objectid import ObjectId
 from bson.son import SON
 from pymongo import MongoClient
-from pymongo.errors import OperationFailure, WriteError
+from pymongo.errors import WriteError
 
-from atomdb_clients import per_test_client
+from atomdb_clients import fails, per_test_client
 
 
 client = per_test_client("")
-
-
-def fails(code, fn, what):
-    with pytest.raises(OperationFailure) as ei:
-        fn()
-    assert ei.value.code == code, "%s: code %s, got %s %s" % (what, code, ei.value.code, ei.value)
-    return ei.value
 
 
 def mongod_hash(value):

@@ -9,19 +9,12 @@ import json
 import pytest
 from bson.int64 import Int64
 from bson.son import SON
-from pymongo.errors import OperationFailure, WriteError
+from pymongo.errors import WriteError
 
-from atomdb_clients import per_test_client
+from atomdb_clients import fails, per_test_client
 
 
 client = per_test_client("")
-
-
-def fails(code, fn, what):
-    with pytest.raises(OperationFailure) as ei:
-        fn()
-    assert ei.value.code == code, "%s: code %s, got %s %s" % (what, code, ei.value.code, ei.value)
-    return ei.value
 
 
 # The validator of "Specify JSON Schema Validation" in MongoDB's manual.

@@ -10,9 +10,8 @@ mongod's errors (27, 2, 17313, 40218, 17262...)."""
 import pytest
 from bson.son import SON
 from pymongo import MongoClient, TEXT, ASCENDING
-from pymongo.errors import OperationFailure
 
-from atomdb_clients import per_test_client
+from atomdb_clients import fails, per_test_client
 from atomdb_testlib import restart
 
 ARTICLES = [
@@ -60,13 +59,6 @@ def ids(cursor):
 
 def search(coll, **text):
     return ids(coll.find({"$text": dict(text)}))
-
-
-def fails(code, fn, what):
-    with pytest.raises(OperationFailure) as ei:
-        fn()
-    assert ei.value.code == code, "%s: code %s, got %s %s" % (what, code, ei.value.code, ei.value)
-    return ei.value
 
 
 def test_list_indexes_shows_mongods_resolved_text_spec(articles):

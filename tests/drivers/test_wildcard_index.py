@@ -10,9 +10,8 @@ restart; mongod's refusals (unique, sparse, TTL, bad projections)."""
 import pytest
 from bson.son import SON
 from pymongo import MongoClient
-from pymongo.errors import OperationFailure
 
-from atomdb_clients import per_test_client
+from atomdb_clients import fails, per_test_client
 
 # The manual's "Wildcard Indexes" sample collection.
 PRODUCTS = [
@@ -38,13 +37,6 @@ ELEMENTS = [
 
 
 client = per_test_client("")
-
-
-def fails(code, fn, what):
-    with pytest.raises(OperationFailure) as ei:
-        fn()
-    assert ei.value.code == code, "%s: code %s, got %s %s" % (what, code, ei.value.code, ei.value)
-    return ei.value
 
 
 def scan(coll, q):
