@@ -3,7 +3,8 @@
 // its own --dbpath. stop() reports a crash, an unexpected exit code or a
 // sanitizer report in the server's stderr, so a test can fail on them.
 // startAtomdbWithClient()/stopAtomdbWithClient(): one server and one
-// connected client shared by a whole test file.
+// connected client shared by a whole test file; rejection(): an error a
+// test expects.
 
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -113,6 +114,17 @@ export async function stopAtomdbWithClient(atomdb, client) {
   await client?.close();
   const problems = await atomdb.stop();
   assert.deepEqual(problems, [], 'atomdb stopped cleanly with no sanitizer report');
+}
+
+// Resolves to the error `promise` rejects with; fails the test, naming
+// `what`, when it resolves instead.
+export async function rejection(promise, what = 'the operation') {
+  try {
+    await promise;
+  } catch (e) {
+    return e;
+  }
+  assert.fail(`${what}: expected an error, the operation succeeded`);
 }
 
 // A command reply without $clusterTime and operationTime, which every reply

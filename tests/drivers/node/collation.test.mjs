@@ -7,7 +7,7 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startAtomdbWithClient, stopAtomdbWithClient } from './atomdb-server.mjs';
+import { rejection, startAtomdbWithClient, stopAtomdbWithClient } from './atomdb-server.mjs';
 import { MongoServerError, DBRef, ObjectId } from 'mongodb';
 
 let atomdb;
@@ -31,15 +31,6 @@ async function fresh(docs = CAFE) {
   await c.drop().catch(() => {});
   if (docs.length) await c.insertMany(docs);
   return c;
-}
-
-async function rejection(promise) {
-  try {
-    await promise;
-  } catch (e) {
-    return e;
-  }
-  assert.fail('expected the server to refuse');
 }
 
 test('find, count, distinct and aggregate take a collation', async () => {

@@ -7,7 +7,7 @@
 import { test, describe, before, after, beforeEach } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  startAtomdbWithClient, stopAtomdbWithClient, sleep, freePort, repo, atomdbBin,
+  rejection, startAtomdbWithClient, stopAtomdbWithClient, sleep, freePort, repo, atomdbBin,
 } from './atomdb-server.mjs';
 import {
   MongoClient, ObjectId, Long, Int32, Double, Decimal128, MinKey, MaxKey, Timestamp, BSONRegExp, Binary,
@@ -42,16 +42,6 @@ async function fresh() {
 async function ids(c, filter, options = {}) {
   const docs = await c.find(filter, { projection: { _id: 1 }, ...options }).toArray();
   return docs.map((d) => d._id).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-}
-
-// Resolves to the error a promise rejects with (fails the test if it resolves).
-async function rejection(promise, what) {
-  try {
-    await promise;
-  } catch (e) {
-    return e;
-  }
-  assert.fail(`${what}: expected an error, the operation succeeded`);
 }
 
 function stages(plan) {

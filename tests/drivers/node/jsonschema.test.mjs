@@ -7,7 +7,7 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startAtomdbWithClient, stopAtomdbWithClient } from './atomdb-server.mjs';
+import { rejection, startAtomdbWithClient, stopAtomdbWithClient } from './atomdb-server.mjs';
 import { Int32, Long, MongoServerError } from 'mongodb';
 
 let atomdb;
@@ -16,15 +16,6 @@ let db;
 
 before(async () => ({ atomdb, client, db } = await startAtomdbWithClient('node_schema')));
 after(() => stopAtomdbWithClient(atomdb, client));
-
-async function rejection(promise, what) {
-  try {
-    await promise;
-  } catch (e) {
-    return e;
-  }
-  assert.fail(`${what}: expected an error, the operation succeeded`);
-}
 
 const students = {
   bsonType: 'object',
