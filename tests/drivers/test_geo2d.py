@@ -244,7 +244,7 @@ def test_updates_and_deletes_keep_the_index(places):
 
 
 def test_2d_index_is_rebuilt_on_restart(atomdb):
-    from atomdb_testlib import restart
+    from atomdb_testlib import restart, stop_all
     c = MongoClient(atomdb.uri())
     c.geo2d.r.insert_many([{"_id": 1, "loc": [1, 2]}, {"_id": 2, "loc": [3, 4]}])
     create(c.geo2d, "r", {"key": {"loc": "2d"}, "name": "loc_2d", "min": -10, "max": 10})
@@ -260,9 +260,7 @@ def test_2d_index_is_rebuilt_on_restart(atomdb):
         assert [d["_id"] for d in c.geo2d.r.find({"loc": {"$near": [4, 4]}})] == [2, 1]
         c.close()
     finally:
-        problems = server.stop()
-        server.cleanup()
-        assert problems == [], problems
+        stop_all([server])
 
 
 # -- $geoNear over a 2d index --

@@ -129,7 +129,7 @@ def test_refusals_as_mongod(client):
 
 
 def test_hashed_index_and_schema_validator_survive_restarts(atomdb):
-    from atomdb_testlib import restart
+    from atomdb_testlib import discard, restart, stop_all
     c = MongoClient(atomdb.uri(), serverSelectionTimeoutMS=10000)
     c.r.t.create_index([("k", "hashed")])
     c.r.command(SON([("create", "v"), ("validator", {"$jsonSchema": {"required": ["k"]}})]))
@@ -150,9 +150,7 @@ def test_hashed_index_and_schema_validator_survive_restarts(atomdb):
         c.close()
         server2 = restart(server)  # from the snapshot taken at shutdown
     finally:
-        if server.alive():
-            server.stop()
-        server.cleanup()
+        discard(server)
     try:
         c = MongoClient(server2.uri(), serverSelectionTimeoutMS=10000)
         assert [d["_id"] for d in c.r.t.find({"k": "key9"})] == [9]
@@ -160,9 +158,7 @@ def test_hashed_index_and_schema_validator_survive_restarts(atomdb):
             c.r.v.insert_one({"_id": 2})
         c.close()
     finally:
-        problems = server2.stop()
-        server2.cleanup()
-        assert problems == [], problems
+        stop_all([server2])
 
 
 def test_values_sharing_a_hash_are_told_apart(client):

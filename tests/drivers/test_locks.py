@@ -17,7 +17,7 @@ from bson.int64 import Int64
 from pymongo.errors import OperationFailure
 
 import atomdb_clients
-from atomdb_testlib import AtomdbServer, restart, stop_all, without_cluster_time
+from atomdb_testlib import AtomdbServer, restart, stop_all, wait_for, without_cluster_time
 
 STALE = 900000001  # StaleFencingToken
 
@@ -37,15 +37,6 @@ def acquire(db, name, owner, lease_ms=30000, wait_ms=0, **extra):
 
 def info(db, name):
     return db.command({"lockInfo": name})
-
-
-def wait_for(pred, timeout=10.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return
-        time.sleep(0.01)
-    raise AssertionError("timed out waiting for " + what)
 
 
 # --- commands, replies and errors -----------------------------------------

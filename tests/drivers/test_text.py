@@ -12,7 +12,7 @@ from bson.son import SON
 from pymongo import MongoClient, TEXT, ASCENDING
 
 from atomdb_clients import fails, per_test_client
-from atomdb_testlib import restart
+from atomdb_testlib import restart, stop_all
 
 ARTICLES = [
     {"_id": 1, "subject": "coffee", "author": "xyz", "views": 50},
@@ -309,9 +309,7 @@ def test_text_index_survives_restart(atomdb, kill):
         assert search(coll, **{"$search": "leche"}) == [5, 8]
         c.close()
     finally:
-        problems = server.stop()
-        server.cleanup()
-        assert problems == [], problems
+        stop_all([server])
 
 
 def test_text_score_in_later_batches_and_large_sorts(client):

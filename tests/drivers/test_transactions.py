@@ -81,15 +81,6 @@ def comparable(reply):
     return {k: v for k, v in reply.items() if k not in ("$clusterTime", "operationTime")}
 
 
-def wait_for(pred, timeout=10.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return
-        time.sleep(0.01)
-    raise AssertionError("timed out waiting for " + what)
-
-
 # --- worker processes ---------------------------------------------------------
 
 # Each worker is a forked process with its own MongoClient (made after the

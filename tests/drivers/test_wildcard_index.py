@@ -417,7 +417,7 @@ def test_id_included_by_projection_is_indexed(client):
 
 
 def test_wildcard_index_survives_restarts(atomdb):
-    from atomdb_testlib import restart
+    from atomdb_testlib import discard, restart, stop_all
     c = MongoClient(atomdb.uri(), serverSelectionTimeoutMS=10000)
     c.r.p.create_index([("$**", 1)], wildcardProjection={"product_attributes": 1})
     c.r.p.insert_many(PRODUCTS)
@@ -435,9 +435,7 @@ def test_wildcard_index_survives_restarts(atomdb):
         c.close()
         server2 = restart(server)  # from the snapshot taken at shutdown
     finally:
-        if server.alive():
-            server.stop()
-        server.cleanup()
+        discard(server)
     try:
         c = MongoClient(server2.uri(), serverSelectionTimeoutMS=10000)
         q = {"product_attributes.size.units": "cm"}
@@ -445,9 +443,7 @@ def test_wildcard_index_survives_restarts(atomdb):
         assert ixscan_path(c.r.p, q) == "product_attributes.size.units"
         c.close()
     finally:
-        problems = server2.stop()
-        server2.cleanup()
-        assert problems == [], problems
+        stop_all([server2])
 
 
 def test_slow_query_plan_summary_names_the_path(atomdb_factory):
