@@ -225,6 +225,15 @@ def restart(old, kill=False):
     return new
 
 
+def discard(server):
+    """Stops `server` if it still runs and removes its directory, without
+    checking how it stopped: for the first server of a test that restarts
+    it with kill=True, whose data the new server took over."""
+    if server.alive():
+        server.stop()
+    server.cleanup()
+
+
 def stop_all(servers):
     """Stops every server, removes their directories, and fails with the
     problems their logs show (sanitizer reports, unclean exits)."""
@@ -234,6 +243,16 @@ def stop_all(servers):
     for s in servers:
         s.cleanup()
     assert problems == [], problems
+
+
+def wait_for(pred, timeout=10.0, what="condition"):
+    """Returns once `pred()` is true; fails naming `what` after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return
+        time.sleep(0.01)
+    raise AssertionError("timed out waiting for " + what)
 
 
 CLUSTER_TIME_FIELDS = ("$clusterTime", "operationTime")

@@ -1,7 +1,8 @@
 """pytest fixtures: a real atomdb server per test (`atomdb`) or per module
 (`atomdb_module`). Each yields an AtomdbServer that unpacks as (host, port);
 teardown stops it and fails the test if it crashed, exited non-zero or
-printed a sanitizer report."""
+printed a sanitizer report. `client` is a MongoClient on the module's server
+(a module needing a fresh server per test overrides it, atomdb_clients.py)."""
 
 import pymongo_mode
 
@@ -9,6 +10,7 @@ pymongo_mode.apply()  # before anything imports pymongo (ATOMDB_PYMONGO_PURE)
 
 import pytest  # noqa: E402
 
+from atomdb_clients import connect  # noqa: E402
 from atomdb_testlib import AtomdbServer, ServerProblem  # noqa: E402
 
 
@@ -47,6 +49,14 @@ def atomdb_module():
     server = _run_server()
     yield server
     _finish(server)
+
+
+@pytest.fixture(scope="module")
+def client(atomdb_module):
+    """A directConnection MongoClient on the module's shared atomdb."""
+    c = connect(atomdb_module)
+    yield c
+    c.close()
 
 
 @pytest.fixture

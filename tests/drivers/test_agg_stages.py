@@ -10,7 +10,6 @@ from decimal import Decimal
 import pytest
 from bson import SON
 from bson.decimal128 import Decimal128
-from pymongo import MongoClient
 from pymongo.errors import OperationFailure
 
 
@@ -48,13 +47,6 @@ ARTWORK = [
     {"_id": 8, "title": "Blue Flower", "artist": "O'Keefe", "year": 1918,
      "price": D("118.42"), "tags": ["abstract", "painting"]},
 ]
-
-
-@pytest.fixture(scope="module")
-def client(atomdb_module):
-    c = MongoClient(atomdb_module.uri("directConnection=true"), serverSelectionTimeoutMS=10000)
-    yield c
-    c.close()
 
 
 @pytest.fixture(scope="module")

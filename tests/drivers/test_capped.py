@@ -10,10 +10,11 @@ import time
 
 import pytest
 from bson.son import SON
-from pymongo import MongoClient, CursorType
+from pymongo import CursorType
 from pymongo.errors import OperationFailure
 
-from atomdb_testlib import restart
+from atomdb_clients import connect, per_test_client
+from atomdb_testlib import discard, restart, stop_all
 
 INVALID_OPTIONS = 72
 BAD_VALUE = 2
@@ -22,16 +23,7 @@ CAPPED_POSITION_LOST = 136
 NOT_IN_TXN = 263
 
 
-def connect(server, **kw):
-    kw.setdefault("serverSelectionTimeoutMS", 10000)
-    return MongoClient(server.uri("directConnection=true"), **kw)
-
-
-@pytest.fixture
-def client(atomdb):
-    c = connect(atomdb)
-    yield c
-    c.close()
+client = per_test_client()
 
 
 def cmd_error(db, command):
@@ -137,9 +129,7 @@ def test_restart_and_kill_keep_order_and_bound(atomdb):
         c.close()
         server2 = restart(server, kill=True)
     finally:
-        if server.alive():
-            server.stop()
-        server.cleanup()
+        discard(server)
     try:
         c = connect(server2)
         db = c.capped
@@ -148,9 +138,7 @@ def test_restart_and_kill_keep_order_and_bound(atomdb):
         assert ids(db.log) == [2, 0, 5, 6], "the bound holds after recovery"
         c.close()
     finally:
-        problems = server2.stop()
-        server2.cleanup()
-        assert problems == [], problems
+        stop_all([server2])
 
 
 def test_capped_writes_refused_in_transactions(client):
@@ -385,17 +373,13 @@ def test_a_lowered_bound_survives_snapshot_and_log_replay(atomdb):
         c.close()
         server2 = restart(server, kill=True)
     finally:
-        if server.alive():
-            server.stop()
-        server.cleanup()
+        discard(server)
     try:
         c = connect(server2)
         assert ids(c.capped.log) == [4, 5]
         c.close()
     finally:
-        problems = server2.stop()
-        server2.cleanup()
-        assert problems == [], problems
+        stop_all([server2])
 
 
 def test_out_refuses_a_capped_target(client):

@@ -18,7 +18,8 @@ from bson.timestamp import Timestamp
 from pymongo import MongoClient
 from pymongo.errors import OperationFailure
 
-from atomdb_testlib import restart
+from atomdb_clients import connect, per_test_client
+from atomdb_testlib import discard, restart, stop_all
 
 HISTORY_LOST = 286
 INVALID_RESUME_TOKEN = 260
@@ -26,16 +27,7 @@ FATAL = 280
 NO_MATCHING_DOCUMENT = 47
 
 
-def connect(server, **kw):
-    kw.setdefault("serverSelectionTimeoutMS", 10000)
-    return MongoClient(server.uri("directConnection=true"), **kw)
-
-
-@pytest.fixture
-def client(atomdb):
-    c = connect(atomdb)
-    yield c
-    c.close()
+client = per_test_client()
 
 
 def next_events(stream, n):
@@ -139,15 +131,11 @@ def test_four_writers_2000_incs_resume_restart_and_kill9(atomdb):
         # kill -9: the journaled updates are rebuilt from the log
         server2 = restart(server, kill=True)
     finally:
-        if server.alive():
-            server.stop()
-        server.cleanup()
+        discard(server)
     try:
         _check_tail(server2, token, 1001, 2001)
     finally:
-        problems = server2.stop()
-        server2.cleanup()
-        assert problems == [], problems
+        stop_all([server2])
 
 
 def test_database_and_cluster_streams(client):
@@ -319,9 +307,7 @@ def test_collection_uuids_survive_clean_restart_and_kill9(atomdb):
         c.close()
         server2 = restart(server, kill=True)
     finally:
-        if server.alive():
-            server.stop()
-        server.cleanup()
+        discard(server)
     try:
         c = connect(server2)
         assert _uuids(c) == before, "the log's create keeps the UUID"
@@ -330,9 +316,7 @@ def test_collection_uuids_survive_clean_restart_and_kill9(atomdb):
         assert _uuids(c)["new"] not in (before["keep"], before["later"])
         c.close()
     finally:
-        problems = server2.stop()
-        server2.cleanup()
-        assert problems == [], problems
+        stop_all([server2])
 
 
 def test_drop_invalidates_and_start_after_goes_on(client):

@@ -10,25 +10,16 @@ there by its maxTimeMS."""
 import time
 
 import bson
-import pytest
 from bson.codec_options import CodecOptions
 from bson.raw_bson import RawBSONDocument
 from bson.son import SON
-from pymongo import MongoClient
+
+from atomdb_clients import connect, per_test_client
 
 from test_change_streams import get_more, raw_stream
 
 
-def connect(server, **kw):
-    kw.setdefault("serverSelectionTimeoutMS", 10000)
-    return MongoClient(server.uri("directConnection=true"), **kw)
-
-
-@pytest.fixture
-def client(atomdb):
-    c = connect(atomdb)
-    yield c
-    c.close()
+client = per_test_client()
 
 
 _FIXED = {1: 8, 7: 12, 8: 1, 9: 8, 0x10: 4, 0x11: 8, 0x12: 8, 0x13: 16, 10: 0}

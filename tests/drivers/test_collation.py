@@ -12,23 +12,13 @@ restart; a view's collation cannot be overridden."""
 import pytest
 from bson.son import SON
 from pymongo import MongoClient
-from pymongo.errors import DuplicateKeyError, OperationFailure
+from pymongo.errors import DuplicateKeyError
 
+from atomdb_clients import fails, per_test_client
 from atomdb_testlib import restart, stop_all
 
 
-@pytest.fixture
-def client(atomdb):
-    c = MongoClient(atomdb.uri(), serverSelectionTimeoutMS=10000)
-    yield c
-    c.close()
-
-
-def fails(code, fn, what):
-    with pytest.raises(OperationFailure) as ei:
-        fn()
-    assert ei.value.code == code, "%s: code %s, got %s %s" % (what, code, ei.value.code, ei.value)
-    return ei.value
+client = per_test_client("")
 
 
 def create_index(db, spec):

@@ -26,14 +26,14 @@ from pymongo.errors import BulkWriteError, DuplicateKeyError, OperationFailure, 
 from pymongo.write_concern import WriteConcern
 
 import wireproto as w
+from atomdb_clients import connect, fresh_collection
 
 DB = "db"
 
 
 @pytest.fixture(scope="module")
 def client(atomdb_module):
-    c = MongoClient(atomdb_module.uri("directConnection=true"),
-                    serverSelectionTimeoutMS=10000, socketTimeoutMS=20000)
+    c = connect(atomdb_module, socketTimeoutMS=20000)
     yield c
     c.close()
 
@@ -46,10 +46,7 @@ def db(client):
 @pytest.fixture
 def coll(client, request):
     """A fresh, empty collection named after the test."""
-    name = re.sub(r"[^A-Za-z0-9_]", "_", request.node.name)[:60]
-    c = client[DB][name]
-    c.drop()
-    return c
+    return fresh_collection(client[DB], request)
 
 
 def ids(docs):

@@ -11,15 +11,12 @@ import pytest
 from bson.dbref import DBRef
 from bson.objectid import ObjectId
 from bson.son import SON
-from pymongo import MongoClient
 from pymongo.errors import OperationFailure, WriteError
 
+from atomdb_clients import per_test_client
 
-@pytest.fixture
-def client(atomdb):
-    c = MongoClient(atomdb.uri(), serverSelectionTimeoutMS=10000)
-    yield c
-    c.close()
+
+client = per_test_client("")
 
 
 CREATOR = ObjectId("5126bc054aed4daf9e2ab772")

@@ -6,23 +6,15 @@ Decimal128 exists to avoid (0.1 + 0.2 = 0.30000000000000004)."""
 
 import pytest
 from bson.decimal128 import Decimal128
-from pymongo import MongoClient
+
+from atomdb_clients import fresh_collection
 
 D = Decimal128
 
 
-@pytest.fixture(scope="module")
-def client(atomdb_module):
-    c = MongoClient(atomdb_module.uri("directConnection=true"), serverSelectionTimeoutMS=10000)
-    yield c
-    c.close()
-
-
 @pytest.fixture
 def coll(client, request):
-    c = client.test_decimal[request.node.name[:60]]
-    c.drop()
-    return c
+    return fresh_collection(client.test_decimal, request)
 
 
 def agg_one(coll, expr):

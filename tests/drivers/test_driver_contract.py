@@ -8,31 +8,19 @@ planned; renameCollection, validate, dbHash, fsync lock, listDatabases."""
 
 import time
 
-import pytest
 from bson.son import SON
 from bson.timestamp import Timestamp
-from pymongo import MongoClient
-from pymongo.errors import OperationFailure
 
+import atomdb_clients
+from atomdb_clients import fails
 from atomdb_testlib import raw_command, restart, stop_all
 
 
-def connect(server, **kw):
-    return MongoClient(server.uri("replicaSet=rs0"), serverSelectionTimeoutMS=10000, **kw)
+def connect(server):
+    return atomdb_clients.connect(server, "replicaSet=rs0")
 
 
-@pytest.fixture
-def client(atomdb):
-    c = connect(atomdb)
-    yield c
-    c.close()
-
-
-def fails(code, fn, what):
-    with pytest.raises(OperationFailure) as ei:
-        fn()
-    assert ei.value.code == code, "%s: code %s, got %s %s" % (what, code, ei.value.code, ei.value)
-    return ei.value
+client = atomdb_clients.per_test_client("replicaSet=rs0")
 
 
 # ---- cluster time

@@ -9,21 +9,14 @@ import datetime
 import pytest
 from bson import SON, Binary, Int64, ObjectId, Regex
 from bson.decimal128 import Decimal128
-from pymongo import MongoClient
 from pymongo.errors import OperationFailure
 
-
-@pytest.fixture(scope="module")
-def client(atomdb_module):
-    c = MongoClient(atomdb_module.uri("directConnection=true"), serverSelectionTimeoutMS=10000)
-    yield c
-    c.close()
+from atomdb_clients import fresh_collection
 
 
 @pytest.fixture
 def coll(client, request):
-    c = client.exprops[request.node.name[:60]]
-    c.drop()
+    c = fresh_collection(client.exprops, request)
     yield c
     c.drop()
 

@@ -10,14 +10,17 @@ from bson.son import SON
 from pymongo import MongoClient
 from pymongo.errors import OperationFailure
 
+from atomdb_clients import per_test_client
+
 MILES = 3963.2  # the documentation's earth radius in miles for $centerSphere
 
 
+client = per_test_client("")
+
+
 @pytest.fixture
-def db(atomdb):
-    c = MongoClient(atomdb.uri())
-    yield c.geo
-    c.close()
+def db(client):
+    return client.geo
 
 
 def ids(cur):
@@ -214,7 +217,7 @@ def test_2dsphere_index_refuses_what_is_not_a_geometry_16755(places, db):
 
 
 def test_2dsphere_index_is_rebuilt_on_restart(atomdb):
-    from atomdb_testlib import restart
+    from atomdb_testlib import restart, stop_all
     c = MongoClient(atomdb.uri())
     c.geo.r.insert_one({"_id": 1, "loc": {"type": "Point", "coordinates": [1, 2]}})
     c.geo.r.create_index([("loc", "2dsphere")])
@@ -228,9 +231,7 @@ def test_2dsphere_index_is_rebuilt_on_restart(atomdb):
         assert e.value.code == 16755, "the rebuilt index still validates"
         c.close()
     finally:
-        problems = server.stop()
-        server.cleanup()
-        assert problems == [], problems
+        stop_all([server])
 
 
 NEAR_DOCS = {"type": "Point", "coordinates": [-73.9667, 40.78]}  # the $near page's point

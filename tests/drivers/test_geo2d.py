@@ -13,14 +13,17 @@ from bson.son import SON
 from pymongo import MongoClient
 from pymongo.errors import BulkWriteError, OperationFailure, WriteError
 
+from atomdb_clients import per_test_client
+
 NATURAL = [("$natural", 1)]
 
 
+client = per_test_client("")
+
+
 @pytest.fixture
-def db(atomdb):
-    c = MongoClient(atomdb.uri())
-    yield c.geo2d
-    c.close()
+def db(client):
+    return client.geo2d
 
 
 def ids(cur):
@@ -241,7 +244,7 @@ def test_updates_and_deletes_keep_the_index(places):
 
 
 def test_2d_index_is_rebuilt_on_restart(atomdb):
-    from atomdb_testlib import restart
+    from atomdb_testlib import restart, stop_all
     c = MongoClient(atomdb.uri())
     c.geo2d.r.insert_many([{"_id": 1, "loc": [1, 2]}, {"_id": 2, "loc": [3, 4]}])
     create(c.geo2d, "r", {"key": {"loc": "2d"}, "name": "loc_2d", "min": -10, "max": 10})
@@ -257,9 +260,7 @@ def test_2d_index_is_rebuilt_on_restart(atomdb):
         assert [d["_id"] for d in c.geo2d.r.find({"loc": {"$near": [4, 4]}})] == [2, 1]
         c.close()
     finally:
-        problems = server.stop()
-        server.cleanup()
-        assert problems == [], problems
+        stop_all([server])
 
 
 # -- $geoNear over a 2d index --

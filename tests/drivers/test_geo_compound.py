@@ -10,15 +10,12 @@ import random
 
 import pytest
 from bson.son import SON
-from pymongo import MongoClient
 from pymongo.errors import OperationFailure
 
 
 @pytest.fixture(scope="module")
-def db(atomdb_module):
-    c = MongoClient(atomdb_module.uri())
-    yield c.geoc
-    c.close()
+def db(client):
+    return client.geoc
 
 
 def ids(cur):

@@ -9,15 +9,17 @@ is BadValue; unhiding it makes them work again. A $geoNear `query` on the
 
 import pytest
 from bson.son import SON
-from pymongo import MongoClient
 from pymongo.errors import OperationFailure
+
+from atomdb_clients import per_test_client
+
+
+client = per_test_client("")
 
 
 @pytest.fixture
-def db(atomdb):
-    c = MongoClient(atomdb.uri())
-    yield c.geohidden
-    c.close()
+def db(client):
+    return client.geohidden
 
 
 @pytest.fixture

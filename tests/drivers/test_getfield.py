@@ -9,23 +9,16 @@ import struct
 import pytest
 from bson import SON
 from bson.raw_bson import RawBSONDocument
-from pymongo import MongoClient
 from pymongo.errors import OperationFailure
+
+from atomdb_clients import fresh_collection
 
 MISSING = "MISSING"
 
 
-@pytest.fixture(scope="module")
-def client(atomdb_module):
-    c = MongoClient(atomdb_module.uri("directConnection=true"), serverSelectionTimeoutMS=10000)
-    yield c
-    c.close()
-
-
 @pytest.fixture
 def coll(client, request):
-    c = client.getfield[request.node.name[:60].replace("$", "_")]
-    c.drop()
+    c = fresh_collection(client.getfield, request)
     # dotted and dollar names, which pymongo's insert_one refuses, as a raw command
     c.database.command(SON([("insert", c.name), ("documents", [
         {"_id": 0, "n": 5, "s": "abc", "arr": [{"k": 1}], "nul": None,

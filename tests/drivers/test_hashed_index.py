@@ -13,21 +13,12 @@ from bson.int64 import Int64
 from bson.objectid import ObjectId
 from bson.son import SON
 from pymongo import MongoClient
-from pymongo.errors import OperationFailure, WriteError
+from pymongo.errors import WriteError
+
+from atomdb_clients import fails, per_test_client
 
 
-@pytest.fixture
-def client(atomdb):
-    c = MongoClient(atomdb.uri(), serverSelectionTimeoutMS=10000)
-    yield c
-    c.close()
-
-
-def fails(code, fn, what):
-    with pytest.raises(OperationFailure) as ei:
-        fn()
-    assert ei.value.code == code, "%s: code %s, got %s %s" % (what, code, ei.value.code, ei.value)
-    return ei.value
+client = per_test_client("")
 
 
 def mongod_hash(value):
@@ -138,7 +129,7 @@ def test_refusals_as_mongod(client):
 
 
 def test_hashed_index_and_schema_validator_survive_restarts(atomdb):
-    from atomdb_testlib import restart
+    from atomdb_testlib import discard, restart, stop_all
     c = MongoClient(atomdb.uri(), serverSelectionTimeoutMS=10000)
     c.r.t.create_index([("k", "hashed")])
     c.r.command(SON([("create", "v"), ("validator", {"$jsonSchema": {"required": ["k"]}})]))
@@ -159,9 +150,7 @@ def test_hashed_index_and_schema_validator_survive_restarts(atomdb):
         c.close()
         server2 = restart(server)  # from the snapshot taken at shutdown
     finally:
-        if server.alive():
-            server.stop()
-        server.cleanup()
+        discard(server)
     try:
         c = MongoClient(server2.uri(), serverSelectionTimeoutMS=10000)
         assert [d["_id"] for d in c.r.t.find({"k": "key9"})] == [9]
@@ -169,9 +158,7 @@ def test_hashed_index_and_schema_validator_survive_restarts(atomdb):
             c.r.v.insert_one({"_id": 2})
         c.close()
     finally:
-        problems = server2.stop()
-        server2.cleanup()
-        assert problems == [], problems
+        stop_all([server2])
 
 
 def test_values_sharing_a_hash_are_told_apart(client):

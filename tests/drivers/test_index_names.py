@@ -6,15 +6,8 @@ keeps as given."""
 
 import pytest
 from bson import SON
-from pymongo import MongoClient, TEXT, GEOSPHERE, HASHED
+from pymongo import TEXT, GEOSPHERE, HASHED
 from pymongo.errors import OperationFailure
-
-
-@pytest.fixture(scope="module")
-def client(atomdb_module):
-    c = MongoClient(atomdb_module.uri("directConnection=true"), serverSelectionTimeoutMS=10000)
-    yield c
-    c.close()
 
 
 @pytest.fixture

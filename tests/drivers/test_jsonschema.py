@@ -9,22 +9,12 @@ import json
 import pytest
 from bson.int64 import Int64
 from bson.son import SON
-from pymongo import MongoClient
-from pymongo.errors import OperationFailure, WriteError
+from pymongo.errors import WriteError
+
+from atomdb_clients import fails, per_test_client
 
 
-@pytest.fixture
-def client(atomdb):
-    c = MongoClient(atomdb.uri(), serverSelectionTimeoutMS=10000)
-    yield c
-    c.close()
-
-
-def fails(code, fn, what):
-    with pytest.raises(OperationFailure) as ei:
-        fn()
-    assert ei.value.code == code, "%s: code %s, got %s %s" % (what, code, ei.value.code, ei.value)
-    return ei.value
+client = per_test_client("")
 
 
 # The validator of "Specify JSON Schema Validation" in MongoDB's manual.

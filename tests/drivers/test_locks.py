@@ -14,25 +14,19 @@ import time
 
 import pytest
 from bson.int64 import Int64
-from pymongo import MongoClient
 from pymongo.errors import OperationFailure
 
-from atomdb_testlib import AtomdbServer, restart, stop_all, without_cluster_time
+import atomdb_clients
+from atomdb_testlib import AtomdbServer, restart, stop_all, wait_for, without_cluster_time
 
 STALE = 900000001  # StaleFencingToken
 
 
-def connect(server, **kw):
-    kw.setdefault("serverSelectionTimeoutMS", 10000)
-    kw.setdefault("connectTimeoutMS", 10000)
-    return MongoClient(server.uri("directConnection=true"), **kw)
+def connect(server):
+    return atomdb_clients.connect(server, connectTimeoutMS=10000)
 
 
-@pytest.fixture
-def client(atomdb):
-    c = connect(atomdb)
-    yield c
-    c.close()
+client = atomdb_clients.per_test_client(connectTimeoutMS=10000)
 
 
 def acquire(db, name, owner, lease_ms=30000, wait_ms=0, **extra):
@@ -43,15 +37,6 @@ def acquire(db, name, owner, lease_ms=30000, wait_ms=0, **extra):
 
 def info(db, name):
     return db.command({"lockInfo": name})
-
-
-def wait_for(pred, timeout=10.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return
-        time.sleep(0.01)
-    raise AssertionError("timed out waiting for " + what)
 
 
 # --- commands, replies and errors -----------------------------------------

@@ -11,16 +11,17 @@ operation was running), never on how long something took."""
 
 import os
 import random
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 
 import pytest
-from pymongo import MongoClient, UpdateOne
+from pymongo import UpdateOne
 from pymongo.errors import BulkWriteError, OperationFailure
+
+from atomdb_clients import connect
+from hot_counter import HotCounter, LosslessCounter, OpSpans
 
 MAX_TIME_MS_EXPIRED = 50
 INTERRUPTED = 11601
@@ -28,26 +29,6 @@ EXCEEDED_MEMORY_LIMIT = 146
 NO_DISK_USE = 292
 BSON_TOO_LARGE = 10334
 DOCS = 300_000
-
-# The hot-counter client: its own process, $inc on one document until the
-# stop file appears; writes one line per acknowledged increment.
-COUNTER = r"""
-import os, sys, time
-from pymongo import MongoClient
-uri, stop, out = sys.argv[1:4]
-c = MongoClient(uri, serverSelectionTimeoutMS=10000)
-col = c.hot.counter
-with open(out, "w") as f:
-    while not os.path.exists(stop):
-        col.update_one({"_id": 1}, {"$inc": {"n": 1}})
-        f.write("%.6f\n" % time.monotonic())
-        f.flush()
-"""
-
-
-def connect(server):
-    return MongoClient(server.uri("directConnection=true"), serverSelectionTimeoutMS=10000)
-
 
 def rss_bytes(pid):
     with open("/proc/%d/status" % pid) as f:
@@ -71,45 +52,13 @@ def loaded(atomdb_module):
     c.close()
 
 
-class Counter:
-    """The hot-counter process; `inside(t0, t1)` counts increments it saw
-    acknowledged between two monotonic instants."""
-
-    def __init__(self, server):
-        self.dir = tempfile.TemporaryDirectory(prefix="atomdb-counter-")
-        self.stop_file = Path(self.dir.name) / "stop"
-        self.out = Path(self.dir.name) / "acks"
-        self.proc = subprocess.Popen([sys.executable, "-c", COUNTER,
-                                      server.uri("directConnection=true"),
-                                      str(self.stop_file), str(self.out)])
-        for _ in range(200):  # started: its first increments are acknowledged
-            if self.out.exists() and self.out.stat().st_size > 100:
-                break
-            time.sleep(0.05)
-
-    def finish(self):
-        self.stop_file.touch()
-        assert self.proc.wait(timeout=60) == 0, "the counter process exited cleanly"
-        self.acks = [float(x) for x in self.out.read_text().split()]
-        self.dir.cleanup()
-        return len(self.acks)
-
-    def inside(self, t0, t1):
-        return sum(1 for t in self.acks if t0 < t < t1)
-
-
 def test_a_hot_counter_in_another_process_makes_progress_while_reports_run(loaded):
     server, c = loaded
     db = c.t
     c.hot.counter.replace_one({"_id": 1}, {"_id": 1, "n": 0}, upsert=True)
-    counter = Counter(server)
-    spans = []
-
-    def timed(name, fn):
-        t0 = time.monotonic()
-        r = fn()
-        spans.append((name, t0, time.monotonic()))
-        return r
+    counter = HotCounter(server)
+    spans = OpSpans()
+    timed = spans.timed
 
     for _ in range(2):
         groups = timed("$group", lambda: list(db.docs.aggregate(
@@ -574,31 +523,18 @@ class Spans:
     are reported, never asserted; progress is asserted by counts."""
 
     def __init__(self, server, c):
-        c.hot.counter.replace_one({"_id": 1}, {"_id": 1, "n": 0}, upsert=True)
-        self.c = c
-        self.counter = Counter(server)
-        self.spans = []
-
-    def run(self, name, fn):
-        t0 = time.monotonic()
-        try:
-            return fn()
-        finally:
-            self.spans.append((name, t0, time.monotonic()))
+        self.counter = LosslessCounter(server, c)
+        self.spans = OpSpans()
+        self.run = self.spans.timed
 
     def finish(self):
-        total = self.counter.finish()
-        assert self.c.hot.counter.find_one({"_id": 1})["n"] == total, \
-            "no increment was lost: the counter equals the acknowledged increments"
-        acks = self.counter.acks
+        self.counter.finish()
         for name, t0, t1 in self.spans:
-            inside = [t for t in acks if t0 < t < t1]
-            gaps = sorted(b - a for a, b in zip(inside, inside[1:])) or [0.0]
-            p99 = gaps[min(len(gaps) - 1, int(len(gaps) * 0.99))]
+            n, p99 = self.counter.during(t0, t1)
             print("counter during %s: %d ops in %.3f s, p99 gap %.1f ms"
-                  % (name, len(inside), t1 - t0, p99 * 1000))
-            assert len(inside) >= 5, ("the counter made progress while the %s ran (it "
-                                      "completed %d increments inside it)" % (name, len(inside)))
+                  % (name, n, t1 - t0, p99 * 1000))
+            assert n >= 5, ("the counter made progress while the %s ran (it "
+                            "completed %d increments inside it)" % (name, n))
 
 
 def writer_during(server, fn_write, running):

@@ -6,7 +6,6 @@ restrictSearchWithMatch); foreign indexes, views, transactions and missing
 collections; the aggregate explain shape; and mongod's errors."""
 
 import datetime
-import re
 import threading
 
 import pytest
@@ -14,17 +13,12 @@ from bson.son import SON
 from pymongo import MongoClient
 from pymongo.errors import OperationFailure
 
-
-@pytest.fixture(scope="module")
-def client(atomdb_module):
-    c = MongoClient(atomdb_module.uri("directConnection=true"), serverSelectionTimeoutMS=10000)
-    yield c
-    c.close()
+from atomdb_clients import collection_name
 
 
 @pytest.fixture
 def db(client, request):
-    name = "lookup_" + re.sub(r"[^A-Za-z0-9_]", "_", request.node.name)[:40]
+    name = "lookup_" + collection_name(request, 40)
     client.drop_database(name)
     yield client[name]
     client.drop_database(name)

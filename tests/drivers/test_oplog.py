@@ -15,22 +15,15 @@ import pytest
 from bson.int64 import Int64
 from bson.son import SON
 from bson.timestamp import Timestamp
-from pymongo import CursorType, MongoClient
+from pymongo import CursorType
 from pymongo.errors import OperationFailure
+
+from atomdb_clients import connect, per_test_client
 
 ENTRY_KEYS = ["op", "ns", "ui", "o", "o2", "ts", "t", "v", "wall"]
 
 
-def connect(server, **kw):
-    kw.setdefault("serverSelectionTimeoutMS", 10000)
-    return MongoClient(server.uri("directConnection=true"), **kw)
-
-
-@pytest.fixture
-def client(atomdb):
-    c = connect(atomdb)
-    yield c
-    c.close()
+client = per_test_client()
 
 
 def newest(client):

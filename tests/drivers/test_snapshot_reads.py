@@ -16,15 +16,13 @@ import threading
 import time
 
 import pytest
-from pymongo import ASCENDING, MongoClient
+from pymongo import ASCENDING
 from pymongo.read_concern import ReadConcern
+
+from atomdb_clients import connect
 
 N = 100_000
 BIG = 10 * N
-
-
-def connect(server):
-    return MongoClient(server.uri("directConnection=true"), serverSelectionTimeoutMS=10000)
 
 
 @pytest.fixture(scope="module")

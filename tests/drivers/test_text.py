@@ -10,9 +10,9 @@ mongod's errors (27, 2, 17313, 40218, 17262...)."""
 import pytest
 from bson.son import SON
 from pymongo import MongoClient, TEXT, ASCENDING
-from pymongo.errors import OperationFailure
 
-from atomdb_testlib import restart
+from atomdb_clients import fails, per_test_client
+from atomdb_testlib import restart, stop_all
 
 ARTICLES = [
     {"_id": 1, "subject": "coffee", "author": "xyz", "views": 50},
@@ -34,11 +34,7 @@ STORES = [
 ]
 
 
-@pytest.fixture
-def client(atomdb):
-    c = MongoClient(atomdb.uri(), serverSelectionTimeoutMS=10000)
-    yield c
-    c.close()
+client = per_test_client("")
 
 
 @pytest.fixture
@@ -63,13 +59,6 @@ def ids(cursor):
 
 def search(coll, **text):
     return ids(coll.find({"$text": dict(text)}))
-
-
-def fails(code, fn, what):
-    with pytest.raises(OperationFailure) as ei:
-        fn()
-    assert ei.value.code == code, "%s: code %s, got %s %s" % (what, code, ei.value.code, ei.value)
-    return ei.value
 
 
 def test_list_indexes_shows_mongods_resolved_text_spec(articles):
@@ -320,9 +309,7 @@ def test_text_index_survives_restart(atomdb, kill):
         assert search(coll, **{"$search": "leche"}) == [5, 8]
         c.close()
     finally:
-        problems = server.stop()
-        server.cleanup()
-        assert problems == [], problems
+        stop_all([server])
 
 
 def test_text_score_in_later_batches_and_large_sorts(client):

@@ -27,6 +27,7 @@ from pymongo import MongoClient, ReturnDocument
 from pymongo.errors import OperationFailure
 
 import wireproto as w
+import atomdb_clients
 from atomdb_testlib import AtomdbServer, restart, stop_all
 
 NO_SUCH_TRANSACTION = 251
@@ -36,17 +37,11 @@ NOT_SUPPORTED_IN_TXN = 263
 TTE = "TransientTransactionError"
 
 
-def connect(server, **kw):
-    kw.setdefault("serverSelectionTimeoutMS", 10000)
-    kw.setdefault("connectTimeoutMS", 10000)
-    return MongoClient(server.uri("directConnection=true"), **kw)
+def connect(server):
+    return atomdb_clients.connect(server, connectTimeoutMS=10000)
 
 
-@pytest.fixture
-def client(atomdb):
-    c = connect(atomdb)
-    yield c
-    c.close()
+client = atomdb_clients.per_test_client(connectTimeoutMS=10000)
 
 
 def set_parameter(client, **params):
@@ -84,15 +79,6 @@ def txn_cmd(lsid, txn_number, body, start=False, db="test"):
 def comparable(reply):
     """A reply without the fields that depend on when it was sent."""
     return {k: v for k, v in reply.items() if k not in ("$clusterTime", "operationTime")}
-
-
-def wait_for(pred, timeout=10.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return
-        time.sleep(0.01)
-    raise AssertionError("timed out waiting for " + what)
 
 
 # --- worker processes ---------------------------------------------------------

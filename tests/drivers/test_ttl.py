@@ -11,17 +11,13 @@ import threading
 import time
 
 import pytest
-from pymongo import MongoClient
 
+from atomdb_clients import connect
 from atomdb_testlib import restart
 
 N = 200_000
 PAST = datetime.datetime(2000, 1, 1)
 FUTURE = datetime.datetime(2999, 1, 1)
-
-
-def connect(server):
-    return MongoClient(server.uri("directConnection=true"), serverSelectionTimeoutMS=10000)
 
 
 @pytest.fixture(scope="module")

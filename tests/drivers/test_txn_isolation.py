@@ -12,9 +12,10 @@ import time
 
 import pytest
 from bson.son import SON
-from pymongo import MongoClient
 from pymongo.errors import OperationFailure
 from pymongo.read_concern import ReadConcern
+
+from atomdb_clients import connect, per_test_client
 
 WRITE_CONFLICT = 112
 NO_SUCH_TRANSACTION = 251
@@ -22,15 +23,7 @@ DUPLICATE_KEY = 11000
 TTE = "TransientTransactionError"
 
 
-def connect(server):
-    return MongoClient(server.uri("directConnection=true"), serverSelectionTimeoutMS=10000)
-
-
-@pytest.fixture
-def client(atomdb):
-    c = connect(atomdb)
-    yield c
-    c.close()
+client = per_test_client()
 
 
 def assert_write_conflict(excinfo, what):

@@ -12,19 +12,18 @@ stop or a kill -9 — runs only what is left and answers as one run.
 Every assertion is on correctness or on progress (work done while another
 operation was running), never on how long something took."""
 
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 
 import pytest
 from bson import SON, Int64
-from pymongo import MongoClient
 from pymongo.errors import OperationFailure, PyMongoError
 
 import wireproto
+from atomdb_clients import connect
+from hot_counter import LosslessCounter, OpSpans
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -39,23 +38,6 @@ TTE = "TransientTransactionError"
 # A statement that runs for seconds: 200k documents unwound 200 times.
 ENDLESS = [{"$project": {"r": {"$range": [0, 200]}}}, {"$unwind": "$r"}, {"$count": "n"}]
 
-COUNTER = r"""
-import os, sys, time
-from pymongo import MongoClient
-uri, stop, out = sys.argv[1:4]
-c = MongoClient(uri, serverSelectionTimeoutMS=10000)
-col = c.hot.counter
-with open(out, "w") as f:
-    while not os.path.exists(stop):
-        col.update_one({"_id": 1}, {"$inc": {"n": 1}})
-        f.write("%.6f\n" % time.monotonic())
-        f.flush()
-"""
-
-
-def connect(server):
-    return MongoClient(server.uri("directConnection=true"), serverSelectionTimeoutMS=10000)
-
 
 @pytest.fixture(scope="module")
 def loaded(atomdb_module):
@@ -65,37 +47,6 @@ def loaded(atomdb_module):
                               for i in range(start, start + 20_000)])
     yield atomdb_module, c
     c.close()
-
-
-class Counter:
-    """The hot-counter client in its own process."""
-
-    def __init__(self, server, c):
-        c.hot.counter.replace_one({"_id": 1}, {"_id": 1, "n": 0}, upsert=True)
-        self.c = c
-        self.dir = tempfile.TemporaryDirectory(prefix="atomdb-counter-")
-        self.stop_file = Path(self.dir.name) / "stop"
-        self.out = Path(self.dir.name) / "acks"
-        self.proc = subprocess.Popen([sys.executable, "-c", COUNTER,
-                                      server.uri("directConnection=true"),
-                                      str(self.stop_file), str(self.out)])
-        for _ in range(200):
-            if self.out.exists() and self.out.stat().st_size > 100:
-                break
-            time.sleep(0.05)
-
-    def finish(self):
-        self.stop_file.touch()
-        assert self.proc.wait(timeout=60) == 0, "the counter process exited cleanly"
-        self.acks = [float(x) for x in self.out.read_text().split()]
-        self.dir.cleanup()
-        assert self.c.hot.counter.find_one({"_id": 1})["n"] == len(self.acks), \
-            "no increment was lost"
-
-    def during(self, t0, t1):
-        inside = [t for t in self.acks if t0 < t < t1]
-        gaps = sorted(b - a for a, b in zip(inside, inside[1:])) or [0.0]
-        return len(inside), gaps[min(len(gaps) - 1, int(len(gaps) * 0.99))]
 
 
 def raw(server, doc, timeout=120.0):
@@ -149,14 +100,9 @@ def test_a_hot_counter_keeps_completing_requests_while_a_transaction_reads_and_u
         loaded):
     server, c = loaded
     db = c.t
-    counter = Counter(server, c)
-    spans = []
-
-    def timed(name, fn):
-        t0 = time.monotonic()
-        r = fn()
-        spans.append((name, t0, time.monotonic()))
-        return r
+    counter = LosslessCounter(server, c)
+    spans = OpSpans()
+    timed = spans.timed
 
     with c.start_session() as s:
         s.start_transaction()
@@ -447,7 +393,7 @@ def test_a_retryable_update_batch_yields_between_statements(loaded):
     db.drop_collection("ry")
     db.ry.insert_many([{"_id": i} for i in range(n)])
     stmts = [{"q": {"_id": i}, "u": {"$set": {"a": 1}}} for i in range(n)]
-    counter = Counter(server, c)
+    counter = LosslessCounter(server, c)
     seen = []  # (time, documents the batch had updated), read by another client
     running = threading.Event()
     running.set()

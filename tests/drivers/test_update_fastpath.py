@@ -11,24 +11,16 @@ import os
 import pytest
 from bson import Binary, Int64, SON
 from bson.decimal128 import Decimal128
-from pymongo import MongoClient, ReturnDocument
+from pymongo import ReturnDocument
 from pymongo.errors import OperationFailure
 
+from atomdb_clients import fresh_collection
 from atomdb_testlib import raw_command, restart, stop_all
-
-
-@pytest.fixture(scope="module")
-def client(atomdb_module):
-    c = MongoClient(atomdb_module.uri("directConnection=true"), serverSelectionTimeoutMS=10000)
-    yield c
-    c.close()
 
 
 @pytest.fixture
 def coll(client, request):
-    c = client.test_fastpath[request.node.name[:60]]
-    c.drop()
-    return c
+    return fresh_collection(client.test_fastpath, request)
 
 
 def raw_doc(coll, _id):

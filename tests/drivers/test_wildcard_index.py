@@ -10,7 +10,8 @@ restart; mongod's refusals (unique, sparse, TTL, bad projections)."""
 import pytest
 from bson.son import SON
 from pymongo import MongoClient
-from pymongo.errors import OperationFailure
+
+from atomdb_clients import fails, per_test_client
 
 # The manual's "Wildcard Indexes" sample collection.
 PRODUCTS = [
@@ -35,18 +36,7 @@ ELEMENTS = [
 ]
 
 
-@pytest.fixture
-def client(atomdb):
-    c = MongoClient(atomdb.uri(), serverSelectionTimeoutMS=10000)
-    yield c
-    c.close()
-
-
-def fails(code, fn, what):
-    with pytest.raises(OperationFailure) as ei:
-        fn()
-    assert ei.value.code == code, "%s: code %s, got %s %s" % (what, code, ei.value.code, ei.value)
-    return ei.value
+client = per_test_client("")
 
 
 def scan(coll, q):
@@ -427,7 +417,7 @@ def test_id_included_by_projection_is_indexed(client):
 
 
 def test_wildcard_index_survives_restarts(atomdb):
-    from atomdb_testlib import restart
+    from atomdb_testlib import discard, restart, stop_all
     c = MongoClient(atomdb.uri(), serverSelectionTimeoutMS=10000)
     c.r.p.create_index([("$**", 1)], wildcardProjection={"product_attributes": 1})
     c.r.p.insert_many(PRODUCTS)
@@ -445,9 +435,7 @@ def test_wildcard_index_survives_restarts(atomdb):
         c.close()
         server2 = restart(server)  # from the snapshot taken at shutdown
     finally:
-        if server.alive():
-            server.stop()
-        server.cleanup()
+        discard(server)
     try:
         c = MongoClient(server2.uri(), serverSelectionTimeoutMS=10000)
         q = {"product_attributes.size.units": "cm"}
@@ -455,9 +443,7 @@ def test_wildcard_index_survives_restarts(atomdb):
         assert ixscan_path(c.r.p, q) == "product_attributes.size.units"
         c.close()
     finally:
-        problems = server2.stop()
-        server2.cleanup()
-        assert problems == [], problems
+        stop_all([server2])
 
 
 def test_slow_query_plan_summary_names_the_path(atomdb_factory):

@@ -1,17 +1,21 @@
 /* fuzz: what the libFuzzer targets of tests/fuzz share — splitting an input
  * into a sequence of BSON documents (the first is the target's spec, the
- * rest are documents to run it on) and a few fixed documents every target
- * also runs on. Header-only: each target is one file. */
+ * rest are documents to run it on), a few fixed documents every target
+ * also runs on, and the temporary directory of the targets that need files.
+ * Header-only: each target is one file. */
 #ifndef ATOMDB_FUZZ_H
 #define ATOMDB_FUZZ_H
 
 #include <bson/bson.h>
+#include <ftw.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "util/bsoncheck.h"
+#include "util/log.h"
 
 #define FUZZ_MAX_DOCS 8
 
@@ -57,6 +61,17 @@ static inline void fuzz_docs_free(fuzz_docs_t *d)
     free(d->copy);
 }
 
+/* fuzz_docs_split for a target that needs at least one document: false,
+ * with nothing left to free, when `data` holds none. */
+static inline bool fuzz_docs_split_some(fuzz_docs_t *d, const uint8_t *data, size_t size)
+{
+    fuzz_docs_split(d, data, size);
+    if (d->n > 0)
+        return true;
+    fuzz_docs_free(d);
+    return false;
+}
+
 /* Fixed documents every doc-layer target also runs against. */
 static inline int fuzz_fixed_docs(bson_t *out, int max)
 {
@@ -82,6 +97,42 @@ static inline void fuzz_check_doc(const bson_t *doc)
 {
     if (doc->len > 16 * 1024 * 1024 + 16 * 1024 || !fuzz_valid(doc))
         abort();
+}
+
+/* The target's temporary directory (empty until fuzz_tmpdir_make). */
+static inline char *fuzz_tmpdir(void)
+{
+    static char dir[256];
+    return dir;
+}
+
+static inline int fuzz_tmpdir_rm(const char *path, const struct stat *st, int flag,
+                                 struct FTW *ftw)
+{
+    remove(path);
+    return 0;
+}
+
+/* Removes the temporary directory with all it holds. */
+static inline void fuzz_tmpdir_cleanup(void)
+{
+    nftw(fuzz_tmpdir(), fuzz_tmpdir_rm, 8, FTW_DEPTH | FTW_PHYS);
+}
+
+/* For LLVMFuzzerInitialize: makes /tmp/atomdb-fuzz-NAME-XXXXXX, removed when
+ * libFuzzer exits, sends the server's log to /dev/null and returns the
+ * directory's path. */
+static inline const char *fuzz_tmpdir_make(const char *name)
+{
+    char *dir = fuzz_tmpdir();
+    snprintf(dir, 256, "/tmp/atomdb-fuzz-%s-XXXXXX", name);
+    if (!mkdtemp(dir))
+        abort();
+    atexit(fuzz_tmpdir_cleanup);
+    FILE *null = fopen("/dev/null", "w");
+    if (null)
+        log_set_output(null);
+    return dir;
 }
 
 #endif

@@ -7,7 +7,6 @@
  * `ok`. After each input every database is dropped and every session
  * killed, so inputs do not pile up state. The client is not local, so
  * shutdown is refused. */
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,9 +18,8 @@
 #include "lease/lease.h"
 #include "store/catalog.h"
 #include "store/cursor.h"
-#include "util/log.h"
 
-static char fuzz_dir[256];
+static const char *fuzz_dir;
 static cmd_client_t fuzz_client;
 static int64_t fuzz_next_id;
 
@@ -50,27 +48,9 @@ static void fuzz_client_init(void)
     fuzz_client.rerun_parked = fuzz_rerun;
 }
 
-static int fuzz_rm_all(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    remove(path);
-    return 0;
-}
-
-/* Removes the temporary directory when libFuzzer exits. */
-static void fuzz_cleanup(void)
-{
-    nftw(fuzz_dir, fuzz_rm_all, 8, FTW_DEPTH | FTW_PHYS);
-}
-
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-    snprintf(fuzz_dir, sizeof fuzz_dir, "/tmp/atomdb-fuzz-command-XXXXXX");
-    if (!mkdtemp(fuzz_dir))
-        abort();
-    atexit(fuzz_cleanup);
-    FILE *null = fopen("/dev/null", "w");
-    if (null)
-        log_set_output(null);
+    fuzz_dir = fuzz_tmpdir_make("command");
     server.txn_lock_timeout_ms = 5;
     server.txn_lifetime_s = 60;
     server.config.bind = "127.0.0.1";

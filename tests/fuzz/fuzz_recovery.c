@@ -10,34 +10,16 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fuzz.h"
 #include "journal/journal-private.h"
 #include "store/catalog.h"
 #include "util/crc32c.h"
-#include "util/log.h"
 
-static char fuzz_dir[256];
-
-static int fuzz_rm_all(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    remove(path);
-    return 0;
-}
-
-/* Removes the temporary directory when libFuzzer exits. */
-static void fuzz_cleanup(void)
-{
-    nftw(fuzz_dir, fuzz_rm_all, 8, FTW_DEPTH | FTW_PHYS);
-}
+static const char *fuzz_dir;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-    snprintf(fuzz_dir, sizeof fuzz_dir, "/tmp/atomdb-fuzz-recovery-XXXXXX");
-    if (!mkdtemp(fuzz_dir))
-        abort();
-    atexit(fuzz_cleanup);
-    FILE *null = fopen("/dev/null", "w");
-    if (null)
-        log_set_output(null);
+    fuzz_dir = fuzz_tmpdir_make("recovery");
     return 0;
 }
 

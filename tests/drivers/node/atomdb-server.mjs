@@ -2,13 +2,18 @@
 // from ATOMDB_BIN (default <repo>/build/atomdb) on a free 127.0.0.1 port with
 // its own --dbpath. stop() reports a crash, an unexpected exit code or a
 // sanitizer report in the server's stderr, so a test can fail on them.
+// startAtomdbWithClient()/stopAtomdbWithClient(): one server and one
+// connected client shared by a whole test file; rejection(): an error a
+// test expects.
 
+import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, openSync, readFileSync, closeSync } from 'node:fs';
 import { createServer, connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { MongoClient } from 'mongodb';
 
 const here = dirname(fileURLToPath(import.meta.url));
 export const repo = resolve(here, '..', '..', '..');
@@ -90,6 +95,36 @@ export async function startAtomdb({ dir, keep = false, args = [], port } = {}) {
       return problems;
     },
   };
+}
+
+// Starts atomdb and connects a directConnection client to it, for a file's
+// before(). Returns { atomdb, client, db } (db: the database named `dbName`).
+// The client's server selection is short: if the server dies, the remaining
+// tests fail fast instead of each waiting 30 s.
+export async function startAtomdbWithClient(dbName) {
+  const atomdb = await startAtomdb();
+  const client = new MongoClient(atomdb.uri, { serverSelectionTimeoutMS: 3000 });
+  await client.connect();
+  return { atomdb, client, db: client.db(dbName) };
+}
+
+// For the file's after(): closes the client, stops atomdb and fails on
+// anything stop() found (a crash, an exit code, a sanitizer report).
+export async function stopAtomdbWithClient(atomdb, client) {
+  await client?.close();
+  const problems = await atomdb.stop();
+  assert.deepEqual(problems, [], 'atomdb stopped cleanly with no sanitizer report');
+}
+
+// Resolves to the error `promise` rejects with; fails the test, naming
+// `what`, when it resolves instead.
+export async function rejection(promise, what = 'the operation') {
+  try {
+    await promise;
+  } catch (e) {
+    return e;
+  }
+  assert.fail(`${what}: expected an error, the operation succeeded`);
 }
 
 // A command reply without $clusterTime and operationTime, which every reply

@@ -7,26 +7,16 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startAtomdb } from './atomdb-server.mjs';
-import { MongoClient, MongoServerError, DBRef, ObjectId } from 'mongodb';
+import { rejection, startAtomdbWithClient, stopAtomdbWithClient } from './atomdb-server.mjs';
+import { MongoServerError, DBRef, ObjectId } from 'mongodb';
 
 let atomdb;
 let client;
 let db;
 let seq = 0;
 
-before(async () => {
-  atomdb = await startAtomdb();
-  client = new MongoClient(`mongodb://127.0.0.1:${atomdb.port}/?directConnection=true`,
-    { serverSelectionTimeoutMS: 3000 });
-  await client.connect();
-  db = client.db('node_coll');
-});
-after(async () => {
-  await client?.close();
-  const problems = await atomdb.stop();
-  assert.deepEqual(problems, [], 'atomdb stopped cleanly with no sanitizer report');
-});
+before(async () => ({ atomdb, client, db } = await startAtomdbWithClient('node_coll')));
+after(() => stopAtomdbWithClient(atomdb, client));
 
 const CAFE = [
   { _id: 1, category: 'café', status: 'A' },
@@ -41,15 +31,6 @@ async function fresh(docs = CAFE) {
   await c.drop().catch(() => {});
   if (docs.length) await c.insertMany(docs);
   return c;
-}
-
-async function rejection(promise) {
-  try {
-    await promise;
-  } catch (e) {
-    return e;
-  }
-  assert.fail('expected the server to refuse');
 }
 
 test('find, count, distinct and aggregate take a collation', async () => {

@@ -6,7 +6,9 @@
 
 import { test, describe, before, after, beforeEach } from 'node:test';
 import assert from 'node:assert/strict';
-import { startAtomdb, sleep, freePort, repo, atomdbBin } from './atomdb-server.mjs';
+import {
+  rejection, startAtomdbWithClient, stopAtomdbWithClient, sleep, freePort, repo, atomdbBin,
+} from './atomdb-server.mjs';
 import {
   MongoClient, ObjectId, Long, Int32, Double, Decimal128, MinKey, MaxKey, Timestamp, BSONRegExp, Binary,
   MongoServerError, MongoBulkWriteError,
@@ -27,19 +29,8 @@ let client;
 let db;
 let seq = 0;
 
-before(async () => {
-  atomdb = await startAtomdb();
-  client = new MongoClient(`mongodb://127.0.0.1:${atomdb.port}/?directConnection=true`,
-    // Short: if the server dies, the remaining tests fail fast instead of each waiting 30 s.
-    { serverSelectionTimeoutMS: 3000 });
-  await client.connect();
-  db = client.db('db');
-});
-after(async () => {
-  await client?.close();
-  const problems = await atomdb.stop();
-  assert.deepEqual(problems, [], 'atomdb stopped cleanly with no sanitizer report');
-});
+before(async () => ({ atomdb, client, db } = await startAtomdbWithClient('db')));
+after(() => stopAtomdbWithClient(atomdb, client));
 
 // A fresh, empty collection for one test.
 async function fresh() {
@@ -51,16 +42,6 @@ async function fresh() {
 async function ids(c, filter, options = {}) {
   const docs = await c.find(filter, { projection: { _id: 1 }, ...options }).toArray();
   return docs.map((d) => d._id).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-}
-
-// Resolves to the error a promise rejects with (fails the test if it resolves).
-async function rejection(promise, what) {
-  try {
-    await promise;
-  } catch (e) {
-    return e;
-  }
-  assert.fail(`${what}: expected an error, the operation succeeded`);
 }
 
 function stages(plan) {

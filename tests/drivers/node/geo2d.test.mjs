@@ -6,25 +6,15 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startAtomdb } from './atomdb-server.mjs';
-import { MongoClient, MongoServerError } from 'mongodb';
+import { startAtomdbWithClient, stopAtomdbWithClient } from './atomdb-server.mjs';
+import { MongoServerError } from 'mongodb';
 
 let atomdb;
 let client;
 let db;
 
-before(async () => {
-  atomdb = await startAtomdb();
-  client = new MongoClient(`mongodb://127.0.0.1:${atomdb.port}/?directConnection=true`,
-    { serverSelectionTimeoutMS: 3000 });
-  await client.connect();
-  db = client.db('geo2d');
-});
-after(async () => {
-  await client?.close();
-  const problems = await atomdb.stop();
-  assert.deepEqual(problems, [], 'atomdb stopped cleanly with no sanitizer report');
-});
+before(async () => ({ atomdb, client, db } = await startAtomdbWithClient('geo2d')));
+after(() => stopAtomdbWithClient(atomdb, client));
 
 test('a 2d index with its options serves $near and $geoWithin', async () => {
   const places = db.collection('places');

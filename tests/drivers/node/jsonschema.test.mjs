@@ -7,34 +7,15 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startAtomdb } from './atomdb-server.mjs';
-import { MongoClient, Int32, Long, MongoServerError } from 'mongodb';
+import { rejection, startAtomdbWithClient, stopAtomdbWithClient } from './atomdb-server.mjs';
+import { Int32, Long, MongoServerError } from 'mongodb';
 
 let atomdb;
 let client;
 let db;
 
-before(async () => {
-  atomdb = await startAtomdb();
-  client = new MongoClient(`mongodb://127.0.0.1:${atomdb.port}/?directConnection=true`,
-    { serverSelectionTimeoutMS: 3000 });
-  await client.connect();
-  db = client.db('node_schema');
-});
-after(async () => {
-  await client?.close();
-  const problems = await atomdb.stop();
-  assert.deepEqual(problems, [], 'atomdb stopped cleanly with no sanitizer report');
-});
-
-async function rejection(promise, what) {
-  try {
-    await promise;
-  } catch (e) {
-    return e;
-  }
-  assert.fail(`${what}: expected an error, the operation succeeded`);
-}
+before(async () => ({ atomdb, client, db } = await startAtomdbWithClient('node_schema')));
+after(() => stopAtomdbWithClient(atomdb, client));
 
 const students = {
   bsonType: 'object',

@@ -6,8 +6,8 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startAtomdb } from './atomdb-server.mjs';
-import { MongoClient, MongoServerError } from 'mongodb';
+import { startAtomdbWithClient, stopAtomdbWithClient } from './atomdb-server.mjs';
+import { MongoServerError } from 'mongodb';
 
 let atomdb;
 let client;
@@ -25,19 +25,13 @@ const ARTICLES = [
 ];
 
 before(async () => {
-  atomdb = await startAtomdb();
-  client = new MongoClient(`mongodb://127.0.0.1:${atomdb.port}/?directConnection=true`,
-    { serverSelectionTimeoutMS: 3000 });
-  await client.connect();
-  articles = client.db('text').collection('articles');
+  let db;
+  ({ atomdb, client, db } = await startAtomdbWithClient('text'));
+  articles = db.collection('articles');
   await articles.insertMany(ARTICLES);
   assert.equal(await articles.createIndex({ subject: 'text' }), 'subject_text');
 });
-after(async () => {
-  await client?.close();
-  const problems = await atomdb.stop();
-  assert.deepEqual(problems, [], 'atomdb stopped cleanly with no sanitizer report');
-});
+after(() => stopAtomdbWithClient(atomdb, client));
 
 async function search(text) {
   const docs = await articles.find({ $text: text }).toArray();

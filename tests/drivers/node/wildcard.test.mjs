@@ -6,8 +6,8 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startAtomdb } from './atomdb-server.mjs';
-import { MongoClient, MongoServerError } from 'mongodb';
+import { startAtomdbWithClient, stopAtomdbWithClient } from './atomdb-server.mjs';
+import { MongoServerError } from 'mongodb';
 
 let atomdb;
 let client;
@@ -22,18 +22,8 @@ const PRODUCTS = [
   { _id: 3, product_name: 'Spy Book' },
 ];
 
-before(async () => {
-  atomdb = await startAtomdb();
-  client = new MongoClient(`mongodb://127.0.0.1:${atomdb.port}/?directConnection=true`,
-    { serverSelectionTimeoutMS: 3000 });
-  await client.connect();
-  db = client.db('wildcard');
-});
-after(async () => {
-  await client?.close();
-  const problems = await atomdb.stop();
-  assert.deepEqual(problems, [], 'atomdb stopped cleanly with no sanitizer report');
-});
+before(async () => ({ atomdb, client, db } = await startAtomdbWithClient('wildcard')));
+after(() => stopAtomdbWithClient(atomdb, client));
 
 async function winning(coll, filter) {
   const e = await coll.find(filter).explain();

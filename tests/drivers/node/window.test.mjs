@@ -5,8 +5,8 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startAtomdb } from './atomdb-server.mjs';
-import { MongoClient, MongoServerError } from 'mongodb';
+import { startAtomdbWithClient, stopAtomdbWithClient } from './atomdb-server.mjs';
+import { MongoServerError } from 'mongodb';
 
 let atomdb;
 let client;
@@ -22,19 +22,11 @@ const cakeSales = [
 ];
 
 before(async () => {
-  atomdb = await startAtomdb();
-  client = new MongoClient(`mongodb://127.0.0.1:${atomdb.port}/?directConnection=true`,
-    { serverSelectionTimeoutMS: 3000 });
-  await client.connect();
-  db = client.db('node_window');
+  ({ atomdb, client, db } = await startAtomdbWithClient('node_window'));
   await db.collection('cakeSales').insertMany(cakeSales);
 });
 
-after(async () => {
-  await client?.close();
-  const problems = await atomdb.stop();
-  assert.deepEqual(problems, [], 'atomdb stopped cleanly with no sanitizer report');
-});
+after(() => stopAtomdbWithClient(atomdb, client));
 
 test('$setWindowFields: cumulative quantity per state (documentation example)', async () => {
   const out = await db.collection('cakeSales').aggregate([{ $setWindowFields: {
