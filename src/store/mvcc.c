@@ -133,5 +133,6 @@ const mvcc_change_t *mvcc_changes_after(uint64_t snapshot, size_t *n)
             hi = mid;
     }
     *n = mvcc.len - lo;
-    return mvcc.changes + lo;
+    /* before the first change the window has no array: no offset on NULL */
+    return mvcc.changes ? mvcc.changes + lo : NULL;
 }

@@ -48,8 +48,8 @@ void mvcc_replaced(uint64_t coll_id, record_t *newer, record_t *old);
 void mvcc_deleted(uint64_t coll_id, record_t *old);
 
 /* The changes made after `snapshot` (which must be open), oldest first:
- * *n entries from the returned pointer, borrowed until the next change or
- * snapshot close. */
+ * *n entries from the returned pointer (NULL when none was ever made),
+ * borrowed until the next change or snapshot close. */
 const mvcc_change_t *mvcc_changes_after(uint64_t snapshot, size_t *n);
 
 /* True when some change after `snapshot` deleted a document (a cheap

@@ -93,3 +93,16 @@ def test_a_failing_expression_inside_an_object_expression_is_an_error(atomdb):
             except Exception as e:  # OperationFailure: $bsonSize of a number
                 assert getattr(e, "code", None) is not None, e
         assert c.test.f.count_documents({}) == 1
+
+
+def test_a_find_that_yields_over_an_unchanged_store_returns_every_document(atomdb):
+    # fuzz_command: a scan that yielded looked for the changes made since
+    # its snapshot, and with none ever recorded took them at NULL + 0
+    # (undefined behaviour, reported by clang's UBSan: the fuzz regression
+    # command/find-yields-over-an-unchanged-store)
+    with client(atomdb) as c:
+        c.admin.command("setParameter", 1, atomdbYieldPeriodMicros=1)
+        c.test.y.insert_many([{"_id": i, "a": i % 7} for i in range(3000)])
+        assert len(list(c.test.y.find({"a": {"$gte": 0}}))) == 3000
+        assert c.test.y.count_documents({"a": 3}) == len([i for i in range(3000) if i % 7 == 3])
+        assert c.admin.command("ping")["ok"] == 1
