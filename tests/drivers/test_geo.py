@@ -23,6 +23,17 @@ def db(client):
     return client.geo
 
 
+# The $geoNear documentation page's `places` collection.
+GEONEAR_PLACES = [
+    {"_id": 1, "name": "Central Park", "category": "Parks",
+     "location": {"type": "Point", "coordinates": [-73.97, 40.77]}},
+    {"_id": 2, "name": "Sara D. Roosevelt Park", "category": "Parks",
+     "location": {"type": "Point", "coordinates": [-73.9928, 40.7193]}},
+    {"_id": 3, "name": "Polo Grounds", "category": "Stadiums",
+     "location": {"type": "Point", "coordinates": [-73.9375, 40.8303]}},
+]
+
+
 def ids(cur):
     return sorted(d["_id"] for d in cur)
 
@@ -31,13 +42,7 @@ def ids(cur):
 def places(db):
     # the $geoNear page's `places`, plus legacy pairs and non-point shapes
     t = db.places
-    t.insert_many([
-        {"_id": 1, "name": "Central Park", "category": "Parks",
-         "location": {"type": "Point", "coordinates": [-73.97, 40.77]}},
-        {"_id": 2, "name": "Sara D. Roosevelt Park", "category": "Parks",
-         "location": {"type": "Point", "coordinates": [-73.9928, 40.7193]}},
-        {"_id": 3, "name": "Polo Grounds", "category": "Stadiums",
-         "location": {"type": "Point", "coordinates": [-73.9375, 40.8303]}},
+    t.insert_many(GEONEAR_PLACES + [
         {"_id": 4, "name": "legacy pair", "location": [-73.97, 40.77]},
         {"_id": 5, "name": "a street", "location": {
             "type": "LineString", "coordinates": [[-74.0, 40.70], [-73.90, 40.80]]}},

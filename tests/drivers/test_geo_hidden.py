@@ -12,6 +12,7 @@ from bson.son import SON
 from pymongo.errors import OperationFailure
 
 from atomdb_clients import per_test_client
+from test_geo import GEONEAR_PLACES
 
 
 client = per_test_client("")
@@ -24,16 +25,8 @@ def db(client):
 
 @pytest.fixture
 def places(db):
-    # the $geoNear documentation's `places`
     t = db.places
-    t.insert_many([
-        {"_id": 1, "name": "Central Park", "category": "Parks",
-         "location": {"type": "Point", "coordinates": [-73.97, 40.77]}},
-        {"_id": 2, "name": "Sara D. Roosevelt Park", "category": "Parks",
-         "location": {"type": "Point", "coordinates": [-73.9928, 40.7193]}},
-        {"_id": 3, "name": "Polo Grounds", "category": "Stadiums",
-         "location": {"type": "Point", "coordinates": [-73.9375, 40.8303]}},
-    ])
+    t.insert_many([dict(d) for d in GEONEAR_PLACES])
     return t
 
 

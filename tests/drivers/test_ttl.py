@@ -13,7 +13,7 @@ import time
 import pytest
 
 from atomdb_clients import connect
-from atomdb_testlib import restart
+from atomdb_testlib import restart, wait_for
 
 N = 200_000
 PAST = datetime.datetime(2000, 1, 1)
@@ -37,12 +37,8 @@ def fill_expired(coll, n=N):
 
 
 def wait_until(fn, what, timeout=120):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if fn():
-            return
-        time.sleep(0.01)
-    raise AssertionError("timed out waiting until " + what)
+    """wait_for with the TTL passes' longer default timeout."""
+    wait_for(fn, timeout, what)
 
 
 class Counter:
